@@ -1,0 +1,71 @@
+#pragma once
+// Transport: how subnetd sends and receives management datagrams (MADs).
+//
+// Backends: discovery/sim (the embedded simulated fabric, in process) and
+// discovery/umad (libibumad: real HCAs, or ibsim under umad2sim). The API is
+// the shape of libibumad's: send a MAD, receive the next one. The caller (the
+// Sweeper, the Programmer, the daemon) owns transaction ids, windows, timeouts
+// and retries; the transport only moves bytes.
+//
+// Threading: send/receive/now are called from one thread (the SM strand).
+// A backend may be poked from other threads only through its own documented
+// thread-safe calls (e.g. the simulator's fault-injection API); such events
+// surface through receive() and wake event_fd().
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "routing/ids.hpp"
+#include "routing/result.hpp"
+
+namespace subnetd::discovery {
+
+inline constexpr std::size_t kMadSize = 256;
+
+struct Mad {
+  std::array<std::uint8_t, kMadSize> data{};
+  // Addressing outside the MAD bytes (the LRH / umad address header).
+  // For LID-routed SMPs: destination and source LID (up to 24 bits in the
+  // extended modes); for directed-route SMPs dlid is 0xFFFF (permissive).
+  std::uint32_t dlid = 0xFFFF;
+  std::uint32_t slid = 0xFFFF;
+};
+
+// The SM's own attachment point.
+struct LocalPort {
+  Guid node_guid;
+  Guid port_guid;
+  PortNum port_num = 1;
+  std::string ca_name;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Queues one MAD for sending. An error is local (device gone, bad MAD size);
+  // a lost packet is not an error here but a receive() timeout later.
+  virtual Result<void> send(const Mad& mad) = 0;
+
+  // Waits up to `timeout` for the next MAD addressed to us: a response, a
+  // trap, or a request to the SM (e.g. SMInfo Get). nullopt on timeout.
+  virtual Result<std::optional<Mad>> receive(std::chrono::microseconds timeout) = 0;
+
+  // The transport's clock. The simulator with a latency model runs on virtual
+  // time, so sweeps can be timed as on a real fabric; others use steady_clock.
+  virtual std::chrono::nanoseconds now() const = 0;
+
+  virtual LocalPort local_port() const = 0;
+
+  // A file descriptor that becomes readable when receive() has something
+  // (for an event loop); -1 if the backend has none.
+  virtual int event_fd() const { return -1; }
+
+  // Short name for logs ("sim", "umad:mlx5_0:1").
+  virtual std::string name() const = 0;
+};
+
+}  // namespace subnetd::discovery

@@ -1,0 +1,79 @@
+#pragma once
+// Linear forwarding tables.
+//
+// Lft: one switch's table, a contiguous uint8_t array indexed by LID value
+// (port 255 = drop, i.e. not routed). Block b covers LIDs [64b, 64b+63] as on
+// the wire. A dirty-block bitmap records blocks changed through set() since the
+// last clear_dirty(), so the Programmer and Rerouter push only those.
+//
+// Routes: the output of a routing engine — one Lft per switch, indexed by the
+// Topology's switch_index, plus load statistics.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "routing/ids.hpp"
+
+namespace subnetd::routing {
+
+inline constexpr std::uint8_t kDropPort = 255;
+inline constexpr std::uint32_t kLftBlockSize = 64;
+
+class Lft {
+ public:
+  Lft() = default;
+  // Table covering LIDs 0..max_lid (rounded up to whole blocks), all drop.
+  explicit Lft(Lid max_lid) { resize(max_lid); }
+
+  void resize(Lid max_lid);
+  std::uint32_t size() const { return static_cast<std::uint32_t>(ports_.size()); }
+  std::uint32_t num_blocks() const { return size() / kLftBlockSize; }
+
+  std::uint8_t get(Lid lid) const { return lid.value < size() ? ports_[lid.value] : kDropPort; }
+  // Sets one entry and marks its block dirty if it changed.
+  void set(Lid lid, std::uint8_t port) {
+    std::uint8_t& e = ports_[lid.value];
+    if (e != port) {
+      e = port;
+      dirty_[lid.value / kLftBlockSize / 64] |= std::uint64_t{1} << (lid.value / kLftBlockSize % 64);
+    }
+  }
+
+  std::span<const std::uint8_t> block(std::uint32_t b) const {
+    return std::span<const std::uint8_t>(ports_).subspan(b * kLftBlockSize, kLftBlockSize);
+  }
+  // Raw access for engines that fill whole tables (dirty bits are not tracked).
+  std::uint8_t* data() { return ports_.data(); }
+  const std::uint8_t* data() const { return ports_.data(); }
+
+  bool block_dirty(std::uint32_t b) const { return (dirty_[b / 64] >> (b % 64)) & 1U; }
+  void mark_all_dirty();
+  void clear_dirty();
+  std::vector<std::uint32_t> dirty_blocks() const;
+
+  bool operator==(const Lft& o) const { return ports_ == o.ports_; }
+
+ private:
+  std::vector<std::uint8_t> ports_;
+  std::vector<std::uint64_t> dirty_;
+};
+
+// Routes carried per directed link, for balance reports.
+struct LinkLoad {
+  std::uint64_t max_routes = 0;
+  double mean_routes = 0.0;
+  std::uint64_t links = 0;  // directed switch-to-switch links counted
+};
+
+struct Routes {
+  std::string engine;
+  Lid max_lid;
+  std::vector<Lft> lfts;  // by switch_index
+  LinkLoad load;
+  // Number of virtual lanes the routing needs (1 for up/down-based engines).
+  std::uint8_t num_vls = 1;
+};
+
+}  // namespace subnetd::routing

@@ -1,0 +1,69 @@
+#include <atomic>
+#include <gtest/gtest.h>
+
+#include "routing/lft.hpp"
+#include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+TEST(Topology, ConnectRejectsBadPortsAndDoubleLinks) {
+  Topology t;
+  NodeId sw = t.add_node(NodeType::kSwitch, Guid{0x100}, 4, "sw");
+  NodeId ca = t.add_node(NodeType::kCa, Guid{0x200}, 2, "ca");
+  ASSERT_TRUE(t.connect({sw, 1}, {ca, 1}).ok());
+  auto again = t.connect({sw, 1}, {ca, 2});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Errc::kConflict);
+  EXPECT_NE(again.error().message.find("\"sw\"[1]"), std::string::npos);
+  auto range = t.connect({sw, 5}, {ca, 2});
+  ASSERT_FALSE(range.ok());
+  EXPECT_EQ(range.error().code, Errc::kOutOfRange);
+  EXPECT_TRUE(t.validate().ok());
+  EXPECT_EQ(t.num_links(), 1u);
+  EXPECT_EQ(t.port(ca, 2).guid.value, 0x202u);
+  EXPECT_EQ(t.find_by_port_guid(Guid{0x201})->port, 1);
+  EXPECT_EQ(t.find_by_name("ca")->value, ca.value);
+  t.disconnect({ca, 1});
+  EXPECT_FALSE(t.port(sw, 1).connected());
+}
+
+TEST(Topology, ValidateFindsDuplicateGuid) {
+  Topology t;
+  t.add_node(NodeType::kSwitch, Guid{0x100}, 4, "a");
+  t.add_node(NodeType::kSwitch, Guid{0x100}, 4, "b");
+  auto r = t.validate();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("\"a\" and \"b\""), std::string::npos);
+}
+
+TEST(Lft, DirtyBlocksTrackChanges) {
+  Lft lft(Lid{200});
+  EXPECT_EQ(lft.num_blocks(), 4u);
+  EXPECT_EQ(lft.get(Lid{5}), kDropPort);
+  lft.set(Lid{5}, 3);
+  lft.set(Lid{130}, 7);
+  lft.set(Lid{131}, kDropPort);  // unchanged: not dirty
+  EXPECT_EQ(lft.dirty_blocks(), (std::vector<std::uint32_t>{0, 2}));
+  lft.clear_dirty();
+  EXPECT_TRUE(lft.dirty_blocks().empty());
+  EXPECT_EQ(lft.block(2)[2], 7);
+}
+
+TEST(WorkerPool, CoversEveryIndexOnce) {
+  for (unsigned threads : {1u, 2u, 4u}) {
+    WorkerPool pool(threads);
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::atomic<int>> hits(1000);
+      pool.parallel_for(hits.size(), 7, [&](std::size_t b, std::size_t e, unsigned slot) {
+        ASSERT_LT(slot, pool.size());
+        for (std::size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace subnetd::routing
