@@ -1,0 +1,47 @@
+#pragma once
+// LID assignment: every CA/router port gets 2^LMC consecutive, aligned LIDs;
+// every switch one LID on port 0.
+//
+// Pure function of its inputs. Stability comes from `previous` (what the
+// store remembers, GUID -> base LID, from earlier sweeps and daemon runs) and
+// from the LIDs already valid on the ports (Port::lid, found by the sweep).
+// Precedence, per port: the remembered LID, then the LID found on the port,
+// then the lowest free aligned LID. A LID claimed twice goes to the port with
+// the lower GUID; the other is re-assigned and the conflict reported.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/lid_space.hpp"
+#include "routing/result.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::routing {
+
+struct LidRecord {
+  Guid port_guid;
+  Lid base;
+  auto operator<=>(const LidRecord&) const = default;
+};
+
+struct LidAssignOptions {
+  LidSpace space;
+  std::uint8_t lmc = 0;  // 0..7
+  std::vector<LidRecord> previous;  // from the store; may be empty
+};
+
+struct LidAssignment {
+  LidMap map;
+  // Ports whose base LID is new or changed (to persist).
+  std::vector<LidRecord> changed;
+  // Human-readable reports of conflicts resolved (one line each).
+  std::vector<std::string> conflicts;
+  std::uint32_t lids_used = 0;
+};
+
+Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& opts);
+
+}  // namespace subnetd::routing
