@@ -90,6 +90,7 @@ struct Smp {
 
   bool directed() const { return mgmt_class == MgmtClass::kSubnDirected; }
   bool is_response() const { return (static_cast<std::uint8_t>(method) & 0x80) != 0; }
+  bool operator==(const Smp&) const = default;
 };
 
 struct DecodeOptions {
@@ -122,6 +123,7 @@ struct NodeDescription {
   std::string text;  // up to 64 bytes, NUL-padded on the wire
   static NodeDescription decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const NodeDescription&) const = default;
 };
 
 struct NodeInfo {
@@ -139,6 +141,7 @@ struct NodeInfo {
   std::uint32_t vendor_id = 0;  // 24 bits
   static NodeInfo decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const NodeInfo&) const = default;
 };
 
 struct SwitchInfo {
@@ -162,6 +165,7 @@ struct SwitchInfo {
   std::uint16_t multicast_fdb_top = 0;
   static SwitchInfo decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const SwitchInfo&) const = default;
 };
 
 struct PortInfo {
@@ -205,10 +209,11 @@ struct PortInfo {
   std::uint16_t q_key_violations = 0;
   std::uint8_t guid_cap = 0;
   bool client_reregister = false;
-  std::uint8_t subnet_timeout = 0;     // 5 bits
-  std::uint8_t resp_time_value = 0;    // 5 bits
-  std::uint8_t local_phy_errors = 0;   // 4 bits
-  std::uint8_t overrun_errors = 0;     // 4 bits
+  std::uint8_t multicast_pkey_trap_suppression_enabled = 0;  // 2 bits
+  std::uint8_t subnet_timeout = 0;                           // 5 bits
+  std::uint8_t resp_time_value = 0;                          // 5 bits
+  std::uint8_t local_phy_errors = 0;                         // 4 bits
+  std::uint8_t overrun_errors = 0;                           // 4 bits
   std::uint16_t max_credit_hint = 0;
   std::uint32_t link_round_trip_latency = 0;  // 24 bits
   std::uint16_t capability_mask2 = 0;
@@ -217,6 +222,7 @@ struct PortInfo {
   std::uint8_t link_speed_ext_enabled = 0;    // 5 bits
   static PortInfo decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const PortInfo&) const = default;
 };
 
 // PortInfo:CapabilityMask bits subnetd uses.
@@ -228,6 +234,7 @@ struct LinearForwardingTable {
   std::array<std::uint8_t, 64> ports{};
   static LinearForwardingTable decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const LinearForwardingTable&) const = default;
 };
 
 struct SmInfo {
@@ -238,6 +245,7 @@ struct SmInfo {
   std::uint8_t sm_state = 0;  // 4 bits: 0 not active, 1 discovering, 2 standby, 3 master
   static SmInfo decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const SmInfo&) const = default;
 };
 
 // Notice (the data of a Trap / TrapRepress SMP), generic form.
@@ -248,10 +256,11 @@ struct Notice {
   std::uint16_t trap_number = 0;    // device id if !is_generic
   std::uint16_t issuer_lid = 0;
   bool notice_toggle = false;
-  std::uint16_t notice_count = 0;   // 15 bits
+  std::uint16_t notice_count = 0;  // 15 bits
   std::array<std::uint8_t, 54> data_details{};
   static Notice decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const Notice&) const = default;
 
   // Trap 128 (link state change): data_details bytes 0-1 = LIDADDR of the switch.
   // In extended-LID modes bytes 2-5 carry the 32-bit LID (see discovery/README.md).
@@ -267,6 +276,7 @@ struct SlToVlMappingTable {
   std::array<std::uint8_t, 16> vl{};
   static SlToVlMappingTable decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const SlToVlMappingTable&) const = default;
 };
 
 // One 32-entry block of a VL arbitration table; attr_mod = block (bits 31:16:
@@ -275,10 +285,12 @@ struct VlArbitrationTable {
   struct Entry {
     std::uint8_t vl = 0;  // 4 bits
     std::uint8_t weight = 0;
+    bool operator==(const Entry&) const = default;
   };
   std::array<Entry, 32> entries{};
   static VlArbitrationTable decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const VlArbitrationTable&) const = default;
 };
 
 // ----- vendor-specific extended-LID attributes (17/24-bit modes) -----
@@ -291,6 +303,7 @@ struct ExtPortInfo {
   std::uint8_t lid_bits = 0;        // 16, 17 or 24: the mode the port is configured for
   static ExtPortInfo decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const ExtPortInfo&) const = default;
 };
 
 // Like LinearForwardingTable but attr_mod is a 32-bit block number (24-bit LIDs).
@@ -301,6 +314,7 @@ struct ExtSwitchInfo {
   std::uint32_t linear_fdb_top = 0;
   static ExtSwitchInfo decode(ConstSmpData d);
   void encode(SmpData d) const;
+  bool operator==(const ExtSwitchInfo&) const = default;
 };
 
 // Convenience: the data field of an Smp as a fixed-size span.
