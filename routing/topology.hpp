@@ -38,7 +38,9 @@ struct Port {
   std::uint8_t width_active = 0;  // IBA LinkWidthActive bits (1=1x, 2=4x, 4=8x, 8=12x, 16=2x)
   std::uint8_t speed_active = 0;  // IBA LinkSpeedActive (1=SDR, 2=DDR, 4=QDR); ext. speeds elsewhere
   Lid lid;                        // LID found on the port at sweep time (0 = none)
+  Lid master_sm_lid;              // MasterSMLID found on the port at sweep time
   std::uint8_t lmc = 0;
+  std::uint8_t phys_state = 0;    // IBA PortPhysicalState (5 = LinkUp)
   bool connected() const { return remote_node.valid(); }
 };
 

@@ -1,0 +1,231 @@
+#include "discovery/sweeper.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace subnetd::discovery {
+namespace {
+
+using routing::NodeType;
+using routing::PortState;
+
+constexpr std::uint8_t kPhysLinkUp = 5;
+
+std::string describe(const routing::Topology& t, NodeId n) {
+  const routing::Node& node = t.node(n);
+  return fmt::format("{} \"{}\" ({:#018x})", routing::node_type_name(node.type), node.description,
+                     node.guid.value);
+}
+
+// State of one sweep; callbacks capture a pointer to it.
+class Sweep {
+ public:
+  Sweep(Transport& transport, const SweepOptions& opts)
+      : opts_(opts), pipeline_(transport, opts.pipeline) {}
+
+  Result<SweepResult> run(std::stop_token stop, Transport& transport) {
+    const auto start = transport.now();
+    // Our own node: a zero-hop directed-route NodeInfo.
+    probe({}, kNoNode, 0);
+    pipeline_.set_unsolicited_handler([](const mad::Smp&, const Mad&) {
+      // Traps during a sweep are re-detected by the sweep itself.
+    });
+    SUBNETD_TRY(pipeline_.run(stop));
+    if (!fatal_.empty()) return Error{Errc::kUnreachable, fatal_};
+    if (!out_.sm_node.valid())
+      return Error{Errc::kInternal, "sweep ended without the SM's own node"};
+    out_.smps = pipeline_.stats();
+    out_.duration = transport.now() - start;
+    return std::move(out_);
+  }
+
+ private:
+  std::vector<std::uint8_t> extend(std::span<const std::uint8_t> path, PortNum p) {
+    std::vector<std::uint8_t> v(path.begin(), path.end());
+    v.push_back(p);
+    return v;
+  }
+
+  // NodeInfo along `path`, reached from (parent, parent_port) (kNoNode for ourselves).
+  void probe(std::vector<std::uint8_t> path, NodeId parent, PortNum parent_port) {
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kNodeInfo, 0, path, 0);
+    pipeline_.submit(
+        smp, 0, [this, path = std::move(path), parent, parent_port](Result<mad::Smp> r) {
+          if (!r.ok()) {
+            if (!parent.valid()) {
+              fatal_ = "the SM's own port does not answer NodeInfo: " + r.error().message;
+            } else {
+              out_.unreachable.push_back(fmt::format("{} port {}: {}",
+                                                     describe(out_.topology, parent), parent_port,
+                                                     r.error().message));
+            }
+            return;
+          }
+          on_node_info(path, parent, parent_port, mad::NodeInfo::decode(mad::data_of(*r)));
+        });
+  }
+
+  void on_node_info(const std::vector<std::uint8_t>& path, NodeId parent, PortNum parent_port,
+                    const mad::NodeInfo& ni) {
+    routing::Topology& t = out_.topology;
+    if (ni.node_type < 1 || ni.node_type > 3 || ni.num_ports == 0 ||
+        (ni.node_type != 2 && ni.local_port_num == 0) || ni.local_port_num > ni.num_ports) {
+      out_.warnings.push_back(fmt::format(
+          "node GUID {:#018x} behind path [{}]: implausible NodeInfo (type {}, {} ports, "
+          "local port {}); ignored",
+          ni.node_guid, fmt::join(path, ","), ni.node_type, ni.num_ports, ni.local_port_num));
+      return;
+    }
+    const auto type = static_cast<NodeType>(ni.node_type);
+    const Guid guid{ni.node_guid};
+    NodeId node;
+    bool is_new = false;
+    if (auto found = t.find_by_guid(guid)) {
+      node = *found;
+      if (t.node(node).type != type || t.node(node).num_ports != ni.num_ports) {
+        out_.warnings.push_back(
+            fmt::format("node GUID {:#018x} answers with a different type or "
+                        "port count on path [{}]; ignored",
+                        ni.node_guid, fmt::join(path, ",")));
+        return;
+      }
+    } else {
+      is_new = true;
+      node = t.add_node(type, guid, ni.num_ports, fmt::format("{:#018x}", ni.node_guid));
+      t.mutable_node(node).system_guid = Guid{ni.system_image_guid};
+      out_.paths.add(path);
+      out_.max_hops =
+          std::max<std::uint32_t>(out_.max_hops, static_cast<std::uint32_t>(path.size()));
+    }
+    const PortNum arrival = ni.local_port_num;
+    if (type != NodeType::kSwitch) t.mutable_port(node, arrival).guid = Guid{ni.port_guid};
+
+    if (!parent.valid()) {
+      out_.sm_node = node;
+      out_.sm_port = arrival;
+    } else {
+      const routing::Port& from = t.port(parent, parent_port);
+      const routing::Port& to = t.port(node, arrival);
+      if (!from.connected() && !to.connected()) {
+        if (auto c = t.connect({parent, parent_port}, {node, arrival}); !c.ok()) {
+          out_.warnings.push_back(c.error().message);
+        }
+      } else if (from.remote_node != node || from.remote_port != arrival) {
+        out_.warnings.push_back(
+            fmt::format("{} port {} leads to {} port {}, which is already "
+                        "linked elsewhere; link ignored",
+                        describe(t, parent), parent_port, describe(t, node), arrival));
+      }
+    }
+
+    if (is_new) {
+      request_node_description(node);
+      if (type == NodeType::kSwitch) {
+        request_switch_info(node);
+        for (unsigned p = 0; p <= ni.num_ports; ++p)
+          request_port_info(node, static_cast<PortNum>(p));
+      }
+    }
+    // A CA (or router) is asked about the port we reached it through; each of
+    // its ports is reached along its own path.
+    if (type != NodeType::kSwitch) request_port_info(node, arrival);
+  }
+
+  void request_node_description(NodeId node) {
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kNodeDescription, 0,
+                                    out_.paths.path(node), 0);
+    pipeline_.submit(smp, 0, [this, node](Result<mad::Smp> r) {
+      if (!r.ok()) {
+        out_.warnings.push_back(fmt::format("{}: NodeDescription: {}",
+                                            describe(out_.topology, node), r.error().message));
+        return;
+      }
+      std::string text = mad::NodeDescription::decode(mad::data_of(*r)).text;
+      if (!text.empty()) out_.topology.mutable_node(node).description = std::move(text);
+    });
+  }
+
+  void request_switch_info(NodeId node) {
+    mad::Smp smp =
+        mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kSwitchInfo, 0, out_.paths.path(node), 0);
+    pipeline_.submit(smp, 0, [this, node](Result<mad::Smp> r) {
+      if (!r.ok()) {
+        out_.warnings.push_back(
+            fmt::format("{}: SwitchInfo: {}", describe(out_.topology, node), r.error().message));
+      }
+    });
+  }
+
+  void request_port_info(NodeId node, PortNum port) {
+    mad::Smp smp =
+        mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kPortInfo, port, out_.paths.path(node), 0);
+    pipeline_.submit(smp, 0, [this, node, port](Result<mad::Smp> r) {
+      if (!r.ok()) {
+        out_.warnings.push_back(fmt::format(
+            "{} port {}: PortInfo: {}", describe(out_.topology, node), port, r.error().message));
+        return;
+      }
+      on_port_info(node, port, mad::PortInfo::decode(mad::data_of(*r)));
+    });
+    const bool lid_port = port == 0 || out_.topology.node(node).type != NodeType::kSwitch;
+    if (opts_.extended_lids && lid_port) {
+      mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtPortInfo, port,
+                                      out_.paths.path(node), 0);
+      pipeline_.submit(ext, 0, [this, node, port](Result<mad::Smp> r) {
+        if (!r.ok()) return;  // a port without extended LIDs simply has none yet
+        auto e = mad::ExtPortInfo::decode(mad::data_of(*r));
+        routing::Port& p = out_.topology.mutable_port(node, port);
+        p.lid = Lid{e.lid};
+        p.master_sm_lid = Lid{e.master_sm_lid};
+        p.lmc = e.lmc;
+      });
+    }
+  }
+
+  void on_port_info(NodeId node, PortNum port, const mad::PortInfo& pi) {
+    routing::Topology& t = out_.topology;
+    routing::Port& p = t.mutable_port(node, port);
+    p.state = static_cast<PortState>(pi.port_state);
+    p.phys_state = pi.port_phys_state;
+    p.width_active = pi.link_width_active;
+    p.speed_active = pi.link_speed_active;
+    if (!opts_.extended_lids) {
+      p.lid = Lid{pi.lid};
+      p.master_sm_lid = Lid{pi.master_sm_lid};
+      p.lmc = pi.lmc;
+    }
+    const routing::Node& n = t.node(node);
+    // Only switches forward directed-route SMPs onward; the one CA port we
+    // look out of is the SM's own.
+    const bool is_sm_port = node == out_.sm_node && port == out_.sm_port;
+    if ((n.type != NodeType::kSwitch && !is_sm_port) || port == 0) return;
+    // A switch port with a live link leads somewhere: go and look, unless the
+    // link is already known from the other side.
+    const bool up =
+        pi.port_phys_state == kPhysLinkUp ||
+        (pi.port_phys_state == 0 && pi.port_state >= static_cast<std::uint8_t>(PortState::kInit));
+    if (!up || p.connected()) return;
+    std::span<const std::uint8_t> path = out_.paths.path(node);
+    if (path.size() >= mad::kMaxHopCount) {
+      out_.unreachable.push_back(fmt::format("{} port {}: beyond the 63-hop directed-route limit",
+                                             describe(t, node), port));
+      return;
+    }
+    probe(extend(path, port), node, port);
+  }
+
+  SweepOptions opts_;
+  SmpPipeline pipeline_;
+  SweepResult out_;
+  std::string fatal_;
+};
+
+}  // namespace
+
+Result<SweepResult> Sweeper::run(std::stop_token stop) {
+  auto sweep = std::make_unique<Sweep>(transport_, opts_);
+  return sweep->run(stop, transport_);
+}
+
+}  // namespace subnetd::discovery
