@@ -1,0 +1,601 @@
+#include "daemon/config.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <span>
+#include <sstream>
+
+namespace subnetd::daemon {
+
+std::string_view to_string(TransportKind t) {
+  switch (t) {
+    case TransportKind::kSim:
+      return "sim";
+    case TransportKind::kUmad:
+      return "umad";
+  }
+  return "?";
+}
+
+std::string_view to_string(EngineKind e) {
+  switch (e) {
+    case EngineKind::kAuto:
+      return "auto";
+    case EngineKind::kMinhop:
+      return "minhop";
+    case EngineKind::kUpdn:
+      return "updn";
+    case EngineKind::kFtree:
+      return "ftree";
+  }
+  return "?";
+}
+
+std::string_view to_string(LogLevel l) {
+  switch (l) {
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "?";
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  // Number: digits with an optional fraction; no sign, no exponent.
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string_view number = text.substr(0, i);
+  const std::string_view unit = text.substr(i);
+  if (number.empty() || number.front() == '.' || number.back() == '.' ||
+      std::count(number.begin(), number.end(), '.') > 1) {
+    return std::nullopt;
+  }
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
+  double factor = 0;  // milliseconds per unit
+  if (unit.empty() || unit == "s") {
+    factor = 1000;
+  } else if (unit == "ms") {
+    factor = 1;
+  } else if (unit == "m" || unit == "min") {
+    factor = 60'000;
+  } else if (unit == "h") {
+    factor = 3'600'000;
+  } else {
+    return std::nullopt;
+  }
+  const double ms = value * factor;
+  // A year is far beyond any sensible period; the bound keeps the cast defined.
+  if (!std::isfinite(ms) || ms > 365.0 * 24 * 3'600'000) return std::nullopt;
+  const double whole = std::round(ms);
+  if (std::fabs(ms - whole) > 1e-6) return std::nullopt;  // sub-millisecond
+  return std::chrono::milliseconds{static_cast<std::int64_t>(whole)};
+}
+
+std::optional<Guid> parse_guid(std::string_view text) {
+  std::uint64_t v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    first += 2;
+    base = 16;
+    if (last - first > 16) return std::nullopt;
+  }
+  if (first == last || *first == '+' || *first == '-') return std::nullopt;
+  auto [end, ec] = std::from_chars(first, last, v, base);
+  if (ec != std::errc{} || end != last || v == 0) return std::nullopt;
+  return Guid{v};
+}
+
+namespace {
+
+struct Issue {
+  int line;  // 0-based, -1 when unknown
+  int column;
+  Errc code;
+  std::string text;
+};
+
+std::string_view describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+template <class E>
+struct EnumName {
+  std::string_view name;
+  E value;
+};
+
+// Walks one YAML document into a Config, collecting every problem instead of
+// stopping at the first, so an operator fixes a file in one pass.
+class Parser {
+ public:
+  using Handler = std::function<void(const YAML::Node& value, const std::string& path)>;
+  struct Key {
+    std::string_view name;
+    Handler handle;
+  };
+
+  explicit Parser(std::string_view file) : file_(file) {}
+
+  void fail(const YAML::Mark& m, std::string_view path, std::string_view msg,
+            Errc code = Errc::kInvalidArgument) {
+    std::string where = m.is_null() ? fmt::format("{}", file_)
+                                    : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+    issues_.push_back(Issue{m.is_null() ? -1 : m.line, m.is_null() ? -1 : m.column, code,
+                            fmt::format("{}: {}: {}", where, path, msg)});
+  }
+
+  // Mark of a key seen in the file (for cross-key checks), or a null mark.
+  YAML::Mark mark_of(const std::string& path) const {
+    auto it = marks_.find(path);
+    return it == marks_.end() ? YAML::Mark::null_mark() : it->second;
+  }
+  bool seen(const std::string& path) const { return marks_.count(path) != 0; }
+  bool clean() const { return issues_.empty(); }
+
+  // Dispatches each key of a mapping to its handler; unknown and duplicate
+  // keys are errors at the key's position. A null value keeps the default.
+  void mapping(const YAML::Node& node, const std::string& path, std::span<const Key> keys) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) {
+      fail(node.Mark(), path.empty() ? "(top level)" : path,
+           fmt::format("expected a mapping, got {}", describe(node)));
+      return;
+    }
+    std::vector<std::string> seen_here;
+    for (const auto& kv : node) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) {
+        fail(key.Mark(), path.empty() ? "(top level)" : path,
+             fmt::format("keys must be scalars, got {}", describe(key)));
+        continue;
+      }
+      const std::string& name = key.Scalar();
+      const std::string child = path.empty() ? name : path + "." + name;
+      if (std::find(seen_here.begin(), seen_here.end(), name) != seen_here.end()) {
+        fail(key.Mark(), child, "duplicate key");
+        continue;
+      }
+      seen_here.push_back(name);
+      auto it =
+          std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return k.name == name; });
+      if (it == keys.end()) {
+        std::string expected;
+        for (const Key& k : keys) {
+          if (!expected.empty()) expected += ", ";
+          expected += k.name;
+        }
+        fail(key.Mark(), child, fmt::format("unknown key (expected one of: {})", expected));
+        continue;
+      }
+      marks_.emplace(child, key.Mark());
+      if (kv.second.IsNull()) continue;
+      it->handle(kv.second, child);
+    }
+  }
+
+  std::optional<std::string> scalar(const YAML::Node& n, const std::string& path,
+                                    std::string_view what = "a string") {
+    if (!n.IsScalar()) {
+      fail(n.Mark(), path, fmt::format("expected {}, got {}", what, describe(n)));
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<std::int64_t> integer(const YAML::Node& n, const std::string& path, std::int64_t lo,
+                                      std::int64_t hi) {
+    auto s = scalar(n, path, "an integer");
+    if (!s) return std::nullopt;
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    if (ec == std::errc::result_out_of_range) {
+      fail(n.Mark(), path, fmt::format("{} is out of range ({}..{})", *s, lo, hi),
+           Errc::kOutOfRange);
+      return std::nullopt;
+    }
+    if (ec != std::errc{} || end != s->data() + s->size() || s->empty()) {
+      fail(n.Mark(), path, fmt::format("expected an integer, got \"{}\"", *s));
+      return std::nullopt;
+    }
+    if (v < lo || v > hi) {
+      fail(n.Mark(), path, fmt::format("{} is out of range ({}..{})", v, lo, hi),
+           Errc::kOutOfRange);
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  template <class E>
+  std::optional<E> enumeration(const YAML::Node& n, const std::string& path, std::string_view what,
+                               std::span<const EnumName<E>> names) {
+    auto s = scalar(n, path);
+    if (!s) return std::nullopt;
+    for (const auto& e : names) {
+      if (e.name == *s) return e.value;
+    }
+    std::string expected;
+    for (const auto& e : names) {
+      if (!expected.empty()) expected += ", ";
+      expected += e.name;
+    }
+    fail(n.Mark(), path, fmt::format("unknown {} \"{}\" (expected {})", what, *s, expected));
+    return std::nullopt;
+  }
+
+  std::optional<std::chrono::milliseconds> duration(const YAML::Node& n, const std::string& path,
+                                                    std::chrono::milliseconds lo,
+                                                    std::chrono::milliseconds hi,
+                                                    bool zero_allowed) {
+    auto s = scalar(n, path, "a duration");
+    if (!s) return std::nullopt;
+    auto d = parse_duration(*s);
+    if (!d) {
+      fail(n.Mark(), path,
+           fmt::format("bad duration \"{}\" (expected e.g. \"500ms\", \"10s\", \"2m\", or a "
+                       "number of seconds; millisecond resolution)",
+                       *s));
+      return std::nullopt;
+    }
+    if (zero_allowed && d->count() == 0) return d;
+    if (*d < lo || *d > hi) {
+      fail(n.Mark(), path,
+           fmt::format("{} is out of range ({}{}ms..{}ms)", *s, zero_allowed ? "0 or " : "",
+                       lo.count(), hi.count()),
+           Errc::kOutOfRange);
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<Guid> guid(const YAML::Node& n, const std::string& path) {
+    auto s = scalar(n, path, "a GUID");
+    if (!s) return std::nullopt;
+    auto g = parse_guid(*s);
+    if (!g) {
+      fail(n.Mark(), path,
+           fmt::format("bad GUID \"{}\" (expected 0x-prefixed hex of up to 16 digits or a "
+                       "decimal integer, not zero)",
+                       *s));
+    }
+    return g;
+  }
+
+  std::optional<std::string> path_value(const YAML::Node& n, const std::string& path) {
+    auto s = scalar(n, path, "a path");
+    if (s && s->empty()) {
+      fail(n.Mark(), path, "empty path (omit the key for the default)");
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  Result<void> finish() {
+    if (issues_.empty()) return ok_result();
+    std::stable_sort(issues_.begin(), issues_.end(), [](const Issue& a, const Issue& b) {
+      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+    });
+    std::string all;
+    for (const Issue& i : issues_) {
+      if (!all.empty()) all += '\n';
+      all += i.text;
+    }
+    return Error{issues_.front().code, std::move(all)};
+  }
+
+ private:
+  std::string_view file_;
+  std::vector<Issue> issues_;
+  std::map<std::string, YAML::Mark> marks_;
+};
+
+constexpr EnumName<TransportKind> kTransports[] = {{"sim", TransportKind::kSim},
+                                                   {"umad", TransportKind::kUmad}};
+constexpr EnumName<EngineKind> kEngines[] = {{"auto", EngineKind::kAuto},
+                                             {"minhop", EngineKind::kMinhop},
+                                             {"updn", EngineKind::kUpdn},
+                                             {"ftree", EngineKind::kFtree}};
+constexpr EnumName<LogLevel> kLevels[] = {{"trace", LogLevel::kTrace},
+                                          {"debug", LogLevel::kDebug},
+                                          {"info", LogLevel::kInfo},
+                                          {"warn", LogLevel::kWarn},
+                                          {"error", LogLevel::kError}};
+
+// "host:port" or "[v6addr]:port"; port 0 asks the kernel for a free one (tests).
+bool valid_host_port(std::string_view s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size()) return false;
+  std::string_view host = s.substr(0, colon);
+  std::string_view port = s.substr(colon + 1);
+  unsigned p = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (ec != std::errc{} || end != port.data() + port.size() || p > 65535) return false;
+  if (host.front() == '[') return host.size() > 2 && host.back() == ']';
+  return host.find(':') == std::string_view::npos && host.find(' ') == std::string_view::npos;
+}
+
+void walk(Parser& p, const YAML::Node& root, Config& cfg) {
+  using K = Parser::Key;
+  const K fabric_keys[] = {
+      {"transport",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.enumeration<TransportKind>(n, path, "transport", kTransports)) {
+           cfg.fabric.transport = *v;
+         }
+       }},
+      {"topology",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.scalar(n, path)) {
+           if (v->empty()) {
+             p.fail(n.Mark(), path, "empty topology");
+           } else {
+             cfg.fabric.topology = *v;
+           }
+         }
+       }},
+      {"sm_port",
+       [&](const YAML::Node& n, const std::string& path) {
+         auto v = p.scalar(n, path, "a node name or GUID");
+         if (!v) return;
+         const bool hex = v->size() > 1 && (*v)[0] == '0' && ((*v)[1] == 'x' || (*v)[1] == 'X');
+         const bool digits = !v->empty() && std::all_of(v->begin(), v->end(), [](char c) {
+           return c >= '0' && c <= '9';
+         });
+         if (hex || digits) {
+           if (auto g = p.guid(n, path)) cfg.fabric.sm_port = NodeSelector{*g, {}};
+         } else if (v->empty()) {
+           p.fail(n.Mark(), path, "empty node name");
+         } else {
+           cfg.fabric.sm_port = NodeSelector{std::nullopt, *v};
+         }
+       }},
+      {"ca",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.scalar(n, path)) cfg.fabric.ca = *v;
+       }},
+      {"port",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 254)) cfg.fabric.port = static_cast<std::uint8_t>(*v);
+       }},
+  };
+  const K addressing_keys[] = {
+      {"lid_bits",
+       [&](const YAML::Node& n, const std::string& path) {
+         auto v = p.integer(n, path, 0, 1 << 20);
+         if (!v) return;
+         if (*v != 16 && *v != 17 && *v != 24) {
+           p.fail(n.Mark(), path, fmt::format("{} is not a LID width (expected 16, 17 or 24)", *v),
+                  Errc::kOutOfRange);
+           return;
+         }
+         cfg.addressing.lid_bits = static_cast<int>(*v);
+       }},
+      {"lmc",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 7)) cfg.addressing.lmc = static_cast<std::uint8_t>(*v);
+       }},
+  };
+  const K routing_keys[] = {
+      {"engine",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.enumeration<EngineKind>(n, path, "engine", kEngines))
+           cfg.routing.engine = *v;
+       }},
+      {"root_guids",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (!n.IsSequence()) {
+           p.fail(n.Mark(), path, fmt::format("expected a list of GUIDs, got {}", describe(n)));
+           return;
+         }
+         std::size_t i = 0;
+         for (const auto& item : n) {
+           const std::string item_path = fmt::format("{}[{}]", path, i++);
+           auto g = p.guid(item, item_path);
+           if (!g) continue;
+           auto& roots = cfg.routing.root_guids;
+           if (std::find(roots.begin(), roots.end(), *g) != roots.end()) {
+             p.fail(item.Mark(), item_path, fmt::format("duplicate GUID 0x{:016x}", g->value),
+                    Errc::kConflict);
+             continue;
+           }
+           roots.push_back(*g);
+         }
+       }},
+      {"threads",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 1024)) cfg.routing.threads = static_cast<unsigned>(*v);
+       }},
+  };
+  const K sweep_keys[] = {
+      {"interval",
+       [&](const YAML::Node& n, const std::string& path) {
+         using std::chrono::hours, std::chrono::milliseconds;
+         if (auto v = p.duration(n, path, milliseconds{100}, hours{24}, true)) {
+           cfg.sweep.interval = *v;
+         }
+       }},
+      {"smp_window",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 1, 4096)) cfg.sweep.smp_window = static_cast<unsigned>(*v);
+       }},
+      {"timeout",
+       [&](const YAML::Node& n, const std::string& path) {
+         using std::chrono::milliseconds, std::chrono::seconds;
+         if (auto v = p.duration(n, path, milliseconds{1}, seconds{60}, false)) {
+           cfg.sweep.timeout = *v;
+         }
+       }},
+      {"retries",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 10)) cfg.sweep.retries = static_cast<unsigned>(*v);
+       }},
+  };
+  const K api_keys[] = {
+      {"socket",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.api.socket = *v;
+       }},
+      {"socket_group",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.scalar(n, path)) cfg.api.socket_group = *v;
+       }},
+      {"tcp",
+       [&](const YAML::Node& n, const std::string& path) {
+         auto v = p.scalar(n, path, "\"host:port\"");
+         if (!v) return;
+         if (!valid_host_port(*v)) {
+           p.fail(n.Mark(), path,
+                  fmt::format("bad address \"{}\" (expected \"host:port\" or \"[v6]:port\", "
+                              "port 0..65535)",
+                              *v));
+           return;
+         }
+         cfg.api.tcp = *v;
+       }},
+      {"tls_cert",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.api.tls_cert = *v;
+       }},
+      {"tls_key",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.api.tls_key = *v;
+       }},
+      {"token_file",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.api.token_file = *v;
+       }},
+  };
+  const K store_keys[] = {
+      {"path",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.store.path = *v;
+       }},
+  };
+  const K log_keys[] = {
+      {"level",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.enumeration<LogLevel>(n, path, "log level", kLevels)) cfg.log.level = *v;
+       }},
+  };
+  const K top_keys[] = {
+      {"fabric",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, fabric_keys); }},
+      {"addressing",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, addressing_keys); }},
+      {"routing",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, routing_keys); }},
+      {"sweep",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, sweep_keys); }},
+      {"api", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, api_keys); }},
+      {"store",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, store_keys); }},
+      {"dump_dir",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.dump_dir = *v;
+       }},
+      {"log", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, log_keys); }},
+  };
+  p.mapping(root, "", top_keys);
+}
+
+// Checks that need more than one key. Errors point at the key that is wrong
+// or, for a missing key, at its section (or the file when the section is absent).
+void cross_check(Parser& p, const Config& cfg) {
+  if (cfg.fabric.transport == TransportKind::kSim) {
+    if (cfg.fabric.topology.empty()) {
+      p.fail(p.mark_of("fabric"), "fabric.topology",
+             "required with transport sim (a generator spec such as "
+             "\"fat-tree:levels=2,radix=36\" or a net-file path)");
+    }
+    for (const char* k : {"fabric.ca", "fabric.port"}) {
+      if (p.seen(k)) p.fail(p.mark_of(k), k, "only used with transport umad");
+    }
+  } else {
+    for (const char* k : {"fabric.topology", "fabric.sm_port"}) {
+      if (p.seen(k)) p.fail(p.mark_of(k), k, "only used with transport sim");
+    }
+  }
+  if (!cfg.api.tls_cert.empty() && cfg.api.tls_key.empty()) {
+    p.fail(p.mark_of("api.tls_cert"), "api.tls_cert",
+           "given without api.tls_key (give both or neither)");
+  }
+  if (cfg.api.tls_cert.empty() && !cfg.api.tls_key.empty()) {
+    p.fail(p.mark_of("api.tls_key"), "api.tls_key",
+           "given without api.tls_cert (give both or neither)");
+  }
+  if (!cfg.api.tls_cert.empty() && cfg.api.tcp.empty()) {
+    p.fail(p.mark_of("api.tls_cert"), "api.tls_cert",
+           "TLS applies to the TCP listener, but api.tcp is not set");
+  }
+}
+
+}  // namespace
+
+Result<Config> parse_config(std::string_view text, std::string_view name) {
+  Config cfg;
+  Parser p(name);
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    walk(p, root, cfg);
+    // Cross-key checks only on a well-typed file: a broken `fabric.transport`
+    // would otherwise also yield a misleading "topology required".
+    if (p.clean()) cross_check(p, cfg);
+  } catch (const YAML::Exception& e) {
+    // Syntax errors carry the position of the offending token.
+    if (e.mark.is_null()) {
+      return Error{Errc::kParse, fmt::format("{}: YAML error: {}", name, e.msg)};
+    }
+    return Error{Errc::kParse, fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1,
+                                           e.mark.column + 1, e.msg)};
+  } catch (const std::exception& e) {
+    return Error{Errc::kParse, fmt::format("{}: cannot parse: {}", name, e.what())};
+  }
+  SUBNETD_TRY(p.finish());
+  return cfg;
+}
+
+Result<Config> load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error{Errc::kIo, fmt::format("{}: cannot open config: {}", path, std::strerror(errno))};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return Error{Errc::kIo, fmt::format("{}: cannot read config: {}", path, std::strerror(errno))};
+  }
+  return parse_config(text.str(), path);
+}
+
+}  // namespace subnetd::daemon

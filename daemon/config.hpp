@@ -1,0 +1,130 @@
+#pragma once
+// subnetd's YAML configuration: the typed Config and its strict parser.
+//
+// Every key is optional; the defaults below are what an absent key means
+// (deploy/subnetd.yaml documents each one). The parser is strict because a
+// typo in an SM config silently falls back to a default otherwise: an unknown
+// key, a wrong type, an out-of-range value or a key that the chosen transport
+// does not use is an error naming `file:line:col` and the key path, e.g.
+//   subnetd.yaml:12:3: routing.engine: unknown engine "fastest" (expected auto, minhop, updn,
+//   ftree)
+// All errors in a file are reported at once, one per line, in file order.
+//
+// Relative paths (store.path, api.socket, dump_dir, ...) are kept as written
+// and resolved by the daemon against its working directory, so a checkout can
+// run with `run/...` paths while the systemd install uses absolute ones.
+//
+// parse_config never throws: yaml-cpp exceptions are caught at this edge.
+// Config is a plain value; a SIGHUP reload parses a new one and the daemon
+// swaps it in only when parsing succeeded (the running config is kept on error).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/result.hpp"
+
+namespace subnetd::daemon {
+
+enum class TransportKind : std::uint8_t { kSim, kUmad };
+enum class EngineKind : std::uint8_t { kAuto, kMinhop, kUpdn, kFtree };
+enum class LogLevel : std::uint8_t { kTrace, kDebug, kInfo, kWarn, kError };
+
+std::string_view to_string(TransportKind t);
+std::string_view to_string(EngineKind e);
+std::string_view to_string(LogLevel l);
+
+// A node named in the config either by GUID (0x-prefixed hex or a YAML
+// integer) or by its node description / generator name.
+struct NodeSelector {
+  std::optional<Guid> guid;
+  std::string name;
+  bool empty() const { return !guid && name.empty(); }
+};
+
+struct FabricConfig {
+  TransportKind transport = TransportKind::kSim;
+  // sim: a topology generator spec ("fat-tree:levels=2,radix=36") or a path to
+  // an ibnetdiscover-format net file. Required with transport sim.
+  std::string topology;
+  // sim: the CA the SM's port sits on. Empty = the first CA of the topology.
+  NodeSelector sm_port;
+  // umad: the local CA ("mlx5_0"). Empty = the first CA libibumad reports.
+  std::string ca;
+  // umad: the local port number, 0 = the first active port of `ca`.
+  std::uint8_t port = 0;
+};
+
+struct AddressingConfig {
+  int lid_bits = 16;     // 16 (IBA), 17 or 24 (extended; simulator only)
+  std::uint8_t lmc = 0;  // 0..7: each CA port gets 2^lmc LIDs
+};
+
+struct RoutingConfig {
+  EngineKind engine = EngineKind::kAuto;
+  // Roots for updn/ftree. Empty = the engine picks (e.g. top-level switches).
+  std::vector<Guid> root_guids;
+  // Routing worker threads; 0 = one per hardware thread.
+  unsigned threads = 0;
+};
+
+struct SweepConfig {
+  // Light-sweep period; 0 disables periodic light sweeps (traps still act).
+  std::chrono::milliseconds interval{10'000};
+  // SMPs in flight at once during a sweep or programming pass.
+  unsigned smp_window = 64;
+  std::chrono::milliseconds timeout{100};  // per SMP
+  unsigned retries = 3;                    // per SMP, after the first attempt
+};
+
+struct ApiConfig {
+  std::string socket = "/run/subnetd/subnetd.sock";  // unix socket, mode 0660
+  // Peers in this group (by SO_PEERCRED) may call mutating RPCs. Empty = only
+  // root and the daemon's own user.
+  std::string socket_group;
+  std::string tcp;       // "host:port" or "[v6]:port"; empty = no TCP listener
+  std::string tls_cert;  // PEM files for TCP; both or neither
+  std::string tls_key;
+  // A file (mode 0600) holding the bearer token for mutating RPCs over TCP.
+  std::string token_file;
+};
+
+struct StoreConfig {
+  std::string path = "/var/lib/subnetd/subnetd.db";
+};
+
+struct LogConfig {
+  LogLevel level = LogLevel::kInfo;
+};
+
+struct Config {
+  FabricConfig fabric;
+  AddressingConfig addressing;
+  RoutingConfig routing;
+  SweepConfig sweep;
+  ApiConfig api;
+  StoreConfig store;
+  std::string dump_dir;  // empty = no routing dump files
+  LogConfig log;
+};
+
+// Parses YAML text. `name` is the file name used in error messages.
+Result<Config> parse_config(std::string_view text, std::string_view name);
+
+// Reads and parses a file; a missing or unreadable file is an Errc::kIo error
+// naming the path.
+Result<Config> load_config(const std::string& path);
+
+// Duration scalar as accepted by the config: "500ms", "10s", "1.5s", "2m",
+// "1h", or a plain number of seconds. Exposed for tests and for the CLI.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+// GUID scalar: "0x0002c90300a1b2c3" (hex, 1..16 digits) or a decimal integer.
+// Zero is not a valid GUID.
+std::optional<Guid> parse_guid(std::string_view text);
+
+}  // namespace subnetd::daemon

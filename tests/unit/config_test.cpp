@@ -1,0 +1,380 @@
+#include "daemon/config.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace subnetd::daemon {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr const char* kName = "t.yaml";
+
+// Parses `yaml` and expects a failure whose message contains
+// "t.yaml:<where>: <path>: " followed (somewhere) by `what`.
+void expect_error(const std::string& yaml, const std::string& where, const std::string& path,
+                  const std::string& what, Errc code = Errc::kInvalidArgument) {
+  SCOPED_TRACE(yaml);
+  auto r = parse_config(yaml, kName);
+  ASSERT_FALSE(r.ok()) << "parsed, expected an error at " << where;
+  const std::string& msg = r.error().message;
+  const std::string head = std::string(kName) + ":" + where + ": " + path + ": ";
+  const auto at = msg.find(head);
+  ASSERT_NE(at, std::string::npos) << "message: " << msg << "\nexpected prefix: " << head;
+  EXPECT_NE(msg.find(what, at + head.size()), std::string::npos)
+      << "message: " << msg << "\nexpected text: " << what;
+  EXPECT_EQ(r.error().code, code) << msg;
+}
+
+constexpr const char* kSim = "fabric:\n  topology: \"fat-tree:levels=2,radix=4\"\n";
+
+TEST(ConfigParse, MinimalSimConfigGetsDefaults) {
+  auto r = parse_config(kSim, kName);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Config& c = *r;
+  EXPECT_EQ(c.fabric.transport, TransportKind::kSim);
+  EXPECT_EQ(c.fabric.topology, "fat-tree:levels=2,radix=4");
+  EXPECT_TRUE(c.fabric.sm_port.empty());
+  EXPECT_EQ(c.addressing.lid_bits, 16);
+  EXPECT_EQ(c.addressing.lmc, 0);
+  EXPECT_EQ(c.routing.engine, EngineKind::kAuto);
+  EXPECT_TRUE(c.routing.root_guids.empty());
+  EXPECT_EQ(c.routing.threads, 0u);
+  EXPECT_EQ(c.sweep.interval, milliseconds{10'000});
+  EXPECT_EQ(c.sweep.smp_window, 64u);
+  EXPECT_EQ(c.sweep.timeout, milliseconds{100});
+  EXPECT_EQ(c.sweep.retries, 3u);
+  EXPECT_EQ(c.api.socket, "/run/subnetd/subnetd.sock");
+  EXPECT_TRUE(c.api.tcp.empty());
+  EXPECT_EQ(c.store.path, "/var/lib/subnetd/subnetd.db");
+  EXPECT_TRUE(c.dump_dir.empty());
+  EXPECT_EQ(c.log.level, LogLevel::kInfo);
+}
+
+TEST(ConfigParse, EveryKeyIsRead) {
+  const std::string yaml = R"(
+fabric:
+  transport: sim
+  topology: run/fabric.net
+  sm_port: 0x0002c90000000101
+addressing: {lid_bits: 24, lmc: 2}
+routing:
+  engine: ftree
+  root_guids: [0x10, "0x0002C90000000020", 48]
+  threads: 3
+sweep:
+  interval: 1.5s
+  smp_window: 4096
+  timeout: 250ms
+  retries: 0
+api:
+  socket: /tmp/s.sock
+  socket_group: ibadmin
+  tcp: "[::1]:0"
+  tls_cert: c.pem
+  tls_key: k.pem
+  token_file: tok
+store:
+  path: x.db
+dump_dir: dumps
+log:
+  level: trace
+)";
+  auto r = parse_config(yaml, kName);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Config& c = *r;
+  EXPECT_EQ(c.fabric.topology, "run/fabric.net");
+  ASSERT_TRUE(c.fabric.sm_port.guid.has_value());
+  EXPECT_EQ(c.fabric.sm_port.guid->value, 0x0002c90000000101u);
+  EXPECT_EQ(c.addressing.lid_bits, 24);
+  EXPECT_EQ(c.addressing.lmc, 2);
+  EXPECT_EQ(c.routing.engine, EngineKind::kFtree);
+  ASSERT_EQ(c.routing.root_guids.size(), 3u);
+  EXPECT_EQ(c.routing.root_guids[0].value, 0x10u);
+  EXPECT_EQ(c.routing.root_guids[1].value, 0x0002c90000000020u);
+  EXPECT_EQ(c.routing.root_guids[2].value, 48u);
+  EXPECT_EQ(c.routing.threads, 3u);
+  EXPECT_EQ(c.sweep.interval, milliseconds{1500});
+  EXPECT_EQ(c.sweep.smp_window, 4096u);
+  EXPECT_EQ(c.sweep.timeout, milliseconds{250});
+  EXPECT_EQ(c.sweep.retries, 0u);
+  EXPECT_EQ(c.api.socket, "/tmp/s.sock");
+  EXPECT_EQ(c.api.socket_group, "ibadmin");
+  EXPECT_EQ(c.api.tcp, "[::1]:0");
+  EXPECT_EQ(c.api.tls_cert, "c.pem");
+  EXPECT_EQ(c.api.tls_key, "k.pem");
+  EXPECT_EQ(c.api.token_file, "tok");
+  EXPECT_EQ(c.store.path, "x.db");
+  EXPECT_EQ(c.dump_dir, "dumps");
+  EXPECT_EQ(c.log.level, LogLevel::kTrace);
+}
+
+TEST(ConfigParse, UmadNeedsNoKeys) {
+  auto r = parse_config("fabric:\n  transport: umad\n", kName);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->fabric.transport, TransportKind::kUmad);
+  EXPECT_TRUE(r->fabric.ca.empty());
+  EXPECT_EQ(r->fabric.port, 0);
+  auto r2 = parse_config("fabric:\n  transport: umad\n  ca: mlx5_1\n  port: 2\n", kName);
+  ASSERT_TRUE(r2.ok()) << r2.error().message;
+  EXPECT_EQ(r2->fabric.ca, "mlx5_1");
+  EXPECT_EQ(r2->fabric.port, 2);
+}
+
+TEST(ConfigParse, SmPortByName) {
+  auto r = parse_config(std::string(kSim) + "  sm_port: H_12\n", kName);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->fabric.sm_port.guid.has_value());
+  EXPECT_EQ(r->fabric.sm_port.name, "H_12");
+}
+
+TEST(ConfigParse, NullValuesKeepDefaults) {
+  auto r = parse_config(std::string(kSim) + "routing:\nsweep:\n  interval: ~\ndump_dir:\n", kName);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->sweep.interval, milliseconds{10'000});
+  EXPECT_TRUE(r->dump_dir.empty());
+}
+
+TEST(ConfigParse, IntervalZeroTurnsLightSweepsOff) {
+  auto r = parse_config(std::string(kSim) + "sweep:\n  interval: 0\n", kName);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->sweep.interval, milliseconds{0});
+}
+
+TEST(ConfigErrors, UnknownTopLevelKey) {
+  expect_error(std::string(kSim) + "fabrik:\n  transport: sim\n", "3:1", "fabrik",
+               "unknown key (expected one of: fabric, addressing, routing, sweep, api, store, "
+               "dump_dir, log)");
+}
+
+TEST(ConfigErrors, UnknownNestedKey) {
+  expect_error(std::string(kSim) + "routing:\n  engine: updn\n  enigne: ftree\n", "5:3",
+               "routing.enigne", "unknown key (expected one of: engine, root_guids, threads)");
+}
+
+TEST(ConfigErrors, DuplicateKey) {
+  expect_error(std::string(kSim) + "log:\n  level: info\n  level: debug\n", "5:3", "log.level",
+               "duplicate key");
+}
+
+TEST(ConfigErrors, UnknownEnumValues) {
+  expect_error(std::string(kSim) + "routing:\n  engine: fastest\n", "4:11", "routing.engine",
+               "unknown engine \"fastest\" (expected auto, minhop, updn, ftree)");
+  expect_error("fabric:\n  transport: verbs\n", "2:14", "fabric.transport",
+               "unknown transport \"verbs\" (expected sim, umad)");
+  expect_error(std::string(kSim) + "log:\n  level: loud\n", "4:10", "log.level",
+               "unknown log level \"loud\" (expected trace, debug, info, warn, error)");
+}
+
+TEST(ConfigErrors, WrongTypes) {
+  expect_error(std::string(kSim) + "addressing:\n  lid_bits: [16]\n", "4:13", "addressing.lid_bits",
+               "expected an integer, got a list");
+  expect_error(std::string(kSim) + "addressing:\n  lid_bits: sixteen\n", "4:13",
+               "addressing.lid_bits", "expected an integer, got \"sixteen\"");
+  expect_error(std::string(kSim) + "routing: fast\n", "3:10", "routing",
+               "expected a mapping, got a scalar");
+  expect_error(std::string(kSim) + "routing:\n  root_guids: 0x10\n", "4:15", "routing.root_guids",
+               "expected a list of GUIDs, got a scalar");
+  expect_error(std::string(kSim) + "store:\n  path: {a: 1}\n", "4:9", "store.path",
+               "expected a path, got a mapping");
+  expect_error("- fabric\n- log\n", "1:1", "(top level)", "expected a mapping, got a list");
+}
+
+TEST(ConfigErrors, OutOfRangeNumbers) {
+  expect_error(std::string(kSim) + "addressing:\n  lid_bits: 20\n", "4:13", "addressing.lid_bits",
+               "20 is not a LID width (expected 16, 17 or 24)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "addressing:\n  lid_bits: 32\n", "4:13", "addressing.lid_bits",
+               "32 is not a LID width", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "addressing:\n  lmc: 8\n", "4:8", "addressing.lmc",
+               "8 is out of range (0..7)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "addressing:\n  lmc: -1\n", "4:8", "addressing.lmc",
+               "-1 is out of range (0..7)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sweep:\n  smp_window: 0\n", "4:15", "sweep.smp_window",
+               "0 is out of range (1..4096)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sweep:\n  smp_window: 4097\n", "4:15", "sweep.smp_window",
+               "4097 is out of range (1..4096)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sweep:\n  retries: 11\n", "4:12", "sweep.retries",
+               "11 is out of range (0..10)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sweep:\n  smp_window: 99999999999999999999\n", "4:15",
+               "sweep.smp_window", "out of range (1..4096)", Errc::kOutOfRange);
+  expect_error("fabric:\n  transport: umad\n  port: 255\n", "3:9", "fabric.port",
+               "255 is out of range (0..254)", Errc::kOutOfRange);
+}
+
+TEST(ConfigErrors, BadDurations) {
+  expect_error(std::string(kSim) + "sweep:\n  interval: 10 parsecs\n", "4:13", "sweep.interval",
+               "bad duration \"10 parsecs\"");
+  expect_error(std::string(kSim) + "sweep:\n  interval: -1s\n", "4:13", "sweep.interval",
+               "bad duration \"-1s\"");
+  expect_error(std::string(kSim) + "sweep:\n  timeout: 0.5ms\n", "4:12", "sweep.timeout",
+               "bad duration \"0.5ms\"");
+  expect_error(std::string(kSim) + "sweep:\n  interval: 50ms\n", "4:13", "sweep.interval",
+               "50ms is out of range (0 or 100ms..86400000ms)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sweep:\n  timeout: 0\n", "4:12", "sweep.timeout",
+               "0 is out of range (1ms..60000ms)", Errc::kOutOfRange);
+}
+
+TEST(ConfigErrors, BadGuids) {
+  expect_error(std::string(kSim) + "routing:\n  root_guids: [0x10, xyz]\n", "4:22",
+               "routing.root_guids[1]", "bad GUID \"xyz\"");
+  expect_error(
+      std::string(kSim) + "routing:\n  root_guids:\n    - 0x10\n    - 0x12345678901234567\n", "6:7",
+      "routing.root_guids[1]", "bad GUID \"0x12345678901234567\"");
+  expect_error(std::string(kSim) + "routing:\n  root_guids: [0]\n", "4:16", "routing.root_guids[0]",
+               "bad GUID \"0\"");
+  expect_error(std::string(kSim) + "routing:\n  root_guids: [0x10, 16]\n", "4:22",
+               "routing.root_guids[1]", "duplicate GUID 0x0000000000000010", Errc::kConflict);
+  expect_error(std::string(kSim) + "  sm_port: 0xzz\n", "3:12", "fabric.sm_port",
+               "bad GUID \"0xzz\"");
+}
+
+TEST(ConfigErrors, TlsNeedsBothFilesAndTcp) {
+  expect_error(std::string(kSim) + "api:\n  tcp: \"localhost:1\"\n  tls_cert: c.pem\n", "5:3",
+               "api.tls_cert", "given without api.tls_key (give both or neither)");
+  expect_error(std::string(kSim) + "api:\n  tcp: \"localhost:1\"\n  tls_key: k.pem\n", "5:3",
+               "api.tls_key", "given without api.tls_cert (give both or neither)");
+  expect_error(std::string(kSim) + "api:\n  tls_cert: c.pem\n  tls_key: k.pem\n", "4:3",
+               "api.tls_cert", "api.tcp is not set");
+  expect_error(std::string(kSim) + "api:\n  tcp: localhost\n", "4:8", "api.tcp",
+               "bad address \"localhost\"");
+  expect_error(std::string(kSim) + "api:\n  tcp: \"h:70000\"\n", "4:8", "api.tcp",
+               "bad address \"h:70000\"");
+}
+
+TEST(ConfigErrors, TransportSpecificKeys) {
+  expect_error("fabric:\n  transport: sim\n", "1:1", "fabric.topology",
+               "required with transport sim");
+  expect_error("fabric:\n  transport: umad\n  topology: x\n", "3:3", "fabric.topology",
+               "only used with transport sim");
+  expect_error(std::string(kSim) + "  ca: mlx5_0\n", "3:3", "fabric.ca",
+               "only used with transport umad");
+  // No fabric section at all: the error names the file and the key.
+  auto r = parse_config("log:\n  level: info\n", kName);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("t.yaml: fabric.topology: required", 0), 0u)
+      << r.error().message;
+}
+
+TEST(ConfigErrors, YamlSyntaxErrorGivesPosition) {
+  auto r = parse_config(std::string(kSim) + "routing:\n  engine: [ftree\n", kName);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kParse);
+  EXPECT_EQ(r.error().message.rfind("t.yaml:", 0), 0u) << r.error().message;
+  EXPECT_NE(r.error().message.find("YAML syntax error"), std::string::npos) << r.error().message;
+  // The line number is where the parser noticed; it must be a line of the file.
+  const int line = std::stoi(r.error().message.substr(7));
+  EXPECT_GE(line, 4);
+  EXPECT_LE(line, 5);
+}
+
+TEST(ConfigErrors, AllErrorsReportedInFileOrder) {
+  auto r = parse_config(std::string(kSim) + "log:\n  level: loud\naddressing:\n  lmc: 9\n", kName);
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.error().message;
+  const auto first = m.find("t.yaml:4:10: log.level");
+  const auto second = m.find("t.yaml:6:8: addressing.lmc");
+  ASSERT_NE(first, std::string::npos) << m;
+  ASSERT_NE(second, std::string::npos) << m;
+  EXPECT_LT(first, second);
+  EXPECT_NE(m.find('\n'), std::string::npos);
+}
+
+TEST(ConfigErrors, HostileInputNeverThrows) {
+  const char* inputs[] = {
+      "",
+      "\t\tfabric: x",
+      "{",
+      "fabric: *nowhere",
+      "? [a, b]\n: c\n",
+      "fabric: !!binary aGVsbG8=\n",
+      "fabric:\n  topology: &a x\n  sm_port: *a\n",
+      "\xff\xfe\x00garbage",
+      "fabric: {transport: [sim]}",
+      "%YAML 9.9\n---\nfabric: {}\n",
+  };
+  for (const char* in : inputs) {
+    SCOPED_TRACE(in);
+    Result<Config> r = Error{Errc::kInternal, {}};
+    EXPECT_NO_THROW(r = parse_config(in, kName));
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().message.rfind("t.yaml", 0), 0u) << r.error().message;
+    }
+  }
+}
+
+TEST(ConfigLoad, DeployFilesParse) {
+  auto dev = load_config(SUBNETD_SOURCE_DIR "/deploy/subnetd.yaml");
+  ASSERT_TRUE(dev.ok()) << dev.error().message;
+  EXPECT_EQ(dev->fabric.transport, TransportKind::kSim);
+  EXPECT_EQ(dev->fabric.topology, "fat-tree:levels=2,radix=36");
+  EXPECT_EQ(dev->store.path, "run/subnetd.db");
+  EXPECT_EQ(dev->api.socket, "run/subnetd.sock");
+
+  auto sys = load_config(SUBNETD_SOURCE_DIR "/deploy/subnetd-system.yaml");
+  ASSERT_TRUE(sys.ok()) << sys.error().message;
+  EXPECT_EQ(sys->fabric.transport, TransportKind::kUmad);
+  EXPECT_EQ(sys->store.path.rfind("/var/lib/subnetd/", 0), 0u);
+  EXPECT_EQ(sys->api.socket.rfind("/run/subnetd/", 0), 0u);
+}
+
+TEST(ConfigLoad, MissingFileNamesPath) {
+  auto r = load_config("/nonexistent/subnetd.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kIo);
+  EXPECT_NE(r.error().message.find("/nonexistent/subnetd.yaml"), std::string::npos);
+  EXPECT_NE(r.error().message.find("No such file"), std::string::npos);
+}
+
+TEST(ConfigLoad, ErrorsNameTheFile) {
+  char path[] = "/tmp/subnetd-config-test-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream out(path);
+    out << kSim << "routing:\n  engine: fastest\n";
+  }
+  auto r = load_config(path);
+  std::remove(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind(std::string(path) + ":4:11: routing.engine: unknown engine", 0),
+            0u)
+      << r.error().message;
+}
+
+TEST(ConfigScalars, Durations) {
+  EXPECT_EQ(parse_duration("500ms"), milliseconds{500});
+  EXPECT_EQ(parse_duration("10s"), milliseconds{10'000});
+  EXPECT_EQ(parse_duration("10"), milliseconds{10'000});
+  EXPECT_EQ(parse_duration("0.25"), milliseconds{250});
+  EXPECT_EQ(parse_duration("2m"), milliseconds{120'000});
+  EXPECT_EQ(parse_duration("1h"), milliseconds{3'600'000});
+  EXPECT_FALSE(parse_duration(""));
+  EXPECT_FALSE(parse_duration("s"));
+  EXPECT_FALSE(parse_duration(".5s"));
+  EXPECT_FALSE(parse_duration("1.s"));
+  EXPECT_FALSE(parse_duration("1.2.3s"));
+  EXPECT_FALSE(parse_duration("1e3ms"));
+  EXPECT_FALSE(parse_duration("5 s"));
+  EXPECT_FALSE(parse_duration("1000000h"));
+}
+
+TEST(ConfigScalars, Guids) {
+  EXPECT_EQ(parse_guid("0x0002c903000e0b72")->value, 0x0002c903000e0b72u);
+  EXPECT_EQ(parse_guid("0XFFFFFFFFFFFFFFFF")->value, ~0ull);
+  EXPECT_EQ(parse_guid("18446744073709551615")->value, ~0ull);
+  EXPECT_FALSE(parse_guid("18446744073709551616"));
+  EXPECT_FALSE(parse_guid("0x"));
+  EXPECT_FALSE(parse_guid("0x-1"));
+  EXPECT_FALSE(parse_guid("-1"));
+  EXPECT_FALSE(parse_guid("0"));
+  EXPECT_FALSE(parse_guid("0x00000000000000001"));
+  EXPECT_FALSE(parse_guid("12ab"));
+}
+
+}  // namespace
+}  // namespace subnetd::daemon
