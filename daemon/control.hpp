@@ -1,0 +1,33 @@
+#pragma once
+// Commands that reach the SubnetManager from outside (gRPC, signals). Each is
+// posted onto the SM strand; the returned future completes when the SM has
+// acted. Implemented by SubnetManager; the gRPC service holds a reference.
+
+#include <cstdint>
+#include <future>
+#include <string>
+
+#include "routing/ids.hpp"
+#include "routing/result.hpp"
+
+namespace subnetd::daemon {
+
+struct SweepOutcome {
+  bool ok = false;
+  std::uint64_t generation = 0;
+  std::string message;
+};
+
+class SmControl {
+ public:
+  virtual ~SmControl() = default;
+  // Runs a heavy sweep (bring-up) now.
+  virtual std::future<SweepOutcome> trigger_sweep(std::string reason) = 0;
+  // Runs the full verifier on the current tables.
+  virtual std::future<Result<std::string>> verify_routing() = 0;
+  // Disables (state DOWN) or re-enables a port of a node, then repairs routing.
+  virtual std::future<Result<void>> set_port_enabled(Guid node_guid, PortNum port, bool enabled,
+                                                     std::string who) = 0;
+};
+
+}  // namespace subnetd::daemon

@@ -1,0 +1,28 @@
+#pragma once
+// OpenSM-compatible dump files, so ibutils' ibdmchk can check our routing for
+// credit loops independently of our own verifier:
+//   opensm-subnet.lst  one line per port-to-port link (both directions)
+//   opensm.fdbs        unicast LFTs in OpenSM's dump_ucast_routes format
+//   opensm.mcfdbs      multicast FDBs (we program none: an empty file)
+// Formats: ../shared/TESTING.md. Only meaningful for 16-bit LIDs (ibdmchk is
+// an IBA tool); wider LIDs are written with more hex digits.
+
+#include <string>
+
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/result.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::daemon {
+
+std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap& lids);
+std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
+                        const routing::Routes& routes);
+
+// Writes the three files into `dir` (created if missing). Each file is written
+// to a temporary name and renamed, so a reader never sees half a file.
+Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
+                              const routing::LidMap& lids, const routing::Routes& routes);
+
+}  // namespace subnetd::daemon

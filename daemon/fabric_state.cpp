@@ -1,0 +1,19 @@
+#include "daemon/fabric_state.hpp"
+
+namespace subnetd::daemon {
+
+const char* sm_state_name(SmState s) {
+  switch (s) {
+    case SmState::kStarting:
+      return "STARTING";
+    case SmState::kDiscovering:
+      return "DISCOVERING";
+    case SmState::kMaster:
+      return "MASTER";
+    case SmState::kFailed:
+      return "FAILED";
+  }
+  return "?";
+}
+
+}  // namespace subnetd::daemon

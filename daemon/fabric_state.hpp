@@ -1,0 +1,79 @@
+#pragma once
+// FabricState: the immutable snapshot the SubnetManager publishes after every
+// bring-up or repair. Readers (the gRPC service, subnetctl via gRPC) take a
+// std::shared_ptr<const FabricState> and never block the SM; the SM swaps in
+// a new snapshot atomically (StatePublisher). Parts that did not change are
+// shared between snapshots (shared_ptr members), so a reroute publishes in
+// O(changed) plus a few pointer copies.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::daemon {
+
+enum class SmState : std::uint8_t {
+  kStarting,     // no sweep finished yet
+  kDiscovering,  // a heavy sweep is running
+  kMaster,       // the subnet is up and programmed by us
+  kFailed,       // the last bring-up failed; the previous programming stands
+};
+const char* sm_state_name(SmState s);
+
+struct PhaseTimings {
+  std::chrono::nanoseconds sweep{}, lids{}, route{}, verify{}, program{}, total{};
+};
+
+struct VerificationSummary {
+  bool ok = false;
+  std::string message;  // "complete, loop-free, deadlock-free: ..." or the error
+  std::uint64_t pairs_checked = 0;
+  std::uint64_t channels = 0;
+  std::uint64_t dependencies = 0;
+};
+
+struct FabricState {
+  std::uint64_t generation = 0;  // increases with every publish
+  SmState state = SmState::kStarting;
+  std::string transport;  // "sim", "umad:mlx5_0:1"
+  std::chrono::system_clock::time_point published_at;
+
+  // Absent until the first successful sweep.
+  std::shared_ptr<const routing::Topology> topology;
+  std::shared_ptr<const routing::LidMap> lids;
+  std::shared_ptr<const routing::Routes> routes;
+
+  NodeId sm_node;
+  PortNum sm_port = 0;
+  Lid sm_lid;
+
+  std::string engine;
+  PhaseTimings last_bringup;
+  std::chrono::system_clock::time_point last_sweep_at;
+  std::uint64_t sweeps = 0;
+  std::uint64_t reroutes = 0;
+  std::chrono::nanoseconds last_reroute{};
+  VerificationSummary verification;
+  std::string last_error;  // why the last bring-up failed, if it did
+};
+
+// Holds the current snapshot. publish() from the SM strand; current() from
+// any thread.
+class StatePublisher {
+ public:
+  StatePublisher() : current_(std::make_shared<const FabricState>()) {}
+  std::shared_ptr<const FabricState> current() const { return std::atomic_load(&current_); }
+  void publish(std::shared_ptr<const FabricState> s) { std::atomic_store(&current_, std::move(s)); }
+
+ private:
+  std::shared_ptr<const FabricState> current_;
+};
+
+}  // namespace subnetd::daemon
