@@ -6,8 +6,9 @@
 #
 # Seeds come from tests/fuzz/corpus/ (committed, read-only here); inputs that
 # grow coverage go to $FUZZ_OUT/corpus (default build/fuzz/corpus), crash
-# artifacts to $FUZZ_OUT/. A crash input copied into tests/fuzz/corpus/ becomes
-# a regression test (mad_fuzz_regression_test).
+# artifacts to $FUZZ_OUT/. A crash input copied into tests/fuzz/corpus/ under a
+# name saying what it broke (crash-* is git-ignored) becomes a regression test
+# (mad_fuzz_regression_test).
 set -euo pipefail
 
 seconds="${1:-60}"
