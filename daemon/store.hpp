@@ -1,0 +1,246 @@
+#pragma once
+// The durable state of subnetd in one SQLite file: the GUID -> LID map, sweep
+// history and the event log. The schema lives in schema/sqlite/NNNN_*.sql,
+// embedded at build time and applied in order on open.
+//
+// Durability. The database runs in WAL mode with synchronous=NORMAL. A commit
+// appends the transaction to the WAL with write(2) before returning, so the
+// data sits in the kernel's page cache: a crash of the *process* (kill -9, a
+// segfault) loses nothing that was committed, and the WAL is replayed on the
+// next open. Only a kernel crash or power loss can drop the last few commits
+// (never corrupt the file), because NORMAL skips the fsync at commit and syncs
+// at checkpoints. That is the guarantee we need — after kill -9 every GUID
+// keeps its LID — at a fraction of FULL's cost on the event path; the LID map
+// is also recoverable from the fabric itself (ports keep their LIDs).
+//
+// Bad files. A file that is not an SQLite database, is not a subnetd store,
+// fails `PRAGMA quick_check`, or carries a schema version newer than this
+// binary knows is an error naming the file; the store never resets it silently.
+// OpenOptions::reset (the daemon's --reset-store) renames the old file, with
+// its -wal and -shm companions, to `<path>.corrupt-<UTC timestamp>` and starts
+// an empty store: the old data is kept for a post-mortem, never deleted.
+//
+// Threads. A Store is used by one thread at a time (the connection is opened
+// with SQLITE_OPEN_NOMUTEX); concurrent calls are a bug and trip an assert in
+// debug builds. The daemon owns it through StoreWriter, whose thread performs
+// every write in order, off the SM strand and the reroute path.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/lid_assigner.hpp"
+#include "routing/result.hpp"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace subnetd::daemon {
+
+using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
+
+enum class SweepKind : std::uint8_t { kHeavy, kLight };
+enum class SweepOutcome : std::uint8_t { kOk, kFailed, kCancelled };
+
+enum class EventKind : std::uint8_t {
+  kLinkDown,
+  kLinkUp,
+  kReroute,
+  kSweep,
+  kConfigReload,
+  kError,
+  kPortDisable,
+  kPortEnable,
+  kSwitchDown,
+  kSwitchUp,
+  kSmState,
+};
+
+std::string_view to_string(SweepKind k);
+std::string_view to_string(SweepOutcome o);
+std::string_view to_string(EventKind k);
+std::optional<EventKind> event_kind_from_string(std::string_view s);
+
+struct SweepPhase {
+  std::string name;  // [a-z0-9_]+, e.g. "discover", "route"
+  std::int64_t duration_us = 0;
+  bool operator==(const SweepPhase&) const = default;
+};
+
+struct SweepRecord {
+  std::int64_t id = 0;  // assigned by the store; ignored by record_sweep
+  WallTime started_at{};
+  WallTime ended_at{};
+  SweepKind kind = SweepKind::kHeavy;
+  std::uint32_t nodes = 0;
+  std::uint32_t switches = 0;
+  std::uint32_t cas = 0;
+  std::uint32_t lids = 0;
+  std::vector<SweepPhase> phases;  // in execution order
+  SweepOutcome outcome = SweepOutcome::kOk;
+  std::string message;
+  bool operator==(const SweepRecord&) const = default;
+};
+
+struct Event {
+  std::int64_t id = 0;  // assigned by the store; ignored by append_event
+  WallTime ts{};
+  EventKind kind = EventKind::kError;
+  std::optional<Guid> node_guid;
+  std::optional<PortNum> port;
+  std::string message;
+  std::string details_json;  // empty = none; otherwise must be valid JSON
+  bool operator==(const Event&) const = default;
+};
+
+struct OpenOptions {
+  // Move an existing file aside (see the file comment) and start empty.
+  bool reset = false;
+  // How long a statement waits for a lock held by another connection (e.g.
+  // an operator's sqlite3 shell) before failing.
+  std::chrono::milliseconds busy_timeout{5000};
+  // Retention: the oldest rows beyond these counts are pruned as new ones
+  // are added (ids keep increasing; WatchEvents resumes past a gap).
+  std::int64_t max_events = 1'000'000;
+  std::int64_t max_sweeps = 100'000;
+  // Clock for lids.updated_at and the reset file suffix; injected for tests.
+  std::function<WallTime()> clock;
+};
+
+class Store {
+ public:
+  // Opens or creates the store at `path` (creating its parent directory if
+  // needed), checks it and brings its schema up to date.
+  static Result<std::unique_ptr<Store>> open(const std::string& path, OpenOptions opts = {});
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Schema version after open (the highest migration applied).
+  int schema_version() const { return schema_version_; }
+  // The version this binary's newest migration creates.
+  static int latest_schema_version();
+  // Where a reset moved the old file, if it did.
+  const std::optional<std::string>& moved_aside_to() const { return moved_aside_; }
+
+  // Every remembered port GUID -> base LID, ordered by port GUID.
+  Result<std::vector<routing::LidRecord>> load_lids();
+  // Upserts `lids` (all with this `lmc`) in one transaction. `node_guids`
+  // is empty or parallel to `lids`. A saved range displaces any other port's
+  // row whose LID range overlaps it, so rows never share a LID.
+  Result<void> save_lids(std::span<const routing::LidRecord> lids, std::uint8_t lmc,
+                         std::span<const Guid> node_guids = {});
+
+  // Returns the sweep's id.
+  Result<std::int64_t> record_sweep(const SweepRecord& sweep);
+  // Newest first.
+  Result<std::vector<SweepRecord>> recent_sweeps(std::size_t limit);
+
+  // Returns the event's id (strictly increasing, never reused).
+  Result<std::int64_t> append_event(const Event& event);
+  // Events with id > `after_id`, oldest first, at most `limit`. Page by
+  // passing the last id received.
+  Result<std::vector<Event>> events_since(std::int64_t after_id, std::size_t limit);
+  // The highest event id ever assigned (0 when none).
+  Result<std::int64_t> last_event_id();
+
+  // Runs a PRAGMA quick_check now; used at open and by tests.
+  Result<void> check_integrity();
+
+ private:
+  class Stmt;
+  Store(std::string path, sqlite3* db, OpenOptions opts);
+  Result<void> exec(std::string_view sql, std::string_view what);
+  Result<void> prepare_all();
+  Result<void> migrate();
+  Result<void> prune(std::string_view table, std::int64_t keep);
+  Error sql_error(std::string_view what) const;
+  WallTime now() const;
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  OpenOptions opts_;
+  int schema_version_ = 0;
+  std::optional<std::string> moved_aside_;
+  std::uint32_t events_since_prune_ = 0;
+  std::uint32_t sweeps_since_prune_ = 0;
+  std::atomic<bool> in_use_{false};  // guards the one-thread-at-a-time rule
+  std::unique_ptr<Stmt> upsert_lid_;
+  std::unique_ptr<Stmt> displace_lids_;
+  std::unique_ptr<Stmt> insert_event_;
+  std::unique_ptr<Stmt> insert_sweep_;
+};
+
+// Owns the Store and a thread that performs writes in submission order, so
+// the SM strand never waits on SQLite. Writes are fire-and-forget: a failed
+// write is reported to `on_error` (on the writer thread) and the next write
+// proceeds. The queue is unbounded (writes are small and rare next to SMP
+// traffic); `pending()` exposes its depth for status reporting.
+// close() is called by the owner, not concurrently with itself.
+//
+// Thread-safe: any thread may queue. Destruction (or close()) stops accepting
+// work, performs everything already queued, then joins.
+class StoreWriter {
+ public:
+  using ErrorHandler = std::function<void(const Error&)>;
+
+  StoreWriter(std::unique_ptr<Store> store, ErrorHandler on_error);
+  ~StoreWriter();
+  StoreWriter(const StoreWriter&) = delete;
+  StoreWriter& operator=(const StoreWriter&) = delete;
+
+  void save_lids(std::vector<routing::LidRecord> lids, std::uint8_t lmc,
+                 std::vector<Guid> node_guids = {});
+  void record_sweep(SweepRecord sweep);
+  void append_event(Event event);
+
+  // Runs `fn(Store&)` on the writer thread after everything queued before it
+  // and returns its result. Use for reads that must see earlier writes.
+  // After close() the future holds a broken_promise error.
+  template <class F>
+  auto call(F fn) -> std::future<std::invoke_result_t<F, Store&>> {
+    using R = std::invoke_result_t<F, Store&>;
+    auto task = std::make_shared<std::packaged_task<R(Store&)>>(std::move(fn));
+    auto fut = task->get_future();
+    enqueue([task](Store& s) { (*task)(s); });
+    return fut;
+  }
+
+  // Blocks until every write queued before this call has been performed.
+  void flush();
+  // Stops accepting work, drains the queue and joins. Idempotent.
+  void close();
+  // Writes queued and not yet started.
+  std::size_t pending() const;
+
+ private:
+  using Job = std::function<void(Store&)>;
+  void enqueue(Job job);
+  void run();
+
+  std::unique_ptr<Store> store_;
+  ErrorHandler on_error_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool closing_ = false;
+  std::thread thread_;
+};
+
+}  // namespace subnetd::daemon
