@@ -1,0 +1,59 @@
+#pragma once
+// Routing engines: one small interface, chosen by name.
+//
+// An engine is a pure function of const inputs: it reads the Topology and the
+// LidMap and returns Routes (one LFT per switch) or an Error. It keeps no state
+// between calls, does no I/O and starts no threads; heavy loops run on the
+// WorkerPool it is given, and it checks `stop` between chunks of work
+// (Errc::kCancelled). Engines do not promise deadlock freedom by themselves:
+// the verifier (routing/verifier.hpp) decides before anything is programmed.
+//
+// Engines (routing/engines/, one per file):
+//   minhop — shortest paths, balanced by per-port route counts; no deadlock
+//            guarantee (loops on rings and tori).
+//   updn   — up*/down* over a switch order rooted at configured or
+//            automatically chosen roots; deadlock-free with one VL.
+//   auto   — picks the engine for the topology (today always updn; the
+//            fat-tree engine joins it in issue 6).
+
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string_view>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/result.hpp"
+#include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::routing {
+
+struct EngineOptions {
+  // updn: node GUIDs of the root switches (the top of the up/down order).
+  // Empty: chosen automatically per connected part of the fabric (see
+  // routing/engines/updn.hpp). A GUID that is not a switch is an error.
+  std::vector<Guid> root_guids;
+};
+
+class RoutingEngine {
+ public:
+  virtual ~RoutingEngine() = default;
+  virtual std::string_view name() const = 0;
+  // Runs on the caller's thread (the SM strand or a test); uses `pool` for
+  // parallel loops. Safe to call concurrently: engines hold no mutable state.
+  virtual Result<Routes> compute(const Topology& topo, const LidMap& lids,
+                                 const EngineOptions& opts, WorkerPool& pool,
+                                 std::stop_token stop) const = 0;
+};
+
+// The names make_engine() accepts, in a stable order (for help and errors).
+std::span<const std::string_view> engine_names();
+
+// Creates an engine by name; an unknown name is kInvalidArgument listing the
+// known ones.
+Result<std::unique_ptr<RoutingEngine>> make_engine(std::string_view name);
+
+}  // namespace subnetd::routing

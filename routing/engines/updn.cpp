@@ -1,0 +1,191 @@
+#include "routing/engines/updn.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <queue>
+#include <tuple>
+
+#include "routing/hop_table.hpp"
+#include "routing/lft_fill.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+constexpr std::uint32_t kUnset = UINT32_MAX;
+
+// Multi-source BFS over the switch graph: hops from each switch to the
+// nearest source (kUnset where no source is in the same part).
+std::vector<std::uint32_t> hops_to_nearest(const SwitchGraph& g,
+                                           const std::vector<std::uint32_t>& sources) {
+  std::vector<std::uint32_t> dist(g.num_switches(), kUnset);
+  std::vector<std::uint32_t> queue;
+  queue.reserve(g.num_switches());
+  for (std::uint32_t s : sources) {
+    if (dist[s] == kUnset) {
+      dist[s] = 0;
+      queue.push_back(s);
+    }
+  }
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const std::uint32_t v = queue[i];
+    for (const SwitchArc& a : g.arcs(v)) {
+      if (dist[a.to] == kUnset) {
+        dist[a.to] = dist[v] + 1;
+        queue.push_back(a.to);
+      }
+    }
+  }
+  return dist;
+}
+
+std::string describe(const Topology& topo, std::uint32_t s) {
+  const Node& n = topo.node(topo.switch_node(s));
+  return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
+}
+
+}  // namespace
+
+Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
+                               std::span<const Guid> root_guids, WorkerPool& pool,
+                               std::stop_token stop) {
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t parts = g.num_components();
+  auto guid_of = [&](std::uint32_t s) { return topo.node(topo.switch_node(s)).guid.value; };
+
+  UpDownOrder order;
+  std::vector<std::uint8_t> is_root(n, 0);
+  std::vector<std::uint8_t> part_has_root(parts, 0);
+  for (const Guid& guid : root_guids) {
+    const auto node = topo.find_by_guid(guid);
+    if (!node) {
+      return Error{Errc::kNotFound,
+                   fmt::format("updn root GUID {:#018x} is not in the fabric", guid.value)};
+    }
+    const Node& nd = topo.node(*node);
+    if (nd.type != NodeType::kSwitch) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("updn root GUID {:#018x} is {} \"{}\", not a switch", guid.value,
+                               node_type_name(nd.type), nd.description)};
+    }
+    is_root[nd.switch_index] = 1;
+    part_has_root[g.component(nd.switch_index)] = 1;
+  }
+  if (!root_guids.empty()) {
+    for (std::uint32_t c = 0; c < parts; ++c) {
+      if (part_has_root[c] != 0) order.notes.push_back(fmt::format("part {}: configured roots", c));
+    }
+  }
+
+  // Automatic roots for the parts without a configured one.
+  if (std::find(part_has_root.begin(), part_has_root.end(), 0) != part_has_root.end()) {
+    std::vector<std::uint32_t> leaves;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (g.has_endpoints(s)) leaves.push_back(s);
+    }
+    const std::vector<std::uint32_t> height = hops_to_nearest(g, leaves);
+    std::vector<std::uint32_t> max_height(parts, 0);
+    std::vector<std::uint8_t> has_leaf(parts, 0);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint32_t c = g.component(s);
+      if (height[s] == kUnset) continue;
+      has_leaf[c] = 1;
+      max_height[c] = std::max(max_height[c], height[s]);
+    }
+    std::optional<std::vector<std::uint32_t>> ecc;
+    std::vector<std::uint32_t> centre(parts, kUnset);
+    for (std::uint32_t c = 0; c < parts; ++c) {
+      if (part_has_root[c] == 0 && (has_leaf[c] == 0 || max_height[c] == 0) && !ecc) {
+        auto e = eccentricities(g, pool, stop);
+        if (!e.ok()) return e.error();
+        ecc = std::move(e).value();
+      }
+    }
+    if (ecc) {
+      for (std::uint32_t s = 0; s < n; ++s) {
+        std::uint32_t& best = centre[g.component(s)];
+        if (best == kUnset ||
+            std::make_pair((*ecc)[s], guid_of(s)) < std::make_pair((*ecc)[best], guid_of(best))) {
+          best = s;
+        }
+      }
+    }
+    std::vector<std::uint32_t> top_count(parts, 0);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint32_t c = g.component(s);
+      if (part_has_root[c] != 0) continue;
+      const bool top_tier = has_leaf[c] != 0 && max_height[c] > 0;
+      if (top_tier ? height[s] == max_height[c] : centre[c] == s) {
+        is_root[s] = 1;
+        ++top_count[c];
+      }
+    }
+    for (std::uint32_t c = 0; c < parts; ++c) {
+      if (part_has_root[c] != 0) continue;
+      if (has_leaf[c] != 0 && max_height[c] > 0) {
+        order.notes.push_back(
+            fmt::format("part {}: {} root(s), the switches {} hops from the nearest CA", c,
+                        top_count[c], max_height[c]));
+      } else {
+        order.notes.push_back(fmt::format("part {}: root {} (least eccentricity, {} hops)", c,
+                                          describe(topo, centre[c]), (*ecc)[centre[c]]));
+      }
+    }
+  }
+
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (is_root[s] != 0) order.roots.push_back(s);
+  }
+  order.rank = hops_to_nearest(g, order.roots);
+
+  // Placement: per part, grow from its lowest-GUID root, always taking the
+  // smallest (rank, GUID) switch adjacent to those already placed.
+  std::vector<std::uint32_t> master(parts, kUnset);
+  for (std::uint32_t s : order.roots) {
+    std::uint32_t& m = master[g.component(s)];
+    if (m == kUnset || guid_of(s) < guid_of(m)) m = s;
+  }
+  order.pos.assign(n, kUnset);
+  std::vector<std::uint8_t> queued(n, 0);
+  using Key = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t>;  // rank, GUID, switch
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> frontier;
+  std::uint32_t next_pos = 0;
+  for (std::uint32_t c = 0; c < parts; ++c) {
+    if (master[c] == kUnset) {
+      return Error{Errc::kInternal, fmt::format("updn: no root in fabric part {}", c)};
+    }
+    frontier.emplace(order.rank[master[c]], guid_of(master[c]), master[c]);
+    queued[master[c]] = 1;
+    while (!frontier.empty()) {
+      const std::uint32_t s = std::get<2>(frontier.top());
+      frontier.pop();
+      order.pos[s] = next_pos++;
+      for (const SwitchArc& a : g.arcs(s)) {
+        if (queued[a.to] == 0) {
+          queued[a.to] = 1;
+          frontier.emplace(order.rank[a.to], guid_of(a.to), a.to);
+        }
+      }
+    }
+  }
+  return order;
+}
+
+Result<Routes> UpdnEngine::compute(const Topology& topo, const LidMap& lids,
+                                   const EngineOptions& opts, WorkerPool& pool,
+                                   std::stop_token stop) const {
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  UpDownOrder order;
+  SUBNETD_TRY_ASSIGN(order, updn_order(topo, g, opts.root_guids, pool, stop));
+  HopTable hops;
+  SUBNETD_TRY_ASSIGN(hops, updown_hops(g, order.pos, pool, stop));
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(
+      routes, fill_balanced_lfts(topo, g, hops, CandidateRule::kUpDown, order.pos, pool, stop));
+  routes.engine = std::string(name());
+  return routes;
+}
+
+}  // namespace subnetd::routing

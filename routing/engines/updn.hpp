@@ -1,0 +1,60 @@
+#pragma once
+// updn: up*/down* routing, deadlock-free on any topology with one VL.
+//
+// The switches get a total order; a link s->n is "up" when n comes before s.
+// Routes climb first and then only descend (up*down*), so the channel
+// dependency graph is acyclic: order up-channels by their head's position
+// (descending) and put every down-channel after them, by its head's position
+// (ascending); every dependency a route creates points forward.
+//
+// The order (updn_order):
+//  1. Roots: the configured root GUIDs; for each connected part of the fabric
+//     without one, chosen automatically: the switches farthest from every
+//     CA/router (the top tier of a fat tree: its spines or cores) when such
+//     switches exist (height >= 1), else the switch of least eccentricity
+//     (the graph's centre; lowest GUID on ties) — rings, tori, meshes and
+//     random graphs carry CAs on every switch.
+//  2. rank(s) = hops from s to the nearest root (OpenSM's ranking).
+//  3. Position: starting from the lowest-GUID root of each part, switches are
+//     added one at a time, always the smallest (rank, GUID) among those next
+//     to the switches already placed. With a single root this is exactly
+//     (rank, GUID) order. With several roots it still leaves one switch with
+//     no up-link per part (every other switch is next to an earlier one), and
+//     that is what makes every pair routable: ordering purely by (rank, GUID)
+//     makes every root a dead end upward, so two roots that are not cabled to
+//     each other (fat-tree spines never are) could not reach one another.
+//     In a fat tree this costs nothing: each spine gets one earlier
+//     neighbour and every shortest CA-to-CA path remains up*down*.
+//
+// Per destination switch the hop table is a reverse BFS in which each switch
+// is either all-down (D) or starts upward (U) (routing/hop_table.hpp); LFT
+// entries are then balanced among legal next hops (routing/lft_fill.hpp).
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "routing/engine.hpp"
+#include "routing/switch_graph.hpp"
+
+namespace subnetd::routing {
+
+struct UpDownOrder {
+  std::vector<std::uint32_t> pos;    // by switch_index: place in the order (0 = first)
+  std::vector<std::uint32_t> rank;   // by switch_index: hops to the nearest root
+  std::vector<std::uint32_t> roots;  // switch indices, ascending
+  std::vector<std::string> notes;    // how the roots were chosen, per part
+};
+
+Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
+                               std::span<const Guid> root_guids, WorkerPool& pool,
+                               std::stop_token stop);
+
+class UpdnEngine final : public RoutingEngine {
+ public:
+  std::string_view name() const override { return "updn"; }
+  Result<Routes> compute(const Topology& topo, const LidMap& lids, const EngineOptions& opts,
+                         WorkerPool& pool, std::stop_token stop) const override;
+};
+
+}  // namespace subnetd::routing

@@ -1,0 +1,169 @@
+#include "routing/hop_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <mutex>
+#include <optional>
+
+namespace subnetd::routing {
+
+HopTable::HopTable(std::uint32_t num_switches)
+    : n_(num_switches),
+      stride_((num_switches + 63) / 64 * 64),
+      hops_(std::size_t{n_} * stride_, kUnreachable),
+      down_(std::size_t{n_} * (stride_ / 64), 0) {}
+
+namespace {
+
+enum class Rule { kShortest, kUpDown };
+
+// Per-thread frontier words for one 64-destination pass.
+struct BfsScratch {
+  std::vector<std::uint64_t> reached, front, front_down, next, next_down;
+  void reset(std::uint32_t n) {
+    reached.assign(n, 0);
+    front.assign(n, 0);
+    front_down.assign(n, 0);
+    next.assign(n, 0);
+    next_down.assign(n, 0);
+  }
+};
+
+// One bit-parallel reverse BFS from destinations [t0, t0+64). Bit b of a
+// switch's word stands for destination t0+b. Writes hops (and down bits) into
+// `table` when given, and the deepest level reached per destination into
+// `depth` when given. Pull formulation: at each level every switch not yet
+// reached for all 64 destinations ORs its out-neighbours' frontier words.
+template <Rule kRule>
+std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_t> pos,
+                              std::uint32_t t0, BfsScratch& w, HopTable* table,
+                              std::uint32_t* depth) {
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t width = std::min<std::uint32_t>(64, n - t0);
+  const std::uint64_t full = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+  w.reset(n);
+  for (std::uint32_t b = 0; b < width; ++b) {
+    const std::uint32_t t = t0 + b;
+    const std::uint64_t bit = std::uint64_t{1} << b;
+    w.reached[t] |= bit;
+    w.front[t] |= bit;
+    w.front_down[t] |= bit;
+    if (table != nullptr) {
+      table->mutable_row(t)[t] = 0;
+      table->mutable_down_row(t)[t0 / 64] |= bit;
+    }
+  }
+  for (std::uint32_t level = 1;; ++level) {
+    std::uint64_t any = 0;
+    for (std::uint32_t v = 0; v < n; ++v) {
+      if (w.reached[v] == full) {
+        w.next[v] = 0;
+        w.next_down[v] = 0;
+        continue;
+      }
+      std::uint64_t acc = 0;
+      std::uint64_t acc_down = 0;
+      for (const SwitchArc& a : g.arcs(v)) {
+        if constexpr (kRule == Rule::kShortest) {
+          acc |= w.front[a.to];
+        } else {
+          if (pos[a.to] < pos[v]) {
+            acc |= w.front[a.to];  // v->n is up: any mode of n will do
+          } else {
+            acc_down |= w.front_down[a.to];  // v->n is down: n must be all-down
+          }
+        }
+      }
+      const std::uint64_t fresh = (acc | acc_down) & ~w.reached[v] & full;
+      const std::uint64_t fresh_down =
+          kRule == Rule::kShortest ? fresh : (acc_down & fresh);  // D wins a tie
+      w.next[v] = fresh;
+      w.next_down[v] = fresh_down;
+      if (fresh == 0) continue;
+      any |= fresh;
+      w.reached[v] |= fresh;
+      if (table != nullptr) {
+        if (level > HopTable::kMaxHops) {
+          return Error{Errc::kUnsupported,
+                       fmt::format("a route needs more than {} switch hops (switch index {}); "
+                                   "such deep fabrics are not supported",
+                                   HopTable::kMaxHops, v)};
+        }
+        std::uint8_t* row = table->mutable_row(v) + t0;
+        for (std::uint64_t m = fresh; m != 0; m &= m - 1) {
+          row[std::countr_zero(m)] = static_cast<std::uint8_t>(level);
+        }
+        table->mutable_down_row(v)[t0 / 64] |= fresh_down;
+      }
+    }
+    if (any == 0) break;
+    if (depth != nullptr) {
+      for (std::uint64_t m = any; m != 0; m &= m - 1) depth[t0 + std::countr_zero(m)] = level;
+    }
+    w.front.swap(w.next);
+    w.front_down.swap(w.next_down);
+  }
+  return std::nullopt;
+}
+
+// Runs bfs_pass over all 64-destination batches on the pool. Returns the error
+// of the lowest failing batch, so the outcome does not depend on scheduling.
+template <Rule kRule>
+Result<void> run_passes(const SwitchGraph& g, std::span<const std::uint32_t> pos, HopTable* table,
+                        std::uint32_t* depth, WorkerPool& pool, std::stop_token stop) {
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t batches = (n + 63) / 64;
+  std::vector<BfsScratch> scratch(pool.size());
+  std::mutex err_mu;
+  std::optional<std::pair<std::uint32_t, Error>> first_error;
+  std::atomic<bool> failed{false};
+  pool.parallel_for(batches, 1, [&](std::size_t begin, std::size_t end, unsigned slot) {
+    for (std::size_t b = begin; b < end; ++b) {
+      if (stop.stop_requested() || failed.load(std::memory_order_relaxed)) return;
+      auto err =
+          bfs_pass<kRule>(g, pos, static_cast<std::uint32_t>(b * 64), scratch[slot], table, depth);
+      if (err) {
+        std::lock_guard lock(err_mu);
+        if (!first_error || first_error->first > b) {
+          first_error.emplace(static_cast<std::uint32_t>(b), std::move(*err));
+        }
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  });
+  if (first_error) return first_error->second;
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "hop table computation cancelled"};
+  return ok_result();
+}
+
+}  // namespace
+
+Result<HopTable> shortest_hops(const SwitchGraph& g, WorkerPool& pool, std::stop_token stop) {
+  HopTable table(g.num_switches());
+  SUBNETD_TRY((run_passes<Rule::kShortest>(g, {}, &table, nullptr, pool, stop)));
+  return table;
+}
+
+Result<HopTable> updown_hops(const SwitchGraph& g, std::span<const std::uint32_t> order_pos,
+                             WorkerPool& pool, std::stop_token stop) {
+  if (order_pos.size() != g.num_switches()) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("up/down order covers {} switches, the fabric has {}",
+                             order_pos.size(), g.num_switches())};
+  }
+  HopTable table(g.num_switches());
+  SUBNETD_TRY((run_passes<Rule::kUpDown>(g, order_pos, &table, nullptr, pool, stop)));
+  return table;
+}
+
+Result<std::vector<std::uint32_t>> eccentricities(const SwitchGraph& g, WorkerPool& pool,
+                                                  std::stop_token stop) {
+  std::vector<std::uint32_t> depth(g.num_switches(), 0);
+  SUBNETD_TRY((run_passes<Rule::kShortest>(g, {}, nullptr, depth.data(), pool, stop)));
+  return depth;
+}
+
+}  // namespace subnetd::routing

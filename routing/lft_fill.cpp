@@ -1,0 +1,328 @@
+#include "routing/lft_fill.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace subnetd::routing {
+namespace {
+
+constexpr std::uint32_t kNoClass = UINT32_MAX;
+
+// Bit i set iff a[i] == b[i], for i in [0, 64).
+inline std::uint64_t equal_mask64(const std::uint8_t* a, const std::uint8_t* b) {
+#if defined(__SSE2__)
+  std::uint64_t m = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * k));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * k));
+    const auto bits = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
+    m |= std::uint64_t{bits} << (16 * k);
+  }
+  return m;
+#else
+  std::uint64_t m = 0;
+  for (int i = 0; i < 64; ++i) m |= std::uint64_t{a[i] == b[i]} << i;
+  return m;
+#endif
+}
+
+// A set of candidate ports shared by destination switches, with the state of
+// its least-loaded pick: every member has carried >= `level` LIDs, and the scan
+// for the next pick starts at `cursor` (rotation among equally loaded ports).
+struct CandidateClass {
+  std::uint32_t first = 0;  // into SourceFiller::class_ports_
+  std::uint32_t count = 0;
+  std::uint32_t cursor = 0;
+  std::uint32_t level = 0;
+};
+
+// Fills the LFT of one source switch at a time. One instance per worker
+// thread; reused across sources so its buffers are allocated once.
+class SourceFiller {
+ public:
+  SourceFiller(const Topology& topo, const SwitchGraph& g, const HopTable& hops, CandidateRule rule,
+               std::span<const std::uint32_t> pos)
+      : topo_(topo), g_(g), hops_(hops), rule_(rule), pos_(pos) {}
+
+  // Writes s's row into `lft` (already sized, all drop); returns the routes
+  // carried per switch-to-switch arc of s via arc_load (indexed like g.arcs(s)).
+  std::optional<Error> fill(std::uint32_t s, Lft& lft, std::vector<std::uint32_t>& arc_load) {
+    if (auto err = classify_destinations(s)) return err;
+    load_.fill(0);
+    std::uint8_t* out = lft.data();
+    const std::span<const LidAttachment> att = g_.attachments();
+    const std::size_t end = std::min<std::size_t>(att.size(), lft.size());
+    for (std::size_t d = 1; d < end; ++d) {
+      const LidAttachment a = att[d];
+      if (!a.routable()) continue;
+      if (a.sw == s) {
+        out[d] = a.port;
+        continue;
+      }
+      const std::uint32_t c = class_of_[a.sw];
+      if (c == kNoClass) continue;  // t is in another component
+      const PortNum p = pick(classes_[c]);
+      out[d] = p;
+      ++load_[p];
+    }
+    const auto arcs = g_.arcs(s);
+    arc_load.resize(arcs.size());
+    for (std::size_t i = 0; i < arcs.size(); ++i) arc_load[i] = load_[arcs[i].local_port];
+    return std::nullopt;
+  }
+
+ private:
+  // Computes class_of_[t] for every destination switch t != s that s reaches.
+  std::optional<Error> classify_destinations(std::uint32_t s) {
+    const std::uint32_t n = g_.num_switches();
+    const auto arcs = g_.arcs(s);
+    const auto deg = static_cast<std::uint32_t>(arcs.size());
+    words_ = std::max<std::uint32_t>(1, (deg + 63) / 64);
+    class_of_.assign(n, kNoClass);
+    classes_.clear();
+    class_ports_.clear();
+    class_masks_.clear();
+    slots_.assign(64, kNoClass);
+    cand_.resize(deg);
+    up_.resize(deg);
+    tmask_.resize(std::size_t{64} * words_);
+    for (std::uint32_t a = 0; a < deg; ++a) {
+      up_[a] = rule_ == CandidateRule::kUpDown && pos_[arcs[a].to] < pos_[s];
+    }
+
+    const std::uint8_t* row_s = hops_.row(s);
+    const std::uint64_t* down_s = hops_.down_row(s);
+    std::array<std::uint8_t, 64> closer_hops{};
+    std::array<std::uint8_t, 64> farther_hops{};
+    for (std::uint32_t base = 0, chunk = 0; base < n; base += 64, ++chunk) {
+      std::uint64_t valid = 0;
+      for (unsigned i = 0; i < 64; ++i) {
+        const std::uint8_t h = row_s[base + i];  // padding past n reads 255
+        closer_hops[i] = static_cast<std::uint8_t>(h - 1);
+        farther_hops[i] = static_cast<std::uint8_t>(h + 1);
+        valid |= std::uint64_t{h != 0 && h != HopTable::kUnreachable} << i;
+      }
+      if (valid == 0) continue;
+      std::uint64_t relied = 0;  // s is entered over a down-link by a D neighbour
+      for (std::uint32_t a = 0; a < deg; ++a) {
+        const std::uint32_t nb = arcs[a].to;
+        const std::uint8_t* row_n = hops_.row(nb) + base;
+        const std::uint64_t closer = equal_mask64(row_n, closer_hops.data()) & valid;
+        if (rule_ == CandidateRule::kShortest) {
+          cand_[a] = closer;
+        } else if (up_[a]) {
+          cand_[a] = closer;
+          relied |= equal_mask64(row_n, farther_hops.data()) & hops_.down_row(nb)[chunk] & valid;
+        } else {
+          cand_[a] = closer & hops_.down_row(nb)[chunk];
+        }
+      }
+      if (rule_ == CandidateRule::kUpDown) {
+        // A D-mode switch that a D neighbour may enter over a down-link must
+        // keep that packet going down: no up-links for those destinations.
+        const std::uint64_t down_only = down_s[chunk] & relied;
+        for (std::uint32_t a = 0; a < deg; ++a) {
+          if (up_[a]) cand_[a] &= ~down_only;
+        }
+      }
+      // Transpose arc-major candidate bits into one arc mask per destination.
+      std::fill(tmask_.begin(), tmask_.end(), 0);
+      for (std::uint32_t a = 0; a < deg; ++a) {
+        const std::uint64_t bit = std::uint64_t{1} << (a % 64);
+        for (std::uint64_t m = cand_[a]; m != 0; m &= m - 1) {
+          tmask_[std::size_t{static_cast<unsigned>(std::countr_zero(m))} * words_ + a / 64] |= bit;
+        }
+      }
+      const std::uint64_t* prev_mask = nullptr;
+      std::uint32_t prev_class = kNoClass;
+      for (std::uint64_t m = valid; m != 0; m &= m - 1) {
+        const auto b = static_cast<unsigned>(std::countr_zero(m));
+        const std::uint64_t* mask = &tmask_[std::size_t{b} * words_];
+        if (std::all_of(mask, mask + words_, [](std::uint64_t w) { return w == 0; })) {
+          return no_candidate_error(s, base + b);
+        }
+        // Neighbouring destinations usually share a class (all remote leaves
+        // of a fat tree do): compare with the previous one before hashing.
+        if (prev_mask == nullptr || !std::equal(mask, mask + words_, prev_mask)) {
+          prev_class = intern(mask, arcs);
+          prev_mask = mask;
+        }
+        class_of_[base + b] = prev_class;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::uint32_t intern(const std::uint64_t* mask, std::span<const SwitchArc> arcs) {
+    const std::uint64_t h = hash(mask);
+    std::size_t slot = h & (slots_.size() - 1);
+    while (slots_[slot] != kNoClass) {
+      const std::uint64_t* other = &class_masks_[std::size_t{slots_[slot]} * words_];
+      if (std::equal(mask, mask + words_, other)) return slots_[slot];
+      slot = (slot + 1) & (slots_.size() - 1);
+    }
+    const auto id = static_cast<std::uint32_t>(classes_.size());
+    CandidateClass c;
+    c.first = static_cast<std::uint32_t>(class_ports_.size());
+    for (std::uint32_t w = 0; w < words_; ++w) {
+      for (std::uint64_t m = mask[w]; m != 0; m &= m - 1) {
+        class_ports_.push_back(
+            arcs[w * 64 + static_cast<unsigned>(std::countr_zero(m))].local_port);
+      }
+    }
+    c.count = static_cast<std::uint32_t>(class_ports_.size()) - c.first;
+    classes_.push_back(c);
+    class_masks_.insert(class_masks_.end(), mask, mask + words_);
+    slots_[slot] = id;
+    if (classes_.size() * 2 > slots_.size()) rehash();
+    return id;
+  }
+
+  void rehash() {
+    slots_.assign(slots_.size() * 2, kNoClass);
+    for (std::uint32_t id = 0; id < classes_.size(); ++id) {
+      std::size_t slot = hash(&class_masks_[std::size_t{id} * words_]) & (slots_.size() - 1);
+      while (slots_[slot] != kNoClass) slot = (slot + 1) & (slots_.size() - 1);
+      slots_[slot] = id;
+    }
+  }
+
+  std::uint64_t hash(const std::uint64_t* mask) const {
+    std::uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (std::uint32_t w = 0; w < words_; ++w) {
+      h ^= mask[w] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+      h *= 0xBF58476D1CE4E5B9ULL;
+    }
+    return h ^ (h >> 31);
+  }
+
+  // Least-loaded member of c, the first such from the cursor on. Loads only
+  // grow, so `level` stays a lower bound and a member at that level is a
+  // minimum: the scan usually stops at once.
+  PortNum pick(CandidateClass& c) {
+    const PortNum* ports = &class_ports_[c.first];
+    if (c.count == 1) return ports[0];
+    std::uint32_t best = 0;
+    std::uint32_t best_load = UINT32_MAX;
+    for (std::uint32_t j = 0, i = c.cursor; j < c.count; ++j) {
+      const std::uint32_t l = load_[ports[i]];
+      if (l < best_load) {
+        best = i;
+        best_load = l;
+        if (l <= c.level) break;
+      }
+      i = i + 1 == c.count ? 0 : i + 1;
+    }
+    c.level = best_load;
+    c.cursor = best + 1 == c.count ? 0 : best + 1;
+    return ports[best];
+  }
+
+  Error no_candidate_error(std::uint32_t s, std::uint32_t t) const {
+    const Node& a = topo_.node(topo_.switch_node(s));
+    const Node& b = topo_.node(topo_.switch_node(t));
+    return Error{
+        Errc::kInternal,
+        fmt::format("switch \"{}\" ({:#018x}) is {} hops from \"{}\" ({:#018x}) but no "
+                    "neighbour is one hop closer under the {} rule",
+                    a.description, a.guid.value, hops_.hops(s, t), b.description, b.guid.value,
+                    rule_ == CandidateRule::kShortest ? "shortest-path" : "up/down")};
+  }
+
+  const Topology& topo_;
+  const SwitchGraph& g_;
+  const HopTable& hops_;
+  CandidateRule rule_;
+  std::span<const std::uint32_t> pos_;
+
+  std::uint32_t words_ = 1;              // 64-bit words per arc mask
+  std::vector<std::uint64_t> cand_;      // per arc: destinations of the chunk it serves
+  std::vector<std::uint8_t> up_;         // per arc: s->n is an up-link
+  std::vector<std::uint64_t> tmask_;     // per destination of the chunk: arc mask
+  std::vector<std::uint32_t> class_of_;  // per destination switch
+  std::vector<CandidateClass> classes_;
+  std::vector<PortNum> class_ports_;
+  std::vector<std::uint64_t> class_masks_;  // words_ per class
+  std::vector<std::uint32_t> slots_;        // open-addressing index into classes_
+  std::array<std::uint32_t, 256> load_{};   // LIDs routed per port of s
+};
+
+}  // namespace
+
+Result<Routes> fill_balanced_lfts(const Topology& topo, const SwitchGraph& g, const HopTable& hops,
+                                  CandidateRule rule, std::span<const std::uint32_t> order_pos,
+                                  WorkerPool& pool, std::stop_token stop) {
+  const std::uint32_t n = g.num_switches();
+  if (hops.num_switches() != n) {
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("hop table covers {} switches, the fabric has {}", hops.num_switches(), n)};
+  }
+  if (rule == CandidateRule::kUpDown && order_pos.size() != n) {
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("up/down order covers {} switches, the fabric has {}", order_pos.size(), n)};
+  }
+  Routes routes;
+  routes.max_lid = g.max_lid();
+  routes.lfts.resize(n);
+  routes.num_vls = 1;
+
+  std::vector<std::unique_ptr<SourceFiller>> fillers(pool.size());
+  std::vector<std::vector<std::uint32_t>> arc_load(pool.size());
+  std::vector<std::uint64_t> sum_by_switch(n, 0);
+  std::vector<std::uint32_t> max_by_switch(n, 0);
+  std::mutex err_mu;
+  std::optional<std::pair<std::uint32_t, Error>> first_error;
+  std::atomic<bool> failed{false};
+
+  const std::size_t grain = std::max<std::size_t>(1, n / (std::size_t{pool.size()} * 64));
+  pool.parallel_for(n, grain, [&](std::size_t begin, std::size_t end, unsigned slot) {
+    if (!fillers[slot]) {
+      fillers[slot] = std::make_unique<SourceFiller>(topo, g, hops, rule, order_pos);
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      if (stop.stop_requested() || failed.load(std::memory_order_relaxed)) return;
+      const auto s = static_cast<std::uint32_t>(i);
+      Lft& lft = routes.lfts[s];
+      lft.resize(routes.max_lid);  // all drop; allocated here so pages fault in parallel
+      if (auto err = fillers[slot]->fill(s, lft, arc_load[slot])) {
+        std::lock_guard lock(err_mu);
+        if (!first_error || first_error->first > s) first_error.emplace(s, std::move(*err));
+        failed.store(true, std::memory_order_relaxed);
+        return;
+      }
+      lft.mark_all_dirty();  // a fresh table: every block is new to the switch
+      for (std::uint32_t l : arc_load[slot]) {
+        sum_by_switch[s] += l;
+        max_by_switch[s] = std::max(max_by_switch[s], l);
+      }
+    }
+  });
+  if (first_error) return first_error->second;
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "LFT computation cancelled"};
+
+  std::uint64_t total = 0;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    total += sum_by_switch[s];
+    routes.load.max_routes = std::max<std::uint64_t>(routes.load.max_routes, max_by_switch[s]);
+  }
+  routes.load.links = g.num_arcs();
+  routes.load.mean_routes =
+      g.num_arcs() == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(g.num_arcs());
+  return routes;
+}
+
+}  // namespace subnetd::routing
