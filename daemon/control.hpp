@@ -30,4 +30,22 @@ class SmControl {
                                                      std::string who) = 0;
 };
 
+// Operator control of the embedded simulated fabric ("pull a cable"). Thread-
+// safe; the events it causes (traps, port state changes) reach the SM through
+// the transport like on a real fabric. Absent when the transport is umad.
+struct SimCounters {
+  std::uint64_t smps_handled = 0;
+  std::uint64_t smps_dropped = 0;  // all reasons
+  std::uint64_t traps_sent = 0;
+  std::uint64_t lid_routed_dropped = 0;  // no LFT entry / inactive port
+};
+
+class SimControl {
+ public:
+  virtual ~SimControl() = default;
+  virtual Result<void> set_link_state(Guid node_guid, PortNum port, bool up) = 0;
+  virtual Result<void> set_switch_state(Guid node_guid, bool up) = 0;
+  virtual SimCounters counters() const = 0;
+};
+
 }  // namespace subnetd::daemon
