@@ -1,0 +1,234 @@
+#pragma once
+// SimCore: the state and packet machinery of the simulated fabric, without
+// locking. SimFabric (sim_fabric.hpp) owns one and serialises every call to
+// it with its mutex; nothing else should use this class.
+//
+// State layout (compact for 100k+ nodes): the physical wiring is the
+// routing::Topology given at construction, never mutated afterwards. Dynamic
+// state lives in flat vectors parallel to it: PortSim per topology port slot
+// (same index, Topology::port_index), SwitchSim per switch_index, a powered
+// flag per node. Tables that SMs may or may not write (LFT, SL-to-VL,
+// VL arbitration) are allocated per node on first write only.
+//
+// Packets in flight are decoded mad::Smp plus LRH addressing, kept in a pool
+// and moved by an event queue ordered by (time, sequence). The zero-latency
+// mode is the same machinery with every delay zero. The clock is virtual:
+// it moves only to the time of the event being processed, or forward by a
+// receive() timeout.
+//
+// Invariants: a port's logical state is DOWN iff its link is not physically
+// up; both ends of a link are DOWN together or at least INIT together; switch
+// port 0 is always ACTIVE while its switch is powered.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "discovery/mad/smp.hpp"
+#include "discovery/sim/sim_types.hpp"
+#include "discovery/transport.hpp"
+#include "routing/lft.hpp"
+#include "routing/lid_space.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::discovery::sim {
+
+// IBA PortPhysicalState values the simulator reports.
+inline constexpr std::uint8_t kPhysPolling = 2;
+inline constexpr std::uint8_t kPhysDisabled = 3;
+inline constexpr std::uint8_t kPhysLinkUp = 5;
+
+// What a test or an operator can see of one port.
+struct PortView {
+  routing::PortState state = routing::PortState::kDown;
+  std::uint8_t phys_state = kPhysPolling;
+  Lid lid;
+  std::uint8_t lmc = 0;
+  Lid master_sm_lid;
+};
+
+class SimCore {
+ public:
+  using Clock = std::chrono::nanoseconds;
+
+  // `topo` must be valid (Topology::validate) and `sm` a CA port in it.
+  SimCore(routing::Topology topo, const SimOptions& opts, PortRef sm);
+
+  // ---- the SM side
+  // Injects a MAD at the SM's port at the current time.
+  void send_from_sm(const Mad& mad);
+  // Processes events due up to `deadline`. With `stop_at_delivery` it stops
+  // as soon as the inbox holds something (the clock then reads that
+  // delivery's time); otherwise it runs every event due.
+  void run_until(Clock deadline, bool stop_at_delivery);
+  void advance_to(Clock t) {
+    if (t > clock_) clock_ = t;
+  }
+  std::deque<Mad>& inbox() { return inbox_; }
+  Clock now() const { return clock_; }
+
+  // ---- faults (all take effect at the current time)
+  void set_link_failed(PortRef end, bool failed);
+  void set_powered(NodeId node, bool powered);
+  void set_drop_probability(double p) { drop_probability_ = p; }
+
+  // ---- inspection
+  const routing::Topology& topology() const { return topo_; }
+  const SimStats& stats() const { return stats_; }
+  PortView port_view(PortRef ref) const;
+  // The LFT entry a switch holds for `lid` (255 when none).
+  std::uint8_t lft_entry(NodeId sw, std::uint32_t lid) const;
+  std::uint32_t linear_fdb_top(NodeId sw) const;
+  bool port_state_change(NodeId sw) const;
+  bool powered(NodeId n) const { return powered_[n.value] != 0; }
+  bool link_failed(PortRef end) const { return ports_[index(end)].failed; }
+  PortRef sm_port() const { return sm_; }
+  std::size_t pending_events() const { return events_.size(); }
+  std::size_t lft_bytes() const;
+
+ private:
+  // Dynamic state of one port slot. LID-related fields are meaningful on end
+  // ports only (CA ports, switch port 0).
+  struct PortSim {
+    std::uint64_t m_key = 0;
+    std::uint64_t gid_prefix = 0xfe80000000000000ULL;
+    std::uint32_t lid = 0;
+    std::uint32_t master_sm_lid = 0;
+    std::uint16_t m_key_lease_period = 0;
+    std::uint8_t lmc = 0;
+    routing::PortState state = routing::PortState::kDown;
+    std::uint8_t neighbor_mtu = 5;  // 4096
+    std::uint8_t operational_vls = 1;
+    std::uint8_t vl_high_limit = 0;
+    std::uint8_t hoq_life = 0;
+    std::uint8_t vl_stall_count = 0;
+    std::uint8_t subnet_timeout = 0;
+    std::uint8_t master_sm_sl = 0;
+    std::uint8_t m_key_protect_bits = 0;
+    // 16 until an ExtPortInfo Set puts the end port in a 17/24-bit mode
+    // (discovery/README.md, "Extended LIDs").
+    std::uint8_t lid_bits = 16;
+    bool disabled = false;  // PortPhysicalState set to Disabled by an SM
+    bool failed = false;    // link cut by fault injection (set on both ends)
+  };
+
+  struct SwitchSim {
+    std::uint32_t linear_fdb_top = 0;
+    std::uint8_t life_time_value = 0;
+    bool port_state_change = false;
+    // The one outstanding trap 128 (real SMAs keep a single pending notice
+    // per trap type): repeated until repressed or sent trap_max_sends times.
+    bool trap_pending = false;
+    std::uint16_t trap_sends = 0;
+    std::uint64_t trap_tid = 0;
+  };
+
+  struct Packet {
+    mad::Smp smp;
+    std::uint32_t lrh_dlid = mad::kPermissiveLid;  // valid while lid_routed
+    std::uint32_t lrh_slid = mad::kPermissiveLid;
+    std::uint32_t lr_hops = 0;  // links crossed in the current LID-routed part
+    bool lid_routed = false;
+  };
+
+  enum class EventKind : std::uint8_t { kArrive, kSmaDone, kTrapTimer };
+  struct Event {
+    Clock t;
+    std::uint64_t seq;
+    std::uint32_t packet;  // pool slot; for kTrapTimer the trap TID's low bits
+    std::uint32_t node;
+    PortNum port;
+    EventKind kind;
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+
+  // ---- helpers over the wiring
+  std::uint32_t index(PortRef r) const { return topo_.port_index(r.node, r.port); }
+  std::uint32_t index(NodeId n, PortNum p) const { return topo_.port_index(n, p); }
+  bool is_switch(NodeId n) const { return topo_.node(n).type == routing::NodeType::kSwitch; }
+  SwitchSim& sw(NodeId n) { return switches_[topo_.node(n).switch_index]; }
+  const SwitchSim& sw(NodeId n) const { return switches_[topo_.node(n).switch_index]; }
+  bool link_physically_up(NodeId n, PortNum p) const;
+  std::uint8_t phys_state(NodeId n, PortNum p) const;
+  // The end port a packet for this node's SMA is addressed through: port 0
+  // of a switch, the given port of a CA.
+  PortNum lid_port(NodeId n, PortNum in) const { return is_switch(n) ? 0 : in; }
+  bool owns_lid(NodeId n, PortNum p, std::uint32_t dlid) const;
+  std::uint32_t max_lid() const { return space_.max_unicast().value; }
+
+  // ---- packets
+  std::uint32_t alloc_packet();
+  void free_packet(std::uint32_t pk) { free_.push_back(pk); }
+  void drop(std::uint32_t pk, DropReason why);
+  void schedule(Clock t, EventKind kind, std::uint32_t pk, NodeId node, PortNum port);
+
+  // ---- forwarding (sim_core.cpp)
+  void transmit(std::uint32_t pk, NodeId node, PortNum out, Clock extra = Clock{0});
+  void on_arrive(std::uint32_t pk, NodeId node, PortNum in);
+  void lr_start(std::uint32_t pk, NodeId node, PortNum in, std::uint32_t dlid);
+  void lr_at_switch(std::uint32_t pk, NodeId node, PortNum in);
+  void lr_from_ca(std::uint32_t pk, NodeId node, PortNum port);
+  void lr_delivered(std::uint32_t pk, NodeId node, PortNum in);
+  void dr_begin(std::uint32_t pk, NodeId node, PortNum in);
+  void dr_outbound(std::uint32_t pk, NodeId node, PortNum in);
+  void dr_return(std::uint32_t pk, NodeId node, PortNum in);
+  void to_sma(std::uint32_t pk, NodeId node, PortNum in);
+  void to_sm(std::uint32_t pk, NodeId node, PortNum in, bool lid_routed);
+  void sma_done(std::uint32_t pk, NodeId node, PortNum in);
+
+  // ---- link state machine and traps (sim_core.cpp)
+  void reevaluate_link(NodeId n, PortNum p);
+  void bounce_link(NodeId n, PortNum p);
+  void raise_trap128(NodeId sw);
+  void send_trap128(NodeId sw);
+  void on_trap_timer(NodeId sw, std::uint32_t tid_low);
+  void reset_node(NodeId n);
+
+  // ---- the SMA (sim_sma.cpp)
+  enum class SmaOutcome : std::uint8_t { kRespond, kConsumed, kUnexpected };
+  SmaOutcome sma_handle(Packet& p, NodeId node, PortNum in);
+  std::uint16_t sma_node_info(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_switch_info(mad::Smp& s, NodeId node);
+  std::uint16_t sma_port_info(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_lft(mad::Smp& s, NodeId node);
+  std::uint16_t sma_sl2vl(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_vlarb(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_ext_port_info(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_ext_switch_info(mad::Smp& s, NodeId node);
+  mad::PortInfo build_port_info(NodeId node, PortNum port, PortNum in) const;
+  std::uint16_t apply_port_state(NodeId node, PortNum port, std::uint8_t state, std::uint8_t phys,
+                                 bool dry_run);
+
+  routing::Topology topo_;
+  SimOptions opts_;
+  routing::LidSpace space_;
+  PortRef sm_;
+  std::uint32_t lft_cap_;
+
+  std::vector<PortSim> ports_;         // parallel to topo_.ports()
+  std::vector<SwitchSim> switches_;    // by switch_index
+  std::vector<std::uint8_t> powered_;  // by node
+  // Allocated on first write (empty otherwise).
+  std::vector<std::vector<std::uint8_t>> lfts_;   // by switch_index, LID-indexed
+  std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (in, out) or port
+  std::vector<std::vector<std::uint8_t>> vlarb_;  // by node: 4 blocks x 64 bytes per port
+  std::vector<Clock> sma_busy_until_;             // by node; latency model only
+
+  std::deque<Packet> pool_;  // a deque: handlers keep references across allocations
+  std::vector<std::uint32_t> free_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t next_seq_ = 0;
+  std::uint64_t next_trap_tid_ = 0x5100000000000001ULL;
+  Clock clock_{0};
+  std::deque<Mad> inbox_;
+
+  double drop_probability_;
+  std::mt19937_64 rng_;
+  SimStats stats_;
+};
+
+}  // namespace subnetd::discovery::sim

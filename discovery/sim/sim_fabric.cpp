@@ -1,0 +1,305 @@
+#include "discovery/sim/sim_fabric.hpp"
+
+#include <fmt/format.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+namespace subnetd::discovery::sim {
+
+using routing::NodeType;
+
+namespace {
+
+// Resolves SimOptions' SM attachment point to a CA port of `t`.
+Result<PortRef> resolve_sm_port(const routing::Topology& t, const SimOptions& o) {
+  std::optional<PortRef> ref;
+  std::string what;
+  if (!o.sm_node.empty()) {
+    what = fmt::format("SM node \"{}\"", o.sm_node);
+    if (auto n = t.find_by_name(o.sm_node)) ref = PortRef{*n, o.sm_port};
+  } else if (o.sm_guid.value != 0) {
+    what = fmt::format("SM GUID {:#018x}", o.sm_guid.value);
+    if (auto n = t.find_by_guid(o.sm_guid)) {
+      ref = PortRef{*n, o.sm_port};
+    } else if (auto p = t.find_by_port_guid(o.sm_guid)) {
+      ref = *p;
+    }
+  } else {
+    what = "the first CA";
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      if (t.node(NodeId{i}).type == NodeType::kCa) {
+        ref = PortRef{NodeId{i}, o.sm_port};
+        break;
+      }
+    }
+  }
+  if (!ref)
+    return Error{Errc::kNotFound, fmt::format("simulator: {} is not in the topology", what)};
+  const routing::Node& n = t.node(ref->node);
+  if (n.type != NodeType::kCa) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("simulator: {} is {} \"{}\"; the SM attaches to a CA port", what,
+                             routing::node_type_name(n.type), n.description)};
+  }
+  if (ref->port == 0 || ref->port > n.num_ports) {
+    return Error{Errc::kOutOfRange, fmt::format("simulator: {}: \"{}\" has ports 1..{}, not {}",
+                                                what, n.description, n.num_ports, ref->port)};
+  }
+  return *ref;
+}
+
+Result<void> check_probability(double p) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("simulator: drop probability {} is outside [0, 1]", p)};
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SimFabric>> SimFabric::create(routing::Topology topology,
+                                                     const SimOptions& options) {
+  if (!routing::LidSpace::from_bits(options.lid_bits)) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("simulator: lid_bits {} (expected 16, 17 or 24)", options.lid_bits)};
+  }
+  SUBNETD_TRY(check_probability(options.drop_probability));
+  if (options.latency && options.latency->sma_queue_depth == 0) {
+    return Error{Errc::kInvalidArgument, "simulator: latency.sma_queue_depth must be at least 1"};
+  }
+  if (auto v = topology.validate(); !v.ok()) {
+    return Error{v.error().code, "simulator: invalid topology: " + v.error().message};
+  }
+  PortRef sm;
+  SUBNETD_TRY_ASSIGN(sm, resolve_sm_port(topology, options));
+  const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) {
+    return Error{Errc::kIo, fmt::format("simulator: eventfd: {}", std::strerror(errno))};
+  }
+  return std::unique_ptr<SimFabric>(new SimFabric(std::move(topology), options, sm, fd));
+}
+
+SimFabric::SimFabric(routing::Topology topology, const SimOptions& options, PortRef sm,
+                     int event_fd)
+    : core_(std::move(topology), options, sm), event_fd_(event_fd) {}
+
+SimFabric::~SimFabric() {
+  ::close(event_fd_);
+}
+
+void SimFabric::sync_event_fd() {
+  const bool want = !core_.inbox().empty();
+  if (want == event_fd_armed_) return;
+  if (want) {
+    const std::uint64_t one = 1;
+    // Cannot fail short of a counter overflow, which one pending write excludes.
+    [[maybe_unused]] const ssize_t n = ::write(event_fd_, &one, sizeof one);
+  } else {
+    std::uint64_t drained = 0;
+    [[maybe_unused]] const ssize_t n = ::read(event_fd_, &drained, sizeof drained);
+  }
+  event_fd_armed_ = want;
+}
+
+// ------------------------------------------------------------------ Transport
+
+Result<void> SimFabric::send(const Mad& mad) {
+  std::lock_guard lock(mu_);
+  core_.send_from_sm(mad);
+  // Finish everything due now (the whole exchange, without a latency model).
+  core_.run_until(core_.now(), /*stop_at_delivery=*/false);
+  sync_event_fd();
+  return {};
+}
+
+Result<std::optional<Mad>> SimFabric::receive(std::chrono::microseconds timeout) {
+  std::lock_guard lock(mu_);
+  if (timeout.count() < 0) timeout = std::chrono::microseconds{0};
+  const std::chrono::nanoseconds deadline = core_.now() + timeout;
+  if (core_.inbox().empty()) core_.run_until(deadline, /*stop_at_delivery=*/true);
+  if (core_.inbox().empty()) {
+    core_.advance_to(deadline);
+    sync_event_fd();
+    return std::optional<Mad>{};
+  }
+  Mad m = core_.inbox().front();
+  core_.inbox().pop_front();
+  sync_event_fd();
+  return std::optional<Mad>{m};
+}
+
+std::chrono::nanoseconds SimFabric::now() const {
+  std::lock_guard lock(mu_);
+  return core_.now();
+}
+
+LocalPort SimFabric::local_port() const {
+  const routing::Topology& t = core_.topology();
+  const PortRef sm = core_.sm_port();
+  LocalPort lp;
+  lp.node_guid = t.node(sm.node).guid;
+  lp.port_guid = t.port(sm).guid;
+  lp.port_num = sm.port;
+  lp.ca_name = t.node(sm.node).description;
+  return lp;
+}
+
+// ------------------------------------------------------------------ faults
+
+Result<PortRef> SimFabric::check_link_end(PortRef end) const {
+  const routing::Topology& t = core_.topology();
+  if (end.node.value >= t.num_nodes()) {
+    return Error{Errc::kNotFound, fmt::format("simulator: no node with index {}", end.node.value)};
+  }
+  const routing::Node& n = t.node(end.node);
+  if (end.port == 0 || end.port > n.num_ports) {
+    return Error{Errc::kOutOfRange, fmt::format("simulator: \"{}\" has ports 1..{}, not {}",
+                                                n.description, n.num_ports, end.port)};
+  }
+  if (!t.port(end).connected()) {
+    return Error{Errc::kNotFound,
+                 fmt::format("simulator: \"{}\" port {} has no cable", n.description, end.port)};
+  }
+  return end;
+}
+
+Result<NodeId> SimFabric::check_switch(NodeId node) const {
+  const routing::Topology& t = core_.topology();
+  if (node.value >= t.num_nodes()) {
+    return Error{Errc::kNotFound, fmt::format("simulator: no node with index {}", node.value)};
+  }
+  if (t.node(node).type != NodeType::kSwitch) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("simulator: \"{}\" is not a switch", t.node(node).description)};
+  }
+  return node;
+}
+
+Result<NodeId> SimFabric::find_node(std::string_view description) const {
+  // Topology's name index is built lazily; the topology is never mutated
+  // after construction, but the first lookup builds the index, so it is
+  // done under the lock.
+  auto n = core_.topology().find_by_name(description);
+  if (!n) return Error{Errc::kNotFound, fmt::format("simulator: no node \"{}\"", description)};
+  return *n;
+}
+
+Result<void> SimFabric::link_down(PortRef end) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_link_end(end));
+  core_.set_link_failed(end, true);
+  core_.run_until(core_.now(), false);
+  sync_event_fd();
+  return {};
+}
+
+Result<void> SimFabric::link_up(PortRef end) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_link_end(end));
+  core_.set_link_failed(end, false);
+  core_.run_until(core_.now(), false);
+  sync_event_fd();
+  return {};
+}
+
+Result<void> SimFabric::link_down(std::string_view node_description, PortNum port) {
+  NodeId n;
+  {
+    std::lock_guard lock(mu_);
+    SUBNETD_TRY_ASSIGN(n, find_node(node_description));
+  }
+  return link_down(PortRef{n, port});
+}
+
+Result<void> SimFabric::link_up(std::string_view node_description, PortNum port) {
+  NodeId n;
+  {
+    std::lock_guard lock(mu_);
+    SUBNETD_TRY_ASSIGN(n, find_node(node_description));
+  }
+  return link_up(PortRef{n, port});
+}
+
+Result<void> SimFabric::switch_down(NodeId node) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(node));
+  core_.set_powered(node, false);
+  core_.run_until(core_.now(), false);
+  sync_event_fd();
+  return {};
+}
+
+Result<void> SimFabric::switch_up(NodeId node) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(node));
+  core_.set_powered(node, true);
+  core_.run_until(core_.now(), false);
+  sync_event_fd();
+  return {};
+}
+
+Result<void> SimFabric::switch_down(std::string_view node_description) {
+  NodeId n;
+  {
+    std::lock_guard lock(mu_);
+    SUBNETD_TRY_ASSIGN(n, find_node(node_description));
+  }
+  return switch_down(n);
+}
+
+Result<void> SimFabric::switch_up(std::string_view node_description) {
+  NodeId n;
+  {
+    std::lock_guard lock(mu_);
+    SUBNETD_TRY_ASSIGN(n, find_node(node_description));
+  }
+  return switch_up(n);
+}
+
+Result<void> SimFabric::set_drop_probability(double p) {
+  SUBNETD_TRY(check_probability(p));
+  std::lock_guard lock(mu_);
+  core_.set_drop_probability(p);
+  return {};
+}
+
+// ------------------------------------------------------------------ inspection
+
+SimStats SimFabric::stats() const {
+  std::lock_guard lock(mu_);
+  return core_.stats();
+}
+
+Result<PortView> SimFabric::port_view(PortRef ref) const {
+  std::lock_guard lock(mu_);
+  const routing::Topology& t = core_.topology();
+  if (ref.node.value >= t.num_nodes() || ref.port > t.node(ref.node).num_ports) {
+    return Error{Errc::kNotFound,
+                 fmt::format("simulator: no port {} on node index {}", ref.port, ref.node.value)};
+  }
+  return core_.port_view(ref);
+}
+
+Result<std::uint8_t> SimFabric::lft_entry(NodeId sw, Lid lid) const {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  return core_.lft_entry(sw, lid.value);
+}
+
+Result<bool> SimFabric::port_state_change(NodeId sw) const {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  return core_.port_state_change(sw);
+}
+
+std::size_t SimFabric::lft_bytes() const {
+  std::lock_guard lock(mu_);
+  return core_.lft_bytes();
+}
+
+}  // namespace subnetd::discovery::sim

@@ -1,0 +1,102 @@
+#pragma once
+// SimFabric: the embedded simulated fabric, a discovery::Transport.
+//
+// Built from a routing::Topology (the physical truth: nodes, ports, cables),
+// it answers SMPs at the SMP level as IBA switches and HCAs do: every node
+// runs an SMA (NodeInfo, NodeDescription, SwitchInfo, PortInfo, LFT blocks,
+// SL-to-VL, VL arbitration, TrapRepress, and the vendor extended-LID
+// attributes in 17/24-bit modes); directed-route SMPs follow the hop-pointer
+// rules of IBA 14.2.2; LID-routed SMPs are forwarded by each switch through
+// the LFT the SM programmed into *it*, so a wrong table shows up as a lost
+// SMP and a drop counter, not as a passing test. Switches send trap 128 when
+// a port changes state and repeat it until repressed. See
+// discovery/README.md, "Simulator", for the details and the choices made.
+//
+// The SM attaches at one CA port (SimOptions). send() injects a MAD there;
+// receive() hands out what arrives there: responses, traps, SMInfo requests.
+//
+// Time is virtual. Without a latency model a response is ready as soon as
+// its request is sent; receive() with nothing ready moves the clock forward
+// by its timeout and returns nullopt at once, so an SM's timeouts and trap
+// repeats run without sleeping. With SimOptions::latency, packets take
+// time per hop and per SMA, and receive() advances the clock to the next
+// delivery, so now() estimates how long a sweep takes on a real fabric.
+//
+// Threads: send/receive/now/local_port are for the SM's thread (the
+// Transport contract). The fault-injection and inspection calls are
+// thread-safe and may come from any thread (a gRPC handler, a test); one
+// mutex serialises everything. event_fd() is an eventfd that is readable
+// exactly while receive(0) would return a MAD at once.
+
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "discovery/sim/sim_core.hpp"
+#include "discovery/sim/sim_types.hpp"
+#include "discovery/transport.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::discovery::sim {
+
+class SimFabric final : public Transport {
+ public:
+  // Fails on an invalid topology, bad options or an SM attachment point that
+  // is not a CA port of the topology.
+  static Result<std::unique_ptr<SimFabric>> create(routing::Topology topology,
+                                                   const SimOptions& options);
+  ~SimFabric() override;
+  SimFabric(const SimFabric&) = delete;
+  SimFabric& operator=(const SimFabric&) = delete;
+
+  // ---- Transport (the SM's thread)
+  Result<void> send(const Mad& mad) override;
+  Result<std::optional<Mad>> receive(std::chrono::microseconds timeout) override;
+  std::chrono::nanoseconds now() const override;
+  LocalPort local_port() const override;
+  int event_fd() const override { return event_fd_; }
+  std::string name() const override { return "sim"; }
+
+  // ---- fault injection (thread-safe; effective at the current transport time)
+  // Cuts / restores the cable at `end` (either end names the link): both
+  // ports go DOWN / come back in INIT, and switches at either end send trap
+  // 128. Errors: unknown node, port out of range, port without a cable.
+  Result<void> link_down(PortRef end);
+  Result<void> link_down(std::string_view node_description, PortNum port);
+  Result<void> link_up(PortRef end);
+  Result<void> link_up(std::string_view node_description, PortNum port);
+  // Powers a switch off (all its links go down, its state is lost) or on
+  // again (as after a power cycle: no LIDs, empty LFT, links in INIT).
+  Result<void> switch_down(NodeId node);
+  Result<void> switch_down(std::string_view node_description);
+  Result<void> switch_up(NodeId node);
+  Result<void> switch_up(std::string_view node_description);
+  Result<void> set_drop_probability(double p);
+
+  // ---- inspection (thread-safe)
+  SimStats stats() const;
+  // The physical wiring as built (immutable; safe to read without locking).
+  const routing::Topology& topology() const { return core_.topology(); }
+  Result<PortView> port_view(PortRef ref) const;
+  // The port a switch's own LFT holds for `lid` (255 = none / never written).
+  Result<std::uint8_t> lft_entry(NodeId sw, Lid lid) const;
+  // SwitchInfo:PortStateChange of a switch.
+  Result<bool> port_state_change(NodeId sw) const;
+  // Bytes held by all switches' LFT copies.
+  std::size_t lft_bytes() const;
+
+ private:
+  SimFabric(routing::Topology topology, const SimOptions& options, PortRef sm, int event_fd);
+  // Re-arms or drains the eventfd to match the inbox. Caller holds mu_.
+  void sync_event_fd();
+  Result<PortRef> check_link_end(PortRef end) const;
+  Result<NodeId> check_switch(NodeId node) const;
+  Result<NodeId> find_node(std::string_view description) const;
+
+  mutable std::mutex mu_;
+  SimCore core_;  // guarded by mu_ (its topology() is immutable and is not)
+  int event_fd_;
+  bool event_fd_armed_ = false;  // guarded by mu_
+};
+
+}  // namespace subnetd::discovery::sim

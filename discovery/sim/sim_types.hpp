@@ -1,0 +1,114 @@
+#pragma once
+// Options and statistics of the embedded simulated fabric (discovery/sim).
+// See sim_fabric.hpp for the fabric itself and discovery/README.md,
+// "Simulator", for the behaviour it models.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "routing/ids.hpp"
+
+namespace subnetd::discovery::sim {
+
+// Optional timing model. Without it the fabric is zero-latency: a response
+// is ready the moment its request is sent.
+struct LatencyModel {
+  // One link traversal: serialisation, cable and the switch crossbar.
+  std::chrono::nanoseconds hop_delay{200};
+  // Time a node's SMA spends on one SMP it answers. SMPs queue at the SMA and
+  // are served in arrival order.
+  std::chrono::nanoseconds sma_processing{2'000};
+  // Extra time a switch spends relaying a directed-route SMP: real switches
+  // hand every DR SMP to their management processor, LID-routed ones are
+  // forwarded in hardware.
+  std::chrono::nanoseconds dr_relay{0};
+  // SMPs that may wait at one SMA (the one being served included); an SMP
+  // arriving at a full queue is dropped, as by a real SMA's bounded queue.
+  std::uint32_t sma_queue_depth = 64;
+};
+
+struct SimOptions {
+  // LID addressing mode: 16 (IBA), 17 or 24 (vendor extended attributes).
+  int lid_bits = 16;
+
+  // Where the SM attaches: a CA port. Chosen by node description, else by
+  // GUID (a node GUID, then `sm_port`; or a port GUID), else the first CA in
+  // the topology, port `sm_port`.
+  std::string sm_node;
+  Guid sm_guid;
+  PortNum sm_port = 1;
+
+  // Seed of the drop-probability generator; a run is deterministic given
+  // the seed and the sequence of calls.
+  std::uint64_t seed = 1;
+  // Probability that an SMP is lost on one link traversal (0..1).
+  double drop_probability = 0.0;
+
+  std::optional<LatencyModel> latency;
+
+  // LinearFDBCap every switch reports; 0 = the mode's default (0xC000 in
+  // 16-bit mode, the top of the unicast space + 1 in 17/24-bit modes).
+  std::uint32_t linear_fdb_cap = 0;
+
+  // IBA lets VL15 SMPs through ports in INIT and ARMED as well as ACTIVE
+  // (that is how an SM configures a fabric before activating it), and that is
+  // the default. ibsim forwards LID-routed SMPs only through ACTIVE ports;
+  // true imitates it, to test an SM against the stricter peer.
+  bool lid_routed_needs_active = false;
+
+  // A switch repeats an unanswered trap this often (transport time) until
+  // the SM sends TrapRepress with the trap's TID, at most trap_max_sends times.
+  std::chrono::nanoseconds trap_resend_interval{std::chrono::milliseconds{100}};
+  unsigned trap_max_sends = 10;
+
+  // LID-routed packets carry no hop count; a routing loop would circulate a
+  // packet until the switches' HOQ lifetime expires. The simulator drops it
+  // after this many links.
+  std::uint32_t lid_routed_hop_limit = 64;
+};
+
+// Why the simulator discarded an SMP. Every discard is counted under one.
+enum class DropReason : std::uint8_t {
+  kMalformed,        // bytes from the SM did not decode as an SMP
+  kRandomLoss,       // drop_probability struck on a link
+  kDrBadPath,        // DR: bad hop pointer, port number 0 or beyond the node's ports
+  kDrThroughCa,      // DR: path continues through a CA (only switches forward)
+  kUnconnectedPort,  // sent out of a port with no cable
+  kLinkDown,         // sent out of a port whose link is not up (cut, disabled, peer off)
+  kPortNotActive,    // LID-routed through a non-ACTIVE port (lid_routed_needs_active)
+  kBadLid,           // LID-routed to LID 0, or a LID outside the mode's space
+  kLftBeyondTop,     // switch: DLID above its LinearFDBTop
+  kLftUnset,         // switch: LFT entry is 255 or was never written
+  kLftBadPort,       // switch: LFT entry names a port the switch does not have
+  kNoLidMatch,       // reached a node that does not own the DLID
+  kHopLimit,         // LID-routed packet exceeded lid_routed_hop_limit (a loop)
+  kSmaQueueFull,     // latency model: SMA queue full
+  kNoSm,             // a response or trap reached a port where no SM listens
+  kUnexpected,       // an SMA received a response or a trap
+  kCount,
+};
+inline constexpr std::size_t kNumDropReasons = static_cast<std::size_t>(DropReason::kCount);
+const char* drop_reason_name(DropReason r);
+
+struct SimStats {
+  std::array<std::uint64_t, kNumDropReasons> drops{};
+  std::uint64_t sent_by_sm = 0;       // MADs handed to send()
+  std::uint64_t smps_handled = 0;     // requests processed by SMAs (Get, Set, TrapRepress)
+  std::uint64_t delivered_to_sm = 0;  // MADs queued for receive()
+  std::uint64_t link_traversals = 0;  // SMP crossings of a link
+  std::uint64_t traps_sent = 0;       // trap transmissions, repeats included
+  std::uint64_t traps_repressed = 0;  // TrapRepress that matched an outstanding trap
+  std::uint64_t link_state_changes = 0;
+
+  std::uint64_t drops_of(DropReason r) const { return drops[static_cast<std::size_t>(r)]; }
+  std::uint64_t drops_total() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t d : drops) n += d;
+    return n;
+  }
+};
+
+}  // namespace subnetd::discovery::sim
