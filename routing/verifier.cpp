@@ -1,0 +1,417 @@
+#include "routing/verifier.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "routing/switch_graph.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint32_t kTile = kLftBlockSize;  // LIDs per tile: one LFT block
+constexpr std::uint32_t kDepWords = 4;          // 256 out-port bits per channel
+constexpr std::uint32_t kDeliver = UINT32_MAX - 1;
+constexpr std::uint32_t kBad = UINT32_MAX;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Per-thread buffers for one tile.
+struct TileScratch {
+  std::vector<std::uint8_t> buf;     // S x kTile LFT entries, switch-major
+  std::vector<std::uint32_t> next;   // kTile x S, column-major: next switch, kDeliver, kBad
+  std::vector<std::uint32_t> stamp;  // per switch: 2e = on the current walk, 2e+1 = reaches
+  std::uint32_t epoch = 0;           // one per column walked
+  std::vector<std::uint32_t> path;
+  std::vector<std::uint64_t> active;  // per switch: bit l = on a counted route to LID l
+};
+
+// Everything the checks read, and the wording of their errors.
+class Checker {
+ public:
+  Checker(const Topology& topo, const LidMap& lids, const Routes& routes, const SwitchGraph& g)
+      : topo_(topo), lids_(lids), routes_(routes), g_(g) {}
+
+  // "sw-a" (0x0002c90000000001)
+  std::string sw(std::uint32_t s) const {
+    const Node& n = topo_.node(topo_.switch_node(s));
+    return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
+  }
+  // sw-a, or the GUID when the switch has no description
+  std::string label(std::uint32_t s) const {
+    const Node& n = topo_.node(topo_.switch_node(s));
+    return n.description.empty() ? fmt::format("{:#018x}", n.guid.value) : n.description;
+  }
+  // LID 0x12 ("h-3" port 1) / LID 0x5 (switch "sw-1")
+  std::string lid(std::uint32_t d) const {
+    const PortRef o = lids_.owner_of(Lid{d});
+    if (!o.node.valid()) return fmt::format("LID {:#x}", d);
+    const Node& n = topo_.node(o.node);
+    if (n.type == NodeType::kSwitch)
+      return fmt::format("LID {:#x} (switch \"{}\")", d, n.description);
+    return fmt::format("LID {:#x} (\"{}\" port {})", d, n.description, o.port);
+  }
+  std::uint8_t entry(std::uint32_t s, std::uint32_t d) const { return routes_.lfts[s].get(Lid{d}); }
+
+  // Why the entry of switch s for LID d does not lead on (kIncomplete).
+  Error entry_error(std::uint32_t s, std::uint32_t d) const {
+    const LidAttachment att = g_.attachment(Lid{d});
+    const std::uint8_t p = entry(s, d);
+    const NodeId sn = topo_.switch_node(s);
+    const Node& node = topo_.node(sn);
+    std::string why;
+    if (p == kDropPort) {
+      return Error{Errc::kIncomplete,
+                   fmt::format("switch {} has no route to {}, reachable via port {}", sw(s), lid(d),
+                               first_hop(s, att))};
+    }
+    if (p == 0) {
+      why = "its management port 0";
+    } else if (p > node.num_ports) {
+      why = fmt::format("port {}, but it has {} ports", p, node.num_ports);
+    } else {
+      const Port& port = topo_.port(sn, p);
+      if (!port.connected()) {
+        why = fmt::format("port {}, which is not cabled", p);
+      } else {
+        const Node& peer = topo_.node(port.remote_node);
+        why = fmt::format("port {}, which leads to {} \"{}\" port {}", p, node_type_name(peer.type),
+                          peer.description, port.remote_port);
+      }
+    }
+    return Error{Errc::kIncomplete,
+                 fmt::format("switch {} routes {} to {}; the LID is delivered by {} port {} "
+                             "(reachable via port {})",
+                             sw(s), lid(d), why, sw(att.sw), att.port, first_hop(s, att))};
+  }
+
+  // The walk for LID d came back to switch path[from]: a forwarding loop.
+  Error loop_error(std::uint32_t d, const std::vector<std::uint32_t>& path,
+                   std::size_t from) const {
+    std::string text;
+    std::string guids;
+    for (std::size_t i = from; i < path.size(); ++i) {
+      text += fmt::format("{}[{}] -> ", label(path[i]), entry(path[i], d));
+      guids += fmt::format("{}{} {:#018x}", i == from ? "" : ", ", label(path[i]),
+                           topo_.node(topo_.switch_node(path[i])).guid.value);
+    }
+    text += fmt::format("{}[{}]", label(path[from]), entry(path[from], d));
+    return Error{Errc::kForwardingLoop,
+                 fmt::format("{}: forwarding loop {} (switches: {})", lid(d), text, guids)};
+  }
+
+  // A cycle of channels (arc indices) in the dependency graph of VL vl.
+  Error cycle_error(std::uint32_t vl, const std::vector<std::uint32_t>& cycle,
+                    bool switch_traffic) const {
+    std::string text;
+    std::string guids;
+    std::vector<std::uint32_t> named;
+    for (std::uint32_t c : cycle) {
+      const std::uint32_t s = g_.arc_source(c);
+      text += fmt::format("{}[{}] -> ", label(s), g_.arc(c).local_port);
+      if (std::find(named.begin(), named.end(), s) == named.end()) {
+        guids += fmt::format("{}{} {:#018x}", named.empty() ? "" : ", ", label(s),
+                             topo_.node(topo_.switch_node(s)).guid.value);
+        named.push_back(s);
+      }
+    }
+    const std::uint32_t first = g_.arc_source(cycle.front());
+    text += fmt::format("{}[{}]", label(first), g_.arc(cycle.front()).local_port);
+    std::string example;
+    if (cycle.size() >= 2) {
+      // One counted LID whose route makes the first dependency of the cycle.
+      const std::uint32_t s1 = first;
+      const std::uint32_t s2 = g_.arc_source(cycle[1]);
+      const PortNum p1 = g_.arc(cycle[0]).local_port;
+      const PortNum p2 = g_.arc(cycle[1]).local_port;
+      for (std::uint32_t d = 1; d <= g_.max_lid().value; ++d) {
+        const LidAttachment at = g_.attachment(Lid{d});
+        if (!at.routable() || (at.port == 0 && !switch_traffic)) continue;
+        if (entry(s1, d) == p1 && entry(s2, d) == p2) {
+          example =
+              fmt::format("; e.g. {} goes {}[{}] -> {}[{}]", lid(d), label(s1), p1, label(s2), p2);
+          break;
+        }
+      }
+    }
+    return Error{Errc::kCdgCycle,
+                 fmt::format("VL {}: credit loop {} (switches: {}){}", vl, text, guids, example)};
+  }
+
+ private:
+  // Lowest port of s on a shortest path toward the LID's switch (for messages).
+  std::uint32_t first_hop(std::uint32_t s, LidAttachment att) const {
+    if (s == att.sw) return att.port;
+    std::vector<std::uint32_t> dist(g_.num_switches(), UINT32_MAX);
+    std::vector<std::uint32_t> queue{att.sw};
+    dist[att.sw] = 0;
+    for (std::size_t i = 0; i < queue.size() && dist[s] == UINT32_MAX; ++i) {
+      for (const SwitchArc& a : g_.arcs(queue[i])) {
+        if (dist[a.to] == UINT32_MAX) {
+          dist[a.to] = dist[queue[i]] + 1;
+          queue.push_back(a.to);
+        }
+      }
+    }
+    for (const SwitchArc& a : g_.arcs(s)) {
+      if (dist[a.to] + 1 == dist[s]) return a.local_port;
+    }
+    return 0;
+  }
+
+  const Topology& topo_;
+  const LidMap& lids_;
+  const Routes& routes_;
+  const SwitchGraph& g_;
+};
+
+}  // namespace
+
+Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Routes& routes,
+                            WorkerPool& pool, std::stop_token stop) {
+  return verify(topo, lids, routes, VerifyOptions{}, pool, stop);
+}
+
+Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Routes& routes,
+                            const VerifyOptions& opts, WorkerPool& pool, std::stop_token stop) {
+  const auto t_start = Clock::now();
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  const std::uint32_t n = g.num_switches();
+  if (routes.lfts.size() != n) {
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("routes hold {} LFTs, the fabric has {} switches", routes.lfts.size(), n)};
+  }
+  if (routes.num_vls != 1) {
+    // Routes carry no per-path SL/VL yet; engines that need VLs will add it
+    // and the dependency marking below will take the VL from there.
+    return Error{
+        Errc::kUnsupported,
+        fmt::format("routes use {} VLs but carry no SL/VL assignment to verify", routes.num_vls)};
+  }
+  const std::uint32_t num_vls = 1;
+  const Checker check(topo, lids, routes, g);
+
+  VerifyReport report;
+  report.switches = n;
+  report.num_vls = num_vls;
+  report.channels = std::uint64_t{g.num_arcs()} * num_vls;
+
+  std::vector<std::uint32_t> part_size(g.num_components(), 0);
+  for (std::uint32_t s = 0; s < n; ++s) ++part_size[g.component(s)];
+  // Where counted traffic enters the switch fabric.
+  std::vector<std::uint32_t> sources;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (opts.switch_traffic || g.has_endpoints(s)) sources.push_back(s);
+  }
+
+  const std::uint32_t max_lid = g.max_lid().value;
+  const std::uint32_t tiles = max_lid / kTile + 1;
+  // deps[(vl * arcs + a) * kDepWords + w]: bit p = channel a feeds out-port p
+  // of the switch it leads to. Written through atomic_ref while tiles run.
+  std::vector<std::uint64_t> deps(std::size_t{g.num_arcs()} * num_vls * kDepWords, 0);
+
+  std::vector<TileScratch> scratch(pool.size());
+  std::atomic<std::uint32_t> error_tile{UINT32_MAX};
+  std::mutex err_mu;
+  std::optional<std::pair<std::uint32_t, Error>> first_error;
+  std::atomic<std::uint64_t> pairs{0};
+  std::atomic<std::uint32_t> lid_count{0};
+
+  auto run_tile = [&](std::uint32_t tile, TileScratch& w) -> std::optional<Error> {
+    const std::uint32_t lid0 = tile * kTile;
+    const std::uint32_t width = std::min(kTile, max_lid + 1 - lid0);
+    std::array<LidAttachment, kTile> att{};
+    std::array<std::uint32_t, kTile> part{};
+    for (std::uint32_t l = 0; l < width; ++l) {
+      att[l] = lid0 + l == 0 ? LidAttachment{} : g.attachment(Lid{lid0 + l});
+      part[l] = att[l].routable() ? g.component(att[l].sw) : kNoSwitch;
+    }
+    w.buf.resize(std::size_t{n} * kTile);
+    w.next.resize(std::size_t{n} * kTile);
+    if (w.stamp.size() != n) w.stamp.assign(n, 0);
+    w.active.resize(n);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const Lft& lft = routes.lfts[s];
+      std::uint8_t* dst = &w.buf[std::size_t{s} * kTile];
+      if (lft.size() >= lid0 + kTile) {
+        std::memcpy(dst, lft.data() + lid0, kTile);
+      } else {
+        for (std::uint32_t l = 0; l < kTile; ++l) dst[l] = lft.get(Lid{lid0 + l});
+      }
+    }
+    // Switch-major pass: the next hop of every (switch, LID).
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint32_t ps = g.component(s);
+      const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
+      for (std::uint32_t l = 0; l < width; ++l) {
+        if (part[l] != ps) continue;
+        const std::uint8_t p = row[l];
+        std::uint32_t nx = kBad;
+        if (s == att[l].sw && p == att[l].port) {
+          nx = kDeliver;
+        } else if (p != 0 && p != kDropPort) {
+          const std::uint32_t a = g.arc_at_port(s, p);
+          if (a != kNoArc) nx = g.arc(a).to;
+        }
+        w.next[std::size_t{l} * n + s] = nx;
+      }
+    }
+    // Column walks: from every switch of the LID's part, next hops must end
+    // in delivery. Stamps make each walk stop at switches already proven.
+    // Then, for LIDs whose traffic counts, mark the switches on the routes
+    // from the traffic's sources (safe now: every walk is known to end).
+    std::uint64_t tile_pairs = 0;
+    std::uint32_t tile_lids = 0;
+    std::fill(w.active.begin(), w.active.end(), 0);
+    for (std::uint32_t l = 0; l < width; ++l) {
+      if (!att[l].routable()) continue;
+      ++tile_lids;
+      tile_pairs += part_size[part[l]];
+      const std::uint32_t e = ++w.epoch;
+      const std::uint32_t* next = &w.next[std::size_t{l} * n];
+      for (std::uint32_t s0 = 0; s0 < n; ++s0) {
+        if (g.component(s0) != part[l] || w.stamp[s0] == 2 * e + 1) continue;
+        w.path.clear();
+        std::uint32_t cur = s0;
+        for (;;) {
+          if (w.stamp[cur] == 2 * e + 1) break;
+          if (w.stamp[cur] == 2 * e) {
+            const auto at = std::find(w.path.begin(), w.path.end(), cur) - w.path.begin();
+            return check.loop_error(lid0 + l, w.path, static_cast<std::size_t>(at));
+          }
+          w.stamp[cur] = 2 * e;
+          w.path.push_back(cur);
+          const std::uint32_t nx = next[cur];
+          if (nx == kDeliver) break;
+          if (nx == kBad) return check.entry_error(cur, lid0 + l);
+          cur = nx;
+        }
+        for (std::uint32_t v : w.path) w.stamp[v] = 2 * e + 1;
+      }
+      if (!opts.switch_traffic && att[l].port == 0) continue;  // management traffic only
+      const std::uint64_t bit = std::uint64_t{1} << l;
+      for (std::uint32_t s0 : sources) {
+        if (g.component(s0) != part[l]) continue;
+        for (std::uint32_t cur = s0; (w.active[cur] & bit) == 0;) {
+          w.active[cur] |= bit;
+          if (next[cur] == kDeliver) break;
+          cur = next[cur];
+        }
+      }
+    }
+    // Switch-major again: the dependency each marked hop makes.
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
+      for (std::uint64_t m = w.active[s]; m != 0; m &= m - 1) {
+        const auto l = static_cast<std::uint32_t>(std::countr_zero(m));
+        if (w.next[std::size_t{l} * n + s] == kDeliver) continue;
+        const std::uint32_t a = g.arc_at_port(s, row[l]);
+        const std::uint32_t nb = g.arc(a).to;
+        const std::uint8_t p2 = w.buf[std::size_t{nb} * kTile + l];
+        if (w.next[std::size_t{l} * n + nb] == kDeliver) continue;  // leaves the fabric there
+        std::atomic_ref<std::uint64_t> word(deps[std::size_t{a} * kDepWords + p2 / 64]);
+        const std::uint64_t dep_bit = std::uint64_t{1} << (p2 % 64);
+        if ((word.load(std::memory_order_relaxed) & dep_bit) == 0) {
+          word.fetch_or(dep_bit, std::memory_order_relaxed);
+        }
+      }
+    }
+    pairs.fetch_add(tile_pairs, std::memory_order_relaxed);
+    lid_count.fetch_add(tile_lids, std::memory_order_relaxed);
+    return std::nullopt;
+  };
+
+  const auto t_tables = Clock::now();
+  pool.parallel_for(tiles, 1, [&](std::size_t begin, std::size_t end, unsigned slot) {
+    for (std::size_t t = begin; t < end; ++t) {
+      const auto tile = static_cast<std::uint32_t>(t);
+      if (stop.stop_requested() || tile > error_tile.load(std::memory_order_relaxed)) return;
+      if (auto err = run_tile(tile, scratch[slot])) {
+        std::lock_guard lock(err_mu);
+        if (!first_error || first_error->first > tile) {
+          first_error.emplace(tile, std::move(*err));
+          error_tile.store(tile, std::memory_order_relaxed);
+        }
+        return;
+      }
+    }
+  });
+  if (first_error) return first_error->second;
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "verification cancelled"};
+  report.tables_seconds = seconds_since(t_tables);
+  report.pairs_checked = pairs.load();
+  report.lids = lid_count.load();
+
+  // Cycle search: iterative DFS over the channels of each VL.
+  const auto t_cdg = Clock::now();
+  for (std::uint64_t word : deps)
+    report.dependencies += static_cast<std::uint64_t>(std::popcount(word));
+  const std::uint32_t arcs = g.num_arcs();
+  struct Frame {
+    std::uint32_t ch;
+    std::uint32_t word;
+    std::uint64_t rest;
+  };
+  std::vector<std::uint8_t> color;  // 0 unvisited, 1 on the DFS stack, 2 done
+  std::vector<Frame> stack;
+  for (std::uint32_t vl = 0; vl < num_vls; ++vl) {
+    const std::uint64_t* vdeps = &deps[std::size_t{vl} * arcs * kDepWords];
+    color.assign(arcs, 0);
+    std::uint64_t steps = 0;
+    for (std::uint32_t start = 0; start < arcs; ++start) {
+      if (color[start] != 0) continue;
+      color[start] = 1;
+      stack.push_back({start, 0, vdeps[std::size_t{start} * kDepWords]});
+      while (!stack.empty()) {
+        if ((++steps & 0xFFFF) == 0 && stop.stop_requested()) {
+          return Error{Errc::kCancelled, "verification cancelled"};
+        }
+        Frame& f = stack.back();
+        while (f.rest == 0 && f.word + 1 < kDepWords) {
+          ++f.word;
+          f.rest = vdeps[std::size_t{f.ch} * kDepWords + f.word];
+        }
+        if (f.rest == 0) {
+          color[f.ch] = 2;
+          stack.pop_back();
+          continue;
+        }
+        const auto p =
+            static_cast<PortNum>(f.word * 64 + static_cast<unsigned>(std::countr_zero(f.rest)));
+        f.rest &= f.rest - 1;
+        const std::uint32_t b = g.arc_at_port(g.arc(f.ch).to, p);
+        if (b == kNoArc) continue;  // delivery to a CA: not a channel
+        if (color[b] == 1) {
+          std::vector<std::uint32_t> cycle;
+          auto it =
+              std::find_if(stack.begin(), stack.end(), [b](const Frame& x) { return x.ch == b; });
+          for (; it != stack.end(); ++it) cycle.push_back(it->ch);
+          return check.cycle_error(vl, cycle, opts.switch_traffic);
+        }
+        if (color[b] == 0) {
+          color[b] = 1;
+          stack.push_back({b, 0, vdeps[std::size_t{b} * kDepWords]});
+        }
+      }
+    }
+  }
+  report.cdg_seconds = seconds_since(t_cdg);
+  report.total_seconds = seconds_since(t_start);
+  return report;
+}
+
+}  // namespace subnetd::routing

@@ -1,0 +1,486 @@
+// Routing engines (minhop, updn, auto) on every generator family, with the
+// verifier's verdict checked against what is known and reachability checked
+// against a BFS oracle (routing_test_support.hpp).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <stop_token>
+#include <string>
+#include <tuple>
+
+#include "routing/engine.hpp"
+#include "routing/engines/updn.hpp"
+#include "routing/hop_table.hpp"
+#include "routing/switch_graph.hpp"
+#include "routing/verifier.hpp"
+#include "routing_test_support.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using testing::cut_links;
+using testing::Fabric;
+using testing::lids_for;
+using testing::make_fabric;
+using testing::trace_all;
+
+Routes route(const Fabric& f, std::string_view engine, unsigned threads = 2,
+             const EngineOptions& opts = {}) {
+  auto e = make_engine(engine);
+  EXPECT_TRUE(e.ok());
+  WorkerPool pool(threads);
+  auto r = (*e)->compute(f.topo, f.lids, opts, pool, {});
+  EXPECT_TRUE(r.ok()) << f.spec << " / " << engine << ": " << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r).value() : Routes{};
+}
+
+Result<VerifyReport> verify_routes(const Fabric& f, const Routes& routes, unsigned threads = 2) {
+  WorkerPool pool(threads);
+  return verify(f.topo, f.lids, routes, pool, {});
+}
+
+// ---------------------------------------------------------------------------
+// SwitchGraph
+
+TEST(SwitchGraph, ArcsAttachmentsAndSkippedLinks) {
+  Topology t;
+  const NodeId a = t.add_node(NodeType::kSwitch, Guid{0x10}, 4, "sw-a");
+  const NodeId b = t.add_node(NodeType::kSwitch, Guid{0x20}, 4, "sw-b");
+  const NodeId c = t.add_node(NodeType::kSwitch, Guid{0x30}, 4, "sw-c");
+  const NodeId h1 = t.add_node(NodeType::kCa, Guid{0x100}, 1, "h-1");
+  const NodeId h2 = t.add_node(NodeType::kCa, Guid{0x200}, 1, "h-2");
+  const NodeId h3 = t.add_node(NodeType::kCa, Guid{0x300}, 1, "h-3");
+  t.add_node(NodeType::kCa, Guid{0x400}, 1, "h-4");  // never cabled
+  ASSERT_TRUE(t.connect({a, 1}, {b, 2}).ok());
+  ASSERT_TRUE(t.connect({a, 2}, {b, 1}).ok());  // parallel link
+  ASSERT_TRUE(t.connect({a, 3}, {h1, 1}).ok());
+  ASSERT_TRUE(t.connect({h2, 1}, {h3, 1}).ok());  // CA to CA, no switch
+  ASSERT_TRUE(t.connect({c, 1}, {c, 2}).ok());    // loopback cable
+  const LidMap lids = lids_for(t);
+  auto g = SwitchGraph::build(t, lids);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+
+  EXPECT_EQ(g->num_switches(), 3u);
+  EXPECT_EQ(g->num_arcs(), 4u);
+  ASSERT_EQ(g->arcs(0).size(), 2u);
+  EXPECT_EQ(g->arcs(0)[0].to, 1u);
+  EXPECT_EQ(g->arcs(0)[0].local_port, 1);
+  EXPECT_EQ(g->arcs(0)[0].remote_port, 2);
+  EXPECT_EQ(g->arcs(0)[1].local_port, 2);
+  EXPECT_EQ(g->arcs(0)[1].remote_port, 1);
+  EXPECT_EQ(g->arc_at_port(0, 2), g->first_arc(0) + 1);
+  EXPECT_EQ(g->arc_source(g->arc_at_port(1, 1)), 1u);
+  EXPECT_EQ(g->arc_at_port(0, 3), kNoArc);  // a CA
+  EXPECT_EQ(g->arc_at_port(0, 4), kNoArc);  // dark
+  EXPECT_EQ(g->arc_at_port(0, 9), kNoArc);  // no such port
+  EXPECT_TRUE(g->arcs(2).empty());
+  EXPECT_EQ(g->num_components(), 2u);
+  EXPECT_EQ(g->component(0), g->component(1));
+  EXPECT_NE(g->component(0), g->component(2));
+
+  const LidAttachment h1_at = g->attachment(lids.base_lid(t, h1, 1));
+  EXPECT_EQ(h1_at.sw, 0u);
+  EXPECT_EQ(h1_at.port, 3);
+  const LidAttachment b_at = g->attachment(lids.base_lid(t, b, 0));
+  EXPECT_EQ(b_at.sw, 1u);
+  EXPECT_EQ(b_at.port, 0);
+  EXPECT_FALSE(g->attachment(lids.base_lid(t, h2, 1)).routable());
+  EXPECT_TRUE(g->has_endpoints(0));
+  EXPECT_FALSE(g->has_endpoints(1));
+
+  std::string notes;
+  for (const auto& n : g->notes()) notes += n + "\n";
+  EXPECT_NE(notes.find("CA \"h-2\" port 1 is cabled to CA \"h-3\" port 1"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("\"sw-c\""), std::string::npos) << notes;
+
+  // Engines route what can be routed and the verifier agrees.
+  Fabric f{"hand-made", std::move(t), lids};
+  for (std::string_view engine : engine_names()) {
+    const Routes r = route(f, engine);
+    auto v = verify_routes(f, r);
+    EXPECT_TRUE(v.ok()) << engine << ": " << v.error().message;
+    const auto trace = trace_all(f.topo, f.lids, r);
+    EXPECT_EQ(trace.delivered, trace.reachable_pairs) << engine << ": " << trace.first_failure;
+  }
+}
+
+TEST(SwitchGraph, RejectsLidOwnedByMissingNode) {
+  Topology t;
+  t.add_node(NodeType::kSwitch, Guid{0x10}, 4, "sw");
+  LidMap lids = lids_for(t);
+  lids.owner.resize(5);
+  lids.max_lid = Lid{4};
+  lids.owner[4] = PortRef{NodeId{7}, 1};
+  auto g = SwitchGraph::build(t, lids);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(g.error().message.find("LID 0x4"), std::string::npos) << g.error().message;
+}
+
+// ---------------------------------------------------------------------------
+// Registry
+
+TEST(EngineRegistry, KnownAndUnknownNames) {
+  for (std::string_view name : engine_names()) {
+    auto e = make_engine(name);
+    ASSERT_TRUE(e.ok()) << name;
+    EXPECT_EQ((*e)->name(), name);
+  }
+  auto bad = make_engine("lash");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("\"lash\""), std::string::npos);
+  EXPECT_NE(bad.error().message.find("minhop, updn, auto"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Every family x every engine
+
+enum class Expect { kPass, kCycle, kPassOrCycle };
+
+struct FamilyCase {
+  const char* spec;
+  Expect minhop;  // updn and auto must always pass
+};
+
+const FamilyCase kFamilies[] = {
+    {"fat-tree:levels=2,radix=8", Expect::kPass},
+    {"fat-tree:levels=2,radix=4,ca_ports=2", Expect::kPass},
+    {"fat-tree:levels=3,k=4", Expect::kPass},
+    {"fat-tree:levels=3,k=6,hosts_per_edge=2", Expect::kPass},
+    {"pgft:h=2,m=4.4,w=1.2,p=1.2", Expect::kPass},  // parallel links
+    // A ring of >= 5 switches has unique 2-hop routes in both directions, so
+    // its dependencies close a loop each way; a torus has such rings.
+    {"ring:switches=6,hosts=1", Expect::kCycle},
+    {"ring:switches=9,hosts=2", Expect::kCycle},
+    {"torus:dims=5x5,hosts=1", Expect::kCycle},
+    {"torus:dims=4x4,hosts=1", Expect::kCycle},
+    {"torus:dims=3x3x3,hosts=1", Expect::kPassOrCycle},
+    {"mesh:dims=4x4,hosts=1", Expect::kPassOrCycle},
+    {"mesh:dims=3x3x2,hosts=2", Expect::kPassOrCycle},
+    {"dragonfly:a=4,p=2,h=2,g=5", Expect::kPassOrCycle},
+    {"random:switches=32,degree=4,hosts=2,seed=1", Expect::kPassOrCycle},
+    {"random:switches=50,degree=6,hosts=1,seed=7", Expect::kPassOrCycle},
+};
+
+class FamilyTest : public ::testing::TestWithParam<std::tuple<FamilyCase, std::string_view>> {};
+
+TEST_P(FamilyTest, VerdictAndReachability) {
+  const auto& [fc, engine] = GetParam();
+  const Fabric f = make_fabric(fc.spec);
+  ASSERT_GT(f.topo.num_switches(), 0u);
+  const Routes r = route(f, engine);
+  ASSERT_EQ(r.lfts.size(), f.topo.num_switches());
+  EXPECT_EQ(r.engine, engine == "minhop" ? "minhop" : "updn");
+
+  // Reachability against the oracle, whatever the deadlock verdict.
+  const auto trace = trace_all(f.topo, f.lids, r);
+  EXPECT_GT(trace.reachable_pairs, 0u);
+  EXPECT_EQ(trace.delivered, trace.reachable_pairs) << trace.first_failure;
+  EXPECT_EQ(trace.misrouted, 0u);
+
+  auto v = verify_routes(f, r);
+  const Expect expect = engine == "minhop" ? fc.minhop : Expect::kPass;
+  if (expect == Expect::kPass) {
+    EXPECT_TRUE(v.ok()) << v.error().message;
+  } else if (expect == Expect::kCycle) {
+    ASSERT_FALSE(v.ok());
+    EXPECT_EQ(v.error().code, Errc::kCdgCycle) << v.error().message;
+    EXPECT_NE(v.error().message.find("VL 0: credit loop "), std::string::npos);
+  } else if (!v.ok()) {
+    EXPECT_EQ(v.error().code, Errc::kCdgCycle) << v.error().message;
+  }
+  if (engine != "minhop") {
+    // Up*/down* holds for management routes too.
+    WorkerPool pool(2);
+    VerifyOptions all;
+    all.switch_traffic = true;
+    auto with_switches = verify(f.topo, f.lids, r, all, pool, {});
+    EXPECT_TRUE(with_switches.ok()) << with_switches.error().message;
+  }
+  if (v.ok()) {
+    EXPECT_EQ(v->pairs_checked, trace.reachable_pairs);
+    EXPECT_EQ(v->switches, f.topo.num_switches());
+  }
+  // Load statistics describe the switch-to-switch links.
+  EXPECT_GT(r.load.links, 0u);
+  EXPECT_GE(static_cast<double>(r.load.max_routes), r.load.mean_routes);
+  EXPECT_GT(r.load.mean_routes, 0.0);
+}
+
+std::string family_name(const ::testing::TestParamInfo<FamilyTest::ParamType>& info) {
+  std::string s =
+      std::string(std::get<0>(info.param).spec) + "_" + std::string(std::get<1>(info.param));
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyTest,
+                         ::testing::Combine(::testing::ValuesIn(kFamilies),
+                                            ::testing::Values(std::string_view("minhop"),
+                                                              std::string_view("updn"),
+                                                              std::string_view("auto"))),
+                         family_name);
+
+// ---------------------------------------------------------------------------
+// Link cuts: updn must stay complete and deadlock-free on whatever remains,
+// connected or not; minhop stays complete and loop-free.
+
+TEST(LinkCuts, UpdnSurvivesRandomCuts) {
+  const char* specs[] = {"fat-tree:levels=3,k=6,hosts_per_edge=2", "fat-tree:levels=2,radix=8",
+                         "random:switches=40,degree=4,hosts=1,seed=3", "torus:dims=4x4,hosts=1"};
+  const double fractions[] = {0.05, 0.2, 0.5};
+  for (const char* spec : specs) {
+    const Fabric pristine = make_fabric(spec);
+    const std::size_t links = testing::switch_links(pristine.topo).size();
+    for (double fraction : fractions) {
+      for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+        Fabric f = pristine;
+        const auto count = std::max<std::size_t>(1, static_cast<std::size_t>(fraction * links));
+        const auto cut = cut_links(f.topo, count, seed);
+        SCOPED_TRACE(fmt::format("{}: cut {} of {} links with seed {} (first: {})", spec, count,
+                                 links, seed, cut.front()));
+        for (std::string_view engine : {"updn", "minhop"}) {
+          const Routes r = route(f, engine);
+          const auto trace = trace_all(f.topo, f.lids, r);
+          EXPECT_EQ(trace.delivered, trace.reachable_pairs)
+              << engine << ": " << trace.first_failure;
+          EXPECT_EQ(trace.misrouted, 0u) << engine;
+          auto v = verify_routes(f, r);
+          if (engine == "updn") {
+            EXPECT_TRUE(v.ok()) << v.error().message;
+            WorkerPool pool(2);
+            VerifyOptions all;
+            all.switch_traffic = true;
+            auto with_switches = verify(f.topo, f.lids, r, all, pool, {});
+            EXPECT_TRUE(with_switches.ok()) << with_switches.error().message;
+          } else if (!v.ok()) {
+            EXPECT_EQ(v.error().code, Errc::kCdgCycle) << v.error().message;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Balance. On fat-tree:levels=2,radix=8 (8 leaves, 4 spines, 4 CAs a leaf)
+// a leaf reaches 44 - 4 CAs - itself = 39 LIDs through its 4 up-links, so
+// some up-link carries at least ceil(39/4) = 10; a spine's down-link carries
+// only its leaf's 4 CAs + the leaf's LID (+ for updn up to 3 spine LIDs
+// relayed through one leaf). So 10 is the optimum and both engines must hit it.
+
+TEST(Balance, LeafSpineIsOptimal) {
+  const Fabric f = make_fabric("fat-tree:levels=2,radix=8");
+  const std::uint32_t lids = 8 * 4 + 8 + 4;
+  ASSERT_EQ(f.lids.max_lid.value, lids);
+  for (std::string_view engine : {"minhop", "updn"}) {
+    const Routes r = route(f, engine);
+    EXPECT_EQ(r.load.max_routes, 10u) << engine;
+    EXPECT_EQ(r.load.links, 2u * 8 * 4);
+    // Every leaf up-link carries 9 or 10 of the 39 remote LIDs.
+    auto g = SwitchGraph::build(f.topo, f.lids);
+    ASSERT_TRUE(g.ok());
+    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+      if (!g->has_endpoints(s)) continue;
+      for (const SwitchArc& a : g->arcs(s)) {
+        std::uint32_t carried = 0;
+        for (std::uint32_t d = 1; d <= lids; ++d) carried += r.lfts[s].get(Lid{d}) == a.local_port;
+        EXPECT_GE(carried, 9u) << engine << " switch " << s << " port " << int{a.local_port};
+        EXPECT_LE(carried, 10u) << engine << " switch " << s << " port " << int{a.local_port};
+      }
+    }
+  }
+}
+
+// On a 3-level fat tree every edge switch spreads its remote LIDs evenly over
+// its k/2 up-links (the ideal for the per-port count), for both engines.
+TEST(Balance, ThreeLevelEdgesSpreadEvenly) {
+  const Fabric f = make_fabric("fat-tree:levels=3,k=8");
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  for (std::string_view engine : {"minhop", "updn"}) {
+    const Routes r = route(f, engine);
+    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+      if (!g->has_endpoints(s)) continue;
+      std::vector<std::uint32_t> carried;
+      for (const SwitchArc& a : g->arcs(s)) {
+        std::uint32_t c = 0;
+        for (std::uint32_t d = 1; d <= f.lids.max_lid.value; ++d) {
+          c += r.lfts[s].get(Lid{d}) == a.local_port;
+        }
+        carried.push_back(c);
+      }
+      const auto [lo, hi] = std::minmax_element(carried.begin(), carried.end());
+      EXPECT_LE(*hi - *lo, 1u) << engine << " edge switch " << s;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Determinism, cancellation, roots, auto
+
+TEST(Engines, SameTablesWithOneAndFourThreads) {
+  for (const char* spec : {"random:switches=100,degree=6,hosts=2,seed=5", "fat-tree:levels=3,k=8",
+                           "torus:dims=6x6,hosts=1"}) {
+    const Fabric f = make_fabric(spec);
+    for (std::string_view engine : {"minhop", "updn"}) {
+      const Routes one = route(f, engine, 1);
+      const Routes four = route(f, engine, 4);
+      ASSERT_EQ(one.lfts.size(), four.lfts.size());
+      for (std::size_t s = 0; s < one.lfts.size(); ++s) {
+        ASSERT_TRUE(one.lfts[s] == four.lfts[s]) << spec << " " << engine << " switch " << s;
+      }
+      EXPECT_EQ(one.load.max_routes, four.load.max_routes);
+      EXPECT_EQ(one.load.mean_routes, four.load.mean_routes);
+    }
+  }
+}
+
+TEST(Engines, StopTokenCancels) {
+  const Fabric f = make_fabric("fat-tree:levels=3,k=8");
+  std::stop_source stop;
+  stop.request_stop();
+  WorkerPool pool(2);
+  for (std::string_view engine : engine_names()) {
+    auto e = make_engine(engine);
+    ASSERT_TRUE(e.ok());
+    auto r = (*e)->compute(f.topo, f.lids, {}, pool, stop.get_token());
+    ASSERT_FALSE(r.ok()) << engine;
+    EXPECT_EQ(r.error().code, Errc::kCancelled) << engine;
+  }
+}
+
+TEST(Updn, AutomaticRootsAreTheFatTreeCores) {
+  const Fabric f = make_fabric("fat-tree:levels=3,k=6");
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  WorkerPool pool(2);
+  auto order = updn_order(f.topo, *g, {}, pool, {});
+  ASSERT_TRUE(order.ok()) << order.error().message;
+  ASSERT_EQ(order->roots.size(), 9u);  // (k/2)^2 cores
+  for (std::uint32_t s : order->roots) {
+    EXPECT_EQ(f.topo.node(f.topo.switch_node(s)).description.rfind("core-", 0), 0u);
+  }
+  // A total order with exactly one switch that has no earlier neighbour.
+  std::vector<std::uint32_t> sorted = order->pos;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::uint32_t i = 0; i < sorted.size(); ++i) ASSERT_EQ(sorted[i], i);
+  std::uint32_t minima = 0;
+  for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+    bool has_up = false;
+    for (const SwitchArc& a : g->arcs(s)) has_up |= order->pos[a.to] < order->pos[s];
+    minima += has_up ? 0 : 1;
+  }
+  EXPECT_EQ(minima, 1u);
+}
+
+TEST(Updn, CentreRootWhenEverySwitchHasHosts) {
+  const Fabric f = make_fabric("mesh:dims=5x5,hosts=1");
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  WorkerPool pool(1);
+  auto order = updn_order(f.topo, *g, {}, pool, {});
+  ASSERT_TRUE(order.ok());
+  ASSERT_EQ(order->roots.size(), 1u);
+  EXPECT_EQ(f.topo.node(f.topo.switch_node(order->roots[0])).description, "sw-2-2");
+}
+
+TEST(Updn, ConfiguredRoots) {
+  const Fabric f = make_fabric("random:switches=30,degree=4,hosts=1,seed=2");
+  EngineOptions opts;
+  opts.root_guids = {f.topo.node(f.topo.switch_node(7)).guid,
+                     f.topo.node(f.topo.switch_node(19)).guid};
+  const Routes r = route(f, "updn", 2, opts);
+  auto v = verify_routes(f, r);
+  EXPECT_TRUE(v.ok()) << v.error().message;
+  const auto trace = trace_all(f.topo, f.lids, r);
+  EXPECT_EQ(trace.delivered, trace.reachable_pairs) << trace.first_failure;
+
+  WorkerPool pool(1);
+  UpdnEngine updn;
+  EngineOptions not_switch;
+  not_switch.root_guids = {
+      f.topo.node(NodeId{static_cast<std::uint32_t>(f.topo.num_nodes() - 1)}).guid};
+  auto bad = updn.compute(f.topo, f.lids, not_switch, pool, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("not a switch"), std::string::npos) << bad.error().message;
+  EngineOptions unknown;
+  unknown.root_guids = {Guid{0xdeadbeef}};
+  auto missing = updn.compute(f.topo, f.lids, unknown, pool, {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, Errc::kNotFound);
+  EXPECT_NE(missing.error().message.find("0x00000000deadbeef"), std::string::npos);
+}
+
+TEST(Auto, IsUpdnForNow) {
+  const Fabric f = make_fabric("dragonfly:a=4,p=2,h=2,g=5");
+  const Routes a = route(f, "auto");
+  const Routes u = route(f, "updn");
+  EXPECT_EQ(a.engine, "updn");
+  ASSERT_EQ(a.lfts.size(), u.lfts.size());
+  for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == u.lfts[s]);
+}
+
+// ---------------------------------------------------------------------------
+// Hop tables against a plain BFS.
+
+TEST(HopTable, ShortestAndUpDownAgainstBfs) {
+  const Fabric f = make_fabric("random:switches=70,degree=3,hosts=1,seed=11");
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  WorkerPool pool(2);
+  auto hops = shortest_hops(*g, pool, {});
+  ASSERT_TRUE(hops.ok());
+  const std::uint32_t n = g->num_switches();
+  for (std::uint32_t t = 0; t < n; ++t) {
+    std::vector<std::uint32_t> dist(n, UINT32_MAX);
+    std::vector<std::uint32_t> q{t};
+    dist[t] = 0;
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      for (const SwitchArc& a : g->arcs(q[i])) {
+        if (dist[a.to] == UINT32_MAX) {
+          dist[a.to] = dist[q[i]] + 1;
+          q.push_back(a.to);
+        }
+      }
+    }
+    for (std::uint32_t v = 0; v < n; ++v) ASSERT_EQ(hops->hops(v, t), dist[v]);
+  }
+  // Up/down: hops are never shorter than the shortest path, and a switch in
+  // mode D has a down-neighbour in mode D one hop closer.
+  auto order = updn_order(f.topo, *g, {}, pool, {});
+  ASSERT_TRUE(order.ok());
+  auto ud = updown_hops(*g, order->pos, pool, {});
+  ASSERT_TRUE(ud.ok());
+  for (std::uint32_t t = 0; t < n; ++t) {
+    for (std::uint32_t v = 0; v < n; ++v) {
+      ASSERT_NE(ud->hops(v, t), HopTable::kUnreachable);
+      ASSERT_GE(ud->hops(v, t), hops->hops(v, t));
+      if (v == t || !ud->down(v, t)) continue;
+      bool ok = false;
+      for (const SwitchArc& a : g->arcs(v)) {
+        ok |= order->pos[a.to] > order->pos[v] && ud->down(a.to, t) &&
+              ud->hops(a.to, t) + 1 == ud->hops(v, t);
+      }
+      ASSERT_TRUE(ok) << "switch " << v << " to " << t;
+    }
+  }
+  auto ecc = eccentricities(*g, pool, {});
+  ASSERT_TRUE(ecc.ok());
+  for (std::uint32_t v = 0; v < n; ++v) {
+    std::uint32_t m = 0;
+    for (std::uint32_t t = 0; t < n; ++t) m = std::max<std::uint32_t>(m, hops->hops(v, t));
+    EXPECT_EQ((*ecc)[v], m);
+  }
+}
+
+}  // namespace
+}  // namespace subnetd::routing

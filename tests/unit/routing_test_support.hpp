@@ -1,0 +1,181 @@
+#pragma once
+// Shared fixtures for the routing engine and verifier tests: fabrics from
+// generator specs with LIDs assigned, seeded link cuts, and an oracle that
+// traces every (switch, LID) route hop by hop through the LFTs and compares
+// the outcome with plain graph connectivity computed straight from the
+// Topology (nothing shared with routing/switch_graph).
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "discovery/topo/generators.hpp"
+#include "routing/lft.hpp"
+#include "routing/lid_assigner.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::routing::testing {
+
+struct Fabric {
+  std::string spec;
+  Topology topo;
+  LidMap lids;
+};
+
+inline LidMap lids_for(const Topology& topo, int lid_bits = 16) {
+  LidAssignOptions opts;
+  opts.space = *LidSpace::from_bits(lid_bits);
+  auto r = assign_lids(topo, opts);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r).value().map : LidMap{};
+}
+
+// Generates `spec` and assigns LIDs; fails the current test on a bad spec.
+inline Fabric make_fabric(std::string_view spec) {
+  Fabric f;
+  f.spec = std::string(spec);
+  auto t = discovery::topo::generate(spec);
+  EXPECT_TRUE(t.ok()) << spec << ": " << (t.ok() ? "" : t.error().message);
+  if (!t.ok()) return f;
+  f.topo = std::move(t).value();
+  f.lids = lids_for(f.topo);
+  return f;
+}
+
+// All switch-to-switch links as (switch node, port) of one end, in port order.
+inline std::vector<PortRef> switch_links(const Topology& topo) {
+  std::vector<PortRef> out;
+  for (NodeId sw : topo.switches()) {
+    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
+      const Port& port = topo.port(sw, static_cast<PortNum>(p));
+      if (!port.connected() || topo.node(port.remote_node).type != NodeType::kSwitch) continue;
+      const PortRef here{sw, static_cast<PortNum>(p)};
+      const PortRef there{port.remote_node, port.remote_port};
+      if (here < there) out.push_back(here);
+    }
+  }
+  return out;
+}
+
+// Cuts `count` switch-to-switch links chosen with mt19937_64(seed) (the
+// choice depends only on the seed and the topology). Returns the cut links
+// in the order cut, for failure messages.
+inline std::vector<std::string> cut_links(Topology& topo, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<PortRef> links = switch_links(topo);
+  std::vector<std::string> cut;
+  for (std::size_t i = 0; i < count && !links.empty(); ++i) {
+    const std::size_t at = static_cast<std::size_t>(rng() % links.size());
+    const PortRef r = links[at];
+    const Port& p = topo.port(r);
+    cut.push_back(topo.node(r.node).description + "[" + std::to_string(r.port) + "]-" +
+                  topo.node(p.remote_node).description + "[" + std::to_string(p.remote_port) + "]");
+    topo.disconnect(r);
+    links.erase(links.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  return cut;
+}
+
+struct TraceOutcome {
+  std::uint64_t reachable_pairs = 0;  // (switch, LID) pairs connected in the graph
+  std::uint64_t delivered = 0;        // of those, traced to the LID's own port
+  std::uint64_t misrouted = 0;        // delivered although not reachable (must be 0)
+  std::string first_failure;
+};
+
+// For every switch and every assigned LID: the oracle says whether the LID's
+// port is connected to the switch through switches (BFS over Topology ports);
+// the trace follows the LFTs from the switch until the packet leaves the
+// switch fabric (must be the LID's own port, or port 0 of the LID's switch)
+// or gives up (drop, dark port, more hops than switches).
+inline TraceOutcome trace_all(const Topology& topo, const LidMap& lids, const Routes& routes) {
+  const std::size_t num_sw = topo.num_switches();
+  // Component label per switch, straight from the Topology's ports.
+  std::vector<std::size_t> comp(num_sw, SIZE_MAX);
+  std::size_t labels = 0;
+  for (std::size_t s = 0; s < num_sw; ++s) {
+    if (comp[s] != SIZE_MAX) continue;
+    std::vector<std::size_t> stack{s};
+    comp[s] = labels;
+    while (!stack.empty()) {
+      const NodeId v = topo.switch_node(static_cast<std::uint32_t>(stack.back()));
+      stack.pop_back();
+      for (unsigned p = 1; p <= topo.node(v).num_ports; ++p) {
+        const Port& port = topo.port(v, static_cast<PortNum>(p));
+        if (!port.connected() || topo.node(port.remote_node).type != NodeType::kSwitch) continue;
+        const std::size_t w = topo.node(port.remote_node).switch_index;
+        if (comp[w] == SIZE_MAX) {
+          comp[w] = labels;
+          stack.push_back(w);
+        }
+      }
+    }
+    ++labels;
+  }
+  TraceOutcome out;
+  for (std::uint32_t d = 1; d <= lids.max_lid.value; ++d) {
+    const PortRef owner = lids.owner_of(Lid{d});
+    if (!owner.node.valid()) continue;
+    // The switch that must deliver d, if any.
+    std::size_t home = SIZE_MAX;
+    if (topo.node(owner.node).type == NodeType::kSwitch) {
+      home = topo.node(owner.node).switch_index;
+    } else {
+      const Port& p = topo.port(owner);
+      if (p.connected() && topo.node(p.remote_node).type == NodeType::kSwitch) {
+        home = topo.node(p.remote_node).switch_index;
+      }
+    }
+    for (std::size_t s = 0; s < num_sw; ++s) {
+      const bool reachable = home != SIZE_MAX && comp[s] == comp[home];
+      NodeId cur = topo.switch_node(static_cast<std::uint32_t>(s));
+      bool delivered = false;
+      std::string failure;
+      for (std::size_t hops = 0; hops <= num_sw; ++hops) {
+        const std::uint8_t port = routes.lfts[topo.node(cur).switch_index].get(Lid{d});
+        if (port == 0) {
+          delivered = owner.node == cur && owner.port == 0;
+          if (!delivered) failure = "consumed by the wrong switch";
+          break;
+        }
+        if (port == kDropPort || port > topo.node(cur).num_ports) {
+          failure = "dropped at " + topo.node(cur).description;
+          break;
+        }
+        const Port& link = topo.port(cur, port);
+        if (!link.connected()) {
+          failure = "sent to a dark port at " + topo.node(cur).description;
+          break;
+        }
+        if (topo.node(link.remote_node).type != NodeType::kSwitch) {
+          delivered = link.remote_node == owner.node && link.remote_port == owner.port;
+          if (!delivered) failure = "delivered to the wrong port";
+          break;
+        }
+        cur = link.remote_node;
+      }
+      if (!delivered && failure.empty()) failure = "more hops than switches (a loop)";
+      if (reachable) {
+        ++out.reachable_pairs;
+        if (delivered) {
+          ++out.delivered;
+        } else if (out.first_failure.empty()) {
+          out.first_failure =
+              "from " + topo.node(topo.switch_node(static_cast<std::uint32_t>(s))).description +
+              " to LID " + std::to_string(d) + ": " + failure;
+        }
+      } else if (delivered) {
+        ++out.misrouted;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace subnetd::routing::testing
