@@ -1,0 +1,144 @@
+// Builds a large generated fabric and the simulator on it; prints generation
+// time, simulator build time, peak RSS, and the simulator's SMP throughput
+// for one directed-route NodeInfo to every node (a sweep's worth).
+//
+//   sim_scale_bench [SPEC] [--lid-bits N] [--no-sweep]
+//   default SPEC: fat-tree:levels=3,k=80  (8,000 switches, 128,000 CAs)
+//
+// Goal (issue 2): simulator build < 10 s and < 2 GiB peak RSS at that size.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "discovery/mad/smp.hpp"
+#include "discovery/sim/sim_fabric.hpp"
+#include "discovery/topo/generators.hpp"
+
+namespace {
+
+using namespace subnetd;
+using Clock = std::chrono::steady_clock;
+
+// A field of /proc/self/status in KiB (VmRSS, VmHWM), -1 if unreadable.
+long proc_status_kib(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::size_t n = std::strlen(field);
+  while (std::getline(in, line)) {
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') {
+      return std::stol(line.substr(n + 1));
+    }
+  }
+  return -1;
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string spec = "fat-tree:levels=3,k=80";
+  int lid_bits = 24;
+  bool sweep = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--lid-bits" && i + 1 < argc) {
+      lid_bits = std::stoi(argv[++i]);
+    } else if (a == "--no-sweep") {
+      sweep = false;
+    } else if (!a.empty() && a[0] != '-') {
+      spec = a;
+    } else {
+      std::fprintf(stderr, "usage: %s [SPEC] [--lid-bits 16|17|24] [--no-sweep]\n", argv[0]);
+      return 2;
+    }
+  }
+
+  const auto t0 = Clock::now();
+  auto topo = discovery::topo::generate(spec);
+  if (!topo.ok()) {
+    std::fprintf(stderr, "generate: %s\n", topo.error().message.c_str());
+    return 1;
+  }
+  const auto t1 = Clock::now();
+  const std::size_t nodes = topo->num_nodes();
+  const std::size_t switches = topo->num_switches();
+  const std::size_t ports = topo->num_ports_total();
+  const long rss_topo = proc_status_kib("VmRSS");
+
+  discovery::sim::SimOptions opts;
+  opts.lid_bits = lid_bits;
+  const auto t2 = Clock::now();
+  auto sim = discovery::sim::SimFabric::create(std::move(topo).value(), opts);
+  const auto t3 = Clock::now();
+  if (!sim.ok()) {
+    std::fprintf(stderr, "simulator: %s\n", sim.error().message.c_str());
+    return 1;
+  }
+  const long rss_sim = proc_status_kib("VmRSS");
+
+  fmt::print("fabric        {}: {} nodes ({} switches, {} CAs), {} port slots\n", spec, nodes,
+             switches, nodes - switches, ports);
+  fmt::print("generate      {:.3f} s   (RSS after: {:.1f} MiB)\n", seconds(t1 - t0),
+             rss_topo / 1024.0);
+  fmt::print("sim build     {:.3f} s   (RSS after: {:.1f} MiB, +{:.1f} MiB)\n", seconds(t3 - t2),
+             rss_sim / 1024.0, (rss_sim - rss_topo) / 1024.0);
+
+  if (sweep) {
+    // Breadth-first directed-route paths over the wiring, then one NodeInfo
+    // Get per node through the simulator.
+    discovery::sim::SimFabric& f = **sim;
+    const routing::Topology& t = f.topology();
+    const auto sm = t.find_by_guid(f.local_port().node_guid);
+    std::vector<std::uint32_t> parent(nodes, UINT32_MAX);
+    std::vector<std::uint8_t> via(nodes, 0);
+    std::vector<std::uint32_t> order{sm->value};
+    std::vector<std::uint8_t> depth(nodes, 0);
+    parent[sm->value] = sm->value;
+    for (std::size_t q = 0; q < order.size(); ++q) {
+      const NodeId n{order[q]};
+      const routing::Node& node = t.node(n);
+      if (node.type != routing::NodeType::kSwitch && n != *sm) continue;
+      for (unsigned p = 1; p <= node.num_ports; ++p) {
+        if (n == *sm && p != f.local_port().port_num) continue;
+        const routing::Port& port = t.port(n, static_cast<PortNum>(p));
+        if (!port.connected() || parent[port.remote_node.value] != UINT32_MAX) continue;
+        parent[port.remote_node.value] = n.value;
+        via[port.remote_node.value] = static_cast<std::uint8_t>(p);
+        depth[port.remote_node.value] = static_cast<std::uint8_t>(depth[n.value] + 1);
+        order.push_back(port.remote_node.value);
+      }
+    }
+    std::size_t answered = 0;
+    std::vector<std::uint8_t> path;
+    discovery::Mad m;
+    const auto s0 = Clock::now();
+    for (std::uint32_t n : order) {
+      path.assign(depth[n], 0);
+      for (std::uint32_t v = n, d = depth[n]; d > 0; v = parent[v], --d) path[d - 1] = via[v];
+      auto smp = discovery::mad::make_dr_smp(discovery::mad::Method::kGet,
+                                             discovery::mad::AttrId::kNodeInfo, 0, path, n);
+      discovery::mad::encode_smp(smp, std::span<std::uint8_t, discovery::kMadSize>(m.data));
+      if (!f.send(m).ok()) return 1;
+      auto got = f.receive(std::chrono::microseconds{0});
+      if (got.ok() && got->has_value()) ++answered;
+    }
+    const auto s1 = Clock::now();
+    fmt::print("DR NodeInfo   {} of {} nodes answered in {:.3f} s ({:.0f} SMPs/s, max depth {})\n",
+               answered, order.size(), seconds(s1 - s0), order.size() / seconds(s1 - s0),
+               *std::max_element(depth.begin(), depth.end()));
+  }
+  fmt::print("peak RSS      {:.1f} MiB (VmHWM)\n", proc_status_kib("VmHWM") / 1024.0);
+  const bool ok = seconds(t3 - t2) < 10.0 && proc_status_kib("VmHWM") < 2L * 1024 * 1024;
+  fmt::print("goal          sim build < 10 s and peak RSS < 2 GiB: {}\n", ok ? "met" : "NOT met");
+  return ok ? 0 : 1;
+}
