@@ -12,7 +12,7 @@
 
 namespace subnetd::daemon {
 
-struct SweepOutcome {
+struct SweepReply {
   bool ok = false;
   std::uint64_t generation = 0;
   std::string message;
@@ -22,7 +22,7 @@ class SmControl {
  public:
   virtual ~SmControl() = default;
   // Runs a heavy sweep (bring-up) now.
-  virtual std::future<SweepOutcome> trigger_sweep(std::string reason) = 0;
+  virtual std::future<SweepReply> trigger_sweep(std::string reason) = 0;
   // Runs the full verifier on the current tables.
   virtual std::future<Result<std::string>> verify_routing() = 0;
   // Disables (state DOWN) or re-enables a port of a node, then repairs routing.
