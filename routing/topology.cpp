@@ -6,20 +6,28 @@ namespace subnetd::routing {
 
 const char* node_type_name(NodeType t) {
   switch (t) {
-    case NodeType::kCa: return "CA";
-    case NodeType::kSwitch: return "Switch";
-    case NodeType::kRouter: return "Router";
+    case NodeType::kCa:
+      return "CA";
+    case NodeType::kSwitch:
+      return "Switch";
+    case NodeType::kRouter:
+      return "Router";
   }
   return "?";
 }
 
 const char* port_state_name(PortState s) {
   switch (s) {
-    case PortState::kNoChange: return "NOP";
-    case PortState::kDown: return "DOWN";
-    case PortState::kInit: return "INIT";
-    case PortState::kArmed: return "ARMED";
-    case PortState::kActive: return "ACTIVE";
+    case PortState::kNoChange:
+      return "NOP";
+    case PortState::kDown:
+      return "DOWN";
+    case PortState::kInit:
+      return "INIT";
+    case PortState::kArmed:
+      return "ARMED";
+    case PortState::kActive:
+      return "ACTIVE";
   }
   return "?";
 }
@@ -27,6 +35,7 @@ const char* port_state_name(PortState s) {
 void Topology::reserve(std::size_t nodes, std::size_t ports) {
   nodes_.reserve(nodes);
   ports_.reserve(ports);
+  by_guid_.reserve(nodes);
 }
 
 NodeId Topology::add_node(NodeType type, Guid node_guid, std::uint8_t num_ports,
@@ -49,7 +58,9 @@ NodeId Topology::add_node(NodeType type, Guid node_guid, std::uint8_t num_ports,
     port.guid = (type == NodeType::kSwitch || p == 0) ? node_guid : Guid{node_guid.value + p};
     ports_.push_back(port);
   }
-  indexes_valid_ = false;
+  by_guid_.emplace(node_guid, id);  // first node with a GUID wins; validate() reports duplicates
+  port_guids_valid_ = false;
+  names_valid_ = false;
   return id;
 }
 
@@ -66,8 +77,8 @@ Result<void> Topology::connect(PortRef a, PortRef b) {
     const Port& p = port(r);
     if (p.connected()) {
       return Error{Errc::kConflict,
-                   fmt::format("\"{}\"[{}] is already linked to \"{}\"[{}]", n.description,
-                               r.port, nodes_[p.remote_node.value].description, p.remote_port)};
+                   fmt::format("\"{}\"[{}] is already linked to \"{}\"[{}]", n.description, r.port,
+                               nodes_[p.remote_node.value].description, p.remote_port)};
     }
   }
   if (a == b) {
@@ -99,46 +110,49 @@ std::size_t Topology::num_links() const {
   return ends / 2;
 }
 
-void Topology::build_indexes() const {
-  if (indexes_valid_) return;
-  by_guid_.clear();
+void Topology::build_port_guid_index() const {
+  if (port_guids_valid_) return;
   by_port_guid_.clear();
-  by_name_.clear();
-  by_guid_.reserve(nodes_.size());
   by_port_guid_.reserve(nodes_.size() * 2);
   for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    by_guid_.emplace(n.guid, NodeId{i});
-    by_name_.emplace(n.description, NodeId{i});
     if (n.type == NodeType::kSwitch) {
       by_port_guid_.emplace(ports_[n.first_port].guid, PortRef{NodeId{i}, 0});
-    } else {
-      for (unsigned p = 1; p <= n.num_ports; ++p) {
-        by_port_guid_.emplace(ports_[n.first_port + p].guid,
-                              PortRef{NodeId{i}, static_cast<PortNum>(p)});
-      }
+      continue;
+    }
+    for (unsigned p = 1; p <= n.num_ports; ++p) {
+      by_port_guid_.emplace(ports_[n.first_port + p].guid,
+                            PortRef{NodeId{i}, static_cast<PortNum>(p)});
     }
   }
-  indexes_valid_ = true;
+  port_guids_valid_ = true;
+}
+
+void Topology::build_name_index() const {
+  if (names_valid_) return;
+  by_name_.clear();
+  by_name_.reserve(nodes_.size());
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i)
+    by_name_.emplace(nodes_[i].description, NodeId{i});
+  names_valid_ = true;
 }
 
 std::optional<NodeId> Topology::find_by_guid(Guid node_guid) const {
-  build_indexes();
   auto it = by_guid_.find(node_guid);
   if (it == by_guid_.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<PortRef> Topology::find_by_port_guid(Guid port_guid) const {
-  build_indexes();
+  build_port_guid_index();
   auto it = by_port_guid_.find(port_guid);
   if (it == by_port_guid_.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<NodeId> Topology::find_by_name(std::string_view description) const {
-  build_indexes();
-  auto it = by_name_.find(description);
+  build_name_index();
+  auto it = by_name_.find(std::string(description));
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
 }
@@ -158,14 +172,14 @@ Result<void> Topology::validate() const {
       const Port& pt = ports_[n.first_port + p];
       if (!pt.connected()) continue;
       if (pt.remote_node.value >= nodes_.size()) {
-        return Error{Errc::kInternal, fmt::format("\"{}\"[{}] links to a missing node",
-                                                  n.description, p)};
+        return Error{Errc::kInternal,
+                     fmt::format("\"{}\"[{}] links to a missing node", n.description, p)};
       }
       const Node& r = nodes_[pt.remote_node.value];
       if (pt.remote_port == 0 || pt.remote_port > r.num_ports) {
-        return Error{Errc::kOutOfRange, fmt::format("\"{}\"[{}] links to \"{}\"[{}] which has {} ports",
-                                                    n.description, p, r.description,
-                                                    pt.remote_port, r.num_ports)};
+        return Error{Errc::kOutOfRange,
+                     fmt::format("\"{}\"[{}] links to \"{}\"[{}] which has {} ports", n.description,
+                                 p, r.description, pt.remote_port, r.num_ports)};
       }
       const Port& back = ports_[r.first_port + pt.remote_port];
       if (back.remote_node.value != i || back.remote_port != p) {

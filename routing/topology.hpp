@@ -27,7 +27,13 @@ enum class NodeType : std::uint8_t { kCa = 1, kSwitch = 2, kRouter = 3 };
 const char* node_type_name(NodeType t);
 
 // IBA PortInfo:PortState.
-enum class PortState : std::uint8_t { kNoChange = 0, kDown = 1, kInit = 2, kArmed = 3, kActive = 4 };
+enum class PortState : std::uint8_t {
+  kNoChange = 0,
+  kDown = 1,
+  kInit = 2,
+  kArmed = 3,
+  kActive = 4
+};
 const char* port_state_name(PortState s);
 
 struct Port {
@@ -36,11 +42,12 @@ struct Port {
   PortNum remote_port = 0;
   PortState state = PortState::kDown;
   std::uint8_t width_active = 0;  // IBA LinkWidthActive bits (1=1x, 2=4x, 4=8x, 8=12x, 16=2x)
-  std::uint8_t speed_active = 0;  // IBA LinkSpeedActive (1=SDR, 2=DDR, 4=QDR); ext. speeds elsewhere
-  Lid lid;                        // LID found on the port at sweep time (0 = none)
-  Lid master_sm_lid;              // MasterSMLID found on the port at sweep time
+  std::uint8_t speed_active =
+      0;              // IBA LinkSpeedActive (1=SDR, 2=DDR, 4=QDR); ext. speeds elsewhere
+  Lid lid;            // LID found on the port at sweep time (0 = none)
+  Lid master_sm_lid;  // MasterSMLID found on the port at sweep time
   std::uint8_t lmc = 0;
-  std::uint8_t phys_state = 0;    // IBA PortPhysicalState (5 = LinkUp)
+  std::uint8_t phys_state = 0;  // IBA PortPhysicalState (5 = LinkUp)
   bool connected() const { return remote_node.valid(); }
 };
 
@@ -48,8 +55,8 @@ struct Node {
   NodeType type = NodeType::kCa;
   Guid guid;
   Guid system_guid;
-  std::uint8_t num_ports = 0;  // physical ports, numbered 1..num_ports
-  std::uint32_t first_port = 0;  // index of port 0 in the flat port array
+  std::uint8_t num_ports = 0;               // physical ports, numbered 1..num_ports
+  std::uint32_t first_port = 0;             // index of port 0 in the flat port array
   std::uint32_t switch_index = UINT32_MAX;  // dense index among switches, UINT32_MAX otherwise
   std::string description;
 };
@@ -72,12 +79,18 @@ class Topology {
   std::size_t num_links() const;
 
   const Node& node(NodeId id) const { return nodes_[id.value]; }
-  Node& mutable_node(NodeId id) { return nodes_[id.value]; }
+  Node& mutable_node(NodeId id) {
+    names_valid_ = false;  // the description may change
+    return nodes_[id.value];
+  }
   std::span<const Node> nodes() const { return nodes_; }
 
   // Port p of node n; p must be <= num_ports.
   const Port& port(NodeId n, PortNum p) const { return ports_[nodes_[n.value].first_port + p]; }
-  Port& mutable_port(NodeId n, PortNum p) { return ports_[nodes_[n.value].first_port + p]; }
+  Port& mutable_port(NodeId n, PortNum p) {
+    port_guids_valid_ = false;  // the port GUID may change
+    return ports_[nodes_[n.value].first_port + p];
+  }
   const Port& port(PortRef r) const { return port(r.node, r.port); }
   std::uint32_t port_index(NodeId n, PortNum p) const { return nodes_[n.value].first_port + p; }
   std::span<const Port> ports() const { return ports_; }
@@ -97,16 +110,20 @@ class Topology {
   void reserve(std::size_t nodes, std::size_t ports);
 
  private:
-  void build_indexes() const;
+  void build_port_guid_index() const;
+  void build_name_index() const;
 
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
   std::vector<NodeId> switches_;
-  // Edge lookups, built lazily on first use after a mutation.
-  mutable bool indexes_valid_ = false;
-  mutable std::unordered_map<Guid, NodeId> by_guid_;
+  // Node GUIDs are indexed as nodes are added (the Sweeper dedups by GUID
+  // on every answer). Port GUIDs and names change through mutable_*(), so
+  // those indexes are rebuilt lazily on first use after a change.
+  std::unordered_map<Guid, NodeId> by_guid_;
+  mutable bool port_guids_valid_ = false;
+  mutable bool names_valid_ = false;
   mutable std::unordered_map<Guid, PortRef> by_port_guid_;
-  mutable std::unordered_map<std::string_view, NodeId> by_name_;
+  mutable std::unordered_map<std::string, NodeId> by_name_;
 };
 
 }  // namespace subnetd::routing

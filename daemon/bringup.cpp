@@ -1,0 +1,150 @@
+#include "daemon/bringup.hpp"
+
+#include <fmt/format.h>
+
+namespace subnetd::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kSweep:
+      return "sweep";
+    case Phase::kLids:
+      return "LID assignment";
+    case Phase::kRoute:
+      return "routing";
+    case Phase::kVerify:
+      return "verification";
+    case Phase::kProgram:
+      return "programming";
+  }
+  return "?";
+}
+
+Result<BringUpResult> BringUp::run(const BringUpOptions& opts, const discovery::HeldTables* held,
+                                   std::stop_token stop) {
+  BringUpResult out;
+  const auto t0 = Clock::now();
+  auto fail = [this](Phase p, const Error& e) -> Error {
+    failed_phase_ = p;
+    return Error{e.code, fmt::format("{} failed: {}", phase_name(p), e.message)};
+  };
+
+  auto t = Clock::now();
+  discovery::Sweeper sweeper(transport_, opts.sweep);
+  auto swept = sweeper.run(stop);
+  if (!swept.ok()) return fail(Phase::kSweep, swept.error());
+  out.sweep = std::move(swept).value();
+  out.times.sweep = Clock::now() - t;
+
+  t = Clock::now();
+  auto lids = routing::assign_lids(
+      out.sweep.topology, routing::LidAssignOptions{opts.space, opts.lmc, opts.remembered_lids});
+  if (!lids.ok()) return fail(Phase::kLids, lids.error());
+  out.lids = std::move(lids).value();
+  out.times.lids = Clock::now() - t;
+
+  t = Clock::now();
+  auto engine = routing::make_engine(opts.engine);
+  if (!engine.ok()) return fail(Phase::kRoute, engine.error());
+  auto routes =
+      (*engine)->compute(out.sweep.topology, out.lids.map, opts.engine_options, pool_, stop);
+  if (!routes.ok()) return fail(Phase::kRoute, routes.error());
+  out.routes = std::make_shared<const routing::Routes>(std::move(routes).value());
+  out.times.route = Clock::now() - t;
+
+  t = Clock::now();
+  auto verdict = routing::verify(out.sweep.topology, out.lids.map, *out.routes, pool_, stop);
+  if (!verdict.ok()) {
+    Error e = verdict.error();
+    e.message += "; nothing was programmed";
+    return fail(Phase::kVerify, e);
+  }
+  out.verify = std::move(verdict).value();
+  out.times.verify = Clock::now() - t;
+
+  t = Clock::now();
+  discovery::Programmer programmer(transport_, opts.program);
+  auto programmed = programmer.program(out.sweep, out.lids.map, *out.routes, held, stop);
+  if (!programmed.ok()) return fail(Phase::kProgram, programmed.error());
+  out.program = std::move(programmed).value();
+  out.times.program = Clock::now() - t;
+  if (!out.program.ok()) {
+    std::string first = out.program.failures.front();
+    return fail(Phase::kProgram,
+                Error{Errc::kTimeout, fmt::format("{} SMPs failed, first: {}",
+                                                  out.program.failures.size(), first)});
+  }
+  out.times.total = Clock::now() - t0;
+  return out;
+}
+
+BringUpOptions bring_up_options(const Config& cfg) {
+  BringUpOptions o;
+  discovery::PipelineOptions pipe;
+  pipe.window = cfg.sweep.smp_window;
+  pipe.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg.sweep.timeout);
+  pipe.retries = cfg.sweep.retries;
+  o.space = *routing::LidSpace::from_bits(cfg.addressing.lid_bits);
+  o.sweep.pipeline = pipe;
+  o.sweep.extended_lids = o.space.extended();
+  o.program.pipeline = pipe;
+  o.lmc = cfg.addressing.lmc;
+  o.engine = std::string(to_string(cfg.routing.engine));
+  o.engine_options.root_guids = cfg.routing.root_guids;
+  return o;
+}
+
+std::string summarize(const BringUpResult& r, std::string_view transport_name) {
+  const routing::Topology& t = r.sweep.topology;
+  std::size_t ca_ports = 0;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const routing::Node& n = t.node(NodeId{i});
+    if (n.type == routing::NodeType::kSwitch) continue;
+    for (unsigned p = 1; p <= n.num_ports; ++p) {
+      ca_ports += t.port(NodeId{i}, static_cast<PortNum>(p)).connected() ? 1 : 0;
+    }
+  }
+  std::string s;
+  auto out = std::back_inserter(s);
+  fmt::format_to(out, "subnet up on {}: {} switches, {} CAs ({} ports), {} links\n", transport_name,
+                 t.num_switches(), t.num_cas(), ca_ports, t.num_links());
+  fmt::format_to(
+      out, "  LIDs: {} used, max LID {:#x} ({}-bit space, LMC {}), {} changed, {} conflicts\n",
+      r.lids.lids_used, r.lids.map.max_lid.value, r.lids.map.space.bits, r.lids.map.lmc,
+      r.lids.changed.size(), r.lids.conflicts.size());
+  fmt::format_to(
+      out, "  routing: engine {}, {} VL(s), routes per link max {} mean {:.1f} over {} links\n",
+      r.routes->engine, r.routes->num_vls, r.routes->load.max_routes, r.routes->load.mean_routes,
+      r.routes->load.links);
+  fmt::format_to(out,
+                 "  verified: complete, loop-free, deadlock-free ({} switch/LID pairs, {} VL(s), "
+                 "{} channels, {} dependencies)\n",
+                 r.verify.pairs_checked, r.verify.num_vls, r.verify.channels,
+                 r.verify.dependencies);
+  fmt::format_to(
+      out,
+      "  programmed: {} port LID sets, {} LFT blocks sent ({} unchanged), {} ports armed, "
+      "{} activated, {} SMPs\n",
+      r.program.port_lid_sets, r.program.lft_blocks_sent, r.program.lft_blocks_unchanged,
+      r.program.ports_armed, r.program.ports_activated, r.program.smps.sent);
+  fmt::format_to(out, "  sweep: {} SMPs ({} retries, {} timeouts), max {} hops, {} unreachable\n",
+                 r.sweep.smps.sent, r.sweep.smps.retries, r.sweep.smps.timeouts, r.sweep.max_hops,
+                 r.sweep.unreachable.size());
+  fmt::format_to(out,
+                 "  phases (ms): sweep {:.1f}, lids {:.1f}, route {:.1f}, verify {:.1f}, program "
+                 "{:.1f}, total {:.1f}\n",
+                 ms(r.times.sweep), ms(r.times.lids), ms(r.times.route), ms(r.times.verify),
+                 ms(r.times.program), ms(r.times.total));
+  return s;
+}
+
+}  // namespace subnetd::daemon

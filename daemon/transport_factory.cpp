@@ -1,0 +1,84 @@
+#include "daemon/transport_factory.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "discovery/sim/sim_fabric.hpp"
+#include "discovery/topo/generators.hpp"
+#include "discovery/topo/netfile.hpp"
+
+namespace subnetd::daemon {
+namespace {
+
+class SimControlAdapter final : public SimControl {
+ public:
+  explicit SimControlAdapter(discovery::sim::SimFabric& sim) : sim_(sim) {}
+
+  Result<void> set_link_state(Guid node_guid, PortNum port, bool up) override {
+    auto node = sim_.topology().find_by_guid(node_guid);
+    if (!node)
+      return Error{Errc::kNotFound, fmt::format("no node with GUID {:#018x}", node_guid.value)};
+    return up ? sim_.link_up(PortRef{*node, port}) : sim_.link_down(PortRef{*node, port});
+  }
+  Result<void> set_switch_state(Guid node_guid, bool up) override {
+    auto node = sim_.topology().find_by_guid(node_guid);
+    if (!node)
+      return Error{Errc::kNotFound, fmt::format("no node with GUID {:#018x}", node_guid.value)};
+    return up ? sim_.switch_up(*node) : sim_.switch_down(*node);
+  }
+  SimCounters counters() const override {
+    const discovery::sim::SimStats s = sim_.stats();
+    using discovery::sim::DropReason;
+    SimCounters c;
+    c.smps_handled = s.smps_handled;
+    c.smps_dropped = s.drops_total();
+    c.traps_sent = s.traps_sent;
+    for (DropReason r : {DropReason::kPortNotActive, DropReason::kBadLid, DropReason::kLftBeyondTop,
+                         DropReason::kLftUnset, DropReason::kLftBadPort, DropReason::kNoLidMatch,
+                         DropReason::kHopLimit}) {
+      c.lid_routed_dropped += s.drops_of(r);
+    }
+    return c;
+  }
+
+ private:
+  discovery::sim::SimFabric& sim_;
+};
+
+}  // namespace
+
+Result<routing::Topology> load_topology(const std::string& spec_or_path) {
+  std::error_code ec;
+  const auto colon = spec_or_path.find(':');
+  const auto slash = spec_or_path.find('/');
+  const bool looks_like_spec =
+      colon != std::string::npos && (slash == std::string::npos || colon < slash);
+  if (looks_like_spec && !std::filesystem::exists(spec_or_path, ec)) {
+    return discovery::topo::generate(spec_or_path);
+  }
+  return discovery::topo::read_netfile(spec_or_path);
+}
+
+Result<TransportBundle> make_transport(const Config& config) {
+  if (config.fabric.transport == TransportKind::kUmad) {
+    return Error{Errc::kUnsupported,
+                 "fabric.transport: umad is not available in this build yet; use sim"};
+  }
+  auto topo = load_topology(config.fabric.topology);
+  if (!topo.ok()) {
+    return Error{topo.error().code, fmt::format("fabric.topology: {}", topo.error().message)};
+  }
+  discovery::sim::SimOptions opts;
+  opts.lid_bits = config.addressing.lid_bits;
+  if (config.fabric.sm_port.guid) opts.sm_guid = *config.fabric.sm_port.guid;
+  opts.sm_node = config.fabric.sm_port.name;
+  auto sim = discovery::sim::SimFabric::create(std::move(topo).value(), opts);
+  if (!sim.ok()) return Error{sim.error().code, fmt::format("simulator: {}", sim.error().message)};
+  TransportBundle b;
+  b.sim_control = std::make_unique<SimControlAdapter>(**sim);
+  b.transport = std::move(sim).value();
+  return b;
+}
+
+}  // namespace subnetd::daemon
