@@ -588,9 +588,10 @@ Result<void> NetfileParser::port_line(std::string_view line, NodeId node, Locati
   for (;;) {
     c.skip_ws();
     if (c.done() || c.peek() == '#') break;
+    const std::string_view here = c.rest();
     const std::string_view opt = c.word();
     if (opt.size() != 1 || !c.eat('=')) {
-      return fail(Errc::kParse, loc, fmt::format("unexpected text '{}'", c.rest()));
+      return fail(Errc::kParse, loc, fmt::format("unexpected text '{}'", here));
     }
     const std::optional<std::uint64_t> v = c.number();
     if (!v) return fail(Errc::kParse, loc, fmt::format("option {}= needs a number", opt));
