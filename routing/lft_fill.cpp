@@ -38,6 +38,31 @@ inline std::uint64_t equal_mask64(const std::uint8_t* a, const std::uint8_t* b) 
 #endif
 }
 
+// LIDs grouped by the switch that delivers them, ascending within a switch;
+// kDataBit marks CA/router LIDs (the ones that load ports).
+struct LidsBySwitch {
+  static constexpr std::uint32_t kDataBit = 1U << 31;
+  std::vector<std::uint32_t> first;  // S+1 offsets into lids
+  std::vector<std::uint32_t> lids;
+  std::vector<std::uint32_t> data;  // per switch: how many of its LIDs are data LIDs
+
+  explicit LidsBySwitch(const SwitchGraph& g)
+      : first(g.num_switches() + 1, 0), data(g.num_switches(), 0) {
+    const auto att = g.attachments();
+    for (std::size_t d = 1; d < att.size(); ++d) {
+      if (att[d].routable()) ++first[att[d].sw + 1];
+    }
+    for (std::size_t t = 0; t < g.num_switches(); ++t) first[t + 1] += first[t];
+    lids.resize(first.back());
+    std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
+    for (std::size_t d = 1; d < att.size(); ++d) {
+      if (!att[d].routable()) continue;
+      lids[at[att[d].sw]++] = static_cast<std::uint32_t>(d) | (att[d].port != 0 ? kDataBit : 0);
+      if (att[d].port != 0) ++data[att[d].sw];
+    }
+  }
+};
+
 // A set of candidate ports shared by destination switches, with the state of
 // its least-loaded pick: every member has carried >= `level` LIDs, and the scan
 // for the next pick starts at `cursor` (rotation among equally loaded ports).
@@ -46,36 +71,49 @@ struct CandidateClass {
   std::uint32_t count = 0;
   std::uint32_t cursor = 0;
   std::uint32_t level = 0;
+  bool has_data = false;  // some destination switch of the class has CA/router LIDs
+  // No other class with data shares a port: then only this class's picks
+  // load its ports, the cursor always rests on a least-loaded one, and a
+  // pick needs no scan (the plain round robin of a fat-tree up-class).
+  bool exclusive = false;
 };
 
 // Fills the LFT of one source switch at a time. One instance per worker
 // thread; reused across sources so its buffers are allocated once.
 class SourceFiller {
  public:
-  SourceFiller(const Topology& topo, const SwitchGraph& g, const HopTable& hops, CandidateRule rule,
-               std::span<const std::uint32_t> pos)
-      : topo_(topo), g_(g), hops_(hops), rule_(rule), pos_(pos) {}
+  SourceFiller(const Topology& topo, const SwitchGraph& g, const LidsBySwitch& by_switch,
+               const HopTable& hops, CandidateRule rule, std::span<const std::uint32_t> pos)
+      : topo_(topo), g_(g), by_switch_(by_switch), hops_(hops), rule_(rule), pos_(pos) {}
 
   // Writes s's row into `lft` (already sized, all drop); returns the routes
   // carried per switch-to-switch arc of s via arc_load (indexed like g.arcs(s)).
   std::optional<Error> fill(std::uint32_t s, Lft& lft, std::vector<std::uint32_t>& arc_load) {
     if (auto err = classify_destinations(s)) return err;
+    mark_exclusive_classes();
     load_.fill(0);
     std::uint8_t* out = lft.data();
-    const std::span<const LidAttachment> att = g_.attachments();
-    const std::size_t end = std::min<std::size_t>(att.size(), lft.size());
-    for (std::size_t d = 1; d < end; ++d) {
-      const LidAttachment a = att[d];
-      if (!a.routable()) continue;
-      if (a.sw == s) {
-        out[d] = a.port;
+    const std::uint32_t n = g_.num_switches();
+    const std::uint32_t limit = lft.size();
+    for (std::uint32_t t = 0; t < n; ++t) {
+      const std::uint32_t* lid = by_switch_.lids.data() + by_switch_.first[t];
+      const std::uint32_t* const end = by_switch_.lids.data() + by_switch_.first[t + 1];
+      if (lid == end) continue;
+      if (t == s) {
+        for (; lid != end; ++lid) {
+          const std::uint32_t d = *lid & ~LidsBySwitch::kDataBit;
+          if (d < limit) out[d] = g_.attachment(Lid{d}).port;
+        }
         continue;
       }
-      const std::uint32_t c = class_of_[a.sw];
+      const std::uint32_t c = class_of_[t];
       if (c == kNoClass) continue;  // t is in another component
-      const PortNum p = pick(classes_[c]);
-      out[d] = p;
-      ++load_[p];
+      CandidateClass& cls = classes_[c];
+      for (; lid != end; ++lid) {
+        const std::uint32_t d = *lid & ~LidsBySwitch::kDataBit;
+        if (d >= limit) continue;
+        out[d] = pick(cls, (*lid & LidsBySwitch::kDataBit) != 0);
+      }
     }
     const auto arcs = g_.arcs(s);
     arc_load.resize(arcs.size());
@@ -137,14 +175,7 @@ class SourceFiller {
           if (up_[a]) cand_[a] &= ~down_only;
         }
       }
-      // Transpose arc-major candidate bits into one arc mask per destination.
-      std::fill(tmask_.begin(), tmask_.end(), 0);
-      for (std::uint32_t a = 0; a < deg; ++a) {
-        const std::uint64_t bit = std::uint64_t{1} << (a % 64);
-        for (std::uint64_t m = cand_[a]; m != 0; m &= m - 1) {
-          tmask_[std::size_t{static_cast<unsigned>(std::countr_zero(m))} * words_ + a / 64] |= bit;
-        }
-      }
+      transpose_candidates(deg);
       const std::uint64_t* prev_mask = nullptr;
       std::uint32_t prev_class = kNoClass;
       for (std::uint64_t m = valid; m != 0; m &= m - 1) {
@@ -163,6 +194,47 @@ class SourceFiller {
       }
     }
     return std::nullopt;
+  }
+
+  // tmask_[t * words_ + w] = bits of arcs 64w.. that serve destination t of
+  // the chunk: the transpose of cand_. Sparse chunks (few candidates, as in
+  // tori and random graphs) set bit by bit; dense ones (fat trees: every
+  // up-link serves most destinations) go through 64x64 block transposes.
+  void transpose_candidates(std::uint32_t deg) {
+    std::uint32_t bits = 0;
+    for (std::uint32_t a = 0; a < deg; ++a)
+      bits += static_cast<std::uint32_t>(std::popcount(cand_[a]));
+    if (bits < 256) {
+      std::fill(tmask_.begin(), tmask_.end(), 0);
+      for (std::uint32_t a = 0; a < deg; ++a) {
+        const std::uint64_t bit = std::uint64_t{1} << (a % 64);
+        for (std::uint64_t m = cand_[a]; m != 0; m &= m - 1) {
+          tmask_[std::size_t{static_cast<unsigned>(std::countr_zero(m))} * words_ + a / 64] |= bit;
+        }
+      }
+      return;
+    }
+    std::array<std::uint64_t, 64> block;
+    for (std::uint32_t w = 0; w < words_; ++w) {
+      for (std::uint32_t i = 0; i < 64; ++i) {
+        block[i] = 64 * w + i < deg ? cand_[64 * w + i] : 0;
+      }
+      transpose64(block);
+      for (std::uint32_t t = 0; t < 64; ++t) tmask_[std::size_t{t} * words_ + w] = block[t];
+    }
+  }
+
+  // In place: bit j of a[i] <-> bit i of a[j] (Hacker's Delight 7-3, with
+  // bit 0 as the least significant bit).
+  static void transpose64(std::array<std::uint64_t, 64>& a) {
+    std::uint64_t m = 0x00000000FFFFFFFFULL;
+    for (unsigned j = 32; j != 0; j >>= 1, m ^= m << j) {
+      for (unsigned k = 0; k < 64; k = (k + j + 1) & ~j) {
+        const std::uint64_t t = ((a[k] >> j) ^ a[k + j]) & m;
+        a[k] ^= t << j;
+        a[k + j] ^= t;
+      }
+    }
   }
 
   std::uint32_t intern(const std::uint64_t* mask, std::span<const SwitchArc> arcs) {
@@ -208,26 +280,51 @@ class SourceFiller {
     return h ^ (h >> 31);
   }
 
-  // Least-loaded member of c, the first such from the cursor on. Loads only
-  // grow, so `level` stays a lower bound and a member at that level is a
-  // minimum: the scan usually stops at once.
-  PortNum pick(CandidateClass& c) {
+  // Least-loaded member of c, the first such from the cursor on. A data LID
+  // loads it and moves the cursor past it (rotation among equally loaded
+  // ports); a switch LID takes it and leaves both alone. Loads only grow, so `level` stays a lower
+  // bound of the members' loads and a member at that level is a minimum: the scan nearly always
+  // stops at the cursor.
+  PortNum pick(CandidateClass& c, bool data) {
     const PortNum* ports = &class_ports_[c.first];
-    if (c.count == 1) return ports[0];
-    std::uint32_t best = 0;
-    std::uint32_t best_load = UINT32_MAX;
-    for (std::uint32_t j = 0, i = c.cursor; j < c.count; ++j) {
-      const std::uint32_t l = load_[ports[i]];
-      if (l < best_load) {
-        best = i;
-        best_load = l;
-        if (l <= c.level) break;
+    std::uint32_t at = c.cursor;
+    if (!c.exclusive && load_[ports[at]] > c.level) {
+      std::uint32_t best_load = load_[ports[at]];
+      for (std::uint32_t j = 1, i = at + 1; j < c.count; ++j, ++i) {
+        if (i == c.count) i = 0;
+        const std::uint32_t l = load_[ports[i]];
+        if (l < best_load) {
+          at = i;
+          best_load = l;
+          if (l <= c.level) break;
+        }
       }
-      i = i + 1 == c.count ? 0 : i + 1;
+      c.level = best_load;
     }
-    c.level = best_load;
-    c.cursor = best + 1 == c.count ? 0 : best + 1;
-    return ports[best];
+    const PortNum p = ports[at];
+    if (data) {
+      ++load_[p];
+      c.cursor = at + 1 == c.count ? 0 : at + 1;
+    }
+    return p;
+  }
+
+  void mark_exclusive_classes() {
+    const std::uint32_t n = g_.num_switches();
+    for (std::uint32_t t = 0; t < n; ++t) {
+      if (class_of_[t] != kNoClass && by_switch_.data[t] != 0)
+        classes_[class_of_[t]].has_data = true;
+    }
+    std::array<std::uint32_t, 256> loaders{};
+    for (const CandidateClass& c : classes_) {
+      if (!c.has_data) continue;
+      for (std::uint32_t i = 0; i < c.count; ++i) ++loaders[class_ports_[c.first + i]];
+    }
+    for (CandidateClass& c : classes_) {
+      c.exclusive = true;
+      for (std::uint32_t i = 0; i < c.count; ++i)
+        c.exclusive &= loaders[class_ports_[c.first + i]] <= 1;
+    }
   }
 
   Error no_candidate_error(std::uint32_t s, std::uint32_t t) const {
@@ -243,6 +340,7 @@ class SourceFiller {
 
   const Topology& topo_;
   const SwitchGraph& g_;
+  const LidsBySwitch& by_switch_;
   const HopTable& hops_;
   CandidateRule rule_;
   std::span<const std::uint32_t> pos_;
@@ -280,6 +378,7 @@ Result<Routes> fill_balanced_lfts(const Topology& topo, const SwitchGraph& g, co
   routes.lfts.resize(n);
   routes.num_vls = 1;
 
+  const LidsBySwitch by_switch(g);
   std::vector<std::unique_ptr<SourceFiller>> fillers(pool.size());
   std::vector<std::vector<std::uint32_t>> arc_load(pool.size());
   std::vector<std::uint64_t> sum_by_switch(n, 0);
@@ -291,7 +390,7 @@ Result<Routes> fill_balanced_lfts(const Topology& topo, const SwitchGraph& g, co
   const std::size_t grain = std::max<std::size_t>(1, n / (std::size_t{pool.size()} * 64));
   pool.parallel_for(n, grain, [&](std::size_t begin, std::size_t end, unsigned slot) {
     if (!fillers[slot]) {
-      fillers[slot] = std::make_unique<SourceFiller>(topo, g, hops, rule, order_pos);
+      fillers[slot] = std::make_unique<SourceFiller>(topo, g, by_switch, hops, rule, order_pos);
     }
     for (std::size_t i = begin; i < end; ++i) {
       if (stop.stop_requested() || failed.load(std::memory_order_relaxed)) return;

@@ -1,13 +1,21 @@
 #pragma once
 // Balanced LFT fill: the second stage of the hop-table engines (minhop, updn).
 //
-// Given a HopTable, every switch s fills its own LFT row, LIDs in ascending
-// order. For a LID on another switch t the candidates are s's ports toward
+// Given a HopTable, every switch s fills its own LFT row, destinations in
+// switch order and LIDs ascending within a switch (so LMC ranges and a
+// switch's CAs are spread as a group). For a LID on another switch t the
+// candidates are s's ports toward
 // neighbours one hop closer to t (filtered by the candidate rule); s picks the
 // candidate that has carried the fewest LIDs so far (s's own per-port
 // counters), ties broken by rotating through the candidates, as OpenSM's
 // minhop balances. For a LID on s itself the entry is the CA port, or 0 for
 // s's own LID; a LID s cannot reach stays 255 (drop).
+//
+// Load means data destinations: the counters, and Routes::load ("routes per
+// link": for every switch s and CA/router LID d, the switch-to-switch link
+// s's entry for d uses), count CA/router LIDs only. Switch LIDs carry
+// management traffic; they are routed like the rest but do not load ports,
+// so they cannot skew the balance of the data routes.
 //
 // Work split: the candidate set of (s, t) is computed once per destination
 // *switch*, 64 destinations at a time with byte compares over hop rows, and

@@ -21,6 +21,7 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
     port_slots += g.num_ports_[s] + 1U;
   }
   g.port_arc_.assign(port_slots, kNoArc);
+  g.port_peer_.assign(port_slots, kNoSwitch);
 
   // Checks a cable end before we trust it; a Topology from the wire or a net
   // file may be broken, and a broken one must not crash routing.
@@ -61,6 +62,7 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
       arc.local_port = static_cast<PortNum>(p);
       arc.remote_port = port.remote_port;
       g.port_arc_[g.port_base_[s] + p] = static_cast<std::uint32_t>(g.arcs_.size());
+      g.port_peer_[g.port_base_[s] + p] = arc.to;
       g.arcs_.push_back(arc);
       g.arc_from_.push_back(s);
     }

@@ -71,6 +71,12 @@ class SwitchGraph {
     if (p > num_ports_[s]) return kNoArc;
     return port_arc_[port_base_[s] + p];
   }
+  // The switch at the far end of port p of switch s, kNoSwitch when port p
+  // is not cabled to another switch (one lookup, for per-LID hot loops).
+  std::uint32_t peer_at_port(std::uint32_t s, PortNum p) const {
+    if (p > num_ports_[s]) return kNoSwitch;
+    return port_peer_[port_base_[s] + p];
+  }
   std::uint8_t num_ports(std::uint32_t s) const { return num_ports_[s]; }
   std::uint32_t max_degree() const { return max_degree_; }
 
@@ -95,6 +101,7 @@ class SwitchGraph {
   std::vector<std::uint32_t> arc_from_;   // source switch of each arc
   std::vector<std::uint32_t> port_base_;  // per switch, offset of its port 0 in port_arc_
   std::vector<std::uint32_t> port_arc_;   // (switch, port) -> arc or kNoArc
+  std::vector<std::uint32_t> port_peer_;  // (switch, port) -> neighbour switch or kNoSwitch
   std::vector<std::uint8_t> num_ports_;
   std::vector<std::uint32_t> component_;
   std::vector<std::uint8_t> has_endpoints_;

@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kTile = kLftBlockSize;  // LIDs per tile: one LFT block
 constexpr std::uint32_t kDepWords = 4;          // 256 out-port bits per channel
 constexpr std::uint32_t kDeliver = UINT32_MAX - 1;
-constexpr std::uint32_t kBad = UINT32_MAX;
+constexpr std::uint32_t kBad = kNoSwitch;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -244,30 +244,26 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     w.next.resize(std::size_t{n} * kTile);
     if (w.stamp.size() != n) w.stamp.assign(n, 0);
     w.active.resize(n);
+    // Switch-major pass: copy each switch's block of the tile, and the next
+    // hop of every (switch, LID) while the block is hot.
     for (std::uint32_t s = 0; s < n; ++s) {
-      const Lft& lft = routes.lfts[s];
-      std::uint8_t* dst = &w.buf[std::size_t{s} * kTile];
-      if (lft.size() >= lid0 + kTile) {
-        std::memcpy(dst, lft.data() + lid0, kTile);
-      } else {
-        for (std::uint32_t l = 0; l < kTile; ++l) dst[l] = lft.get(Lid{lid0 + l});
+      if (s + 8 < n && routes.lfts[s + 8].size() >= lid0 + kTile) {
+        __builtin_prefetch(routes.lfts[s + 8].data() + lid0);
       }
-    }
-    // Switch-major pass: the next hop of every (switch, LID).
-    for (std::uint32_t s = 0; s < n; ++s) {
+      const Lft& lft = routes.lfts[s];
+      std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
+      if (lft.size() >= lid0 + kTile) {
+        std::memcpy(row, lft.data() + lid0, kTile);
+      } else {
+        for (std::uint32_t l = 0; l < kTile; ++l) row[l] = lft.get(Lid{lid0 + l});
+      }
       const std::uint32_t ps = g.component(s);
-      const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
       for (std::uint32_t l = 0; l < width; ++l) {
         if (part[l] != ps) continue;
         const std::uint8_t p = row[l];
-        std::uint32_t nx = kBad;
-        if (s == att[l].sw && p == att[l].port) {
-          nx = kDeliver;
-        } else if (p != 0 && p != kDropPort) {
-          const std::uint32_t a = g.arc_at_port(s, p);
-          if (a != kNoArc) nx = g.arc(a).to;
-        }
-        w.next[std::size_t{l} * n + s] = nx;
+        // peer_at_port is kNoSwitch (== kBad) for port 0, drop, CAs, dark ports.
+        w.next[std::size_t{l} * n + s] =
+            s == att[l].sw && p == att[l].port ? kDeliver : g.peer_at_port(s, p);
       }
     }
     // Column walks: from every switch of the LID's part, next hops must end
@@ -285,6 +281,12 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
       const std::uint32_t* next = &w.next[std::size_t{l} * n];
       for (std::uint32_t s0 = 0; s0 < n; ++s0) {
         if (g.component(s0) != part[l] || w.stamp[s0] == 2 * e + 1) continue;
+        // Most switches lead straight to one already proven.
+        const std::uint32_t first = next[s0];
+        if (first == kDeliver || (first != kBad && w.stamp[first] == 2 * e + 1)) {
+          w.stamp[s0] = 2 * e + 1;
+          continue;
+        }
         w.path.clear();
         std::uint32_t cur = s0;
         for (;;) {
@@ -318,9 +320,9 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
       const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
       for (std::uint64_t m = w.active[s]; m != 0; m &= m - 1) {
         const auto l = static_cast<std::uint32_t>(std::countr_zero(m));
-        if (w.next[std::size_t{l} * n + s] == kDeliver) continue;
+        const std::uint32_t nb = w.next[std::size_t{l} * n + s];
+        if (nb == kDeliver) continue;
         const std::uint32_t a = g.arc_at_port(s, row[l]);
-        const std::uint32_t nb = g.arc(a).to;
         const std::uint8_t p2 = w.buf[std::size_t{nb} * kTile + l];
         if (w.next[std::size_t{l} * n + nb] == kDeliver) continue;  // leaves the fabric there
         std::atomic_ref<std::uint64_t> word(deps[std::size_t{a} * kDepWords + p2 / 64]);
