@@ -45,7 +45,8 @@
 // ca_ports=2 gives dual-port CAs: host switches are paired in order (0,1),
 // (2,3), ...; CA j of a pair has port 1 on the first switch's host port j+1
 // and port 2 on the second's, so there are half as many CAs as host ports.
-// It needs an even number of host switches and cannot be combined with hosts=.
+// It needs an even number of host switches with equal host counts, so it
+// cannot be combined with fat-tree's hosts= total.
 //
 // Port numbering: CA-facing ports first (1..hosts), then ports towards lower
 // levels, then up-ports (fat trees); torus/mesh: hosts, then per dimension d
