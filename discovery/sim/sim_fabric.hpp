@@ -26,7 +26,9 @@
 // Transport contract). The fault-injection and inspection calls are
 // thread-safe and may come from any thread (a gRPC handler, a test); one
 // mutex serialises everything. event_fd() is an eventfd that is readable
-// exactly while receive(0) would return a MAD at once.
+// while a MAD waits to be received; an event loop drains it by calling
+// receive(0) until that returns nullopt. With a latency model, packets still
+// on the wire become visible only as receive() moves the clock forward.
 
 #include <memory>
 #include <mutex>
@@ -72,6 +74,10 @@ class SimFabric final : public Transport {
   Result<void> switch_up(NodeId node);
   Result<void> switch_up(std::string_view node_description);
   Result<void> set_drop_probability(double p);
+  // Makes a node's SMA ignore every SMP addressed to it (a neighbour that
+  // never answers), or answer again. Its links stay up and, for a switch,
+  // forwarding continues. Error: unknown node.
+  Result<void> set_node_silent(NodeId node, bool silent);
 
   // ---- inspection (thread-safe)
   SimStats stats() const;
