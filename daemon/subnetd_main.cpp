@@ -7,17 +7,24 @@
 // Exceptions stop here (CLI11, yaml, protobuf); everything below returns Result.
 
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <filesystem>
 #include <thread>
 
 #include "daemon/bringup.hpp"
 #include "daemon/config.hpp"
 #include "daemon/dump_files.hpp"
+#include "daemon/event_log.hpp"
 #include "daemon/proc_stats.hpp"
 #include "daemon/store.hpp"
+#include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
 
 namespace {
@@ -99,6 +106,161 @@ int run_once(const Config& cfg, bool reset_store) {
   return 0;
 }
 
+spdlog::level::level_enum spd_level(LogLevel l) {
+  switch (l) {
+    case LogLevel::kTrace:
+      return spdlog::level::trace;
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+void setup_logging(LogLevel level) {
+  auto logger = spdlog::stderr_color_mt("subnetd");
+  // Under systemd, journald stamps each line; elsewhere we do.
+  if (std::getenv("JOURNAL_STREAM") != nullptr) {
+    logger->set_pattern("<%l> %v");
+  } else {
+    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  }
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spd_level(level));
+}
+
+std::string status_line(const FabricState& s) {
+  if (!s.topology) {
+    return fmt::format("{}: {}", sm_state_name(s.state),
+                       s.last_error.empty() ? "sweeping the fabric" : s.last_error);
+  }
+  std::string line =
+      fmt::format("{}: {} CAs, {} switches, routed in {:.1f} ms", sm_state_name(s.state),
+                  s.topology->num_cas(), s.topology->num_switches(),
+                  std::chrono::duration<double, std::milli>(s.last_bringup.route).count());
+  if (!s.last_error.empty()) line += "; last sweep failed: " + s.last_error;
+  return line;
+}
+
+// The service: SM strand + gRPC + signals + systemd notify. Returns the exit code.
+int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
+  setup_logging(cfg.log.level);
+  auto opened = open_store(cfg, reset_store);
+  if (!opened.ok()) {
+    spdlog::critical("store: {}", opened.error().message);
+    return kExitStore;
+  }
+  std::unique_ptr<Store> store = std::move(opened).value();
+  auto remembered = store->load_lids();
+  auto last_event = store->last_event_id();
+  if (!remembered.ok() || !last_event.ok()) {
+    spdlog::critical("store: {}",
+                     (!remembered.ok() ? remembered.error() : last_event.error()).message);
+    return kExitStore;
+  }
+  spdlog::info("store {}: {} remembered LIDs", cfg.store.path, remembered->size());
+  StoreWriter writer(std::move(store),
+                     [](const Error& e) { spdlog::error("store: {}", e.message); });
+  EventLog events(
+      *last_event, [&writer](const Event& e) { writer.append_event(e); },
+      [&writer](std::int64_t after, std::size_t limit) {
+        return writer.call([after, limit](Store& s) { return s.events_since(after, limit); }).get();
+      });
+
+  auto bundle = make_transport(cfg);
+  if (!bundle.ok()) {
+    spdlog::critical("{}", bundle.error().message);
+    return kExitTransport;
+  }
+  spdlog::info("transport {}", bundle->transport->name());
+
+  routing::WorkerPool pool(cfg.routing.threads != 0
+                               ? cfg.routing.threads
+                               : std::max(1U, std::thread::hardware_concurrency()));
+  boost::asio::io_context io;
+  StatePublisher publisher;
+  bool ready = false;
+  SubnetManager::Hooks hooks;
+  hooks.published = [&ready](const FabricState& s) {
+    const std::string status = status_line(s);
+    if (s.state == SmState::kMaster && !ready) {
+      ready = true;
+      sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
+      spdlog::info("READY: {}", status);
+    } else {
+      sd_notifyf(0, "STATUS=%s", status.c_str());
+    }
+  };
+  SubnetManager sm(io, cfg, std::move(bundle).value(), &writer, std::move(remembered).value(),
+                   publisher, events, pool, std::move(hooks));
+
+  // Watchdog: pinged from the io thread while it keeps turning.
+  std::uint64_t watchdog_usec = 0;
+  boost::asio::steady_timer watchdog(io);
+  std::function<void()> ping;
+  if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0) {
+    ping = [&] {
+      sd_notify(0, "WATCHDOG=1");
+      watchdog.expires_after(std::chrono::microseconds(watchdog_usec / 2));
+      watchdog.async_wait([&](boost::system::error_code ec) {
+        if (!ec) ping();
+      });
+    };
+    ping();
+  }
+
+  bool stopping = false;
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        sd_notify(0, "RELOADING=1");
+        auto next = load_config(config_path);
+        if (next.ok()) {
+          spdlog::set_level(spd_level(next->log.level));
+          sm.reload(std::move(next).value(), config_path);
+        } else {
+          spdlog::error("reload of {} failed, keeping the running configuration: {}", config_path,
+                        next.error().message);
+          events.append(
+              EventKind::kError, std::nullopt, std::nullopt,
+              "configuration reload failed, running configuration kept: " + next.error().message);
+        }
+        sd_notify(0, "READY=1");
+        wait_signal();
+        return;
+      }
+      if (stopping) return;
+      stopping = true;
+      spdlog::info("signal {}: stopping", sig);
+      sd_notify(0, "STOPPING=1");
+      sm.stop();
+      watchdog.cancel();
+      signals.cancel();
+      events.close();
+      // Let the strand finish what it is doing, then end the loop.
+      io.stop();
+    });
+  };
+  wait_signal();
+
+  sm.start();
+  // Two threads: the SM strand can be busy in a bring-up while signals are
+  // still handled on the other.
+  std::thread second([&io] { io.run(); });
+  io.run();
+  second.join();
+  writer.close();
+  spdlog::info("stopped");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,6 +303,5 @@ int main(int argc, char** argv) {
     cfg->routing.engine = *e;
   }
   if (once) return run_once(*cfg, reset_store);
-  fmt::print(stderr, "subnetd: service mode is not in this build; use --once\n");
-  return 2;
+  return run_daemon(config_path, std::move(cfg).value(), reset_store);
 }

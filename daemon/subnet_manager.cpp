@@ -1,0 +1,537 @@
+#include "daemon/subnet_manager.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <unordered_map>
+
+#include "daemon/dump_files.hpp"
+#include "discovery/smp_pipeline.hpp"
+
+namespace subnetd::daemon {
+namespace {
+
+namespace asio = boost::asio;
+namespace mad = discovery::mad;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint8_t kPhysPolling = 2;
+constexpr std::uint8_t kPhysDisabled = 3;
+constexpr std::chrono::milliseconds kTrapDebounce{20};
+constexpr std::chrono::milliseconds kMaxBackoff{30'000};
+
+std::int64_t us(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+std::string guid_str(Guid g) {
+  return fmt::format("{:#018x}", g.value);
+}
+
+// A link as a pair of (GUID, port) ends, the smaller end first.
+struct LinkKey {
+  Guid a;
+  PortNum pa;
+  Guid b;
+  PortNum pb;
+  bool operator==(const LinkKey&) const = default;
+};
+struct LinkKeyHash {
+  std::size_t operator()(const LinkKey& k) const noexcept {
+    return std::hash<std::uint64_t>{}(k.a.value * 31 + k.pa) ^
+           (std::hash<std::uint64_t>{}(k.b.value * 131 + k.pb) << 1);
+  }
+};
+
+std::vector<LinkKey> links_of(const routing::Topology& t) {
+  std::vector<LinkKey> out;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const routing::Node& n = t.node(NodeId{i});
+    for (unsigned p = 1; p <= n.num_ports; ++p) {
+      const routing::Port& port = t.port(NodeId{i}, static_cast<PortNum>(p));
+      if (!port.connected()) continue;
+      LinkKey k{n.guid, static_cast<PortNum>(p), t.node(port.remote_node).guid, port.remote_port};
+      if (std::pair(k.b.value, k.pb) < std::pair(k.a.value, k.pa)) continue;  // once per link
+      out.push_back(k);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle transport,
+                             StoreWriter* store, std::vector<routing::LidRecord> remembered,
+                             StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool,
+                             Hooks hooks)
+    : io_(io),
+      strand_(asio::make_strand(io)),
+      cfg_(std::move(cfg)),
+      transport_(std::move(transport.transport)),
+      sim_control_(std::move(transport.sim_control)),
+      transport_name_(transport_->name()),
+      store_(store),
+      remembered_(std::move(remembered)),
+      publisher_(publisher),
+      events_(events),
+      pool_(pool),
+      hooks_(std::move(hooks)),
+      light_timer_(strand_),
+      heavy_timer_(strand_) {}
+
+SubnetManager::~SubnetManager() = default;
+
+void SubnetManager::start() {
+  asio::post(strand_, [this] {
+    publish(SmState::kDiscovering, {});
+    if (int fd = transport_->event_fd(); fd >= 0) {
+      transport_fd_.emplace(strand_, ::dup(fd));
+    }
+    schedule_heavy_sweep(std::chrono::milliseconds{0}, "start-up");
+    watch_transport();
+  });
+}
+
+void SubnetManager::stop() {
+  stop_source_.request_stop();
+  asio::post(strand_, [this] {
+    stopped_ = true;
+    light_timer_.cancel();
+    heavy_timer_.cancel();
+    if (transport_fd_) {
+      boost::system::error_code ec;
+      transport_fd_->cancel(ec);
+      transport_fd_->close(ec);
+    }
+  });
+}
+
+void SubnetManager::publish(SmState state, std::string last_error) {
+  auto s = std::make_shared<FabricState>();
+  s->generation = ++generation_;
+  s->state = state;
+  s->transport = transport_name_;
+  s->published_at = std::chrono::system_clock::now();
+  s->sweeps = sweeps_;
+  s->last_error = std::move(last_error);
+  const auto prev = publisher_.current();
+  s->reroutes = prev->reroutes;
+  s->last_reroute = prev->last_reroute;
+  s->last_sweep_at = prev->last_sweep_at;
+  if (current_) {
+    const auto& c = *current_;
+    s->topology = std::shared_ptr<const routing::Topology>(current_, &c.sweep.topology);
+    s->lids = std::shared_ptr<const routing::LidMap>(current_, &c.lids.map);
+    s->routes = c.routes;
+    s->sm_node = c.sweep.sm_node;
+    s->sm_port = c.sweep.sm_port;
+    s->sm_lid = c.lids.map.base_lid(c.sweep.topology, c.sweep.sm_node, c.sweep.sm_port);
+    s->engine = c.routes->engine;
+    s->last_bringup = PhaseTimings{c.times.sweep,  c.times.lids,    c.times.route,
+                                   c.times.verify, c.times.program, c.times.total};
+    s->verification.ok = true;
+    s->verification.message = fmt::format(
+        "complete, loop-free, deadlock-free: {} switch/LID pairs, {} VL(s), {} channels, {} "
+        "dependencies",
+        c.verify.pairs_checked, c.verify.num_vls, c.verify.channels, c.verify.dependencies);
+    s->verification.pairs_checked = c.verify.pairs_checked;
+    s->verification.channels = c.verify.channels;
+    s->verification.dependencies = c.verify.dependencies;
+  }
+  if (state == SmState::kMaster && s->last_error.empty()) s->last_sweep_at = s->published_at;
+  publisher_.publish(s);
+  if (hooks_.published) hooks_.published(*s);
+}
+
+void SubnetManager::schedule_heavy_sweep(std::chrono::milliseconds delay, std::string reason) {
+  if (stopped_) return;
+  if (heavy_pending_) {
+    // Already scheduled: coalesce, keep the earlier deadline.
+    if (heavy_timer_.expiry() <= Clock::now() + delay) return;
+  }
+  heavy_pending_ = true;
+  heavy_reason_ = std::move(reason);
+  heavy_timer_.expires_after(delay);
+  heavy_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    heavy_pending_ = false;
+    heavy_sweep(heavy_reason_);
+  });
+}
+
+void SubnetManager::schedule_light_sweep() {
+  if (stopped_ || cfg_.sweep.interval.count() == 0) return;
+  light_timer_.expires_after(cfg_.sweep.interval);
+  light_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    light_sweep();
+  });
+}
+
+SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
+  spdlog::info("heavy sweep ({})", reason);
+  if (current_) publish(SmState::kDiscovering, {});
+  const auto started = std::chrono::system_clock::now();
+
+  BringUpOptions opts = bring_up_options(cfg_);
+  opts.remembered_lids = remembered_;
+  BringUp bring_up(*transport_, pool_);
+  auto result = bring_up.run(opts, current_ ? &held_ : nullptr, stop_source_.get_token());
+  ++sweeps_;
+  const auto ended = std::chrono::system_clock::now();
+
+  SweepRecord rec;
+  rec.started_at = std::chrono::time_point_cast<WallTime::duration>(started);
+  rec.ended_at = std::chrono::time_point_cast<WallTime::duration>(ended);
+  rec.kind = SweepKind::kHeavy;
+
+  if (!result.ok() && result.error().code == Errc::kCancelled) {
+    return SweepReply{false, generation_, "cancelled: subnetd is stopping"};
+  }
+  if (!result.ok()) {
+    const std::string msg = result.error().message;
+    spdlog::error("bring-up failed ({}): {}", reason, msg);
+    rec.outcome = SweepOutcome::kFailed;
+    rec.message = msg;
+    if (store_ != nullptr) store_->record_sweep(std::move(rec));
+    events_.append(EventKind::kError, std::nullopt, std::nullopt, "bring-up failed: " + msg);
+    publish(current_ ? SmState::kMaster : SmState::kFailed, msg);
+    // The previous programming stands; try again later.
+    schedule_heavy_sweep(retry_backoff_, "retry after failure");
+    retry_backoff_ = std::min(kMaxBackoff, retry_backoff_ * 2);
+    return SweepReply{false, generation_, msg};
+  }
+  retry_backoff_ = std::chrono::milliseconds{500};
+
+  BringUpResult& r = *result;
+  // Remember every LID now in use (the store gets the changed ones).
+  {
+    std::unordered_map<Guid, std::size_t> index;
+    for (std::size_t i = 0; i < remembered_.size(); ++i) index[remembered_[i].port_guid] = i;
+    for (const routing::LidRecord& c : r.lids.changed) {
+      auto it = index.find(c.port_guid);
+      if (it != index.end()) {
+        remembered_[it->second].base = c.base;
+      } else {
+        remembered_.push_back(c);
+      }
+    }
+  }
+  if (store_ != nullptr && !r.lids.changed.empty())
+    store_->save_lids(r.lids.changed, cfg_.addressing.lmc);
+  for (const std::string& c : r.lids.conflicts) spdlog::warn("LID conflict: {}", c);
+  for (const std::string& u : r.sweep.unreachable) spdlog::warn("unreachable: {}", u);
+
+  if (current_) log_link_changes(current_->sweep.topology, r.sweep.topology);
+
+  const routing::Topology& t = r.sweep.topology;
+  rec.nodes = static_cast<std::uint32_t>(t.num_nodes());
+  rec.switches = static_cast<std::uint32_t>(t.num_switches());
+  rec.cas = static_cast<std::uint32_t>(t.num_cas());
+  rec.lids = r.lids.lids_used;
+  rec.phases = {{"sweep", us(r.times.sweep)},
+                {"lids", us(r.times.lids)},
+                {"route", us(r.times.route)},
+                {"verify", us(r.times.verify)},
+                {"program", us(r.times.program)}};
+  rec.outcome = SweepOutcome::kOk;
+  rec.message = reason;
+  if (store_ != nullptr) store_->record_sweep(std::move(rec));
+
+  if (!cfg_.dump_dir.empty()) {
+    if (auto d = write_dump_files(cfg_.dump_dir, t, r.lids.map, *r.routes); !d.ok()) {
+      spdlog::warn("dump files: {}", d.error().message);
+    }
+  }
+
+  // What the switches now hold.
+  held_.routes = r.routes;
+  held_.switch_index_by_guid.clear();
+  held_.switch_index_by_guid.reserve(t.num_switches());
+  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+    held_.switch_index_by_guid.emplace(t.node(t.switch_node(s)).guid, s);
+  }
+  const std::string summary = fmt::format(
+      "{} switches, {} CAs, {} LIDs, engine {}, routed in {:.1f} ms, {} LFT blocks sent",
+      t.num_switches(), t.num_cas(), r.lids.lids_used, r.routes->engine,
+      std::chrono::duration<double, std::milli>(r.times.route).count(), r.program.lft_blocks_sent);
+  spdlog::info("subnet up: {}", summary);
+  current_ = std::make_shared<const BringUpResult>(std::move(r));
+  publish(SmState::kMaster, {});
+  events_.append(EventKind::kSweep, std::nullopt, std::nullopt,
+                 fmt::format("heavy sweep ({}): {}", reason, summary));
+  schedule_light_sweep();
+  return SweepReply{true, generation_, summary};
+}
+
+void SubnetManager::log_link_changes(const routing::Topology& before,
+                                     const routing::Topology& after) {
+  std::unordered_map<LinkKey, bool, LinkKeyHash> now;
+  for (const LinkKey& k : links_of(after)) now.emplace(k, false);
+  std::size_t reported = 0;
+  for (const LinkKey& k : links_of(before)) {
+    auto it = now.find(k);
+    if (it != now.end()) {
+      it->second = true;
+      continue;
+    }
+    if (++reported <= 1000) {
+      events_.append(
+          EventKind::kLinkDown, k.a, k.pa,
+          fmt::format("link down: {}[{}] - {}[{}]", guid_str(k.a), k.pa, guid_str(k.b), k.pb));
+    }
+  }
+  for (const auto& [k, seen] : now) {
+    if (seen) continue;
+    if (++reported <= 1000) {
+      events_.append(
+          EventKind::kLinkUp, k.a, k.pa,
+          fmt::format("link up: {}[{}] - {}[{}]", guid_str(k.a), k.pa, guid_str(k.b), k.pb));
+    }
+  }
+}
+
+void SubnetManager::light_sweep() {
+  if (!current_ || heavy_pending_) {
+    schedule_light_sweep();
+    return;
+  }
+  const BringUpResult& c = *current_;
+  discovery::PipelineOptions popts;
+  popts.window = cfg_.sweep.smp_window;
+  popts.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
+  popts.retries = cfg_.sweep.retries;
+  discovery::SmpPipeline pipe(*transport_, popts);
+  pipe.set_unsolicited_handler(
+      [this](const mad::Smp& smp, const discovery::Mad& m) { handle_unsolicited(smp, m); });
+  std::string change;
+  const routing::Topology& t = c.sweep.topology;
+  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+    const NodeId n = t.switch_node(s);
+    pipe.submit(
+        mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kSwitchInfo, 0, c.sweep.paths.path(n), 0),
+        0, [&change, &t, n](Result<mad::Smp> r) {
+          if (!change.empty()) return;
+          if (!r.ok()) {
+            change = fmt::format("switch \"{}\" does not answer", t.node(n).description);
+          } else if (mad::SwitchInfo::decode(mad::data_of(*r)).port_state_change) {
+            change = fmt::format("port state change on switch \"{}\"", t.node(n).description);
+          }
+        });
+  }
+  if (auto r = pipe.run(); !r.ok()) change = "light sweep: " + r.error().message;
+  if (!change.empty()) {
+    spdlog::info("light sweep: {}", change);
+    schedule_heavy_sweep(std::chrono::milliseconds{0}, "light sweep: " + change);
+    return;
+  }
+  schedule_light_sweep();
+}
+
+void SubnetManager::watch_transport() {
+  if (stopped_) return;
+  if (!transport_fd_) {
+    // No descriptor to wait on: poll.
+    auto poll = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds{10});
+    poll->async_wait([this, poll](boost::system::error_code ec) {
+      if (ec || stopped_) return;
+      drain_transport();
+      watch_transport();
+    });
+    return;
+  }
+  transport_fd_->async_wait(asio::posix::stream_descriptor::wait_read,
+                            [this](boost::system::error_code ec) {
+                              if (ec || stopped_) return;
+                              drain_transport();
+                              watch_transport();
+                            });
+}
+
+void SubnetManager::drain_transport() {
+  for (int i = 0; i < 4096; ++i) {
+    auto got = transport_->receive(std::chrono::microseconds{0});
+    if (!got.ok()) {
+      spdlog::error("transport {}: {}", transport_name_, got.error().message);
+      return;
+    }
+    if (!got->has_value()) return;
+    const discovery::Mad& m = **got;
+    auto smp = mad::decode_smp(m.data);
+    if (!smp.ok()) {
+      spdlog::debug("dropped malformed MAD: {}", smp.error().message);
+      continue;
+    }
+    if (!smp->is_response()) handle_unsolicited(*smp, m);
+    // Responses here are late answers to finished pipelines: nothing waits for them.
+  }
+}
+
+void SubnetManager::handle_unsolicited(const mad::Smp& smp, const discovery::Mad& m) {
+  if (smp.method != mad::Method::kTrap || smp.attr_id != mad::AttrId::kNotice) return;
+  // Repress at once, as the SMA keeps repeating the trap until we do.
+  mad::Smp repress = smp;
+  repress.method = mad::Method::kTrapRepress;
+  repress.status = 0;
+  discovery::Mad out;
+  mad::encode_smp(repress, std::span<std::uint8_t, discovery::kMadSize>(out.data));
+  out.dlid = m.slid;
+  out.slid = m.dlid;
+  if (auto r = transport_->send(out); !r.ok()) spdlog::warn("TrapRepress: {}", r.error().message);
+
+  const mad::Notice notice = mad::Notice::decode(mad::data_of(smp));
+  TrapEvent ev;
+  ev.trap_number = notice.trap_number;
+  ev.received_at = transport_->now();
+  const bool extended = cfg_.addressing.lid_bits != 16;
+  ev.issuer_lid = notice.trap_number == 128 ? notice.trap128_lid(extended) : notice.issuer_lid;
+  spdlog::info("trap {} from LID {:#x}", ev.trap_number, ev.issuer_lid);
+  if (notice.trap_number != 128) return;
+  if (hooks_.fast_path && hooks_.fast_path(ev)) return;
+  schedule_heavy_sweep(kTrapDebounce, fmt::format("trap 128 from LID {:#x}", ev.issuer_lid));
+}
+
+void SubnetManager::reload(Config cfg, std::string source) {
+  asio::post(strand_, [this, cfg = std::move(cfg), source = std::move(source)]() mutable {
+    std::vector<std::string> ignored;
+    if (cfg.fabric.transport != cfg_.fabric.transport ||
+        cfg.fabric.topology != cfg_.fabric.topology || cfg.fabric.ca != cfg_.fabric.ca ||
+        cfg.fabric.port != cfg_.fabric.port) {
+      ignored.push_back("fabric");
+    }
+    if (cfg.addressing.lid_bits != cfg_.addressing.lid_bits ||
+        cfg.addressing.lmc != cfg_.addressing.lmc) {
+      ignored.push_back("addressing");
+    }
+    if (cfg.store.path != cfg_.store.path) ignored.push_back("store");
+    if (cfg.api.socket != cfg_.api.socket || cfg.api.tcp != cfg_.api.tcp) ignored.push_back("api");
+    const bool reroute = cfg.routing.engine != cfg_.routing.engine ||
+                         cfg.routing.root_guids != cfg_.routing.root_guids;
+    Config next = cfg;
+    next.fabric = cfg_.fabric;
+    next.addressing = cfg_.addressing;
+    next.store = cfg_.store;
+    next.api = cfg_.api;
+    cfg_ = std::move(next);
+    std::string msg = fmt::format("configuration reloaded from {}", source);
+    if (!ignored.empty()) {
+      msg += fmt::format("; changes to {} need a restart and were not applied",
+                         fmt::join(ignored, ", "));
+    }
+    spdlog::info("{}", msg);
+    events_.append(EventKind::kConfigReload, std::nullopt, std::nullopt, msg);
+    light_timer_.cancel();
+    schedule_light_sweep();
+    if (reroute)
+      schedule_heavy_sweep(std::chrono::milliseconds{0}, "routing configuration changed");
+  });
+}
+
+std::future<SweepReply> SubnetManager::trigger_sweep(std::string reason) {
+  auto promise = std::make_shared<std::promise<SweepReply>>();
+  auto fut = promise->get_future();
+  asio::post(strand_, [this, promise, reason = std::move(reason)] {
+    if (stopped_) {
+      promise->set_value(SweepReply{false, generation_, "subnetd is stopping"});
+      return;
+    }
+    heavy_timer_.cancel();
+    heavy_pending_ = false;
+    promise->set_value(heavy_sweep(reason));
+  });
+  return fut;
+}
+
+std::future<Result<std::string>> SubnetManager::verify_routing() {
+  auto promise = std::make_shared<std::promise<Result<std::string>>>();
+  auto fut = promise->get_future();
+  asio::post(strand_, [this, promise] {
+    if (!current_) {
+      promise->set_value(
+          Error{Errc::kUnreachable, "no routing yet: the first sweep has not finished"});
+      return;
+    }
+    const BringUpResult& c = *current_;
+    auto v = routing::verify(c.sweep.topology, c.lids.map, *c.routes, pool_, {});
+    if (!v.ok()) {
+      promise->set_value(v.error());
+      return;
+    }
+    promise->set_value(fmt::format(
+        "complete, loop-free, deadlock-free: {} switch/LID pairs, {} VL(s), {} channels, {} "
+        "dependencies, {:.1f} ms",
+        v->pairs_checked, v->num_vls, v->channels, v->dependencies, v->total_seconds * 1000.0));
+  });
+  return fut;
+}
+
+std::future<Result<void>> SubnetManager::set_port_enabled(Guid node_guid, PortNum port,
+                                                          bool enabled, std::string who) {
+  auto promise = std::make_shared<std::promise<Result<void>>>();
+  auto fut = promise->get_future();
+  asio::post(strand_, [this, promise, node_guid, port, enabled, who = std::move(who)] {
+    if (!current_) {
+      promise->set_value(Error{Errc::kUnreachable, "the first sweep has not finished"});
+      return;
+    }
+    const BringUpResult& c = *current_;
+    const routing::Topology& t = c.sweep.topology;
+    auto node = t.find_by_guid(node_guid);
+    if (!node) {
+      promise->set_value(
+          Error{Errc::kNotFound, fmt::format("no node with GUID {}", guid_str(node_guid))});
+      return;
+    }
+    if (port == 0 || port > t.node(*node).num_ports) {
+      promise->set_value(Error{Errc::kOutOfRange, fmt::format("\"{}\" has ports 1..{}, not {}",
+                                                              t.node(*node).description,
+                                                              t.node(*node).num_ports, port)});
+      return;
+    }
+    if (*node == c.sweep.sm_node && port == c.sweep.sm_port && !enabled) {
+      promise->set_value(Error{Errc::kInvalidArgument, "refusing to disable the SM's own port"});
+      return;
+    }
+    // Disabling via PortPhysicalState (as ibportstate does); keep the LID
+    // fields of an endpoint port as they are.
+    mad::PortInfo pi;
+    pi.local_port_num = port;
+    pi.port_phys_state = enabled ? kPhysPolling : kPhysDisabled;
+    if (t.node(*node).type != routing::NodeType::kSwitch) {
+      pi.lid = static_cast<std::uint16_t>(
+          std::min<std::uint32_t>(c.lids.map.base_lid(t, *node, port).value, 0xFFFF));
+      pi.master_sm_lid = static_cast<std::uint16_t>(std::min<std::uint32_t>(
+          c.lids.map.base_lid(t, c.sweep.sm_node, c.sweep.sm_port).value, 0xFFFF));
+      pi.lmc = c.lids.map.lmc;
+    }
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, port,
+                                    c.sweep.paths.path(*node), 0);
+    pi.encode(mad::data_of(smp));
+    discovery::PipelineOptions popts;
+    popts.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
+    popts.retries = cfg_.sweep.retries;
+    discovery::SmpPipeline pipe(*transport_, popts);
+    Result<void> outcome;
+    pipe.submit(smp, 0, [&outcome](Result<mad::Smp> r) {
+      if (!r.ok()) outcome = r.error();
+    });
+    if (auto r = pipe.run(); !r.ok()) outcome = r.error();
+    if (!outcome.ok()) {
+      promise->set_value(outcome);
+      return;
+    }
+    events_.append(enabled ? EventKind::kPortEnable : EventKind::kPortDisable, node_guid, port,
+                   fmt::format("port {} of \"{}\" {} by {}", port, t.node(*node).description,
+                               enabled ? "enabled" : "disabled", who));
+    promise->set_value(Result<void>{});
+    heavy_timer_.cancel();
+    heavy_pending_ = false;
+    heavy_sweep(fmt::format("port {} of \"{}\" {}", port, t.node(*node).description,
+                            enabled ? "enabled" : "disabled"));
+  });
+  return fut;
+}
+
+}  // namespace subnetd::daemon

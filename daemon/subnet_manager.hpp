@@ -1,0 +1,128 @@
+#pragma once
+// SubnetManager: the SM state machine of the long-running daemon.
+//
+// Owner: run_daemon (subnetd_main.cpp). Threads: everything here runs on one
+// Boost.Asio strand (the "SM strand") — topology, LIDs, routes and the sweep
+// state machine are touched nowhere else. Other threads (gRPC handlers,
+// signal handling) reach it only through SmControl, whose calls post onto the
+// strand and return futures. Heavy routing uses the WorkerPool; SQLite writes
+// go to the StoreWriter thread; readers see only published FabricState.
+//
+// Life cycle: start() posts the first heavy sweep (bring-up). Then:
+//  - traps (trap 128 link state change) are repressed at once and handed to
+//    the fast-path hook; if the hook does not repair the fabric (or there is
+//    none), a heavy sweep is scheduled (debounced, so a burst of traps costs
+//    one sweep);
+//  - a periodic light sweep reads every switch's SwitchInfo:PortStateChange
+//    (and notices silent switches) and escalates to a heavy sweep on change;
+//  - a failed bring-up keeps the previous programming and published state
+//    and retries with backoff.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/bringup.hpp"
+#include "daemon/config.hpp"
+#include "daemon/control.hpp"
+#include "daemon/event_log.hpp"
+#include "daemon/fabric_state.hpp"
+#include "daemon/store.hpp"
+#include "daemon/transport_factory.hpp"
+#include "discovery/mad/smp.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::daemon {
+
+// What a trap told us, for the fast path.
+struct TrapEvent {
+  std::uint16_t trap_number = 0;
+  std::uint32_t issuer_lid = 0;            // LIDADDR of trap 128 (the switch whose port changed)
+  std::chrono::nanoseconds received_at{};  // transport time
+};
+
+class SubnetManager final : public SmControl {
+ public:
+  struct Hooks {
+    // After every publish, on the strand (systemd STATUS/READY, logging).
+    std::function<void(const FabricState&)> published;
+    // Fast path for traps (issue 7's rerouter). Returns true when it repaired
+    // routing itself; false schedules a heavy sweep.
+    std::function<bool(const TrapEvent&)> fast_path;
+  };
+
+  SubnetManager(boost::asio::io_context& io, Config cfg, TransportBundle transport,
+                StoreWriter* store, std::vector<routing::LidRecord> remembered,
+                StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool,
+                Hooks hooks);
+  ~SubnetManager() override;
+
+  void start();
+  // Stops timers and I/O and cancels a bring-up in progress (it returns
+  // kCancelled at its next check). Any thread.
+  void stop();
+  // Applies a new, already validated config (SIGHUP). Keys that need a
+  // restart (fabric, addressing, store, api) are reported and ignored.
+  void reload(Config cfg, std::string source);
+
+  // SmControl (any thread).
+  std::future<SweepReply> trigger_sweep(std::string reason) override;
+  std::future<Result<std::string>> verify_routing() override;
+  std::future<Result<void>> set_port_enabled(Guid node_guid, PortNum port, bool enabled,
+                                             std::string who) override;
+
+  SimControl* sim_control() { return sim_control_.get(); }
+  const std::string& transport_name() const { return transport_name_; }
+
+ private:
+  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+  SweepReply heavy_sweep(const std::string& reason);
+  void light_sweep();
+  void schedule_light_sweep();
+  void schedule_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
+  void watch_transport();
+  void drain_transport();
+  void handle_unsolicited(const discovery::mad::Smp& smp, const discovery::Mad& mad);
+  void publish(SmState state, std::string last_error);
+  void log_link_changes(const routing::Topology& before, const routing::Topology& after);
+
+  boost::asio::io_context& io_;
+  Strand strand_;
+  Config cfg_;
+  std::unique_ptr<discovery::Transport> transport_;
+  std::unique_ptr<SimControl> sim_control_;
+  std::string transport_name_;
+  StoreWriter* store_;
+  std::vector<routing::LidRecord> remembered_;
+  StatePublisher& publisher_;
+  EventLog& events_;
+  routing::WorkerPool& pool_;
+  Hooks hooks_;
+
+  std::optional<boost::asio::posix::stream_descriptor> transport_fd_;
+  boost::asio::steady_timer light_timer_;
+  boost::asio::steady_timer heavy_timer_;
+  bool heavy_pending_ = false;
+  std::string heavy_reason_;
+  bool stopped_ = false;
+  // Cancels a running bring-up at shutdown (requested from any thread).
+  std::stop_source stop_source_;
+  std::chrono::milliseconds retry_backoff_{500};
+
+  // The last successful bring-up: what the switches hold.
+  std::shared_ptr<const BringUpResult> current_;
+  discovery::HeldTables held_;
+  std::uint64_t generation_ = 0;
+  std::uint64_t sweeps_ = 0;
+};
+
+}  // namespace subnetd::daemon
