@@ -89,21 +89,24 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
       }
     }
     if (sw) {
+      // SwitchInfo: LinearFDBTop (16-bit mode) and a write of 1 to
+      // PortStateChange, which clears it: this sweep has seen the changes.
       ++report.switch_info_sets;
+      mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0, path(n), 0);
+      mad::SwitchInfo si;
+      si.linear_fdb_top =
+          static_cast<std::uint16_t>(std::min<std::uint32_t>(routes.max_lid.value, 0xFFFF));
+      si.life_time_value = 18;
+      si.port_state_change = true;
+      si.encode(mad::data_of(smp));
+      pipeline.submit(smp, 0, fail_to(n, 0));
       if (extended) {
-        mad::Smp smp =
+        mad::Smp ext =
             mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtSwitchInfo, 0, path(n), 0);
         mad::ExtSwitchInfo e;
         e.linear_fdb_top = routes.max_lid.value;
-        e.encode(mad::data_of(smp));
-        pipeline.submit(smp, 0, fail_to(n, 0));
-      } else {
-        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0, path(n), 0);
-        mad::SwitchInfo si;
-        si.linear_fdb_top = static_cast<std::uint16_t>(routes.max_lid.value);
-        si.life_time_value = 18;
-        si.encode(mad::data_of(smp));
-        pipeline.submit(smp, 0, fail_to(n, 0));
+        e.encode(mad::data_of(ext));
+        pipeline.submit(ext, 0, fail_to(n, 0));
       }
     }
   }
