@@ -62,6 +62,8 @@ const char* drop_reason_name(DropReason r) {
       return "no_sm";
     case DropReason::kUnexpected:
       return "unexpected";
+    case DropReason::kSilentNode:
+      return "silent_node";
     case DropReason::kCount:
       break;
   }
@@ -94,6 +96,7 @@ SimCore::SimCore(routing::Topology topo, const SimOptions& opts, PortRef sm)
   ports_.resize(topo_.num_ports_total());
   switches_.resize(topo_.num_switches());
   powered_.assign(nodes, 1);
+  silent_.assign(nodes, 0);
   lfts_.resize(topo_.num_switches());
   sl2vl_.resize(nodes);
   vlarb_.resize(nodes);
@@ -418,6 +421,7 @@ void SimCore::dr_return(std::uint32_t pk, NodeId node, PortNum in) {
 
 void SimCore::to_sma(std::uint32_t pk, NodeId node, PortNum in) {
   const mad::Smp& s = pool_[pk].smp;
+  if (silent_[node.value] != 0) return drop(pk, DropReason::kSilentNode);
   // SMInfo at the SM's own port is the SM's business, not the SMA's.
   if (node == sm_.node && in == sm_.port && s.attr_id == mad::AttrId::kSmInfo && !s.is_response()) {
     const bool lid_routed = !s.directed() || !permissive(s.dr_dlid);

@@ -75,6 +75,9 @@ class SimCore {
   void set_link_failed(PortRef end, bool failed);
   void set_powered(NodeId node, bool powered);
   void set_drop_probability(double p) { drop_probability_ = p; }
+  // A silent node's SMA drops every SMP that reaches it (a hung management
+  // agent); its links stay up and switches keep forwarding.
+  void set_silent(NodeId node, bool silent) { silent_[node.value] = silent ? 1 : 0; }
 
   // ---- inspection
   const routing::Topology& topology() const { return topo_; }
@@ -212,6 +215,7 @@ class SimCore {
   std::vector<PortSim> ports_;         // parallel to topo_.ports()
   std::vector<SwitchSim> switches_;    // by switch_index
   std::vector<std::uint8_t> powered_;  // by node
+  std::vector<std::uint8_t> silent_;   // by node: SMA does not answer (fault injection)
   // Allocated on first write (empty otherwise).
   std::vector<std::vector<std::uint8_t>> lfts_;   // by switch_index, LID-indexed
   std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (in, out) or port

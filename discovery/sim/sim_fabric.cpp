@@ -268,6 +268,15 @@ Result<void> SimFabric::set_drop_probability(double p) {
   return {};
 }
 
+Result<void> SimFabric::set_node_silent(NodeId node, bool silent) {
+  std::lock_guard lock(mu_);
+  if (node.value >= core_.topology().num_nodes()) {
+    return Error{Errc::kNotFound, fmt::format("simulator: no node with index {}", node.value)};
+  }
+  core_.set_silent(node, silent);
+  return {};
+}
+
 // ------------------------------------------------------------------ inspection
 
 SimStats SimFabric::stats() const {

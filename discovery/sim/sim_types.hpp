@@ -88,6 +88,7 @@ enum class DropReason : std::uint8_t {
   kSmaQueueFull,     // latency model: SMA queue full
   kNoSm,             // a response or trap reached a port where no SM listens
   kUnexpected,       // an SMA received a response or a trap
+  kSilentNode,       // reached the SMA of a node made silent by fault injection
   kCount,
 };
 inline constexpr std::size_t kNumDropReasons = static_cast<std::size_t>(DropReason::kCount);
