@@ -99,7 +99,15 @@ class Sweep {
           std::max<std::uint32_t>(out_.max_hops, static_cast<std::uint32_t>(path.size()));
     }
     const PortNum arrival = ni.local_port_num;
-    if (type != NodeType::kSwitch) t.mutable_port(node, arrival).guid = Guid{ni.port_guid};
+    if (type != NodeType::kSwitch) {
+      t.mutable_port(node, arrival).guid = Guid{ni.port_guid};
+    } else if (is_new) {
+      // A switch's PortGUID is its port 0's (shared by all its ports); IBA
+      // does not make it equal the node GUID, and LIDs are keyed by it.
+      for (unsigned p = 0; p <= ni.num_ports; ++p) {
+        t.mutable_port(node, static_cast<PortNum>(p)).guid = Guid{ni.port_guid};
+      }
+    }
 
     if (!parent.valid()) {
       out_.sm_node = node;
