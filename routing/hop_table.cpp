@@ -32,21 +32,23 @@ struct BfsScratch {
   }
 };
 
-// One bit-parallel reverse BFS from destinations [t0, t0+64). Bit b of a
-// switch's word stands for destination t0+b. Writes hops (and down bits) into
-// `table` when given, and the deepest level reached per destination into
-// `depth` when given. Pull formulation: at each level every switch not yet
-// reached for all 64 destinations ORs its out-neighbours' frontier words.
+// One bit-parallel reverse BFS from up to 64 switches at once: bit b of a
+// switch's word stands for batch[b]. With `table`, the batch must be the 64
+// consecutive switches from t0 (a multiple of 64) and hops (and down bits)
+// are written to their columns. With `far`, far[v] becomes at least the
+// deepest level at which v was reached from any of the batch. Pull
+// formulation: at each level every switch not yet reached for the whole batch
+// ORs its out-neighbours' frontier words.
 template <Rule kRule>
 std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                              std::uint32_t t0, BfsScratch& w, HopTable* table,
-                              std::uint32_t* depth) {
+                              std::span<const std::uint32_t> batch, std::uint32_t t0, BfsScratch& w,
+                              HopTable* table, std::uint32_t* far) {
   const std::uint32_t n = g.num_switches();
-  const std::uint32_t width = std::min<std::uint32_t>(64, n - t0);
+  const auto width = static_cast<std::uint32_t>(batch.size());
   const std::uint64_t full = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
   w.reset(n);
   for (std::uint32_t b = 0; b < width; ++b) {
-    const std::uint32_t t = t0 + b;
+    const std::uint32_t t = batch[b];
     const std::uint64_t bit = std::uint64_t{1} << b;
     w.reached[t] |= bit;
     w.front[t] |= bit;
@@ -85,6 +87,7 @@ std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_
       if (fresh == 0) continue;
       any |= fresh;
       w.reached[v] |= fresh;
+      if (far != nullptr) far[v] = std::max(far[v], level);
       if (table != nullptr) {
         if (level > HopTable::kMaxHops) {
           return Error{Errc::kUnsupported,
@@ -100,31 +103,41 @@ std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_
       }
     }
     if (any == 0) break;
-    if (depth != nullptr) {
-      for (std::uint64_t m = any; m != 0; m &= m - 1) depth[t0 + std::countr_zero(m)] = level;
-    }
     w.front.swap(w.next);
     w.front_down.swap(w.next_down);
   }
   return std::nullopt;
 }
 
-// Runs bfs_pass over all 64-destination batches on the pool. Returns the error
-// of the lowest failing batch, so the outcome does not depend on scheduling.
+// Runs bfs_pass over `sources` in batches of 64 on the pool (sources empty:
+// all switches, in index order, into `table`). far_by_slot, when given, gets
+// one array per pool slot. Returns the error of the lowest failing batch, so
+// the outcome does not depend on scheduling.
 template <Rule kRule>
-Result<void> run_passes(const SwitchGraph& g, std::span<const std::uint32_t> pos, HopTable* table,
-                        std::uint32_t* depth, WorkerPool& pool, std::stop_token stop) {
+Result<void> run_passes(const SwitchGraph& g, std::span<const std::uint32_t> pos,
+                        std::span<const std::uint32_t> sources, HopTable* table,
+                        std::vector<std::vector<std::uint32_t>>* far_by_slot, WorkerPool& pool,
+                        std::stop_token stop) {
   const std::uint32_t n = g.num_switches();
-  const std::uint32_t batches = (n + 63) / 64;
+  std::vector<std::uint32_t> all;
+  if (sources.empty()) {
+    all.resize(n);
+    for (std::uint32_t s = 0; s < n; ++s) all[s] = s;
+    sources = all;
+  }
+  const auto batches = static_cast<std::uint32_t>((sources.size() + 63) / 64);
   std::vector<BfsScratch> scratch(pool.size());
+  if (far_by_slot != nullptr) far_by_slot->assign(pool.size(), std::vector<std::uint32_t>(n, 0));
   std::mutex err_mu;
   std::optional<std::pair<std::uint32_t, Error>> first_error;
   std::atomic<bool> failed{false};
   pool.parallel_for(batches, 1, [&](std::size_t begin, std::size_t end, unsigned slot) {
     for (std::size_t b = begin; b < end; ++b) {
       if (stop.stop_requested() || failed.load(std::memory_order_relaxed)) return;
-      auto err =
-          bfs_pass<kRule>(g, pos, static_cast<std::uint32_t>(b * 64), scratch[slot], table, depth);
+      const auto batch =
+          sources.subspan(b * 64, std::min<std::size_t>(64, sources.size() - b * 64));
+      auto err = bfs_pass<kRule>(g, pos, batch, static_cast<std::uint32_t>(b * 64), scratch[slot],
+                                 table, far_by_slot ? (*far_by_slot)[slot].data() : nullptr);
       if (err) {
         std::lock_guard lock(err_mu);
         if (!first_error || first_error->first > b) {
@@ -143,7 +156,7 @@ Result<void> run_passes(const SwitchGraph& g, std::span<const std::uint32_t> pos
 
 Result<HopTable> shortest_hops(const SwitchGraph& g, WorkerPool& pool, std::stop_token stop) {
   HopTable table(g.num_switches());
-  SUBNETD_TRY((run_passes<Rule::kShortest>(g, {}, &table, nullptr, pool, stop)));
+  SUBNETD_TRY((run_passes<Rule::kShortest>(g, {}, {}, &table, nullptr, pool, stop)));
   return table;
 }
 
@@ -155,15 +168,28 @@ Result<HopTable> updown_hops(const SwitchGraph& g, std::span<const std::uint32_t
                              order_pos.size(), g.num_switches())};
   }
   HopTable table(g.num_switches());
-  SUBNETD_TRY((run_passes<Rule::kUpDown>(g, order_pos, &table, nullptr, pool, stop)));
+  SUBNETD_TRY((run_passes<Rule::kUpDown>(g, order_pos, {}, &table, nullptr, pool, stop)));
   return table;
+}
+
+Result<std::vector<std::uint32_t>> farthest_hops(const SwitchGraph& g,
+                                                 std::span<const std::uint32_t> sources,
+                                                 WorkerPool& pool, std::stop_token stop) {
+  std::vector<std::uint32_t> far(g.num_switches(), 0);
+  if (sources.empty()) return far;
+  std::vector<std::vector<std::uint32_t>> by_slot;
+  SUBNETD_TRY((run_passes<Rule::kShortest>(g, {}, sources, nullptr, &by_slot, pool, stop)));
+  for (const auto& slot : by_slot) {
+    for (std::uint32_t v = 0; v < far.size(); ++v) far[v] = std::max(far[v], slot[v]);
+  }
+  return far;
 }
 
 Result<std::vector<std::uint32_t>> eccentricities(const SwitchGraph& g, WorkerPool& pool,
                                                   std::stop_token stop) {
-  std::vector<std::uint32_t> depth(g.num_switches(), 0);
-  SUBNETD_TRY((run_passes<Rule::kShortest>(g, {}, nullptr, depth.data(), pool, stop)));
-  return depth;
+  std::vector<std::uint32_t> all(g.num_switches());
+  for (std::uint32_t s = 0; s < all.size(); ++s) all[s] = s;
+  return farthest_hops(g, all, pool, stop);
 }
 
 }  // namespace subnetd::routing

@@ -80,6 +80,12 @@ Result<HopTable> shortest_hops(const SwitchGraph& g, WorkerPool& pool, std::stop
 Result<HopTable> updown_hops(const SwitchGraph& g, std::span<const std::uint32_t> order_pos,
                              WorkerPool& pool, std::stop_token stop);
 
+// For each switch, the largest shortest-hop distance to any of `sources` in
+// its component (0 when there is none). Bit-parallel like the tables.
+Result<std::vector<std::uint32_t>> farthest_hops(const SwitchGraph& g,
+                                                 std::span<const std::uint32_t> sources,
+                                                 WorkerPool& pool, std::stop_token stop);
+
 // Largest shortest-hop distance from each switch to any switch of its
 // component (0 for an isolated switch).
 Result<std::vector<std::uint32_t>> eccentricities(const SwitchGraph& g, WorkerPool& pool,

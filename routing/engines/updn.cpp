@@ -78,66 +78,78 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
     }
   }
 
-  // Automatic roots for the parts without a configured one.
-  if (std::find(part_has_root.begin(), part_has_root.end(), 0) != part_has_root.end()) {
-    std::vector<std::uint32_t> leaves;
-    for (std::uint32_t s = 0; s < n; ++s) {
-      if (g.has_endpoints(s)) leaves.push_back(s);
-    }
-    const std::vector<std::uint32_t> height = hops_to_nearest(g, leaves);
-    std::vector<std::uint32_t> max_height(parts, 0);
-    std::vector<std::uint8_t> has_leaf(parts, 0);
-    for (std::uint32_t s = 0; s < n; ++s) {
-      const std::uint32_t c = g.component(s);
-      if (height[s] == kUnset) continue;
-      has_leaf[c] = 1;
-      max_height[c] = std::max(max_height[c], height[s]);
-    }
-    std::optional<std::vector<std::uint32_t>> ecc;
-    std::vector<std::uint32_t> centre(parts, kUnset);
-    for (std::uint32_t c = 0; c < parts; ++c) {
-      if (part_has_root[c] == 0 && (has_leaf[c] == 0 || max_height[c] == 0) && !ecc) {
-        auto e = eccentricities(g, pool, stop);
-        if (!e.ok()) return e.error();
-        ecc = std::move(e).value();
-      }
-    }
-    if (ecc) {
-      for (std::uint32_t s = 0; s < n; ++s) {
-        std::uint32_t& best = centre[g.component(s)];
-        if (best == kUnset ||
-            std::make_pair((*ecc)[s], guid_of(s)) < std::make_pair((*ecc)[best], guid_of(best))) {
-          best = s;
-        }
-      }
-    }
-    std::vector<std::uint32_t> top_count(parts, 0);
-    for (std::uint32_t s = 0; s < n; ++s) {
-      const std::uint32_t c = g.component(s);
-      if (part_has_root[c] != 0) continue;
-      const bool top_tier = has_leaf[c] != 0 && max_height[c] > 0;
-      if (top_tier ? height[s] == max_height[c] : centre[c] == s) {
-        is_root[s] = 1;
-        ++top_count[c];
-      }
-    }
-    for (std::uint32_t c = 0; c < parts; ++c) {
-      if (part_has_root[c] != 0) continue;
-      if (has_leaf[c] != 0 && max_height[c] > 0) {
-        order.notes.push_back(
-            fmt::format("part {}: {} root(s), the switches {} hops from the nearest CA", c,
-                        top_count[c], max_height[c]));
-      } else {
-        order.notes.push_back(fmt::format("part {}: root {} (least eccentricity, {} hops)", c,
-                                          describe(topo, centre[c]), (*ecc)[centre[c]]));
-      }
-    }
-  }
-
+  // Parts without configured roots. Tiered parts — some switch carries no CA
+  // and is at least a hop from every CA switch, as in fat trees and PGFTs,
+  // degraded or not — rank by height (hops to the nearest CA switch): rank =
+  // max height - height, so the tier farthest from the CAs is on top and is
+  // the root set. Heights barely move when links fail (a core keeps height 2
+  // while any of its aggregation switches keeps an edge link), so neither
+  // does the order. Other parts (CAs on every switch, or none) get one root
+  // at their centre (least eccentricity, lowest GUID) and BFS ranks from it.
+  std::vector<std::uint32_t> leaves;
+  std::vector<std::uint8_t> has_leaf(parts, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    if (is_root[s] != 0) order.roots.push_back(s);
+    if (g.has_endpoints(s) && part_has_root[g.component(s)] == 0) {
+      leaves.push_back(s);
+      has_leaf[g.component(s)] = 1;
+    }
   }
-  order.rank = hops_to_nearest(g, order.roots);
+  const std::vector<std::uint32_t> height = hops_to_nearest(g, leaves);
+  std::vector<std::uint32_t> max_height(parts, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (height[s] != kUnset)
+      max_height[g.component(s)] = std::max(max_height[g.component(s)], height[s]);
+  }
+  auto tiered = [&](std::uint32_t c) {
+    return part_has_root[c] == 0 && has_leaf[c] != 0 && max_height[c] > 0;
+  };
+  std::vector<std::uint32_t> centre(parts, kUnset);
+  for (std::uint32_t c = 0; c < parts; ++c) {
+    if (part_has_root[c] != 0 || tiered(c)) continue;
+    auto ecc = eccentricities(g, pool, stop);  // once: the loop ends below
+    if (!ecc.ok()) return ecc.error();
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint32_t cs = g.component(s);
+      if (part_has_root[cs] != 0 || tiered(cs)) continue;
+      std::uint32_t& best = centre[cs];
+      if (best == kUnset ||
+          std::make_pair((*ecc)[s], guid_of(s)) < std::make_pair((*ecc)[best], guid_of(best))) {
+        best = s;
+      }
+    }
+    for (std::uint32_t cc = 0; cc < parts; ++cc) {
+      if (centre[cc] != kUnset) {
+        order.notes.push_back(
+            fmt::format("part {}: root {} at the centre ({} hops to the farthest switch)", cc,
+                        describe(topo, centre[cc]), (*ecc)[centre[cc]]));
+      }
+    }
+    break;
+  }
+  std::vector<std::uint32_t> bfs_roots;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    const std::uint32_t c = g.component(s);
+    if (is_root[s] != 0 || centre[c] == s) bfs_roots.push_back(s);
+  }
+  order.rank = hops_to_nearest(g, bfs_roots);
+  std::vector<std::uint32_t> top_tier(parts, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    const std::uint32_t c = g.component(s);
+    if (!tiered(c)) continue;
+    order.rank[s] = max_height[c] - height[s];
+    if (order.rank[s] == 0) ++top_tier[c];
+  }
+  for (std::uint32_t c = 0; c < parts; ++c) {
+    if (tiered(c)) {
+      order.notes.push_back(fmt::format(
+          "part {}: tiers by distance from the CAs; {} root(s) in the top tier, {} hops from the "
+          "nearest CA switch",
+          c, top_tier[c], max_height[c]));
+    }
+  }
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (order.rank[s] == 0) order.roots.push_back(s);
+  }
 
   // Placement: per part, grow from its lowest-GUID root, always taking the
   // smallest (rank, GUID) switch adjacent to those already placed.

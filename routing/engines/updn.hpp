@@ -8,23 +8,28 @@
 // (ascending); every dependency a route creates points forward.
 //
 // The order (updn_order):
-//  1. Roots: the configured root GUIDs; for each connected part of the fabric
-//     without one, chosen automatically: the switches farthest from every
-//     CA/router (the top tier of a fat tree: its spines or cores) when such
-//     switches exist (height >= 1), else the switch of least eccentricity
-//     (the graph's centre; lowest GUID on ties) — rings, tori, meshes and
-//     random graphs carry CAs on every switch.
-//  2. rank(s) = hops from s to the nearest root (OpenSM's ranking).
-//  3. Position: starting from the lowest-GUID root of each part, switches are
+//  1. Ranks. With configured root GUIDs: hops to the nearest root (OpenSM's
+//     ranking). Without, per connected part of the fabric:
+//     - tiered parts (some switches carry no CA and sit a hop or more from
+//       every CA switch: fat trees, PGFTs): rank = max height - height,
+//       height = hops to the nearest CA-carrying switch. The tier farthest
+//       from the CAs (spines, cores) is on top with rank 0. Heights hardly
+//       change when links fail, so a degraded fat tree keeps its tiers.
+//     - other parts (CAs on every switch — rings, tori, meshes, random
+//       graphs, dragonflies — or no CAs): one root at the centre (least
+//       eccentricity, lowest GUID on ties), rank = hops from it.
+//     The roots are the rank-0 switches.
+//  2. Position: starting from the lowest-GUID root of each part, switches are
 //     added one at a time, always the smallest (rank, GUID) among those next
-//     to the switches already placed. With a single root this is exactly
-//     (rank, GUID) order. With several roots it still leaves one switch with
-//     no up-link per part (every other switch is next to an earlier one), and
-//     that is what makes every pair routable: ordering purely by (rank, GUID)
-//     makes every root a dead end upward, so two roots that are not cabled to
-//     each other (fat-tree spines never are) could not reach one another.
-//     In a fat tree this costs nothing: each spine gets one earlier
-//     neighbour and every shortest CA-to-CA path remains up*down*.
+//     to the switches already placed. With a single root and BFS ranks this
+//     is exactly (rank, GUID) order. With several rank-0 switches it still
+//     leaves one switch with no up-link per part (every other switch is next
+//     to an earlier one), and that is what makes every pair routable:
+//     ordering purely by (rank, GUID) makes every root a dead end upward, so
+//     two roots that are not cabled to each other (fat-tree spines never are)
+//     could not reach one another. In a fat tree this costs nothing: each
+//     spine gets one earlier neighbour and every shortest CA-to-CA path
+//     remains up*down*.
 //
 // Per destination switch the hop table is a reverse BFS in which each switch
 // is either all-down (D) or starts upward (U) (routing/hop_table.hpp); LFT
@@ -42,7 +47,7 @@ namespace subnetd::routing {
 struct UpDownOrder {
   std::vector<std::uint32_t> pos;    // by switch_index: place in the order (0 = first)
   std::vector<std::uint32_t> rank;   // by switch_index: hops to the nearest root
-  std::vector<std::uint32_t> roots;  // switch indices, ascending
+  std::vector<std::uint32_t> roots;  // switch indices of rank 0, ascending
   std::vector<std::string> notes;    // how the roots were chosen, per part
 };
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <stop_token>
 #include <string>
 #include <tuple>
@@ -244,8 +245,10 @@ TEST(LinkCuts, UpdnSurvivesRandomCuts) {
         Fabric f = pristine;
         const auto count = std::max<std::size_t>(1, static_cast<std::size_t>(fraction * links));
         const auto cut = cut_links(f.topo, count, seed);
-        SCOPED_TRACE(fmt::format("{}: cut {} of {} links with seed {} (first: {})", spec, count,
-                                 links, seed, cut.front()));
+        const std::string what = fmt::format("{}: cut {} of {} links with seed {} (first: {})",
+                                             spec, count, links, seed, cut.front());
+        std::printf("%s\n", what.c_str());
+        SCOPED_TRACE(what);
         for (std::string_view engine : {"updn", "minhop"}) {
           const Routes r = route(f, engine);
           const auto trace = trace_all(f.topo, f.lids, r);
@@ -396,6 +399,50 @@ TEST(Updn, AutomaticRootsAreTheFatTreeCores) {
     minima += has_up ? 0 : 1;
   }
   EXPECT_EQ(minima, 1u);
+}
+
+// A degraded fat tree keeps its tiers: agg-p0-0 loses all its edge links, so
+// it ends up 3 hops from every CA, above the cores. updn must still use every
+// remaining shortest path: the same maximum routes per link as minhop, and
+// every edge switch spreads its CA LIDs evenly over the up-links it has left.
+// (Random cuts are covered for correctness by LinkCuts; with cuts that leave
+// cores unable to reach some edge downward, those cores' entries for it must
+// climb their single up-link, which the per-entry load count then shows.)
+TEST(Updn, DegradedFatTreeKeepsItsTiers) {
+  Fabric f = make_fabric("fat-tree:levels=3,k=6");
+  const NodeId agg = *f.topo.find_by_name("agg-p0-0");
+  for (unsigned p = 1; p <= f.topo.node(agg).num_ports; ++p) {
+    const Port& port = f.topo.port(agg, static_cast<PortNum>(p));
+    if (port.connected() && f.topo.node(port.remote_node).description.rfind("edge-", 0) == 0) {
+      f.topo.disconnect({agg, static_cast<PortNum>(p)});
+    }
+  }
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  WorkerPool pool(2);
+  auto order = updn_order(f.topo, *g, {}, pool, {});
+  ASSERT_TRUE(order.ok());
+  ASSERT_EQ(order->roots.size(), 1u);
+  EXPECT_EQ(order->roots[0], f.topo.node(agg).switch_index);
+  for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+    const std::string& name = f.topo.node(f.topo.switch_node(s)).description;
+    if (name.rfind("core-", 0) == 0) {
+      EXPECT_EQ(order->rank[s], 1u) << name;
+    } else if (name.rfind("edge-", 0) == 0) {
+      EXPECT_EQ(order->rank[s], 3u) << name;
+    }
+  }
+  const Routes minhop = route(f, "minhop");
+  const Routes updn = route(f, "updn");
+  EXPECT_TRUE(verify_routes(f, updn).ok());
+  EXPECT_EQ(updn.load.max_routes, minhop.load.max_routes);
+  for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+    if (!g->has_endpoints(s)) continue;
+    std::vector<std::uint32_t> counts;
+    for (const SwitchArc& a : g->arcs(s)) counts.push_back(carried(f, updn, *g, s, a.local_port));
+    const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
+    EXPECT_LE(*hi - *lo, 1u) << "edge switch " << s;
+  }
 }
 
 TEST(Updn, CentreRootWhenEverySwitchHasHosts) {
