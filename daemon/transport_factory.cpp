@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/topo/generators.hpp"
 #include "discovery/topo/netfile.hpp"
+#include "discovery/umad/umad_transport.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -62,8 +64,17 @@ Result<routing::Topology> load_topology(const std::string& spec_or_path) {
 
 Result<TransportBundle> make_transport(const Config& config) {
   if (config.fabric.transport == TransportKind::kUmad) {
-    return Error{Errc::kUnsupported,
-                 "fabric.transport: umad is not available in this build yet; use sim"};
+    discovery::umad::UmadOptions opts;
+    opts.ca = config.fabric.ca;
+    opts.port = config.fabric.port;
+    // The kernel drops responses that arrive after a request's timeout, so it
+    // must not be shorter than the SmpPipeline's own.
+    opts.request_timeout = std::max(config.sweep.timeout, std::chrono::milliseconds{1});
+    auto umad = discovery::umad::UmadTransport::open(opts);
+    if (!umad.ok()) return umad.error();
+    TransportBundle b;
+    b.transport = std::move(umad).value();
+    return b;
   }
   auto topo = load_topology(config.fabric.topology);
   if (!topo.ok()) {

@@ -1,0 +1,436 @@
+#include "discovery/umad/umad_transport.hpp"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <infiniband/umad.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+namespace subnetd::discovery::umad {
+namespace {
+
+constexpr std::uint8_t kClassLid = 0x01;
+constexpr std::uint8_t kClassDirected = 0x81;
+constexpr unsigned kPortStateActive = 4;
+constexpr unsigned kPhysLinkUp = 5;
+// How long the receiver thread sleeps in poll() before it looks at the stop
+// flag; bounds how long the destructor waits.
+constexpr int kReceiverPollMs = 50;
+
+constexpr const char* kNoDevice =
+    "no InfiniBand device found (is ib_umad loaded? are you in the rdma group?)";
+
+std::string errno_text(int err) {
+  return fmt::format("{} ({})", std::strerror(err), err);
+}
+
+// One candidate port, as libibumad reports it.
+struct Candidate {
+  std::string ca;
+  PortNum port = 0;
+  unsigned state = 0;
+  unsigned phys_state = 0;
+  Guid node_guid;
+  Guid port_guid;
+  int rank() const {
+    if (state == kPortStateActive) return 2;
+    if (phys_state == kPhysLinkUp) return 1;
+    return 0;
+  }
+};
+
+// umad_get_ca() for one CA; every port it lists (switches list port 0 only).
+Result<std::vector<Candidate>> ports_of(const std::string& ca_name) {
+  umad_ca_t ca{};
+  if (int r = umad_get_ca(ca_name.c_str(), &ca); r < 0) {
+    return Error{Errc::kIo,
+                 fmt::format("cannot read InfiniBand device \"{}\": {}", ca_name, errno_text(-r))};
+  }
+  std::vector<Candidate> out;
+  for (int i = 0; i < UMAD_CA_MAX_PORTS; ++i) {
+    const umad_port_t* p = ca.ports[i];
+    if (p == nullptr) continue;
+    Candidate c;
+    c.ca = ca_name;
+    c.port = static_cast<PortNum>(p->portnum);
+    c.state = p->state;
+    c.phys_state = p->phys_state;
+    c.node_guid = Guid{be64toh(ca.node_guid)};
+    c.port_guid = Guid{be64toh(p->port_guid)};
+    out.push_back(c);
+  }
+  umad_release_ca(&ca);
+  return out;
+}
+
+Result<Candidate> select_port(const UmadOptions& opts) {
+  // umad_get_ca_device_list, not umad_get_cas_names: the latter invents a
+  // default name ("mthca0") when there is no device at all.
+  std::vector<std::string> cas;
+  umad_device_node* list = umad_get_ca_device_list();
+  for (const umad_device_node* d = list; d != nullptr; d = d->next) cas.emplace_back(d->ca_name);
+  umad_free_ca_device_list(list);
+  if (cas.empty()) return Error{Errc::kNotFound, kNoDevice};
+
+  std::vector<std::string> search = cas;
+  if (!opts.ca.empty()) {
+    bool known = false;
+    for (const std::string& c : cas) known = known || c == opts.ca;
+    if (!known) {
+      return Error{Errc::kNotFound,
+                   fmt::format("fabric.ca: no InfiniBand device \"{}\" (found: {})", opts.ca,
+                               fmt::join(cas, ", "))};
+    }
+    search = {opts.ca};
+  }
+
+  std::optional<Candidate> best;
+  for (const std::string& ca : search) {
+    auto ports = ports_of(ca);
+    if (!ports.ok()) return ports.error();
+    if (opts.port != 0) {
+      std::vector<unsigned> have;
+      for (const Candidate& c : *ports) {
+        if (c.port == opts.port) return c;
+        have.push_back(c.port);
+      }
+      return Error{Errc::kNotFound,
+                   fmt::format("fabric.port: InfiniBand device \"{}\" has no port {} (ports: {})",
+                               ca, opts.port, fmt::join(have, ", "))};
+    }
+    for (const Candidate& c : *ports) {
+      if (!best || c.rank() > best->rank()) best = c;
+    }
+  }
+  if (!best) {
+    return Error{Errc::kNotFound, opts.ca.empty()
+                                      ? std::string(kNoDevice)
+                                      : fmt::format("fabric.ca: InfiniBand device \"{}\" "
+                                                    "reports no ports",
+                                                    opts.ca)};
+  }
+  return *best;
+}
+
+// "/dev/infiniband/issm3" -> "/dev/infiniband/umad3" (same device number).
+std::string umad_path_from_issm(const std::string& issm) {
+  const auto pos = issm.rfind("issm");
+  if (pos == std::string::npos) return "/dev/infiniband/umad*";
+  std::string s = issm;
+  s.replace(pos, 4, "umad");
+  return s;
+}
+
+Error open_error(const std::string& what, const std::string& path, int err,
+                 const std::string& port_desc) {
+  if (err == EACCES || err == EPERM) {
+    return Error{Errc::kIo, fmt::format("permission denied on {} ({}): run as root or join the "
+                                        "group that owns it (usually rdma)",
+                                        path, port_desc)};
+  }
+  if (err == ENOENT || err == ENODEV || err == ENXIO) {
+    return Error{Errc::kNotFound, fmt::format("{} for {} does not exist: {} (is ib_umad loaded?)",
+                                              path, port_desc, errno_text(err))};
+  }
+  return Error{Errc::kIo, fmt::format("cannot open {} ({}) for {}: {}", path, what, port_desc,
+                                      errno_text(err))};
+}
+
+using MethodMask = long[16 / sizeof(long)];
+
+void set_method(MethodMask& mask, unsigned method) {
+  constexpr unsigned kBits = sizeof(long) * CHAR_BIT;
+  mask[method / kBits] |= 1L << (method % kBits);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& opts) {
+  if (umad_init() < 0) return Error{Errc::kNotFound, kNoDevice};
+  auto selected = select_port(opts);
+  if (!selected.ok()) return selected.error();
+  const Candidate c = *selected;
+  const std::string port_desc = fmt::format("\"{}\" port {}", c.ca, c.port);
+
+  std::unique_ptr<UmadTransport> t(new UmadTransport());
+  t->opts_ = opts;
+  t->local_ = LocalPort{c.node_guid, c.port_guid, c.port, c.ca};
+
+  std::array<char, 256> issm{};
+  if (umad_get_issm_path(c.ca.c_str(), c.port, issm.data(), static_cast<int>(issm.size())) < 0) {
+    return Error{Errc::kNotFound,
+                 fmt::format("no issm device for {} (is ib_umad loaded?)", port_desc)};
+  }
+  t->issm_path_ = issm.data();
+  t->umad_path_ = umad_path_from_issm(t->issm_path_);
+
+  errno = 0;
+  t->port_id_ = umad_open_port(c.ca.c_str(), c.port);
+  if (t->port_id_ < 0) {
+    // libibumad reports every open failure as -EIO; errno and access() say why.
+    int err = errno != 0 ? errno : -t->port_id_;
+    if (err == EIO && ::access(t->umad_path_.c_str(), R_OK | W_OK) != 0) err = errno;
+    t->port_id_ = -1;
+    return open_error("umad", t->umad_path_, err, port_desc);
+  }
+  // umad_size() is only final once a port is open: opening enables the P_Key
+  // index in the header (the "new" umad ABI), which moves the MAD 8 bytes on.
+  t->send_buf_.assign(umad_size() + kMadSize, 0);
+
+  // The method mask of an SM (as OpenSM's vendor layer): Get/Set requests to
+  // us (SMInfo), Trap and TrapRepress. Responses to our own requests need no
+  // mask bit: the kernel matches them by TID.
+  MethodMask mask{};
+  for (mad::Method m :
+       {mad::Method::kGet, mad::Method::kSet, mad::Method::kTrap, mad::Method::kTrapRepress}) {
+    set_method(mask, static_cast<unsigned>(m));
+  }
+  t->agent_dr_ = umad_register(t->port_id_, kClassDirected, 1, 0, mask);
+  if (t->agent_dr_ >= 0) t->agent_lid_ = umad_register(t->port_id_, kClassLid, 1, 0, mask);
+  if (t->agent_dr_ < 0 || t->agent_lid_ < 0) {
+    const int r = t->agent_dr_ < 0 ? t->agent_dr_ : t->agent_lid_;
+    return Error{Errc::kConflict,
+                 fmt::format("cannot register the subnet management classes on {} ({}): {} "
+                             "(is another SM, e.g. opensm, running on this port?)",
+                             port_desc, t->umad_path_, errno_text(-r))};
+  }
+
+  // Holding issmN sets IsSM in our PortInfo.CapabilityMask; O_NONBLOCK makes
+  // "another SM holds it" an EAGAIN instead of a wait.
+  t->issm_fd_ = ::open(t->issm_path_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (t->issm_fd_ < 0) {
+    const int err = errno;
+    t->issm_fd_ = -1;
+    if (err == EAGAIN || err == EBUSY) {
+      return Error{Errc::kConflict,
+                   fmt::format("{} is held by another SM (is opensm running on {}?)", t->issm_path_,
+                               port_desc)};
+    }
+    return open_error("issm", t->issm_path_, err, port_desc);
+  }
+
+  t->event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (t->event_fd_ < 0) {
+    return Error{Errc::kIo, fmt::format("eventfd: {}", errno_text(errno))};
+  }
+
+  SmAgentOptions ao;
+  ao.port_guid = c.port_guid;
+  ao.priority = opts.sm_priority;
+  ao.state = opts.sm_state;
+  t->agent_ = std::make_unique<SmAgent>(ao);
+
+  umad_port_t port{};
+  if (umad_get_port(c.ca.c_str(), c.port, &port) == 0) {
+    if (port.base_lid != 0) t->local_lid_.store(port.base_lid);
+    umad_release_port(&port);
+  }
+
+  t->receiver_ = std::thread([raw = t.get()] { raw->receiver_loop(); });
+  return t;
+}
+
+UmadTransport::~UmadTransport() {
+  stop_.store(true);
+  if (receiver_.joinable()) receiver_.join();
+  if (issm_fd_ >= 0) ::close(issm_fd_);
+  if (port_id_ >= 0) {
+    if (agent_lid_ >= 0) umad_unregister(port_id_, agent_lid_);
+    if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
+    umad_close_port(port_id_);
+  }
+  if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+std::string UmadTransport::name() const {
+  return fmt::format("umad:{}:{}", local_.ca_name, local_.port_num);
+}
+
+std::chrono::nanoseconds UmadTransport::now() const {
+  return std::chrono::steady_clock::now().time_since_epoch();
+}
+
+Result<void> UmadTransport::send(const Mad& mad) {
+  const auto method = static_cast<mad::Method>(mad.data[3]);
+  const bool request = method == mad::Method::kGet || method == mad::Method::kSet;
+  return send_raw(mad, request);
+}
+
+Result<void> UmadTransport::send_raw(const Mad& mad, bool expect_response) {
+  const std::uint8_t mgmt_class = mad.data[1];
+  int agent = -1;
+  std::uint32_t dlid = mad.dlid;
+  if (mgmt_class == kClassDirected) {
+    agent = agent_dr_;
+    dlid = mad::kPermissiveLid;
+  } else if (mgmt_class == kClassLid) {
+    agent = agent_lid_;
+  } else {
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("{}: management class {:#04x} is not an SMP class", name(), mgmt_class)};
+  }
+  if (dlid == 0 || dlid > 0xFFFF) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("{}: destination LID {:#x} does not fit the 16-bit IBA LID of the "
+                             "umad address header",
+                             name(), dlid)};
+  }
+  std::lock_guard lock(send_mu_);
+  std::memset(send_buf_.data(), 0, send_buf_.size());
+  std::memcpy(umad_get_mad(send_buf_.data()), mad.data.data(), kMadSize);
+  umad_set_addr(send_buf_.data(), static_cast<int>(dlid), 0, 0, 0);
+  const int timeout_ms = expect_response ? static_cast<int>(opts_.request_timeout.count()) : 0;
+  const int r = umad_send(port_id_, agent, send_buf_.data(), static_cast<int>(kMadSize),
+                          std::max(timeout_ms, expect_response ? 1 : 0), 0);
+  if (r < 0) {
+    send_errors_.fetch_add(1, std::memory_order_relaxed);
+    return Error{Errc::kIo, fmt::format("{}: umad_send to LID {:#x}: {}", name(), dlid,
+                                        errno_text(errno != 0 ? errno : -r))};
+  }
+  sent_.fetch_add(1, std::memory_order_relaxed);
+  return {};
+}
+
+Result<std::optional<Mad>> UmadTransport::receive(std::chrono::microseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (queue_.empty() && !fatal_ && timeout.count() > 0) {
+    cv_.wait_for(lock, timeout, [this] { return !queue_.empty() || fatal_.has_value(); });
+  }
+  if (!queue_.empty()) {
+    Mad m = queue_.front();
+    queue_.pop_front();
+    if (queue_.empty()) {
+      // Readable exactly while the queue is non-empty.
+      std::uint64_t drained = 0;
+      [[maybe_unused]] const auto n = ::read(event_fd_, &drained, sizeof drained);
+    }
+    return std::optional<Mad>(m);
+  }
+  if (fatal_) return *fatal_;
+  return std::optional<Mad>();
+}
+
+void UmadTransport::deliver(const std::uint8_t* data, std::size_t len, std::uint16_t src_lid) {
+  Mad m;
+  std::memcpy(m.data.data(), data, std::min(len, kMadSize));
+  auto smp = mad::decode_smp(m.data, mad::DecodeOptions{.allow_unknown_attribute = true});
+  if (!smp.ok()) {
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Our own port's LID passes by in the PortInfo answers of our port (zero
+  // hops): the Sweeper reads it, the Programmer sets it.
+  if (smp->is_response() && smp->directed() && smp->hop_count == 0 &&
+      smp->attr_id == mad::AttrId::kPortInfo && smp->status == mad::status::kOk) {
+    const auto pi = mad::PortInfo::decode(mad::data_of(*smp));
+    if (pi.lid != 0) local_lid_.store(pi.lid, std::memory_order_relaxed);
+  }
+  m.slid = src_lid;
+  m.dlid = smp->directed() ? mad::kPermissiveLid : local_lid_.load(std::memory_order_relaxed);
+
+  if (!smp->is_response()) {
+    const auto act = static_cast<std::uint32_t>(sent_.load(std::memory_order_relaxed));
+    if (auto reply = agent_->answer(*smp, m, act)) {
+      if (send_raw(*reply, false).ok()) answered_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+
+  std::lock_guard lock(mu_);
+  if (queue_.size() >= opts_.max_queued) {
+    queue_full_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const bool was_empty = queue_.empty();
+  queue_.push_back(m);
+  queued_.fetch_add(1, std::memory_order_relaxed);
+  if (was_empty) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(event_fd_, &one, sizeof one);
+  }
+  cv_.notify_one();
+}
+
+void UmadTransport::receiver_loop() {
+  std::vector<std::uint8_t> buf(umad_size() + kMadSize);
+  auto fail = [this](std::string message) {
+    std::lock_guard lock(mu_);
+    fatal_ = Error{Errc::kIo, std::move(message)};
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(event_fd_, &one, sizeof one);
+    cv_.notify_all();
+  };
+  const int fd = umad_get_fd(port_id_);
+  while (!stop_.load(std::memory_order_relaxed)) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, kReceiverPollMs);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      fail(fmt::format("{}: poll on {}: {}", name(), umad_path_, errno_text(errno)));
+      return;
+    }
+    if (ready == 0) continue;
+    if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0 && (p.revents & POLLIN) == 0) {
+      fail(fmt::format("{}: {} reports an error (device removed?)", name(), umad_path_));
+      return;
+    }
+    // Read everything that is ready.
+    for (;;) {
+      int len = static_cast<int>(kMadSize);
+      errno = 0;
+      const int agent = umad_recv(port_id_, buf.data(), &len, 0);
+      if (agent < 0) {
+        const int err = -agent;
+        if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT) break;
+        if (err == EINTR) continue;
+        if (err == ENOSPC && len > static_cast<int>(kMadSize)) {
+          // Not an SMP (SMPs are 256 bytes): read it into a big enough buffer and drop it.
+          std::vector<std::uint8_t> big(umad_size() + static_cast<std::size_t>(len));
+          int big_len = len;
+          if (umad_recv(port_id_, big.data(), &big_len, 0) >= 0)
+            malformed_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        fail(fmt::format("{}: umad_recv on {}: {}", name(), umad_path_, errno_text(err)));
+        return;
+      }
+      received_.fetch_add(1, std::memory_order_relaxed);
+      if (umad_status(buf.data()) != 0) {
+        // The kernel's (or ibsim's) "no response / undeliverable" for one of
+        // our requests; the SmpPipeline times it out and retries on its own.
+        kernel_timeouts_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (len < 24) {  // shorter than the common MAD header
+        malformed_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      const ib_mad_addr_t* addr = umad_get_mad_addr(buf.data());
+      deliver(static_cast<const std::uint8_t*>(umad_get_mad(buf.data())),
+              static_cast<std::size_t>(len), be16toh(addr->lid));
+    }
+  }
+}
+
+UmadStats UmadTransport::stats() const {
+  UmadStats s;
+  s.sent = sent_.load();
+  s.received = received_.load();
+  s.queued = queued_.load();
+  s.answered = answered_.load();
+  s.kernel_timeouts = kernel_timeouts_.load();
+  s.malformed = malformed_.load();
+  s.queue_full = queue_full_.load();
+  s.send_errors = send_errors_.load();
+  return s;
+}
+
+}  // namespace subnetd::discovery::umad

@@ -1,0 +1,138 @@
+#pragma once
+// UmadTransport: the Transport over libibumad — real HCAs through the kernel's
+// ib_umad, or ibsim through umad2sim (LD_PRELOAD=libumad2sim.so), unchanged.
+//
+// Opening (open()):
+//  - picks the CA and port: the configured ones, or the first CA with a port
+//    that is ACTIVE, else one whose link is physically up (before an SM has
+//    run, ports are INIT with the link up), else the first port;
+//  - registers two agents on one umad fd, SMI LID-routed (0x01) and
+//    directed-route (0x81), with the method mask of an SM (Get, Set, Trap,
+//    TrapRepress as requests, like OpenSM's vendor layer), so the kernel hands
+//    us the responses to our requests *and* the unsolicited MADs for the SM;
+//  - opens /dev/infiniband/issmN and keeps it open: that is how the IsSM bit
+//    of the port's CapabilityMask is set (the kernel does it for the holder of
+//    issmN; umad2sim tells ibsim, which then routes traps and SM requests to
+//    us). CapabilityMask is read-only to SMPs, so a PortInfo Set cannot do it.
+//
+// Sending: directed-route SMPs go to the permissive LID 0xFFFF, LID-routed
+// ones to Mad::dlid, QP0, both with Q_Key 0. Requests (Get/Set) carry a kernel
+// timeout (`request_timeout`) and no kernel retries: the kernel MAD layer
+// only passes on a response that matches an outstanding send, and the caller
+// (SmpPipeline) owns retries. Responses, traps and TrapRepress carry none.
+//
+// Receiving: a receiver thread (the only thread besides the caller's) waits in
+// poll() on the umad fd and reads everything ready. It
+//  - drops the kernel's "send timed out" notices (status != 0): the caller
+//    has its own timers;
+//  - answers requests to the SM (SMInfo Get, ...) at once through SmAgent —
+//    so `sminfo` and other SMs get an answer even while the SM strand is busy
+//    routing — and does not queue them;
+//  - queues everything else (responses, traps) for receive(), mapping the
+//    umad address header into Mad: slid = the sender's LID, dlid = 0xFFFF for
+//    directed route, else our port's LID (tracked from the PortInfo of our own
+//    port as it passes by: the umad header does not carry the DLID).
+// event_fd() is an eventfd that is readable exactly while that queue is
+// non-empty, so an epoll/asio loop can wait on it (the umad fd itself cannot
+// be used that way under umad2sim: it is a fake descriptor that only its
+// poll()/read() wrappers understand).
+//
+// Traps are delivered, not repressed here: the SM core sends TrapRepress
+// (with send(), LID-routed back to Mad::slid), as it does for every backend.
+//
+// Threading: send/receive/now/local_port/name from one thread (the SM
+// strand), as the Transport contract says; sm_agent() and stats() from any.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "discovery/sm_agent.hpp"
+#include "discovery/transport.hpp"
+#include "routing/result.hpp"
+
+namespace subnetd::discovery::umad {
+
+struct UmadOptions {
+  std::string ca;    // empty = first CA with a usable port
+  PortNum port = 0;  // 0 = the first usable port of the CA (see above)
+  // Kernel timeout on requests; a response later than this is dropped by the
+  // kernel, so keep it >= the SmpPipeline timeout.
+  std::chrono::milliseconds request_timeout{100};
+  std::uint8_t sm_priority = 15;
+  SmState sm_state = SmState::kMaster;
+  // Queue bound for received MADs nobody has taken yet; past it new MADs are
+  // dropped and counted.
+  std::size_t max_queued = 1 << 16;
+};
+
+struct UmadStats {
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;         // MADs read from the fd
+  std::uint64_t queued = 0;           // handed to receive()
+  std::uint64_t answered = 0;         // requests answered by the SmAgent
+  std::uint64_t kernel_timeouts = 0;  // kernel "no response" notices dropped
+  std::uint64_t malformed = 0;        // not an SMP we can decode (dropped)
+  std::uint64_t queue_full = 0;       // dropped: receive() fell behind
+  std::uint64_t send_errors = 0;
+};
+
+class UmadTransport final : public Transport {
+ public:
+  static Result<std::unique_ptr<UmadTransport>> open(const UmadOptions& opts);
+  ~UmadTransport() override;
+  UmadTransport(const UmadTransport&) = delete;
+  UmadTransport& operator=(const UmadTransport&) = delete;
+
+  Result<void> send(const Mad& mad) override;
+  Result<std::optional<Mad>> receive(std::chrono::microseconds timeout) override;
+  std::chrono::nanoseconds now() const override;
+  LocalPort local_port() const override { return local_; }
+  int event_fd() const override { return event_fd_; }
+  std::string name() const override;
+
+  SmAgent& sm_agent() { return *agent_; }
+  UmadStats stats() const;
+  // The umad device node the port was opened through (/dev/infiniband/umadN).
+  const std::string& device_path() const { return umad_path_; }
+
+ private:
+  UmadTransport() = default;
+  Result<void> send_raw(const Mad& mad, bool expect_response);
+  void receiver_loop();
+  void deliver(const std::uint8_t* mad, std::size_t len, std::uint16_t src_lid);
+
+  UmadOptions opts_;
+  LocalPort local_;
+  std::string umad_path_;
+  std::string issm_path_;
+  int port_id_ = -1;  // umad_open_port handle
+  int issm_fd_ = -1;
+  int agent_lid_ = -1;  // class 0x01
+  int agent_dr_ = -1;   // class 0x81
+  int event_fd_ = -1;
+  std::unique_ptr<SmAgent> agent_;
+
+  std::mutex send_mu_;  // umad_send from the caller and the receiver thread
+  std::vector<std::uint8_t> send_buf_;
+
+  mutable std::mutex mu_;  // guards queue_, fatal_
+  std::condition_variable cv_;
+  std::deque<Mad> queue_;
+  std::optional<Error> fatal_;  // the receiver thread stopped on this
+
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint32_t> local_lid_{0xFFFF};
+  std::atomic<std::uint64_t> sent_{0}, received_{0}, queued_{0}, answered_{0}, kernel_timeouts_{0},
+      malformed_{0}, queue_full_{0}, send_errors_{0};
+  std::thread receiver_;
+};
+
+}  // namespace subnetd::discovery::umad
