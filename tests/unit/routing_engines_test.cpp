@@ -109,6 +109,29 @@ TEST(SwitchGraph, ArcsAttachmentsAndSkippedLinks) {
   }
 }
 
+// Degenerate fabrics route without fuss: nothing at all, two CAs cabled to
+// each other, one switch with its CAs.
+TEST(Engines, DegenerateFabrics) {
+  Fabric empty{"empty", Topology{}, LidMap{}};
+  empty.lids.owner.resize(1);
+  Fabric pair{"pair", Topology{}, LidMap{}};
+  const NodeId a = pair.topo.add_node(NodeType::kCa, Guid{0x100}, 1, "a");
+  const NodeId b = pair.topo.add_node(NodeType::kCa, Guid{0x200}, 1, "b");
+  ASSERT_TRUE(pair.topo.connect({a, 1}, {b, 1}).ok());
+  pair.lids = lids_for(pair.topo);
+  Fabric single = make_fabric("ring:switches=1,hosts=3");
+  for (const Fabric* f : {&empty, &pair, &single}) {
+    for (std::string_view engine : engine_names()) {
+      const Routes r = route(*f, engine);
+      EXPECT_EQ(r.lfts.size(), f->topo.num_switches()) << f->spec;
+      auto v = verify_routes(*f, r);
+      ASSERT_TRUE(v.ok()) << f->spec << " " << engine << ": " << v.error().message;
+      const auto trace = trace_all(f->topo, f->lids, r);
+      EXPECT_EQ(trace.delivered, trace.reachable_pairs) << f->spec << ": " << trace.first_failure;
+    }
+  }
+}
+
 TEST(SwitchGraph, RejectsLidOwnedByMissingNode) {
   Topology t;
   t.add_node(NodeType::kSwitch, Guid{0x10}, 4, "sw");
