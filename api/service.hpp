@@ -1,0 +1,169 @@
+#pragma once
+// The gRPC services of subnetd: subnet.v1.SubnetManager and subnet.v1.Simulator,
+// on gRPC's callback API.
+//
+// Reads are answered from the StatePublisher's current snapshot (through a
+// per-generation FabricView) on gRPC's threads; they never wait for the SM.
+// Calls that must wait — TriggerSweep(wait), VerifyRouting, SetPortState and
+// the Simulator's state changes wait on an SmControl future; WatchEvents
+// replaying events older than memory reads the store — run on a small
+// BlockingPool, never on a gRPC callback thread, and are bounded by the
+// client's deadline and a cap.
+//
+// Threads and ownership. A ServiceCore holds what every listener shares (the
+// view cache, the blocking pool, the WatchEvents hub). The Server (server.hpp)
+// owns one core and, per listener, a SubnetManagerService and a
+// SimulatorService bound to it with that listener's Trust. Everything here is
+// thread-safe. Shutdown order (Server::stop): ServiceCore::shutdown() ends
+// every WatchEvents stream with OK and makes waiting calls give up with
+// UNAVAILABLE, then the gRPC servers are shut down, then the core is
+// destroyed.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/blocking_pool.hpp"
+#include "api/fabric_view.hpp"
+#include "daemon/control.hpp"
+#include "daemon/event_log.hpp"
+#include "daemon/fabric_state.hpp"
+#include "subnet/v1/subnet.grpc.pb.h"
+
+namespace grpc {
+class Status;
+}
+
+namespace subnetd::api {
+
+// What the daemon plugs in. The referenced objects must outlive the Server.
+struct ServiceDeps {
+  const daemon::StatePublisher* state = nullptr;  // required
+  daemon::SmControl* sm = nullptr;                // required
+  daemon::SimControl* sim = nullptr;              // null unless fabric.transport is sim
+  const daemon::EventLog* events = nullptr;       // required
+  std::string version;                            // reported by GetStatus
+  std::chrono::system_clock::time_point started_at{};
+};
+
+struct ServiceOptions {
+  // The bearer token accepted for mutating calls over TCP; empty = none.
+  std::string token;
+  // Longest a TriggerSweep(wait=true) call waits (also bounded by the
+  // client's deadline); the sweep itself continues past it.
+  std::chrono::milliseconds sweep_wait_limit{std::chrono::minutes{10}};
+  // Longest VerifyRouting, SetPortState and Simulator calls wait.
+  std::chrono::milliseconds control_wait_limit{std::chrono::minutes{2}};
+  unsigned blocking_threads = 4;
+  std::size_t max_blocking_queue = 64;
+  // Events a WatchEvents stream reads from memory or the store at a time.
+  std::size_t watch_batch = 256;
+  // Describes a caller for audit messages (the `who` of SetPortState) from
+  // ServerContext::peer(); the Server resolves unix peers to uid/pid.
+  std::function<std::string(const std::string& peer)> describe_peer;
+};
+
+class WatchHub;
+
+class ServiceCore {
+ public:
+  ServiceCore(ServiceDeps deps, ServiceOptions opts);
+  ~ServiceCore();
+  ServiceCore(const ServiceCore&) = delete;
+  ServiceCore& operator=(const ServiceCore&) = delete;
+
+  // Ends WatchEvents streams cleanly, refuses new blocking work and waits for
+  // the running tasks to finish their calls. Idempotent. Call before the
+  // gRPC servers' Shutdown, from a thread that is not a gRPC thread.
+  void shutdown();
+
+  const ServiceDeps& deps() const { return deps_; }
+  const ServiceOptions& options() const { return opts_; }
+  std::shared_ptr<const FabricView> view() { return views_.current(); }
+  BlockingPool& pool() { return pool_; }
+  WatchHub& hub() { return *hub_; }
+  std::string describe_peer(const std::string& peer) const;
+  // GUIDs of every node name seen in any snapshot so far, so the Simulator
+  // can bring back by name a switch the SM no longer sees.
+  std::optional<Guid> remembered_guid(const std::string& name);
+
+ private:
+  ServiceDeps deps_;
+  ServiceOptions opts_;
+  ViewCache views_;
+  BlockingPool pool_;
+  std::unique_ptr<WatchHub> hub_;
+  std::mutex names_mu_;
+  std::uint64_t names_generation_ = 0;
+  bool names_seeded_ = false;
+  std::unordered_map<std::string, Guid> names_;
+};
+
+// How a listener's callers may make mutating calls.
+enum class Trust {
+  kUnixPeer,     // connection accepted over the unix socket after its peer check
+  kBearerToken,  // TCP: each mutating call must carry the bearer token
+};
+
+class SubnetManagerService final : public v1::SubnetManager::CallbackService {
+ public:
+  SubnetManagerService(ServiceCore& core, Trust trust) : core_(core), trust_(trust) {}
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const v1::GetStatusRequest* req,
+                                      v1::GetStatusResponse* resp) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
+                                      const v1::ListNodesRequest* req,
+                                      v1::ListNodesResponse* resp) override;
+  grpc::ServerUnaryReactor* GetNode(grpc::CallbackServerContext* ctx, const v1::GetNodeRequest* req,
+                                    v1::GetNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* ListLinks(grpc::CallbackServerContext* ctx,
+                                      const v1::ListLinksRequest* req,
+                                      v1::ListLinksResponse* resp) override;
+  grpc::ServerWriteReactor<v1::ForwardingTableBlock>* GetForwardingTable(
+      grpc::CallbackServerContext* ctx, const v1::GetForwardingTableRequest* req) override;
+  grpc::ServerUnaryReactor* TracePath(grpc::CallbackServerContext* ctx,
+                                      const v1::TracePathRequest* req,
+                                      v1::TracePathResponse* resp) override;
+  grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
+                                                   const v1::WatchEventsRequest* req) override;
+  grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,
+                                         const v1::TriggerSweepRequest* req,
+                                         v1::TriggerSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* VerifyRouting(grpc::CallbackServerContext* ctx,
+                                          const v1::VerifyRoutingRequest* req,
+                                          v1::VerifyRoutingResponse* resp) override;
+  grpc::ServerUnaryReactor* SetPortState(grpc::CallbackServerContext* ctx,
+                                         const v1::SetPortStateRequest* req,
+                                         v1::SetPortStateResponse* resp) override;
+
+ private:
+  ServiceCore& core_;
+  Trust trust_;
+};
+
+class SimulatorService final : public v1::Simulator::CallbackService {
+ public:
+  SimulatorService(ServiceCore& core, Trust trust) : core_(core), trust_(trust) {}
+
+  grpc::ServerUnaryReactor* SetLinkState(grpc::CallbackServerContext* ctx,
+                                         const v1::SetLinkStateRequest* req,
+                                         v1::SetLinkStateResponse* resp) override;
+  grpc::ServerUnaryReactor* SetSwitchState(grpc::CallbackServerContext* ctx,
+                                           const v1::SetSwitchStateRequest* req,
+                                           v1::SetSwitchStateResponse* resp) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
+                                     const v1::GetStatsRequest* req,
+                                     v1::GetStatsResponse* resp) override;
+
+ private:
+  ServiceCore& core_;
+  Trust trust_;
+};
+
+// Maps a subnetd Error to a gRPC status; `field` (e.g. "source") prefixes the
+// message so a client sees which part of its request was at fault.
+grpc::Status to_status(const Error& e, std::string_view field = {});
+
+}  // namespace subnetd::api
