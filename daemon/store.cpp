@@ -485,30 +485,47 @@ Result<std::vector<routing::LidRecord>> Store::load_lids() {
 
 Result<void> Store::save_lids(std::span<const routing::LidRecord> lids, std::uint8_t lmc,
                               std::span<const Guid> node_guids) {
+  const std::vector<std::uint8_t> lmcs(lids.size(), lmc);
+  return save_lids(lids, std::span<const std::uint8_t>(lmcs), node_guids);
+}
+
+Result<void> Store::save_lids(std::span<const routing::LidRecord> lids,
+                              std::span<const std::uint8_t> lmcs,
+                              std::span<const Guid> node_guids) {
   UseGuard guard(in_use_);
-  if (lmc > 7)
-    return Error{Errc::kOutOfRange, fmt::format("{}: save LIDs: lmc {} > 7", path_, lmc)};
+  if (lmcs.size() != lids.size()) {
+    return Error{Errc::kInvalidArgument, fmt::format("{}: save LIDs: {} LMCs for {} LIDs", path_,
+                                                     lmcs.size(), lids.size())};
+  }
+  for (std::uint8_t lmc : lmcs) {
+    if (lmc > 7)
+      return Error{Errc::kOutOfRange, fmt::format("{}: save LIDs: lmc {} > 7", path_, lmc)};
+  }
   if (!node_guids.empty() && node_guids.size() != lids.size()) {
     return Error{Errc::kInvalidArgument, fmt::format("{}: save LIDs: {} node GUIDs for {} LIDs",
                                                      path_, node_guids.size(), lids.size())};
   }
-  const std::uint32_t count = 1u << lmc;
-  std::vector<routing::LidRecord> sorted(lids.begin(), lids.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.base < b.base; });
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    const auto& r = sorted[i];
+  std::vector<std::size_t> order(lids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return lids[a].base < lids[b].base; });
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const auto& r = lids[order[k]];
+    const std::uint8_t lmc = lmcs[order[k]];
+    const std::uint32_t count = 1u << lmc;
     if (r.port_guid.value == 0 || r.base.value == 0 || r.base.value > 0xFFFFFF ||
         r.base.value % count != 0 || r.base.value + count - 1 > 0xFFFFFF) {
       return Error{Errc::kInvalidArgument,
                    fmt::format("{}: save LIDs: port 0x{:016x}: bad base LID {} for lmc {}", path_,
                                r.port_guid.value, r.base.value, lmc)};
     }
-    if (i > 0 && sorted[i - 1].base.value + count > r.base.value) {
+    const auto& sorted_prev = k > 0 ? lids[order[k - 1]] : r;
+    const std::uint32_t prev_count = k > 0 ? (1u << lmcs[order[k - 1]]) : 0;
+    if (k > 0 && sorted_prev.base.value + prev_count > r.base.value) {
       return Error{
           Errc::kConflict,
           fmt::format("{}: save LIDs: ports 0x{:016x} and 0x{:016x} overlap at LID {}", path_,
-                      sorted[i - 1].port_guid.value, r.port_guid.value, r.base.value)};
+                      sorted_prev.port_guid.value, r.port_guid.value, r.base.value)};
     }
   }
 
@@ -519,6 +536,7 @@ Result<void> Store::save_lids(std::span<const routing::LidRecord> lids, std::uin
   sqlite3_stmt* up = upsert_lid_->get();
   for (std::size_t i = 0; i < lids.size(); ++i) {
     const auto& r = lids[i];
+    const std::uint32_t count = 1u << lmcs[i];
     {
       ResetOnExit reset{del};
       sqlite3_bind_int64(del, 1, r.base.value);
@@ -529,7 +547,7 @@ Result<void> Store::save_lids(std::span<const routing::LidRecord> lids, std::uin
     ResetOnExit reset{up};
     sqlite3_bind_int64(up, 1, to_db(r.port_guid));
     sqlite3_bind_int64(up, 2, r.base.value);
-    sqlite3_bind_int(up, 3, lmc);
+    sqlite3_bind_int(up, 3, lmcs[i]);
     if (!node_guids.empty()) sqlite3_bind_int64(up, 4, to_db(node_guids[i]));
     sqlite3_bind_int64(up, 5, ts);
     if (sqlite3_step(up) != SQLITE_DONE) return sql_error("save LIDs");
@@ -762,6 +780,14 @@ void StoreWriter::run() {
     }
     job(*store_);
   }
+}
+
+void StoreWriter::save_lids(std::vector<routing::LidRecord> lids, std::vector<std::uint8_t> lmcs) {
+  enqueue([this, lids = std::move(lids), lmcs = std::move(lmcs)](Store& s) {
+    if (auto r = s.save_lids(lids, std::span<const std::uint8_t>(lmcs)); !r && on_error_) {
+      on_error_(r.error());
+    }
+  });
 }
 
 void StoreWriter::save_lids(std::vector<routing::LidRecord> lids, std::uint8_t lmc,

@@ -144,6 +144,10 @@ class Store {
   // Upserts `lids` (all with this `lmc`) in one transaction. `node_guids`
   // is empty or parallel to `lids`. A saved range displaces any other port's
   // row whose LID range overlaps it, so rows never share a LID.
+  // As below, with one LMC per record (switch port 0 has LMC 0, CA ports the
+  // configured LMC), in one transaction.
+  Result<void> save_lids(std::span<const routing::LidRecord> lids,
+                         std::span<const std::uint8_t> lmcs, std::span<const Guid> node_guids = {});
   Result<void> save_lids(std::span<const routing::LidRecord> lids, std::uint8_t lmc,
                          std::span<const Guid> node_guids = {});
 
@@ -205,6 +209,7 @@ class StoreWriter {
   StoreWriter(const StoreWriter&) = delete;
   StoreWriter& operator=(const StoreWriter&) = delete;
 
+  void save_lids(std::vector<routing::LidRecord> lids, std::vector<std::uint8_t> lmcs);
   void save_lids(std::vector<routing::LidRecord> lids, std::uint8_t lmc,
                  std::vector<Guid> node_guids = {});
   void record_sweep(SweepRecord sweep);

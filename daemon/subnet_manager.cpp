@@ -220,7 +220,7 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
     }
   }
   if (store_ != nullptr && !r.lids.changed.empty())
-    store_->save_lids(r.lids.changed, cfg_.addressing.lmc);
+    store_->save_lids(r.lids.changed, r.lids.changed_lmc);
   for (const std::string& c : r.lids.conflicts) spdlog::warn("LID conflict: {}", c);
   for (const std::string& u : r.sweep.unreachable) spdlog::warn("unreachable: {}", u);
 

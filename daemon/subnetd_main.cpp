@@ -80,7 +80,9 @@ int run_once(const Config& cfg, bool reset_store) {
     fmt::print(stderr, "subnetd: {}\n", result.error().message);
     return kExitBringUp;
   }
-  if (auto saved = (*store)->save_lids(result->lids.changed, cfg.addressing.lmc); !saved.ok()) {
+  if (auto saved = (*store)->save_lids(result->lids.changed,
+                                       std::span<const std::uint8_t>(result->lids.changed_lmc));
+      !saved.ok()) {
     fmt::print(stderr, "subnetd: store: {}\n", saved.error().message);
     return kExitStore;
   }

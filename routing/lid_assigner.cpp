@@ -163,6 +163,7 @@ Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& 
     auto it = remembered.find(ep.guid);
     if (it == remembered.end() || it->second.value != assigned[e]) {
       out.changed.push_back({ep.guid, Lid{assigned[e]}});
+      out.changed_lmc.push_back(ep.count == 1 ? 0 : opts.lmc);
     }
   }
   out.lids_used = static_cast<std::uint32_t>(needed);

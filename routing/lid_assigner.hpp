@@ -29,14 +29,16 @@ struct LidRecord {
 
 struct LidAssignOptions {
   LidSpace space;
-  std::uint8_t lmc = 0;  // 0..7
+  std::uint8_t lmc = 0;             // 0..7
   std::vector<LidRecord> previous;  // from the store; may be empty
 };
 
 struct LidAssignment {
   LidMap map;
-  // Ports whose base LID is new or changed (to persist).
+  // Ports whose base LID is new or changed (to persist), and the LMC of each
+  // (0 for switch port 0, the configured LMC for CA/router ports).
   std::vector<LidRecord> changed;
+  std::vector<std::uint8_t> changed_lmc;
   // Human-readable reports of conflicts resolved (one line each).
   std::vector<std::string> conflicts;
   std::uint32_t lids_used = 0;

@@ -1,0 +1,246 @@
+// Runs the real subnetd binary as a service would: NOTIFY_SOCKET readiness,
+// SIGHUP with a bad config, SIGTERM within 2 s, and kill -9 + restart keeping
+// every LID. The unit file is checked with systemd-analyze verify.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kBinary = std::string(SUBNETD_BINARY_DIR) + "/bin/subnetd";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/subnetd-daemon-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// A datagram socket subnetd's sd_notify() talks to.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const fs::path& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{0, 200'000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~NotifySocket() { ::close(fd_); }
+  // Waits for a datagram containing `needle`; returns it (empty on timeout).
+  std::string wait_for(const std::string& needle, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) continue;
+      std::string msg(buf, static_cast<std::size_t>(n));
+      received_.push_back(msg);
+      if (msg.find(needle) != std::string::npos) return msg;
+    }
+    return {};
+  }
+  const std::vector<std::string>& received() const { return received_; }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+  std::vector<std::string> received_;
+};
+
+pid_t spawn_daemon(const fs::path& config, const fs::path& notify, const fs::path& log) {
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string(*e).rfind("NOTIFY_SOCKET=", 0) != 0) env_s.emplace_back(*e);
+  }
+  env_s.push_back("NOTIFY_SOCKET=" + notify.string());
+  std::vector<char*> envp;
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string bin = kBinary, flag = "--config", cfg = config.string();
+  std::vector<char*> argv{bin.data(), flag.data(), cfg.data(), nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(10ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+void write_config(const fs::path& dir, const std::string& topology) {
+  std::ofstream(dir / "subnetd.yaml") << "fabric:\n  transport: sim\n  topology: \"" << topology
+                                      << "\"\naddressing:\n  lmc: 1\nsweep:\n  interval: 1s\n"
+                                      << "api:\n  socket: " << (dir / "api.sock").string()
+                                      << "\nstore:\n  path: " << (dir / "state.db").string()
+                                      << "\ndump_dir: " << (dir / "dump").string() << "\n";
+}
+
+// port GUID -> LID, from the opensm-subnet.lst dump of the running daemon.
+std::map<std::string, std::string> lids_from_dump(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  std::string text = slurp(dir / "dump" / "opensm-subnet.lst");
+  std::regex re(
+      "PortGUID:([0-9A-F]+) VenID:[0-9A-F]+ DevID:[0-9A-F]+ Rev:[0-9A-F]+ \\{[^}]*\\} "
+      "LID:([0-9A-F]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out[(*it)[1]] = (*it)[2];
+  }
+  return out;
+}
+
+TEST(DaemonProcess, NotifyReloadAndStop) {
+  ASSERT_TRUE(fs::exists(kBinary)) << kBinary;
+  TempDir dir;
+  write_config(dir.path(), "fat-tree:levels=2,radix=8");
+  NotifySocket notify(dir.path() / "notify.sock");
+  const fs::path log = dir.path() / "log";
+  pid_t pid = spawn_daemon(dir.path() / "subnetd.yaml", dir.path() / "notify.sock", log);
+  std::string ready = notify.wait_for("READY=1", 20s);
+  ASSERT_FALSE(ready.empty()) << slurp(log);
+  EXPECT_NE(ready.find("STATUS=MASTER: 32 CAs, 12 switches, routed in"), std::string::npos)
+      << ready;
+
+  // A bad config on SIGHUP: logged with file:line, the running config kept.
+  std::ofstream(dir.path() / "subnetd.yaml", std::ios::app) << "routing:\n  engine: fastest\n";
+  ::kill(pid, SIGHUP);
+  EXPECT_FALSE(notify.wait_for("RELOADING=1", 5s).empty());
+  EXPECT_FALSE(notify.wait_for("READY=1", 5s).empty());
+  std::this_thread::sleep_for(100ms);
+  const std::string text = slurp(log);
+  EXPECT_NE(text.find("keeping the running configuration"), std::string::npos) << text;
+  EXPECT_NE(text.find("subnetd.yaml:"), std::string::npos) << text;
+  EXPECT_NE(text.find("routing.engine"), std::string::npos) << text;
+  EXPECT_EQ(::kill(pid, 0), 0) << "daemon died on a bad reload";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 2s), 0) << slurp(log);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  bool stopping = false;
+  for (const auto& m : notify.received()) stopping |= m.find("STOPPING=1") != std::string::npos;
+  EXPECT_TRUE(stopping || !notify.wait_for("STOPPING=1", 1s).empty());
+}
+
+TEST(DaemonProcess, KillNineAndRestartKeepsEveryLid) {
+  TempDir dir;
+  write_config(dir.path(), "fat-tree:levels=3,k=8");
+  // Seed the store with LIDs a fresh assignment would never pick (all moved
+  // up by 0x1000), so only the store can bring them back after a restart.
+  const std::string once = kBinary + " --once --config " + (dir.path() / "subnetd.yaml").string() +
+                           " > " + (dir.path() / "once.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(once.c_str()), 0) << slurp(dir.path() / "once.log");
+  const std::string seed = "sqlite3 " + (dir.path() / "state.db").string() +
+                           " 'UPDATE lids SET base_lid = base_lid + 4096'";
+  ASSERT_EQ(std::system(seed.c_str()), 0);
+  std::map<std::string, std::string> first;
+  for (int round = 0; round < 3; ++round) {
+    NotifySocket notify(dir.path() / ("notify" + std::to_string(round) + ".sock"));
+    pid_t pid =
+        spawn_daemon(dir.path() / "subnetd.yaml",
+                     dir.path() / ("notify" + std::to_string(round) + ".sock"), dir.path() / "log");
+    ASSERT_FALSE(notify.wait_for("READY=1", 20s).empty()) << slurp(dir.path() / "log");
+    auto lids = lids_from_dump(dir.path());
+    ASSERT_GT(lids.size(), 100u);
+    if (round == 0) {
+      first = lids;
+      for (const auto& [guid, lid] : lids) EXPECT_GE(std::stoul(lid, nullptr, 16), 4096u) << guid;
+    } else {
+      EXPECT_EQ(lids, first) << "LIDs changed after kill -9 in round " << round;
+    }
+    // Round 1 dies right after READY; others a little later, mid light sweep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(round * 700));
+    ::kill(pid, SIGKILL);
+    EXPECT_EQ(wait_exit(pid, 2s), 128 + SIGKILL);
+    fs::remove(dir.path() / "dump" / "opensm-subnet.lst");
+  }
+}
+
+TEST(DaemonProcess, CorruptStoreIsAClearStartupError) {
+  TempDir dir;
+  write_config(dir.path(), "fat-tree:levels=2,radix=4");
+  std::ofstream(dir.path() / "state.db") << "this is not a database, it is a cabbage";
+  NotifySocket notify(dir.path() / "notify.sock");
+  pid_t pid =
+      spawn_daemon(dir.path() / "subnetd.yaml", dir.path() / "notify.sock", dir.path() / "log");
+  EXPECT_EQ(wait_exit(pid, 10s), 4);
+  const std::string text = slurp(dir.path() / "log");
+  EXPECT_NE(text.find((dir.path() / "state.db").string()), std::string::npos) << text;
+  EXPECT_EQ(slurp(dir.path() / "state.db"), "this is not a database, it is a cabbage");
+}
+
+TEST(SystemdUnit, VerifiesClean) {
+  if (std::system("command -v systemd-analyze >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no systemd-analyze";
+  TempDir dir;
+  std::string unit = slurp(std::string(SUBNETD_SOURCE_DIR) + "/deploy/subnetd.service");
+  unit = std::regex_replace(unit, std::regex("/usr/local/bin/subnetd"), kBinary);
+  std::ofstream(dir.path() / "subnetd.service") << unit;
+  const std::string cmd = "systemd-analyze verify " + (dir.path() / "subnetd.service").string() +
+                          " > " + (dir.path() / "out").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir.path() / "out");
+  EXPECT_EQ(slurp(dir.path() / "out"), "");
+  for (const char* key :
+       {"Type=notify", "WatchdogSec=", "User=subnetd", "StateDirectory=subnetd",
+        "ConfigurationDirectory=subnetd", "ProtectSystem=strict", "PrivateTmp=yes",
+        "NoNewPrivileges=yes", "DeviceAllow=char-infiniband_mad rw"}) {
+    EXPECT_NE(unit.find(key), std::string::npos) << key;
+  }
+}
+
+}  // namespace
