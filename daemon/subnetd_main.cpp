@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "api/server.hpp"
 #include "daemon/bringup.hpp"
 #include "daemon/config.hpp"
 #include "daemon/dump_files.hpp"
@@ -32,11 +33,12 @@ namespace {
 using namespace subnetd;
 using namespace subnetd::daemon;
 
-// Exit codes: 0 ok, 1 bring-up failed, 2 usage, 3 config, 4 store, 5 transport.
+// Exit codes: 0 ok, 1 bring-up failed, 2 usage, 3 config, 4 store, 5 transport, 6 API.
 constexpr int kExitBringUp = 1;
 constexpr int kExitConfig = 3;
 constexpr int kExitStore = 4;
 constexpr int kExitTransport = 5;
+constexpr int kExitApi = 6;
 
 Result<std::unique_ptr<Store>> open_store(const Config& cfg, bool reset) {
   std::error_code ec;
@@ -252,12 +254,29 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
   };
   wait_signal();
 
+  api::ServiceDeps deps;
+  deps.state = &publisher;
+  deps.sm = &sm;
+  deps.sim = sm.sim_control();
+  deps.events = &events;
+  deps.version = "0.1.0";
+  deps.started_at = std::chrono::system_clock::now();
+  auto server = api::Server::start(cfg.api, deps);
+  if (!server.ok()) {
+    spdlog::critical("api: {}", server.error().message);
+    return kExitApi;
+  }
+  spdlog::info(
+      "gRPC API on {}{}", (*server)->unix_target(),
+      (*server)->tcp_port() != 0 ? fmt::format(" and TCP port {}", (*server)->tcp_port()) : "");
+
   sm.start();
   // Two threads: the SM strand can be busy in a bring-up while signals are
   // still handled on the other.
   std::thread second([&io] { io.run(); });
   io.run();
   second.join();
+  (*server)->stop(std::chrono::milliseconds{1000});
   writer.close();
   spdlog::info("stopped");
   return 0;
