@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace subnetd::daemon {
 namespace {
@@ -56,7 +57,7 @@ const char* state_name(routing::PortState s) {
 // "{ SW Ports:08 SystemGUID:... NodeGUID:... PortGUID:... VenID:000000 DevID:0000
 //    Rev:000000A1 {name} LID:0002 PN:01 }"
 void port_end(fmt::memory_buffer& out, const routing::Topology& t, const routing::LidMap& lids,
-              NodeId n, PortNum p) {
+              NodeId n, PortNum p, NodeId sm_node) {
   const routing::Node& node = t.node(n);
   const bool sw = node.type == NodeType::kSwitch;
   const Guid port_guid = sw ? t.port(n, 0).guid : t.port(n, p).guid;
@@ -64,8 +65,9 @@ void port_end(fmt::memory_buffer& out, const routing::Topology& t, const routing
   fmt::format_to(std::back_inserter(out),
                  "{{ {} Ports:{:02X} SystemGUID:{:016X} NodeGUID:{:016X} PortGUID:{:016X} "
                  "VenID:000000 DevID:0000 Rev:000000A1 {{{}}} LID:{:04X} PN:{:02X} }}",
-                 sw ? "SW" : "CA", node.num_ports, node.system_guid.value, node.guid.value,
-                 port_guid.value, node.description, lid.value, p);
+                 fmt::format("{}{}", sw ? "SW" : "CA", n == sm_node ? "-SM" : ""), node.num_ports,
+                 node.system_guid.value, node.guid.value, port_guid.value, node.description,
+                 lid.value, p);
 }
 
 Result<void> write_atomically(const std::filesystem::path& path, std::string_view text) {
@@ -87,7 +89,8 @@ Result<void> write_atomically(const std::filesystem::path& path, std::string_vie
 
 }  // namespace
 
-std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap& lids) {
+std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap& lids,
+                              NodeId sm_node) {
   fmt::memory_buffer out;
   for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
     const NodeId n{i};
@@ -95,9 +98,9 @@ std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap&
       const PortNum p = static_cast<PortNum>(pn);
       const routing::Port& port = t.port(n, p);
       if (!port.connected()) continue;
-      port_end(out, t, lids, n, p);
+      port_end(out, t, lids, n, p, sm_node);
       out.push_back(' ');
-      port_end(out, t, lids, port.remote_node, port.remote_port);
+      port_end(out, t, lids, port.remote_node, port.remote_port, sm_node);
       fmt::format_to(std::back_inserter(out), " PHY={} LOG={} SPD={}\n",
                      width_name(port.width_active), state_name(port.state),
                      speed_name(port.speed_active));
@@ -108,43 +111,128 @@ std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap&
 
 std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
                         const routing::Routes& routes) {
-  fmt::memory_buffer out;
   const std::uint32_t max_lid = routes.max_lid.value;
-  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+  const std::size_t num_sw = t.num_switches();
+  // Least hops between switches over switch-to-switch cables, one BFS per
+  // switch (kFar: not connected). S^2 bytes: fine for the 16-bit fabrics
+  // these files are meant for.
+  constexpr std::uint8_t kFar = 0xFF;
+  std::vector<std::uint8_t> dist(num_sw * num_sw, kFar);
+  std::vector<std::uint32_t> queue;
+  queue.reserve(num_sw);
+  for (std::uint32_t h = 0; h < num_sw; ++h) {
+    std::uint8_t* row = &dist[std::size_t{h} * num_sw];
+    row[h] = 0;
+    queue.assign(1, h);
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const NodeId v = t.switch_node(queue[q]);
+      for (unsigned pn = 1; pn <= t.node(v).num_ports; ++pn) {
+        const routing::Port& port = t.port(v, static_cast<PortNum>(pn));
+        if (!port.connected() || t.node(port.remote_node).type != NodeType::kSwitch) continue;
+        const std::uint32_t w = t.node(port.remote_node).switch_index;
+        if (row[w] != kFar || row[queue[q]] + 1 >= kFar) continue;
+        row[w] = static_cast<std::uint8_t>(row[queue[q]] + 1);
+        queue.push_back(w);
+      }
+    }
+  }
+  // The switch a LID's packets leave the switch fabric at, and the hops
+  // from there (0 for the switch's own LID, 1 down to a CA port).
+  struct Home {
+    std::uint32_t sw = UINT32_MAX;
+    std::uint8_t last = 0;
+  };
+  auto home_of = [&](PortRef owner) {
+    Home h;
+    if (!owner.node.valid()) return h;
+    if (t.node(owner.node).type == NodeType::kSwitch) {
+      h.sw = t.node(owner.node).switch_index;
+      return h;
+    }
+    const routing::Port& p = t.port(owner);
+    if (p.connected() && t.node(p.remote_node).type == NodeType::kSwitch) {
+      h.sw = t.node(p.remote_node).switch_index;
+      h.last = 1;
+    }
+    return h;
+  };
+  // Links a packet for `lid` crosses from switch `s` following the tables,
+  // until it reaches the LID's port; 0 = it never does (drop, dark port,
+  // loop, wrong node).
+  auto traced_hops = [&](std::uint32_t s, Lid lid, PortRef owner) -> unsigned {
+    NodeId cur = t.switch_node(s);
+    unsigned hops = 0;
+    for (std::size_t guard = 0; guard <= num_sw; ++guard) {
+      const std::uint8_t out = routes.lfts[t.node(cur).switch_index].get(lid);
+      if (out == 0) return owner.node == cur && hops > 0 ? hops : 0;
+      if (out > t.node(cur).num_ports) return 0;
+      const routing::Port& link = t.port(cur, out);
+      if (!link.connected()) return 0;
+      ++hops;
+      if (t.node(link.remote_node).type != NodeType::kSwitch) {
+        return link.remote_node == owner.node && link.remote_port == owner.port ? hops : 0;
+      }
+      cur = link.remote_node;
+    }
+    return 0;
+  };
+
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  for (std::uint32_t s = 0; s < num_sw; ++s) {
     const NodeId n = t.switch_node(s);
     const routing::Node& node = t.node(n);
     const routing::Lft& lft = routes.lfts[s];
-    fmt::format_to(std::back_inserter(out),
-                   "Unicast lids [0-{}] of switch Lid {} guid 0x{:016x} ('{}'):\n", max_lid,
-                   lids.base_lid(t, n, 0).value, node.guid.value, node.description);
-    for (std::uint32_t l = 0; l <= max_lid; ++l) {
-      const std::uint8_t port = lft.get(Lid{l});
-      if (port > node.num_ports) continue;
-      fmt::format_to(std::back_inserter(out), "0x{:04x} {:03} # ", l, port);
+    fmt::format_to(it, "dump_ucast_routes: Switch 0x{:016x}\nLID    : Port : Hops : Optimal\n",
+                   node.guid.value);
+    for (std::uint32_t l = 1; l <= max_lid; ++l) {
+      fmt::format_to(it, "0x{:04X} : ", l);
       const PortRef owner = lids.owner_of(Lid{l});
-      if (owner.node.valid()) {
-        const routing::Node& dst = t.node(owner.node);
-        const Guid g = dst.type == NodeType::kSwitch ? t.port(owner.node, 0).guid
-                                                     : t.port(owner.node, owner.port).guid;
-        fmt::format_to(std::back_inserter(out), "{} portguid 0x{:016x}: '{}'\n",
-                       dst.type == NodeType::kSwitch ? "Switch" : "Channel Adapter", g.value,
-                       dst.description);
-      } else {
-        fmt::format_to(std::back_inserter(out), "unknown node and type\n");
+      const std::uint8_t port = lft.get(Lid{l});
+      if (!owner.node.valid() || port == routing::kDropPort) {
+        fmt::format_to(it, "UNREACHABLE\n");
+        continue;
       }
+      const Home home = home_of(owner);
+      const bool own = owner.node == n;  // this switch's own LID
+      const unsigned hops = own ? (port == 0 ? 0U : 1U) : traced_hops(s, Lid{l}, owner);
+      const std::uint8_t to_home = home.sw == UINT32_MAX ? kFar : dist[home.sw * num_sw + s];
+      if ((!own && hops == 0) || to_home == kFar || (own && port != 0)) {
+        fmt::format_to(it, "{:03}  : HOPS UNKNOWN\n", port);
+        continue;
+      }
+      const unsigned best = to_home + home.last;
+      fmt::format_to(it, "{:03}  : {:02}   : ", port, hops);
+      if (hops == best) {
+        fmt::format_to(it, "yes\n");
+        continue;
+      }
+      // A port that starts a least-hop path, as OpenSM names one.
+      unsigned best_port = 0;
+      for (unsigned pn = 1; pn <= node.num_ports && best_port == 0; ++pn) {
+        const routing::Port& link = t.port(n, static_cast<PortNum>(pn));
+        if (!link.connected()) continue;
+        if (t.node(link.remote_node).type != NodeType::kSwitch) {
+          if (link.remote_node == owner.node && link.remote_port == owner.port) best_port = pn;
+          continue;
+        }
+        const std::uint32_t w = t.node(link.remote_node).switch_index;
+        if (dist[home.sw * num_sw + w] + 1 == to_home) best_port = pn;
+      }
+      fmt::format_to(it, "No {} hop path possible via port {}!\n", best, best_port);
     }
-    fmt::format_to(std::back_inserter(out), "{} lids dumped\n", max_lid);
   }
   return fmt::to_string(out);
 }
 
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
-                              const routing::LidMap& lids, const routing::Routes& routes) {
+                              const routing::LidMap& lids, const routing::Routes& routes,
+                              NodeId sm_node) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{Errc::kIo, fmt::format("dump_dir {}: {}", dir, ec.message())};
   const std::filesystem::path d(dir);
-  SUBNETD_TRY(write_atomically(d / "opensm-subnet.lst", format_subnet_lst(t, lids)));
+  SUBNETD_TRY(write_atomically(d / "opensm-subnet.lst", format_subnet_lst(t, lids, sm_node)));
   SUBNETD_TRY(write_atomically(d / "opensm.fdbs", format_fdbs(t, lids, routes)));
   SUBNETD_TRY(write_atomically(d / "opensm.mcfdbs", ""));
   return {};

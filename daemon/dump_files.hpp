@@ -3,9 +3,13 @@
 // credit loops independently of our own verifier:
 //   opensm-subnet.lst  one line per port-to-port link (both directions)
 //   opensm.fdbs        unicast LFTs in OpenSM's dump_ucast_routes format
+//                      ("0x0004 : 003  : 02   : yes": LID, port, hops the
+//                      route takes, whether that is a least-hop path), the
+//                      format ibdmchk -f and cdg_check.py parse
 //   opensm.mcfdbs      multicast FDBs (we program none: an empty file)
-// Formats: ../shared/TESTING.md. Only meaningful for 16-bit LIDs (ibdmchk is
-// an IBA tool); wider LIDs are written with more hex digits.
+// Formats: ../shared/TESTING.md and OpenSM 3.3's osm_dump.c. The SM's own
+// node is marked CA-SM / SW-SM when `sm_node` is given. Only meaningful for
+// 16-bit LIDs (ibdmchk is an IBA tool); wider LIDs get more hex digits.
 
 #include <string>
 
@@ -16,13 +20,15 @@
 
 namespace subnetd::daemon {
 
-std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap& lids);
+std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap& lids,
+                              NodeId sm_node = kNoNode);
 std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
                         const routing::Routes& routes);
 
 // Writes the three files into `dir` (created if missing). Each file is written
 // to a temporary name and renamed, so a reader never sees half a file.
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
-                              const routing::LidMap& lids, const routing::Routes& routes);
+                              const routing::LidMap& lids, const routing::Routes& routes,
+                              NodeId sm_node = kNoNode);
 
 }  // namespace subnetd::daemon
