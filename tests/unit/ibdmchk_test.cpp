@@ -1,0 +1,203 @@
+// An independent credit-loop check: ibutils' ibdmchk reads the OpenSM-format
+// dump files we write (daemon/dump_files) and traverses every CA-to-CA path
+// through our LFTs. updn, brought up over the simulator on a fat tree, a
+// torus and a random graph, must show no credit loops and no traversal
+// errors; minhop on a ring (tables written straight from the engine,
+// bypassing our verifier) must be reported as looping; and a deliberately
+// removed LFT entry must show up as a traversal error — so both verdicts can
+// fail. ibdmchk (1.5.7) may crash after printing its verdict: we read its
+// output, not its exit code (../shared/TESTING.md).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "bringup_test_support.hpp"
+#include "daemon/bringup.hpp"
+#include "daemon/dump_files.hpp"
+#include "daemon/transport_factory.hpp"
+#include "discovery/sim/sim_fabric.hpp"
+#include "routing/engine.hpp"
+#include "routing/lid_assigner.hpp"
+#include "routing/verifier.hpp"
+
+namespace subnetd::daemon {
+namespace {
+
+using routing::Topology;
+
+bool have_ibdmchk() {
+  return std::system("command -v ibdmchk > /dev/null 2>&1") == 0;
+}
+
+std::string scratch_dir(const std::string& name) {
+  const std::string base = fmt::format("{}subnetd_ibdmchk_{}", testing::TempDir(), ::getpid());
+  const std::string dir = base + "/" + bringup_testing::param_name(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Runs ibdmchk on the dump files in `dir` from `dir` (it writes side reports
+// into its working directory) and returns what it printed.
+std::string run_ibdmchk(const std::string& dir) {
+  const std::string cmd = fmt::format(
+      "cd '{}' && timeout 120 ibdmchk -s opensm-subnet.lst -f opensm.fdbs -m opensm.mcfdbs "
+      "> ibdmchk.out 2>&1",
+      dir);
+  [[maybe_unused]] const int rc = std::system(cmd.c_str());  // it may crash after its verdict
+  std::ifstream f(dir + "/ibdmchk.out");
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+struct Verdict {
+  bool no_loops = false;
+  bool loops = false;
+  bool traversal_errors = false;
+  std::size_t nodes = 0;         // "-I- Defined S/N systems/nodes"
+  std::size_t fdb_switches = 0;  // "-I- Defined E fdb entries for:S switches"
+  std::size_t fdb_entries = 0;
+};
+
+Verdict read_verdict(const std::string& out) {
+  Verdict v;
+  v.no_loops = out.find("\n-I- no credit loops found") != std::string::npos;
+  v.loops = out.find("\n-E- credit loops in routing") != std::string::npos;
+  for (const char* e : {"Some Point to Point Traversals Failed", "Fail to traverse", "Dead end",
+                        "Unassigned LFT"}) {
+    v.traversal_errors |= out.find(e) != std::string::npos;
+  }
+  std::smatch m;
+  if (std::regex_search(out, m, std::regex(R"(-I- Defined \d+/(\d+) systems/nodes)"))) {
+    v.nodes = std::stoul(m[1]);
+  }
+  if (std::regex_search(out, m,
+                        std::regex(R"(-I- Defined (\d+) fdb entries for:(\d+) switches)"))) {
+    v.fdb_entries = std::stoul(m[1]);
+    v.fdb_switches = std::stoul(m[2]);
+  }
+  return v;
+}
+
+// Entries ibdmchk should have read: every routed (switch, LID) pair.
+std::size_t routed_entries(const routing::Routes& routes) {
+  std::size_t n = 0;
+  for (const routing::Lft& lft : routes.lfts) {
+    for (std::uint32_t l = 1; l <= routes.max_lid.value; ++l) {
+      n += lft.get(Lid{l}) != routing::kDropPort ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+class UpdnPasses : public testing::TestWithParam<std::string> {};
+
+TEST_P(UpdnPasses, NoCreditLoopsNoTraversalErrors) {
+  if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
+  auto truth = load_topology(GetParam());
+  ASSERT_TRUE(truth.ok()) << truth.error().message;
+  auto sim = discovery::sim::SimFabric::create(std::move(truth).value(), {});
+  ASSERT_TRUE(sim.ok()) << sim.error().message;
+  routing::WorkerPool pool(2);
+  BringUpOptions o;
+  o.engine = "updn";
+  auto r = BringUp(**sim, pool).run(o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Topology& t = r->sweep.topology;
+  const std::string dir = scratch_dir(GetParam());
+  ASSERT_TRUE(write_dump_files(dir, t, r->lids.map, *r->routes, r->sweep.sm_node).ok());
+
+  const std::string out = run_ibdmchk(dir);
+  const Verdict v = read_verdict(out);
+  EXPECT_EQ(v.nodes, t.num_nodes()) << "ibdmchk did not read every node of opensm-subnet.lst";
+  EXPECT_EQ(v.fdb_switches, t.num_switches()) << "ibdmchk did not read every switch's LFT";
+  EXPECT_EQ(v.fdb_entries, routed_entries(*r->routes));
+  EXPECT_TRUE(v.no_loops) << dir << "/ibdmchk.out";
+  EXPECT_FALSE(v.loops) << dir << "/ibdmchk.out";
+  EXPECT_FALSE(v.traversal_errors) << dir << "/ibdmchk.out";
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics, UpdnPasses,
+                         testing::Values("fat-tree:levels=3,k=4", "torus:dims=4x4,hosts=2",
+                                         "random:switches=16,degree=4,hosts=2,seed=7"),
+                         [](const auto& i) { return bringup_testing::param_name(i.param); });
+
+// Routes straight from an engine, with LIDs assigned on the generator's truth.
+struct Direct {
+  Topology topo;
+  routing::LidMap lids;
+  routing::Routes routes;
+};
+
+void route_directly(const std::string& spec, const std::string& engine, Direct& d) {
+  auto t = load_topology(spec);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  d.topo = std::move(t).value();
+  routing::LidAssignOptions lo;
+  auto lids = routing::assign_lids(d.topo, lo);
+  ASSERT_TRUE(lids.ok()) << lids.error().message;
+  d.lids = std::move(lids).value().map;
+  auto e = routing::make_engine(engine);
+  ASSERT_TRUE(e.ok());
+  routing::WorkerPool pool(2);
+  auto routes = (*e)->compute(d.topo, d.lids, {}, pool, {});
+  ASSERT_TRUE(routes.ok()) << routes.error().message;
+  d.routes = std::move(routes).value();
+}
+
+// minhop on a ring and on a 2-D torus: ibdmchk, like our verifier, finds the
+// credit loop (and every path still arrives: the tables are complete).
+TEST(Ibdmchk, MinhopOnARingAndATorusLoops) {
+  if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
+  for (const char* spec : {"ring:switches=6,hosts=2", "torus:dims=4x4"}) {
+    SCOPED_TRACE(spec);
+    Direct d;
+    route_directly(spec, "minhop", d);
+    if (HasFatalFailure()) return;
+    routing::WorkerPool pool(1);
+    auto ours = routing::verify(d.topo, d.lids, d.routes, pool, {});
+    ASSERT_FALSE(ours.ok()) << "our verifier passed minhop on " << spec;
+    EXPECT_EQ(ours.error().code, Errc::kCdgCycle);
+
+    const std::string dir = scratch_dir(std::string("minhop_") + spec);
+    ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes).ok());
+    const Verdict v = read_verdict(run_ibdmchk(dir));
+    EXPECT_EQ(v.fdb_switches, d.topo.num_switches());
+    EXPECT_TRUE(v.loops) << dir << "/ibdmchk.out";
+    EXPECT_FALSE(v.no_loops) << dir << "/ibdmchk.out";
+    EXPECT_FALSE(v.traversal_errors) << dir << "/ibdmchk.out";
+    if (!HasFailure()) std::filesystem::remove_all(dir);
+  }
+}
+
+// One removed LFT entry in updn's tables: ibdmchk's traversal check catches
+// it (so a clean traversal above means something).
+TEST(Ibdmchk, ARemovedEntryIsATraversalError) {
+  if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
+  Direct d;
+  route_directly("fat-tree:levels=2,radix=4", "updn", d);
+  if (HasFatalFailure()) return;
+  // The last CA's LID at a leaf it is not attached to.
+  const Lid victim = d.lids.max_lid;
+  const PortRef owner = d.lids.owner_of(victim);
+  ASSERT_EQ(d.topo.node(owner.node).type, routing::NodeType::kCa);
+  const NodeId home = d.topo.port(owner).remote_node;
+  const std::uint32_t other = d.topo.node(home).switch_index == 0 ? 1 : 0;
+  d.routes.lfts[other].set(victim, routing::kDropPort);
+  const std::string dir = scratch_dir("removed_entry");
+  ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes).ok());
+  const std::string out = run_ibdmchk(dir);
+  const Verdict v = read_verdict(out);
+  EXPECT_TRUE(v.traversal_errors) << dir << "/ibdmchk.out";
+  EXPECT_NE(out.find(fmt::format("lid:{}", victim.value)), std::string::npos) << out;
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace subnetd::daemon
