@@ -1,0 +1,100 @@
+// umad_probe: holds the SM's umad port open with UmadTransport, for the
+// interop checks that need an SM that is alive but not sweeping: `sminfo`
+// (answered by the transport's SmAgent), IsSM in our CapabilityMask, and
+// trap delivery (ibsim `Unlink` -> trap 128 -> TrapRepress from here).
+//
+//   umad_probe [--ca NAME] [--port N] [--seconds S]
+//
+// Runs until stdin reaches EOF (the driver closes it) or S seconds pass.
+// Prints, one line each, flushed:
+//   ready guid 0x... port N
+//   trap NUM issuer_lid 0x... lid 0x... from 0x...   (and sends TrapRepress)
+//   stats sent N received N answered N kernel_timeouts N malformed N
+// Exit 0, or 1 with the transport's error on stderr.
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "discovery/mad/smp.hpp"
+#include "discovery/umad/umad_transport.hpp"
+
+namespace {
+
+using namespace subnetd;
+using namespace subnetd::discovery;
+
+bool stdin_closed() {
+  pollfd p{0, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  char buf[256];
+  return ::read(0, buf, sizeof buf) <= 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  umad::UmadOptions opts;
+  double seconds = 600;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "umad_probe: {} needs a value\n", a);
+      return 2;
+    }
+    if (a == "--ca") {
+      opts.ca = argv[++i];
+    } else if (a == "--port") {
+      opts.port = static_cast<PortNum>(std::atoi(argv[++i]));
+    } else if (a == "--seconds") {
+      seconds = std::atof(argv[++i]);
+    } else {
+      fmt::print(stderr, "usage: umad_probe [--ca NAME] [--port N] [--seconds S]\n");
+      return 2;
+    }
+  }
+  auto opened = umad::UmadTransport::open(opts);
+  if (!opened.ok()) {
+    fmt::print(stderr, "umad_probe: {}\n", opened.error().message);
+    return 1;
+  }
+  umad::UmadTransport& t = **opened;
+  fmt::print("ready guid {:#018x} port {}\n", t.local_port().port_guid.value,
+             t.local_port().port_num);
+  std::fflush(stdout);
+
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end && !stdin_closed()) {
+    auto got = t.receive(std::chrono::milliseconds{100});
+    if (!got.ok()) {
+      fmt::print(stderr, "umad_probe: {}\n", got.error().message);
+      return 1;
+    }
+    if (!got->has_value()) continue;
+    const Mad& m = **got;
+    auto smp = mad::decode_smp(m.data);
+    if (!smp.ok() || smp->method != mad::Method::kTrap) continue;
+    const mad::Notice n = mad::Notice::decode(mad::data_of(*smp));
+    mad::Smp repress = *smp;
+    repress.method = mad::Method::kTrapRepress;
+    repress.status = 0;
+    Mad out;
+    mad::encode_smp(repress, std::span<std::uint8_t, kMadSize>(out.data));
+    out.dlid = m.slid;
+    const bool sent = t.send(out).ok();
+    fmt::print("trap {} issuer_lid {:#x} lid {:#x} from {:#x} repressed {}\n", n.trap_number,
+               n.issuer_lid, n.trap_number == 128 ? n.trap128_lid(false) : 0U, m.slid,
+               sent ? "yes" : "no");
+    std::fflush(stdout);
+  }
+  const auto s = t.stats();
+  fmt::print("stats sent {} received {} answered {} kernel_timeouts {} malformed {}\n", s.sent,
+             s.received, s.answered, s.kernel_timeouts, s.malformed);
+  std::fflush(stdout);
+  return 0;
+}
