@@ -1,0 +1,400 @@
+#!/usr/bin/python3
+"""subnetd and OpenSM side by side on the same ibsim fabrics (stdlib only).
+
+  opensm_side_by_side.py --subnetd BIN --netfile-tool BIN [--outdir DIR]
+      [--fabric SPEC ...] [--opensm-engines ftree,updn] [--engine auto]
+      [--cycles 3] [--opensm-harness PATH/run_opensm.py] [--skip-opensm]
+
+For every fabric (default: fat-tree:levels=2,radix=36 / levels=3,k=16 /
+levels=3,k=24, written as ibsim net files by interop_netfile from
+subnetd's own generator, so both SMs manage the very same file):
+
+OpenSM, once per engine, through ../shared/tools/opensm/run_opensm.py (the
+harness TESTING.md describes): time from process start to the first
+"SUBNET UP", routing time from its own log ("building routing with" ->
+"tables configured"), recovery = console `Unlink` of one switch-to-switch
+link until the last "SUBNET UP" it causes, peak RSS (VmHWM).
+
+subnetd, on a fresh ibsim each (umad transport under umad2sim, empty store):
+  - `subnetd --once`: wall time from process start to programmed, the phase
+    times (sweep, LIDs, route, verify, program) and peak RSS it prints;
+  - the daemon (`subnetd --config F`): process start -> first "subnet up"
+    log line, then --cycles times: `Unlink` of the same link as OpenSM's ->
+    the last "subnet up" it causes (trap 128 -> reroute -> programmed), then
+    `ReLink` and settle; peak RSS (VmHWM) at the end. Periodic light sweeps
+    are off (sweep.interval 0) so only the trap drives the recovery.
+
+Writes OUTDIR/results.json and prints a Markdown table. Run it on a quiet
+machine: both SMs and ibsim share the CPUs with whatever else runs.
+"""
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+DEFAULT_HARNESS = "/work/shared/tools/opensm/run_opensm.py"
+DEFAULT_FABRICS = ["fat-tree:levels=2,radix=36", "fat-tree:levels=3,k=16", "fat-tree:levels=3,k=24"]
+LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) ")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def sock_ready(name):
+    try:
+        with open("/proc/net/unix") as f:
+            return ("@%s:ctl" % name) in f.read()
+    except OSError:
+        return False
+
+
+def vm_hwm_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def load_harness(path):
+    if not path or not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location("run_opensm", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def pick_link(netfile, harness):
+    """The switch-to-switch link to Unlink: the harness's choice when we have
+    it (so OpenSM and subnetd lose the same link)."""
+    if harness is None:
+        return None
+    net = harness.parse_net(netfile)
+    l = harness.pick_link(net)
+    return (l[0], l[1]) if l else None
+
+
+class Ibsim:
+    def __init__(self, netfile, sizing, workdir, sock):
+        self.netfile, self.sizing, self.workdir, self.sock = netfile, sizing, workdir, sock
+        self.proc = None
+
+    def start(self, timeout=300):
+        env = dict(os.environ, IBSIM_SOCKNAME=self.sock)
+        env.pop("LD_PRELOAD", None)
+        self.proc = subprocess.Popen(["ibsim", "-s"] + self.sizing + [self.netfile],
+                                     stdin=subprocess.PIPE,
+                                     stdout=open(os.path.join(self.workdir, "ibsim.out"), "w"),
+                                     stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        t0 = time.time()
+        while not sock_ready(self.sock):
+            if self.proc.poll() is not None:
+                raise RuntimeError("ibsim exited (rc %s), see %s/ibsim.out"
+                                   % (self.proc.returncode, self.workdir))
+            if time.time() - t0 > timeout:
+                raise RuntimeError("ibsim not ready after %s s" % timeout)
+            time.sleep(0.02)
+
+    def console(self, line):
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.console("quit")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def preload_env(sock):
+    return dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM)
+
+
+def write_config(path, run, engine, sockdir):
+    with open(path, "w") as f:
+        f.write("fabric:\n  transport: umad\n"
+                "routing:\n  engine: %s\n"
+                "sweep:\n  interval: 0\n"
+                "store:\n  path: %s\n"
+                "api:\n  socket: %s\n"
+                % (engine, os.path.join(run, "subnetd.db"), os.path.join(sockdir, "api.sock")))
+
+
+def subnetd_once(args, netfile, sizing, run, sockdir):
+    """One `subnetd --once` on a fresh ibsim: wall time, phases, RSS."""
+    os.makedirs(run, exist_ok=True)
+    sock = "sbs%d%s" % (os.getpid(), os.path.basename(run)[:12])
+    ib = Ibsim(netfile, sizing, run, sock)
+    ib.start()
+    try:
+        cfg = os.path.join(run, "once.yaml")
+        write_config(cfg, run, args.engine, sockdir)
+        t0 = time.time()
+        p = subprocess.run([args.subnetd, "--config", cfg, "--once"], env=preload_env(sock),
+                           capture_output=True, text=True, timeout=1800)
+        elapsed = time.time() - t0
+        with open(os.path.join(run, "once.out"), "w") as f:
+            f.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            raise RuntimeError("subnetd --once failed (rc %d): %s" % (p.returncode, p.stderr.strip()[-300:]))
+        out = {"process_s": round(elapsed, 3)}
+        m = re.search(r"phases \(ms\): sweep ([\d.]+), lids ([\d.]+), route ([\d.]+), verify ([\d.]+), "
+                      r"program ([\d.]+), total ([\d.]+)", p.stdout)
+        if m:
+            out.update({k: float(v) / 1000 for k, v in zip(
+                ["sweep_s", "lids_s", "route_s", "verify_s", "program_s", "bringup_s"], m.groups())})
+        m = re.search(r"wall time ([\d.]+) ms, peak RSS ([\d.]+) MiB", p.stdout)
+        if m:
+            out["wall_s"] = float(m.group(1)) / 1000
+            out["rss_mib"] = float(m.group(2))
+        m = re.search(r"routing: engine (\S+),", p.stdout)
+        if m:
+            out["engine_used"] = m.group(1)
+        m = re.search(r"sweep: (\d+) SMPs \((\d+) retries, (\d+) timeouts\)", p.stdout)
+        if m:
+            out["sweep_smps"], out["sweep_retries"], out["sweep_timeouts"] = map(int, m.groups())
+        return out
+    finally:
+        ib.stop()
+
+
+class DaemonLog:
+    """Follows the daemon's log file: (epoch seconds, message) per line."""
+
+    def __init__(self, path):
+        self.path, self.pos, self.rest, self.events = path, 0, "", []
+
+    def poll(self):
+        try:
+            with open(self.path, errors="replace") as f:
+                f.seek(self.pos)
+                data = f.read()
+                self.pos = f.tell()
+        except OSError:
+            return
+        data = self.rest + data
+        lines = data.split("\n")
+        self.rest = lines.pop()
+        for line in lines:
+            m = LOG_TS.match(line)
+            if not m:
+                continue
+            ts = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+            self.events.append((ts, line[m.end():]))
+
+    def after(self, t0, rx):
+        return [e for e in self.events if e[0] >= t0 - 0.002 and re.search(rx, e[1])]
+
+
+UP = r"\bsubnet up\b|\breroute[d]? .*(programmed|done|complete)"
+BUSY = r"\bheavy sweep\b|\btrap 128\b|\breroute"
+
+
+def wait_settled(dlog, proc, t0, quiet, timeout):
+    """Waits until a "subnet up" (or reroute done) after t0 is followed by
+    `quiet` seconds without sweep activity; returns (first, last) up times."""
+    end = time.time() + timeout
+    while time.time() < end:
+        dlog.poll()
+        ups = dlog.after(t0, UP)
+        if ups:
+            last_busy = max(e[0] for e in dlog.after(t0, UP + "|" + BUSY))
+            if ups[-1][0] >= last_busy and time.time() - last_busy >= quiet:
+                return ups[0][0], ups[-1][0]
+        if proc.poll() is not None:
+            raise RuntimeError("subnetd exited (rc %s)" % proc.returncode)
+        time.sleep(0.02)
+    return None
+
+
+def subnetd_daemon(args, netfile, sizing, run, sockdir, link):
+    os.makedirs(run, exist_ok=True)
+    sock = "sbd%d%s" % (os.getpid(), os.path.basename(run)[:12])
+    ib = Ibsim(netfile, sizing, run, sock)
+    ib.start()
+    proc = None
+    try:
+        cfg = os.path.join(run, "daemon.yaml")
+        write_config(cfg, run, args.engine, sockdir)
+        logpath = os.path.join(run, "daemon.log")
+        t0 = time.time()
+        proc = subprocess.Popen([args.subnetd, "--config", cfg], env=preload_env(sock),
+                                stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
+        dlog = DaemonLog(logpath)
+        up = wait_settled(dlog, proc, t0, args.quiet, 1800)
+        if not up:
+            raise RuntimeError("daemon: no subnet up, see %s" % logpath)
+        out = {"up_s": round(up[0] - t0, 3)}
+        m = dlog.after(t0, r"engine (\S+), routed in ([\d.]+) ms")
+        if m:
+            g = re.search(r"engine (\S+), routed in ([\d.]+) ms", m[0][1])
+            out["engine_used"] = g.group(1)
+            out["route_s"] = float(g.group(2)) / 1000
+        out["events"] = []
+        if link:
+            node, port = link
+            for i in range(args.cycles):
+                for cmd in ('Unlink "%s"[%d]' % (node, port), 'ReLink "%s"[%d]' % (node, port)):
+                    tc = time.time()
+                    ib.console(cmd)
+                    r = wait_settled(dlog, proc, tc, args.quiet, 600)
+                    ev = {"cmd": cmd}
+                    if r:
+                        ev["first_up_s"] = round(r[0] - tc, 4)
+                        ev["last_up_s"] = round(r[1] - tc, 4)
+                    else:
+                        ev["error"] = "no subnet up"
+                    out["events"].append(ev)
+        out["rss_mib"] = round((vm_hwm_kb(proc.pid) or 0) / 1024, 1)
+        return out
+    finally:
+        if proc and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        ib.stop()
+
+
+def opensm(args, harness_path, netfile, engine, run, link):
+    cmd = [sys.executable, harness_path, netfile, "-R", engine, "--outdir", run,
+           "--cycles", str(args.cycles)]
+    if link:
+        cmd += ["--unlink", '"%s"[%d]' % link]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=7200)
+    res_path = os.path.join(run, "result.json")
+    if not os.path.exists(res_path):
+        raise RuntimeError("run_opensm.py wrote no result (rc %d): %s" % (p.returncode, p.stderr[-300:]))
+    with open(res_path) as f:
+        r = json.load(f)
+    return {"up_s": r.get("up_s"), "route_s": r.get("route_s"), "engine_used": r.get("engine_used"),
+            "rss_mib": round(r.get("opensm_hwm_kb", 0) / 1024, 1), "error": r.get("error"),
+            "events": [{"cmd": e.get("cmd"), "first_up_s": e.get("first_up_s"),
+                        "last_up_s": e.get("last_up_s")} for e in r.get("events", [])]}
+
+
+def recovery(res):
+    vals = [e["last_up_s"] for e in res.get("events", [])
+            if e.get("cmd", "").startswith("Unlink") and e.get("last_up_s") is not None]
+    return statistics.median(vals) if vals else None
+
+
+def fmt_s(v):
+    if v is None:
+        return "–"
+    if v < 0.01:
+        return "%.2f ms" % (v * 1000)
+    if v < 1:
+        return "%.0f ms" % (v * 1000)
+    return "%.2f s" % v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--subnetd", required=True)
+    ap.add_argument("--netfile-tool", required=True)
+    ap.add_argument("--outdir", default="side-by-side")
+    ap.add_argument("--fabric", action="append", help="generator spec (repeatable)")
+    ap.add_argument("--opensm-engines", default="ftree,updn")
+    ap.add_argument("--engine", default="auto", help="subnetd routing engine")
+    ap.add_argument("--cycles", type=int, default=3)
+    ap.add_argument("--quiet", type=float, default=2.0, help="s without sweeps that ends an event")
+    ap.add_argument("--opensm-harness", default=DEFAULT_HARNESS)
+    ap.add_argument("--skip-opensm", action="store_true")
+    args = ap.parse_args()
+
+    for tool in ["ibsim"] + ([] if args.skip_opensm else ["opensm"]):
+        if shutil.which(tool) is None:
+            print("missing %s" % tool)
+            return 2
+    harness = None if args.skip_opensm else load_harness(args.opensm_harness)
+    if not args.skip_opensm and harness is None:
+        print("no OpenSM harness at %s (use --opensm-harness or --skip-opensm)" % args.opensm_harness)
+        return 2
+
+    outdir = os.path.abspath(args.outdir)
+    os.makedirs(outdir, exist_ok=True)
+    sockdir = tempfile.mkdtemp(prefix="subnetd-sbs-")
+    results = []
+    for spec in args.fabric or DEFAULT_FABRICS:
+        tag = re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-")
+        fdir = os.path.join(outdir, tag)
+        os.makedirs(fdir, exist_ok=True)
+        netfile = os.path.join(fdir, tag + ".net")
+        p = subprocess.run([args.netfile_tool, spec, netfile], capture_output=True, text=True)
+        if p.returncode != 0:
+            print("%s: %s" % (spec, p.stderr.strip()))
+            return 1
+        sizing = p.stdout.splitlines()[0].split()
+        cas = int(re.search(r"cas (\d+)", p.stdout).group(1))
+        link = pick_link(netfile, load_harness(args.opensm_harness))
+        log("== %s: %s; ibsim %s; Unlink %s" % (spec, p.stdout.splitlines()[1], " ".join(sizing), link))
+        row = {"fabric": spec, "cas": cas, "unlink": link, "runs": {}}
+        try:
+            row["runs"]["subnetd --once"] = subnetd_once(args, netfile, sizing, os.path.join(fdir, "once"), sockdir)
+            log("   subnetd --once: %s" % row["runs"]["subnetd --once"])
+            row["runs"]["subnetd"] = subnetd_daemon(args, netfile, sizing, os.path.join(fdir, "daemon"),
+                                                    sockdir, link)
+            log("   subnetd daemon: %s" % row["runs"]["subnetd"])
+        except RuntimeError as e:
+            row["runs"]["subnetd"] = {"error": str(e)}
+            log("   subnetd: %s" % e)
+        if not args.skip_opensm:
+            for eng in args.opensm_engines.split(","):
+                try:
+                    r = opensm(args, args.opensm_harness, netfile, eng, os.path.join(fdir, "opensm-" + eng), link)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    r = {"error": str(e)}
+                row["runs"]["OpenSM " + eng] = r
+                log("   OpenSM %s: %s" % (eng, r))
+        results.append(row)
+        with open(os.path.join(outdir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    shutil.rmtree(sockdir, ignore_errors=True)
+
+    print()
+    print("| fabric | CAs | SM (engine) | subnet up | routing | recovery (median of %d) | peak RSS |" % args.cycles)
+    print("|---|---|---|---|---|---|---|")
+    for row in results:
+        for name, r in row["runs"].items():
+            if name == "subnetd --once":
+                eng = r.get("engine_used", args.engine)
+                print("| `%s` | %s | subnetd --once (%s) | %s | %s | – | %.0f MB |" % (
+                    row["fabric"], f"{row['cas']:,}", eng, fmt_s(r.get("wall_s")),
+                    fmt_s(r.get("route_s")), r.get("rss_mib", 0) * 1.048576))
+                continue
+            if r.get("error") and "up_s" not in r:
+                print("| `%s` | %s | %s | error: %s | | | |" % (row["fabric"], f"{row['cas']:,}", name, r["error"][:80]))
+                continue
+            eng = r.get("engine_used") or (args.engine if name == "subnetd" else name.split()[-1])
+            label = "%s (%s)" % (name.split()[0], eng)
+            print("| `%s` | %s | %s | %s | %s | %s | %.0f MB |" % (
+                row["fabric"], f"{row['cas']:,}", label, fmt_s(r.get("up_s")), fmt_s(r.get("route_s")),
+                fmt_s(recovery(r)), (r.get("rss_mib") or 0) * 1.048576))
+    print("\nresults: %s" % os.path.join(outdir, "results.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
