@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""subnetctl against a live subnetd: outputs, --json documents and exit codes.
+
+usage: subnetctl_test.py --subnetctl BIN --socket PATH --addr HOST:PORT --token-file FILE
+
+Run by run_with_subnetd.py --tcp (the daemon listens on the unix socket and
+on TCP with a bearer token). Exits 0 when every check passes.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+    return cond
+
+
+class Ctl:
+    def __init__(self, binary, socket):
+        self.binary = binary
+        self.socket = socket
+
+    def run(self, *args, socket=True, timeout=30):
+        argv = [self.binary] + (["--socket", self.socket] if socket else []) + list(args)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+
+    def ok(self, *args, **kw):
+        code, out, err = self.run(*args, **kw)
+        check(code == 0, f"subnetctl {' '.join(args)}: exit {code}: {err.strip()}")
+        return out
+
+    def json(self, *args):
+        out = self.ok("--json", *args)
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError as e:
+            check(False, f"subnetctl --json {' '.join(args)}: not one JSON document: {e}")
+            return {}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--subnetctl", required=True)
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--token-file", required=True)
+    a = ap.parse_args()
+    ctl = Ctl(a.subnetctl, a.socket)
+
+    # status, as a table and as JSON.
+    out = ctl.ok("status")
+    print(out)
+    check("MASTER" in out, "status says MASTER")
+    st = ctl.json("status")
+    check(st.get("state") == "SM_STATE_MASTER", "status --json state")
+    switches, cas = st.get("switches", 0), st.get("cas", 0)
+
+    # nodes with filters; node; links; lft.
+    sw = ctl.json("nodes", "--type", "switch")
+    check(len(sw.get("nodes", [])) == switches, f"nodes --type switch: {switches} switches")
+    names = [n["name"] for n in sw.get("nodes", [])]
+    table = ctl.ok("nodes", "--type", "ca")
+    check(table.splitlines()[0].split() == ["GUID", "TYPE", "LID", "PORTS", "NAME"], "nodes header")
+    check(f"{cas} nodes" in table, "nodes prints a count")
+    node = ctl.json("node", names[0])
+    check(node.get("node", {}).get("name") == names[0], "node by name")
+    check("Active" in ctl.ok("node", names[0]) or "Init" in ctl.ok("node", names[0]),
+          "node shows port states")
+    links = ctl.json("links")
+    check(len(links.get("links", [])) == st.get("links"), "links --json count")
+    lft = ctl.ok("lft", names[0])
+    check("valid lids dumped" in lft, "lft prints an ibroute-style table")
+
+    # trace between two CAs, ibtracert style.
+    ca_nodes = ctl.json("nodes", "--type", "ca").get("nodes", [])
+    src, dst = ca_nodes[0]["name"], ca_nodes[-1]["name"]
+    out = ctl.ok("trace", src, dst)
+    print(out)
+    lines = out.strip().splitlines()
+    check(lines[0].startswith("From ca {") and src in lines[0], "trace: From line")
+    check(lines[-1].startswith("To ca {") and dst in lines[-1], "trace: To line")
+    check(all(l.startswith("[") and "-> " in l for l in lines[1:-1]), "trace: hop lines")
+    tr = ctl.json("trace", src, f"lid:{ca_nodes[-1]['lid']}")
+    check(tr.get("complete") is True, "trace --json complete")
+
+    # verify, events, sweep.
+    check(ctl.ok("verify").startswith("OK:"), "verify says OK")
+    events = ctl.json("events", "--last", "50")
+    check(isinstance(events, list) and len(events) > 0, "events --json is a non-empty list")
+    check(any(e.get("kind") == "EVENT_KIND_SWEEP" for e in events), "a sweep event was logged")
+    out = ctl.ok("sweep")
+    check(out.startswith("sweep OK"), f"sweep: {out.strip()}")
+
+    # Exit codes.
+    code, _, err = ctl.run("node", "no-such-node")
+    check(code == 3, f"unknown node: exit {code} (want 3): {err.strip()}")
+    code, _, _ = ctl.run("frobnicate")
+    check(code == 2, f"unknown command: exit {code} (want 2)")
+    code, _, err = ctl.run("node", "0x0")
+    check(code == 2, f"GUID 0: exit {code} (want 2): {err.strip()}")
+    code, _, err = ctl.run("--socket", "/nonexistent/subnetd.sock", "status", socket=False)
+    check(code == 5, f"no daemon: exit {code} (want 5): {err.strip()}")
+    code, _, err = ctl.run("--addr", a.addr, "sweep", socket=False)
+    check(code == 4, f"TCP sweep without a token: exit {code} (want 4): {err.strip()}")
+    code, out, err = ctl.run("--addr", a.addr, "--token-file", a.token_file, "sweep", socket=False)
+    check(code == 0, f"TCP sweep with the token: exit {code}: {err.strip()}")
+    code, _, _ = ctl.run("--addr", a.addr, "status", socket=False)
+    check(code == 0, "TCP reads need no token")
+
+    # Pull a cable through the simulator and watch the event log report it.
+    last = ctl.json("status").get("last_event_id", "0")
+    leaf = [n for n in names if n.startswith("leaf")][0]
+    ctl.ok("sim", "link-down", leaf, "1")
+    seen = False
+    deadline = time.monotonic() + 20
+    while not seen and time.monotonic() < deadline:
+        evs = ctl.json("events", "--from", str(int(last) + 1)) if int(last) >= 0 else []
+        seen = any(e.get("kind") == "EVENT_KIND_LINK_DOWN" for e in evs)
+        if not seen:
+            time.sleep(0.5)
+    check(seen, "a link_down event after sim link-down")
+    ctl.ok("sim", "link-up", leaf, "1")
+    stats = ctl.json("sim", "stats")
+    check(int(stats.get("smps_handled", "0")) > 0, "sim stats count SMPs")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("subnetctl: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+// subnetctl's helpers: how a command-line word names a node, status -> exit
+// code, and the text formatting.
+
+#include <grpcpp/support/status.h>
+#include <gtest/gtest.h>
+
+#include "api/cli.hpp"
+
+namespace subnetd::api::cli {
+namespace {
+
+namespace v1 = ::subnet::v1;
+
+TEST(SubnetctlCli, NodeRefWords) {
+  auto g = parse_node_ref("0x0002c90000000001");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->ref_case(), v1::NodeRef::kGuid);
+  EXPECT_EQ(g->guid(), 0x0002c90000000001u);
+  auto l = parse_node_ref("12");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->ref_case(), v1::NodeRef::kLid);
+  EXPECT_EQ(l->lid(), 12u);
+  auto n = parse_node_ref("leaf0");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->name(), "leaf0");
+  auto hca = parse_node_ref("h12 HCA-1");
+  ASSERT_TRUE(hca.ok());
+  EXPECT_EQ(hca->name(), "h12 HCA-1");
+  auto explicit_name = parse_node_ref("name:1234");
+  ASSERT_TRUE(explicit_name.ok());
+  EXPECT_EQ(explicit_name->name(), "1234");
+  auto explicit_guid = parse_node_ref("guid:2c90000000001");
+  ASSERT_TRUE(explicit_guid.ok());
+  EXPECT_EQ(explicit_guid->guid(), 0x2c90000000001u);
+  auto explicit_lid = parse_node_ref("lid:49151");
+  ASSERT_TRUE(explicit_lid.ok());
+  EXPECT_EQ(explicit_lid->lid(), 49151u);
+
+  for (const char* bad : {"", "0x0", "0x12345678901234567", "0xzz", "0", "lid:0", "lid:x",
+                          "lid:16777216", "guid:", "name:"}) {
+    auto r = parse_node_ref(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code, Errc::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(SubnetctlCli, ExitCodes) {
+  EXPECT_EQ(exit_code_for(grpc::Status::OK), kExitOk);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::NOT_FOUND, ""}), kExitNotFound);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::PERMISSION_DENIED, ""}), kExitPermission);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::UNAUTHENTICATED, ""}), kExitPermission);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::UNAVAILABLE, ""}), kExitUnavailable);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::INVALID_ARGUMENT, ""}), kExitUsage);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::FAILED_PRECONDITION, ""}), kExitRpcError);
+  EXPECT_EQ(exit_code_for({grpc::StatusCode::DEADLINE_EXCEEDED, ""}), kExitRpcError);
+}
+
+TEST(SubnetctlCli, Formatting) {
+  EXPECT_EQ(format_guid(0x2c90000000001), "0x0002c90000000001");
+  EXPECT_EQ(format_duration_us(850), "850 us");
+  EXPECT_EQ(format_duration_us(3100), "3.1 ms");
+  EXPECT_EQ(format_duration_us(2'250'000), "2.25 s");
+  EXPECT_EQ(format_uptime(45), "45s");
+  EXPECT_EQ(format_uptime(192), "3m12s");
+  EXPECT_EQ(format_uptime(2 * 3600 + 5 * 60 + 9), "2h05m");
+  EXPECT_EQ(format_uptime(3 * 86400 + 4 * 3600), "3d04h");
+  EXPECT_EQ(format_lid_range(12, 0), "12");
+  EXPECT_EQ(format_lid_range(12, 2), "12-15");
+  EXPECT_EQ(format_lid_range(0, 2), "-");
+  EXPECT_EQ(node_type_word(v1::NODE_TYPE_SWITCH), "switch");
+  EXPECT_EQ(event_kind_word(v1::EVENT_KIND_LINK_DOWN), "link_down");
+  EXPECT_EQ(port_state_word(v1::PORT_STATE_ACTIVE), "Active");
+  EXPECT_EQ(speed_word(v1::LINK_SPEED_HDR), "HDR");
+}
+
+TEST(SubnetctlCli, TableAlignsColumns) {
+  Table t({"GUID", "LID", "NAME"}, {false, true, false});
+  t.add({"0x1", "7", "leaf0"});
+  t.add({"0x0002c90000000002", "1234", "spine with a long name"});
+  t.add({"0x3"});  // short rows are padded
+  EXPECT_EQ(t.rows(), 3u);
+  EXPECT_EQ(t.render(),
+            "GUID                 LID  NAME\n"
+            "0x1                    7  leaf0\n"
+            "0x0002c90000000002  1234  spine with a long name\n"
+            "0x3\n");
+}
+
+}  // namespace
+}  // namespace subnetd::api::cli
