@@ -35,6 +35,19 @@ class Sweep {
     if (!fatal_.empty()) return Error{Errc::kUnreachable, fatal_};
     if (!out_.sm_node.valid())
       return Error{Errc::kInternal, "sweep ended without the SM's own node"};
+    // Without a live, answering neighbour on the SM's port there is no
+    // subnet: say so rather than report a "subnet" of the SM's CA alone.
+    const routing::Port& own = out_.topology.port(out_.sm_node, out_.sm_port);
+    if (!own.connected()) {
+      const bool link_up = own.phys_state == kPhysLinkUp;
+      return Error{
+          Errc::kUnreachable,
+          fmt::format("the SM's port, {} port {}, {}; there is no subnet to sweep",
+                      describe(out_.topology, out_.sm_node), out_.sm_port,
+                      link_up ? "leads to a neighbour that does not answer"
+                              : fmt::format("has no link (PortState {}, PortPhysicalState {})",
+                                            routing::port_state_name(own.state), own.phys_state))};
+    }
     out_.smps = pipeline_.stats();
     out_.duration = transport.now() - start;
     return std::move(out_);
