@@ -386,5 +386,35 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, RandomCuts,
                                          "random:switches=24,degree=3,hosts=1,seed=5"),
                          [](const auto& i) { return bringup_testing::param_name(i.param); });
 
+// The SM's own cable is cut: there is no subnet to bring up. That is a clear
+// sweep error naming the port, not "subnet up" with nothing in it.
+TEST(BringUp, SmCableDownIsAClearError) {
+  const Topology truth = load("fat-tree:levels=2,radix=4");
+  auto sim = make_sim(truth);
+  ASSERT_TRUE(sim);
+  const PortRef sm = sm_port_of(*sim);
+  ASSERT_TRUE(sim->link_down(sm).ok());
+  routing::WorkerPool pool(1);
+  BringUp bring_up(*sim, pool);
+  auto r = bring_up.run(options("updn"), nullptr);
+  ASSERT_FALSE(r.ok()) << "came up with " << r->sweep.topology.num_nodes() << " nodes:\n"
+                       << summarize(*r, "sim");
+  EXPECT_EQ(bring_up.failed_phase(), Phase::kSweep);
+  EXPECT_NE(r.error().message.find(truth.node(sm.node).description), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("port 1"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("no link"), std::string::npos) << r.error().message;
+
+  // The cable is fine but the neighbour never answers: the same, said so.
+  ASSERT_TRUE(sim->link_up(sm).ok());
+  ASSERT_TRUE(sim->set_node_silent(truth.port(sm).remote_node, true).ok());
+  BringUpOptions o = options("updn");
+  o.sweep.pipeline.timeout = std::chrono::milliseconds{1};
+  r = bring_up.run(o, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(bring_up.failed_phase(), Phase::kSweep);
+  EXPECT_NE(r.error().message.find("does not answer"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace subnetd::daemon
