@@ -128,8 +128,17 @@ std::string umad_path_from_issm(const std::string& issm) {
   return s;
 }
 
-Error open_error(const std::string& what, const std::string& path, int err,
-                 const std::string& port_desc) {
+using MethodMask = long[16 / sizeof(long)];
+
+void set_method(MethodMask& mask, unsigned method) {
+  constexpr unsigned kBits = sizeof(long) * CHAR_BIT;
+  mask[method / kBits] |= 1L << (method % kBits);
+}
+
+}  // namespace
+
+Error device_open_error(std::string_view what, const std::string& path, int err,
+                        const std::string& port_desc) {
   if (err == EACCES || err == EPERM) {
     return Error{Errc::kIo, fmt::format("permission denied on {} ({}): run as root or join the "
                                         "group that owns it (usually rdma)",
@@ -142,15 +151,6 @@ Error open_error(const std::string& what, const std::string& path, int err,
   return Error{Errc::kIo, fmt::format("cannot open {} ({}) for {}: {}", path, what, port_desc,
                                       errno_text(err))};
 }
-
-using MethodMask = long[16 / sizeof(long)];
-
-void set_method(MethodMask& mask, unsigned method) {
-  constexpr unsigned kBits = sizeof(long) * CHAR_BIT;
-  mask[method / kBits] |= 1L << (method % kBits);
-}
-
-}  // namespace
 
 Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& opts) {
   if (umad_init() < 0) return Error{Errc::kNotFound, kNoDevice};
@@ -178,7 +178,7 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& op
     int err = errno != 0 ? errno : -t->port_id_;
     if (err == EIO && ::access(t->umad_path_.c_str(), R_OK | W_OK) != 0) err = errno;
     t->port_id_ = -1;
-    return open_error("umad", t->umad_path_, err, port_desc);
+    return device_open_error("umad", t->umad_path_, err, port_desc);
   }
   // umad_size() is only final once a port is open: opening enables the P_Key
   // index in the header (the "new" umad ABI), which moves the MAD 8 bytes on.
@@ -213,7 +213,7 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& op
                    fmt::format("{} is held by another SM (is opensm running on {}?)", t->issm_path_,
                                port_desc)};
     }
-    return open_error("issm", t->issm_path_, err, port_desc);
+    return device_open_error("issm", t->issm_path_, err, port_desc);
   }
 
   t->event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

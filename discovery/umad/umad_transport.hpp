@@ -51,6 +51,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -83,6 +84,12 @@ struct UmadStats {
   std::uint64_t queue_full = 0;       // dropped: receive() fell behind
   std::uint64_t send_errors = 0;
 };
+
+// The error for a failed open() of a umad or issm device node: permission
+// denied says so and how to fix it, a missing node points at ib_umad.
+// `what` is "umad" or "issm"; exposed for tests.
+Error device_open_error(std::string_view what, const std::string& path, int err,
+                        const std::string& port_desc);
 
 class UmadTransport final : public Transport {
  public:

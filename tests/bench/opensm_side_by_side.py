@@ -28,6 +28,7 @@ Writes OUTDIR/results.json and prints a Markdown table. Run it on a quiet
 machine: both SMs and ibsim share the CPUs with whatever else runs.
 """
 import argparse
+import atexit
 import datetime
 import importlib.util
 import json
@@ -45,6 +46,19 @@ UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 DEFAULT_HARNESS = "/work/shared/tools/opensm/run_opensm.py"
 DEFAULT_FABRICS = ["fat-tree:levels=2,radix=36", "fat-tree:levels=3,k=16", "fat-tree:levels=3,k=24"]
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) ")
+
+
+CHILDREN = []  # every process started here, so none outlives the script
+
+
+def kill_children():
+    for p in CHILDREN:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+atexit.register(kill_children)
 
 
 def log(msg):
@@ -101,6 +115,7 @@ class Ibsim:
                                      stdin=subprocess.PIPE,
                                      stdout=open(os.path.join(self.workdir, "ibsim.out"), "w"),
                                      stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        CHILDREN.append(self.proc)
         t0 = time.time()
         while not sock_ready(self.sock):
             if self.proc.poll() is not None:
@@ -239,6 +254,7 @@ def subnetd_daemon(args, netfile, sizing, run, sockdir, link):
         t0 = time.time()
         proc = subprocess.Popen([args.subnetd, "--config", cfg], env=preload_env(sock),
                                 stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
+        CHILDREN.append(proc)
         dlog = DaemonLog(logpath)
         up = wait_settled(dlog, proc, t0, args.quiet, 1800)
         if not up:

@@ -37,6 +37,7 @@ Exit 0 when every check passed; 1 with the failures listed; 77 when a
 required tool is missing.
 """
 import argparse
+import atexit
 import os
 import random
 import re
@@ -58,6 +59,18 @@ TOOLS = ["ibsim", "ibnetdiscover", "ibroute", "ibtracert", "smpquery", "sminfo",
 IS_SM = 0x2
 
 # ------------------------------------------------------------------ utilities
+
+CHILDREN = []  # every process started here, so none outlives the driver
+
+
+def kill_children():
+    for p in CHILDREN:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+atexit.register(kill_children)
 
 
 class Failures:
@@ -95,6 +108,7 @@ class Ibsim:
         env.pop("LD_PRELOAD", None)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self.out,
                                      stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        CHILDREN.append(self.proc)
         t0 = time.time()
         while not sock_ready(self.sock):
             if self.proc.poll() is not None:
@@ -460,6 +474,7 @@ class Child:
         self.log = open(logpath, "w")
         self.proc = subprocess.Popen(args, env=env.env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log)
+        CHILDREN.append(self.proc)
         self.lines, self.pending, self.eof = [], b"", False
         self.seen = 0  # lines already offered to wait_line
 
@@ -654,9 +669,9 @@ def main():
     ap.add_argument("--probe", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--engines", default="updn,minhop")
-    ap.add_argument("--all-pairs", type=int, default=12,
+    ap.add_argument("--all-pairs", type=int, default=16,
                     help="trace all CA pairs up to this many CA ports")
-    ap.add_argument("--sample", type=int, default=40)
+    ap.add_argument("--sample", type=int, default=60)
     ap.add_argument("--portinfo-max", type=int, default=150)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--daemon", choices=["yes", "no"], default="yes",
