@@ -786,6 +786,11 @@ grpc::ServerWriteReactor<v1::ForwardingTableBlock>* SubnetManagerService::GetFor
   if (!view->has_routes()) {
     return new W(Status(StatusCode::FAILED_PRECONDITION, "no routing has been computed yet"));
   }
+  if (view->topo().node(target->node).switch_index >= view->state().routes->lfts.size()) {
+    return new W(
+        Status(StatusCode::INTERNAL, fmt::format("node: the published routes have no table for {}",
+                                                 node_label(view->topo(), target->node))));
+  }
   return new LftWriter(std::move(view), target->node);
 }
 

@@ -11,7 +11,7 @@ packages=(
   libsqlite3-dev sqlite3 libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libsystemd-dev libibumad-dev libibmad-dev
   # tests
-  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-grpcio python3-protobuf
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-grpcio python3-protobuf openssl
   ibsim-utils libumad2sim0 infiniband-diags ibutils opensm systemd procps
 )
 

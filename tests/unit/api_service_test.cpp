@@ -26,6 +26,7 @@
 #include <fstream>
 #include <future>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "api/auth.hpp"
@@ -335,6 +336,41 @@ TEST_F(Api, BadTcpAddressAndTlsHalfConfigured) {
   auto s2 = Server::start(cfg_, deps());
   ASSERT_FALSE(s2.ok());
   EXPECT_NE(s2.error().message.find("api.tls_key"), std::string::npos) << s2.error().message;
+}
+
+TEST_F(Api, TcpWithTls) {
+  if (::access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/openssl";
+  const std::string cert = (dir_ / "cert.pem").string();
+  const std::string key = (dir_ / "key.pem").string();
+  const std::string cmd =
+      "/usr/bin/openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+      "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  cfg_.tls_cert = cert;
+  cfg_.tls_key = key;
+  start();
+  std::ifstream in(cert);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.str();
+  const std::string target = "localhost:" + std::to_string(server_->tcp_port());
+  auto stub = v1::SubnetManager::NewStub(grpc::CreateChannel(target, grpc::SslCredentials(ssl)));
+  {
+    grpc::ClientContext ctx;
+    set_deadline(ctx);
+    ctx.AddMetadata("authorization", std::string("Bearer ") + kToken);
+    v1::TriggerSweepResponse r;
+    auto s = stub->TriggerSweep(&ctx, {}, &r);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  // A plaintext client cannot talk to the TLS listener.
+  auto plain = v1::SubnetManager::NewStub(tcp_channel());
+  grpc::ClientContext ctx;
+  set_deadline(ctx, 2s);
+  v1::GetStatusResponse r;
+  EXPECT_FALSE(plain->GetStatus(&ctx, {}, &r).ok());
 }
 
 TEST(ApiAuth, TokensAndPeerPolicy) {
