@@ -47,21 +47,34 @@ using grpc::StatusCode;
 // ---------------------------------------------------------------------------
 // Fakes and fixtures
 
+// Null (with the reason as a test failure) if any step fails.
 std::shared_ptr<const daemon::FabricState> make_state(std::string_view spec) {
   auto s = std::make_shared<daemon::FabricState>();
   auto topo = discovery::topo::generate(spec);
-  EXPECT_TRUE(topo.ok());
+  if (!topo.ok()) {
+    ADD_FAILURE() << spec << ": " << topo.error().message;
+    return nullptr;
+  }
   auto t = std::make_shared<routing::Topology>(std::move(topo).value());
   routing::LidAssignOptions lo;
   lo.space = *routing::LidSpace::from_bits(16);
   auto lids = routing::assign_lids(*t, lo);
-  EXPECT_TRUE(lids.ok());
+  if (!lids.ok()) {
+    ADD_FAILURE() << "assign_lids: " << lids.error().message;
+    return nullptr;
+  }
   auto map = std::make_shared<routing::LidMap>(std::move(lids).value().map);
   auto engine = routing::make_engine("updn");
-  EXPECT_TRUE(engine.ok());
+  if (!engine.ok()) {
+    ADD_FAILURE() << engine.error().message;
+    return nullptr;
+  }
   routing::WorkerPool pool(1);
   auto routes = (*engine)->compute(*t, *map, {}, pool, {});
-  EXPECT_TRUE(routes.ok());
+  if (!routes.ok()) {
+    ADD_FAILURE() << "updn: " << routes.error().message;
+    return nullptr;
+  }
   s->generation = 7;
   s->state = daemon::SmState::kMaster;
   s->transport = "sim";
@@ -195,6 +208,7 @@ class Api : public ::testing::Test {
   void SetUp() override {
     dir_ = make_temp_dir();
     state_ = make_state("fat-tree:levels=2,radix=8");
+    ASSERT_NE(state_, nullptr);
     publisher_.publish(state_);
     log_ = std::make_unique<daemon::EventLog>(0, store_.hook(), store_.reader(), log_opts());
     cfg_.socket = (dir_ / "api.sock").string();
