@@ -29,7 +29,9 @@ Then, once per fabric, with an SM that holds the port but does not sweep
      from one of the two switches, and it sends TrapRepress.
 With the long-running daemon (`subnetd --config F` without --once; --daemon
 no skips this part):
- 10. sminfo reports the daemon as master;
+ 10. sminfo reports the daemon as master; with --subnetctl, the daemon's
+     GetForwardingTable of every switch equals ibroute's and its TracePath
+     equals ibtracert's, hop by hop, for a sample of CA pairs;
  11. `Unlink` a switch-to-switch link: the daemon gets trap 128 and reroutes,
      and ibtracert between the CA pairs whose paths used that link succeeds
      again, through tables that avoid it.
@@ -38,6 +40,8 @@ required tool is missing.
 """
 import argparse
 import atexit
+import base64
+import json
 import os
 import random
 import re
@@ -155,7 +159,8 @@ END = re.compile(r"\{ (SW|CA) Ports:([0-9A-F]+) SystemGUID:[0-9A-F]+ NodeGUID:([
 
 # opensm.fdbs comes in two layouts: OpenSM's dump_ucast_routes (what OpenSM
 # writes to opensm.fdbs and the only one ibdmchk reads) and dump_ucast_lfts
-# (OpenSM's opensm-lfts.dump). Both are read here.
+# (OpenSM's opensm-lfts.dump). Both are read here; ibdmchk decides whether
+# subnetd wrote the right one (check_ibdmchk).
 FDB_ROUTES_HDR = re.compile(r"^dump_ucast_routes: Switch 0x([0-9a-fA-F]+)")
 FDB_ROUTES_ENT = re.compile(r"^0x([0-9a-fA-F]+) : (\d+)")
 FDB_LFTS_HDR = re.compile(r"^Unicast lids \[.*\] of switch Lid \d+ guid 0x([0-9a-fA-F]+)")
@@ -163,7 +168,7 @@ FDB_LFTS_ENT = re.compile(r"^0x([0-9a-fA-F]+) (\d+) #")
 
 
 def read_fdbs(path):
-    """switch GUID -> {LID: port}, and whether the file is ibdmchk's layout."""
+    """switch GUID -> {LID: port}."""
     lft, cur = {}, None
     with open(path) as f:
         for line in f:
@@ -175,24 +180,6 @@ def read_fdbs(path):
             if m and cur is not None:
                 cur[int(m.group(1), 16)] = int(m.group(2))
     return lft
-
-
-def fdbs_for_ibdmchk(dump):
-    """The fdbs file name to give ibdmchk: opensm.fdbs when it is in the
-    dump_ucast_routes layout, else a converted copy (and a note saying so)."""
-    path = os.path.join(dump, "opensm.fdbs")
-    with open(path) as f:
-        if any(FDB_ROUTES_HDR.match(line) for line in f):
-            return "opensm.fdbs", None
-    out = os.path.join(dump, "opensm.fdbs.routes")
-    with open(out, "w") as f:
-        for sw, entries in sorted(read_fdbs(path).items()):
-            f.write("dump_ucast_routes: Switch 0x%016x\nLID    : Port : Hops : Optimal\n" % sw)
-            for lid, port in sorted(entries.items()):
-                f.write("0x%04X : %03u  : 00   : yes\n" % (lid, port))
-    return os.path.basename(out), ("subnetd's opensm.fdbs is in the dump_ucast_lfts layout "
-                                   "(OpenSM's opensm-lfts.dump), which ibdmchk does not read; "
-                                   "checked a dump_ucast_routes copy of the same tables")
 
 
 class Fabric:
@@ -438,11 +425,8 @@ def check_portinfo(env, fab, args, sm_lid, where, fails):
         log("  smpquery portinfo: %s Active, LIDs as assigned, SMLid %d" % (how, sm_lid))
 
 
-def check_ibdmchk(dump, where, fails):
-    fdbs, note = fdbs_for_ibdmchk(dump)
-    if note:
-        log("  note: " + note)
-    args = ["ibdmchk", "-s", "opensm-subnet.lst", "-f", fdbs, "-m", "opensm.mcfdbs"]
+def check_ibdmchk(dump, fab, where, fails):
+    args = ["ibdmchk", "-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", "opensm.mcfdbs"]
     try:
         p = subprocess.run(args, cwd=dump, capture_output=True, text=True, timeout=600)
         out = p.stdout + p.stderr
@@ -452,6 +436,14 @@ def check_ibdmchk(dump, where, fails):
     with open(os.path.join(dump, "ibdmchk.out"), "w") as f:
         f.write(out)
     # ibutils 1.5.7's ibdmchk may crash after its verdict: read the report, not rc.
+    # It silently skips lines it cannot parse, so first make sure it read our
+    # tables at all.
+    m = re.search(r"^-I- Defined (\d+) fdb entries for:(\d+) switches", out, re.M)
+    want = sum(len(v) for v in fab.lft.values())
+    if not m or int(m.group(2)) != len(fab.switches()) or int(m.group(1)) != want:
+        fails.add(where, "ibdmchk read %s of subnetd's %d LFT entries on %d switches from opensm.fdbs"
+                  % ("%s entries on %s switches" % m.groups() if m else "nothing", want, len(fab.switches())))
+        return
     trav = re.search(r"Some Point to Point Traversals Failed|Fail to traverse|Dead end|Unassigned LFT", out)
     if trav:
         fails.add(where, "ibdmchk traversal error (%s), see %s/ibdmchk.out" % (trav.group(0), dump))
@@ -600,7 +592,7 @@ def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
             fails.add(where, "the transport answered no SMInfo request: %s" % stats[-1])
 
 
-def check_daemon(env, fab, ib, args, workdir, cfg, sm_lid, sm_node, where, fails):
+def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, where, fails):
     dump = os.path.join(workdir, "dump-daemon")
     d = Child([args.subnetd, "--config", cfg, "--dump-dir", dump], env,
               os.path.join(workdir, "daemon.log"))
@@ -614,6 +606,8 @@ def check_daemon(env, fab, ib, args, workdir, cfg, sm_lid, sm_node, where, fails
             fails.add(where, "daemon: sminfo: rc %d %s %s" % (rc, out.strip(), err.strip()[-200:]))
         else:
             log("  daemon: sminfo: %s" % out.strip())
+        if args.subnetctl:
+            check_grpc(env, fab, args, api_sock, where, fails)
         # The switch-to-switch link that most CA pairs' paths cross (ties:
         # the first), so the reroute has something to prove.
         best = None
@@ -648,6 +642,81 @@ def check_daemon(env, fab, ib, args, workdir, cfg, sm_lid, sm_node, where, fails
         d.finish(sig=signal.SIGTERM)
 
 
+def subnetctl(env, args, sock, cmd):
+    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
+    if rc != 0:
+        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
+    try:
+        return json.loads(out), ""
+    except ValueError as e:
+        return None, "subnetctl %s: bad JSON (%s)" % (" ".join(cmd), e)
+
+
+def ibroute_table(env, lid):
+    rc, out, err = env.run(["ibroute", str(lid)])
+    if rc != 0:
+        return None
+    got = {}
+    for line in out.splitlines():
+        m = re.match(r"^0x([0-9a-f]+) (\d+) :", line)
+        if m:
+            got[int(m.group(1), 16)] = int(m.group(2))
+    return got
+
+
+def check_grpc(env, fab, args, sock, where, fails):
+    """What the daemon serves over gRPC (GetForwardingTable, TracePath, via
+    subnetctl --json) against what ibroute / ibtracert read from the fabric."""
+    bad = 0
+    for sw in fab.switches():
+        blocks, err = subnetctl(env, args, sock, ["lft", "0x%016x" % sw])
+        if blocks is None:
+            fails.add(where, "daemon: " + err)
+            bad += 1
+            continue
+        served = {}
+        for b in blocks:
+            ports = base64.b64decode(b.get("ports", ""))
+            top = int(b.get("linear_fdb_top", 0))
+            for i, port in enumerate(ports):
+                lid = int(b.get("block", 0)) * 64 + i
+                if port != 255 and lid <= top:
+                    served[lid] = port
+        served.pop(0, None)  # LID 0 is not a LID; ibroute starts at 1
+        real = ibroute_table(env, fab.lid_of[sw])
+        if real != served:
+            diff = sorted(set((real or {}).items()) ^ set(served.items()))[:4]
+            fails.add(where, "daemon: GetForwardingTable of %s differs from ibroute: %s"
+                      % (fab.nodes[sw]["desc"], diff))
+            bad += 1
+    if not bad:
+        log("  daemon: GetForwardingTable == ibroute on all %d switches" % len(fab.switches()))
+    cas = fab.ca_ports()
+    pairs = [(s_, t) for s_ in cas for t in cas if s_ != t]
+    pairs = random.Random(args.seed + 1).sample(pairs, min(len(pairs), 20))
+    bad = 0
+    for s_, t in pairs:
+        sl, dl = fab.lid_of[s_], fab.lid_of[t]
+        r, err = subnetctl(env, args, sock, ["trace", "lid:%d" % sl, "lid:%d" % dl])
+        if r is None:
+            fails.add(where, "daemon: " + err)
+            bad += 1
+            continue
+        hops = r.get("hops", [])
+        served = [(int(hops[i - 1].get("out_port", 0)), int(hops[i]["node_guid"]), int(hops[i].get("in_port", 0)))
+                  for i in range(1, len(hops))]
+        rc, out, e2 = env.run(["ibtracert", str(sl), str(dl)])
+        real = parse_tracert(out) if rc == 0 else None
+        # ibtracert names the last CA by its port GUID, TracePath by its node GUID.
+        if real and served and fab.port_of_guid.get(real[-1][1], (None,))[0] == served[-1][1]:
+            real[-1] = served[-1]
+        if not r.get("complete") or real != served:
+            fails.add(where, "daemon: TracePath %d -> %d %s, ibtracert %s" % (sl, dl, served, real))
+            bad += 1
+    if not bad:
+        log("  daemon: TracePath == ibtracert for %d CA pairs" % len(pairs))
+
+
 def wait_daemon_up(child, dump, timeout):
     end = time.time() + timeout
     while time.time() < end:
@@ -668,6 +737,7 @@ def main():
     ap.add_argument("--netfile-tool", required=True)
     ap.add_argument("--probe", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--subnetctl", help="also check the daemon's gRPC answers (GetForwardingTable, TracePath)")
     ap.add_argument("--engines", default="updn,minhop")
     ap.add_argument("--all-pairs", type=int, default=16,
                     help="trace all CA pairs up to this many CA ports")
@@ -745,7 +815,7 @@ def main():
             check_ibroute(env, fab, where, fails)
             check_ibtracert(env, fab, args, where, fails)
             check_portinfo(env, fab, args, sm_lid, where, fails)
-            check_ibdmchk(dump, where, fails)
+            check_ibdmchk(dump, fab, where, fails)
             if first:
                 first = False
                 check_probe(env, fab, ib, args, run, sm_lid, sm_node, where, fails)
@@ -754,7 +824,8 @@ def main():
                     ib = Ibsim(netfile, sizing, run, sock + "d")
                     env = Env(sock + "d", umad2sim)
                     ib.start()
-                    check_daemon(env, fab, ib, args, run, cfg, sm_lid, sm_node, where, fails)
+                    check_daemon(env, fab, ib, args, run, cfg, os.path.join(sockdir, "api.sock"),
+                                 sm_lid, sm_node, where, fails)
         except RuntimeError as e:
             fails.add(where, str(e))
         finally:
