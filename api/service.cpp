@@ -32,10 +32,11 @@ class EventStream;
 // any store read in flight (each holds a shared_ptr).
 //
 // drive() is the only place that starts a write or finishes the call, and
-// only one thread drives at a time (`driving`); a call to drive() while
-// another thread drives sets `again` so the driver takes another turn. The
-// driver releases the mutex around StartWrite/Finish because gRPC may run
-// OnWriteDone/OnDone inline on the calling thread. The reactor stays alive
+// only one thread drives at a time (`driving`). The driver releases the
+// mutex only around StartWrite/Finish (gRPC may run OnWriteDone/OnDone inline
+// on the calling thread) and re-examines the whole state after StartWrite,
+// so a drive() that finds another driver can simply return: whatever it was
+// told to look at, the driver will see. The reactor stays alive
 // until Finish has been called (OnDone comes after it), and only the driver
 // calls Finish, setting `finished` first, so `reactor` is valid whenever the
 // driver reads it with finished == false.
@@ -58,7 +59,6 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   std::mutex mu;
   EventStream* reactor = nullptr;  // null once OnDone ran
   bool driving = false;
-  bool again = false;
   bool writing = false;
   bool fetching = false;
   bool finished = false;
@@ -207,13 +207,9 @@ void fill_event(const daemon::Event& e, const FabricView& view, v1::Event* out) 
 void StreamState::drive() {
   const auto self = shared_from_this();  // the reactor may go away while we drive
   std::unique_lock lk(mu);
-  if (driving) {
-    again = true;
-    return;
-  }
+  if (driving) return;
   driving = true;
   for (;;) {
-    again = false;
     if (finished) break;
     std::optional<Status> end;
     if (cancelled) {
@@ -233,8 +229,7 @@ void StreamState::drive() {
         return;
       }
       // A write or a store read is in flight; its completion drives again.
-      if (!again) break;
-      continue;
+      break;
     }
     if (pending.empty()) {
       auto batch = core.deps().events->recent_since(after, core.options().watch_batch);
@@ -268,10 +263,7 @@ void StreamState::drive() {
         }
         continue;
       }
-      if (batch->empty()) {
-        if (!again) break;  // idle until the hub sees a new event
-        continue;
-      }
+      if (batch->empty()) break;  // idle until the hub sees a new event
       take(*batch);
       continue;  // maybe all filtered out: look again
     }
