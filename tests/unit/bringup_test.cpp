@@ -386,6 +386,77 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, RandomCuts,
                                          "random:switches=24,degree=3,hosts=1,seed=5"),
                          [](const auto& i) { return bringup_testing::param_name(i.param); });
 
+// 5% loss on every link crossing during the whole bring-up (fixed seed):
+// retried sweep and programming SMPs get everything through; with the loss
+// switched off afterwards, every LID answers through the programmed tables.
+TEST(BringUp, SucceedsUnderRandomLoss) {
+  for (const char* spec : {"fat-tree:levels=3,k=4", "random:switches=16,degree=4,hosts=2,seed=7"}) {
+    constexpr std::uint64_t kSeed = 77;
+    SCOPED_TRACE(fmt::format("{} drop 0.05 seed {}", spec, kSeed));
+    const Topology truth = load(spec);
+    SimOptions so;
+    so.seed = kSeed;
+    so.drop_probability = 0.05;
+    auto sim = make_sim(truth, so);
+    ASSERT_TRUE(sim);
+    BringUpOptions o = options("updn", 1);
+    o.sweep.pipeline.retries = 10;
+    o.sweep.pipeline.timeout = std::chrono::milliseconds{1};
+    o.program.pipeline = o.sweep.pipeline;
+    routing::WorkerPool pool(2);
+    auto r = BringUp(*sim, pool).run(o, nullptr);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_GT(r->sweep.smps.retries + r->program.smps.retries, 0U);
+    EXPECT_GT(sim->stats().drops_of(discovery::sim::DropReason::kRandomLoss), 0U);
+    ASSERT_TRUE(sim->set_drop_probability(0.0).ok());
+    const std::uint64_t before = lid_routed_drops(sim->stats());
+    const Lid sm_lid = r->lids.map.base_lid(r->sweep.topology, r->sweep.sm_node, r->sweep.sm_port);
+    const auto probe = probe_every_lid(*sim, r->sweep.topology, r->lids.map, sm_lid);
+    EXPECT_EQ(probe.answered, probe.probed) << join_lines(probe.failures);
+    EXPECT_EQ(lid_routed_drops(sim->stats()), before);
+  }
+}
+
+// A switch whose SMA never answers: the rest is discovered, routed around
+// it and brought up; its neighbours' ports towards it are left alone.
+TEST(BringUp, RoutesAroundASilentSwitch) {
+  const Topology truth = load("fat-tree:levels=3,k=4");
+  auto sim = make_sim(truth);
+  ASSERT_TRUE(sim);
+  const NodeId agg = *truth.find_by_name("agg-p1-0");
+  ASSERT_TRUE(sim->set_node_silent(agg, true).ok());
+  BringUpOptions o = options("updn");
+  o.sweep.pipeline.timeout = std::chrono::milliseconds{1};
+  routing::WorkerPool pool(2);
+  auto r = BringUp(*sim, pool).run(o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  Topology expected = truth;
+  for (unsigned p = 1; p <= truth.node(agg).num_ports; ++p) {
+    expected.disconnect({agg, static_cast<PortNum>(p)});
+  }
+  expect_complete(*sim, expected, *r);
+  EXPECT_EQ(r->sweep.unreachable.size(), 4U) << join_lines(r->sweep.unreachable);
+  for (unsigned p = 1; p <= truth.node(agg).num_ports; ++p) {
+    const routing::Port& cable = truth.port(agg, static_cast<PortNum>(p));
+    EXPECT_EQ(sim->port_view({cable.remote_node, cable.remote_port})->state, PortState::kInit);
+  }
+}
+
+// ibsim forwards LID-routed SMPs only through ACTIVE ports; the fabric the
+// Programmer leaves behind passes that stricter peer too.
+TEST(BringUp, LidRoutedThroughActivePortsOnly) {
+  const Topology truth = load("dragonfly:a=4,p=2,h=2,g=5");
+  SimOptions so;
+  so.lid_routed_needs_active = true;
+  auto sim = make_sim(truth, so);
+  ASSERT_TRUE(sim);
+  routing::WorkerPool pool(2);
+  auto r = BringUp(*sim, pool).run(options("updn"), nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  expect_complete(*sim, truth, *r);
+  EXPECT_EQ(sim->stats().drops_of(discovery::sim::DropReason::kPortNotActive), 0U);
+}
+
 // The SM's own cable is cut: there is no subnet to bring up. That is a clear
 // sweep error naming the port, not "subnet up" with nothing in it.
 TEST(BringUp, SmCableDownIsAClearError) {
