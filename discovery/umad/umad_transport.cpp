@@ -203,8 +203,9 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& op
   }
 
   // Holding issmN sets IsSM in our PortInfo.CapabilityMask; O_NONBLOCK makes
-  // "another SM holds it" an EAGAIN instead of a wait.
-  t->issm_fd_ = ::open(t->issm_path_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  // "another SM holds it" an EAGAIN instead of a wait. Nothing is read or
+  // written on it, so read-only (as OpenSM) needs the least permission.
+  t->issm_fd_ = ::open(t->issm_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (t->issm_fd_ < 0) {
     const int err = errno;
     t->issm_fd_ = -1;
