@@ -507,7 +507,7 @@ std::future<Result<void>> SubnetManager::set_port_enabled(Guid node_guid, PortNu
       pi.lmc = c.lids.map.lmc;
     }
     mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, port,
-                                    c.sweep.paths.path(*node), 0);
+                                    c.sweep.path_to_port(*node, port), 0);
     pi.encode(mad::data_of(smp));
     discovery::PipelineOptions popts;
     popts.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);

@@ -56,7 +56,8 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
     return pi;
   };
   auto send_port_info = [&](NodeId n, PortNum p, PortState state) {
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p, path(n), 0);
+    mad::Smp smp =
+        mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p, sweep.path_to_port(n, p), 0);
     port_info(n, p, state).encode(mad::data_of(smp));
     pipeline.submit(smp, 0, fail_to(n, p));
   };
@@ -75,8 +76,8 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
       if (port.lid == want && port.lmc == want_lmc && port.master_sm_lid.value == sm_lid) continue;
       ++report.port_lid_sets;
       if (extended) {
-        mad::Smp smp =
-            mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtPortInfo, p, path(n), 0);
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtPortInfo, p,
+                                        sweep.path_to_port(n, p), 0);
         mad::ExtPortInfo e;
         e.lid = want.value;
         e.master_sm_lid = sm_lid;

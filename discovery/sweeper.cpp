@@ -114,6 +114,10 @@ class Sweep {
     const PortNum arrival = ni.local_port_num;
     if (type != NodeType::kSwitch) {
       t.mutable_port(node, arrival).guid = Guid{ni.port_guid};
+      const auto first = out_.paths.path(node);
+      if (!std::equal(first.begin(), first.end(), path.begin(), path.end())) {
+        out_.port_paths.emplace(t.port_index(node, arrival), path);
+      }
     } else if (is_new) {
       // A switch's PortGUID is its port 0's (shared by all its ports); IBA
       // does not make it equal the node GUID, and LIDs are keyed by it.
@@ -179,8 +183,8 @@ class Sweep {
   }
 
   void request_port_info(NodeId node, PortNum port) {
-    mad::Smp smp =
-        mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kPortInfo, port, out_.paths.path(node), 0);
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kPortInfo, port,
+                                    out_.path_to_port(node, port), 0);
     pipeline_.submit(smp, 0, [this, node, port](Result<mad::Smp> r) {
       if (!r.ok()) {
         out_.warnings.push_back(fmt::format(
@@ -192,7 +196,7 @@ class Sweep {
     const bool lid_port = port == 0 || out_.topology.node(node).type != NodeType::kSwitch;
     if (opts_.extended_lids && lid_port) {
       mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtPortInfo, port,
-                                      out_.paths.path(node), 0);
+                                      out_.path_to_port(node, port), 0);
       pipeline_.submit(ext, 0, [this, node, port](Result<mad::Smp> r) {
         if (!r.ok()) return;  // a port without extended LIDs simply has none yet
         auto e = mad::ExtPortInfo::decode(mad::data_of(*r));

@@ -14,6 +14,7 @@
 #include <span>
 #include <stop_token>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "discovery/smp_pipeline.hpp"
@@ -49,7 +50,11 @@ class DrPaths {
 
 struct SweepResult {
   routing::Topology topology;
-  DrPaths paths;        // by NodeId
+  DrPaths paths;        // by NodeId: the path each node was first reached by
+  // CA/router ports reached by another path than their node's (a dual-ported
+  // CA on two switches), by Topology port index. An SMA answers port-specific
+  // Sets only for the port an SMP arrives through (IBA; ibsim enforces it).
+  std::unordered_map<std::uint32_t, std::vector<std::uint8_t>> port_paths;
   NodeId sm_node;       // the SM's own CA
   PortNum sm_port = 0;  // the port the SM sends from
   PipelineStats smps;
@@ -58,6 +63,12 @@ struct SweepResult {
   std::vector<std::string> unreachable;
   std::vector<std::string> warnings;
   std::uint32_t max_hops = 0;
+
+  // The directed route to use for an SMP about port `p` of node `n`.
+  std::span<const std::uint8_t> path_to_port(NodeId n, PortNum p) const {
+    auto it = port_paths.find(topology.port_index(n, p));
+    return it != port_paths.end() ? std::span<const std::uint8_t>(it->second) : paths.path(n);
+  }
 };
 
 class Sweeper {
