@@ -457,6 +457,28 @@ TEST(BringUp, LidRoutedThroughActivePortsOnly) {
   EXPECT_EQ(sim->stats().drops_of(discovery::sim::DropReason::kPortNotActive), 0U);
 }
 
+// Two CAs cabled back to back, no switch (a valid IB subnet): both ports get
+// LIDs and go ACTIVE, and the peer answers LID-routed SMPs.
+TEST(BringUp, BackToBackCasWithoutASwitch) {
+  Topology t;
+  const NodeId a = t.add_node(NodeType::kCa, Guid{0x10}, 1, "hca-a");
+  const NodeId b = t.add_node(NodeType::kCa, Guid{0x20}, 2, "hca-b");
+  ASSERT_TRUE(t.connect({a, 1}, {b, 2}).ok());
+  t.mutable_port(a, 1).state = PortState::kInit;
+  t.mutable_port(b, 2).state = PortState::kInit;
+  auto sim = make_sim(t);
+  ASSERT_TRUE(sim);
+  for (const char* engine : {"minhop", "updn", "auto"}) {
+    SCOPED_TRACE(engine);
+    routing::WorkerPool pool(1);
+    auto r = BringUp(*sim, pool).run(options(engine), nullptr);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    expect_complete(*sim, t, *r);
+    EXPECT_EQ(sim->port_view({b, 2})->state, PortState::kActive);
+    EXPECT_EQ(sim->port_view({a, 1})->state, PortState::kActive);
+  }
+}
+
 // The SM's own cable is cut: there is no subnet to bring up. That is a clear
 // sweep error naming the port, not "subnet up" with nothing in it.
 TEST(BringUp, SmCableDownIsAClearError) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -159,7 +160,8 @@ inline std::vector<std::string> diff_topologies(const Topology& expected, PortRe
       // end (switches forward, CAs do not), or the SM's own port.
       const bool visible = ep.connected() && scope.count(ep.remote_node.value) != 0 &&
                            (sw || expected.node(ep.remote_node).type == NodeType::kSwitch ||
-                            (*en == sm.node && p == sm.port));
+                            (*en == sm.node && p == sm.port) ||
+                            (ep.remote_node == sm.node && ep.remote_port == sm.port));
       if (fp.connected() != visible) {
         d.push_back(fmt::format("{} port {}: {} but expected {}", describe(found, fn), pn,
                                 fp.connected() ? "linked" : "unlinked",
@@ -197,29 +199,51 @@ inline std::string join_lines(const std::vector<std::string>& v, std::size_t max
   return s;
 }
 
-// Follows every node's directed-route path through `truth` from the SM's
-// port; returns the nodes whose path does not end at them.
+// Follows a directed-route path through `truth` from the SM's port; returns
+// why it is not a valid route ("" if it is), and where it ends.
+inline std::string walk_dr_path(const Topology& truth, PortRef sm,
+                                std::span<const std::uint8_t> path, NodeId& at, PortNum& in) {
+  at = sm.node;
+  in = sm.port;
+  for (std::size_t h = 0; h < path.size(); ++h) {
+    const PortNum out = path[h];
+    if (h == 0 && out != sm.port) return fmt::format("leaves the SM's CA by port {}", out);
+    if (h > 0 && truth.node(at).type != NodeType::kSwitch) return "passes through a CA";
+    if (out == 0 || out > truth.node(at).num_ports || !truth.port(at, out).connected()) {
+      return fmt::format("hop {} takes dark port {}", h + 1, out);
+    }
+    in = truth.port(at, out).remote_port;
+    at = truth.port(at, out).remote_node;
+  }
+  return "";
+}
+
+// Every node's directed-route path must lead to it through `truth`, and every
+// CA port's own path (SweepResult::path_to_port) must enter the CA by that
+// port; returns the violations.
 inline std::vector<std::string> check_dr_paths(const Topology& truth, PortRef sm,
                                                const discovery::SweepResult& r) {
   std::vector<std::string> bad;
-  for (std::uint32_t i = 0; i < r.topology.num_nodes(); ++i) {
+  const Topology& t = r.topology;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
     const NodeId fn{i};
-    auto path = r.paths.path(fn);
-    NodeId at = sm.node;
-    std::string why;
-    for (std::size_t h = 0; h < path.size() && why.empty(); ++h) {
-      const PortNum out = path[h];
-      if (h == 0 && out != sm.port) why = fmt::format("leaves the SM's CA by port {}", out);
-      if (h > 0 && truth.node(at).type != NodeType::kSwitch) why = "passes through a CA";
-      if (out == 0 || out > truth.node(at).num_ports || !truth.port(at, out).connected()) {
-        why = fmt::format("hop {} takes dark port {}", h + 1, out);
-      }
-      if (why.empty()) at = truth.port(at, out).remote_node;
-    }
-    if (why.empty() && truth.node(at).guid != r.topology.node(fn).guid) {
+    NodeId at;
+    PortNum in = 0;
+    std::string why = walk_dr_path(truth, sm, r.paths.path(fn), at, in);
+    if (why.empty() && truth.node(at).guid != t.node(fn).guid) {
       why = fmt::format("ends at {}", describe(truth, at));
     }
-    if (!why.empty()) bad.push_back(describe(r.topology, fn) + ": path " + why);
+    if (!why.empty()) bad.push_back(describe(t, fn) + ": path " + why);
+    if (t.node(fn).type == NodeType::kSwitch || fn == r.sm_node) continue;
+    for (unsigned pn = 1; pn <= t.node(fn).num_ports; ++pn) {
+      const auto p = static_cast<PortNum>(pn);
+      if (!t.port(fn, p).connected()) continue;
+      why = walk_dr_path(truth, sm, r.path_to_port(fn, p), at, in);
+      if (why.empty() && (truth.node(at).guid != t.node(fn).guid || in != p)) {
+        why = fmt::format("ends at {} port {}", describe(truth, at), in);
+      }
+      if (!why.empty()) bad.push_back(fmt::format("{} port {}: path {}", describe(t, fn), pn, why));
+    }
   }
   return bad;
 }

@@ -244,6 +244,29 @@ TEST(Sweeper, ParallelCablesBetweenTheSameNodes) {
   EXPECT_EQ(r.topology.num_links(), truth.num_links());
 }
 
+// Directed routes hold at most 63 hops: on a 70-switch chain switch k is
+// k+1 hops from the SM (on switch 0's CA), so switches 0..62 are found, and
+// the two cables onward from switch 62 (to its CA and to switch 63, 64 hops
+// away) are reported, not probed.
+TEST(Sweeper, DirectedRouteHopLimit) {
+  const Topology truth = load("mesh:dims=70,hosts=1");
+  auto sim = make_sim(truth);
+  ASSERT_TRUE(sim);
+  auto r = Sweeper(*sim, {}).run();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->max_hops, 63U);
+  ASSERT_EQ(r->unreachable.size(), 2U) << join_lines(r->unreachable);
+  for (const std::string& u : r->unreachable) {
+    EXPECT_NE(u.find("\"sw-62\""), std::string::npos) << u;
+    EXPECT_NE(u.find("63-hop"), std::string::npos) << u;
+  }
+  EXPECT_EQ(r->topology.num_switches(), 63U);
+  EXPECT_EQ(r->topology.num_cas(), 62U);
+  const auto paths = check_dr_paths(sim->topology(), sm_port_of(*sim), *r);
+  EXPECT_TRUE(paths.empty()) << join_lines(paths);
+  EXPECT_EQ(sim->stats().drops_total(), 0U);
+}
+
 // ------------------------------------------------------------------ a silent neighbour
 
 TEST(SimFabricSilentNode, DropsWhatReachesTheSmaAndCanBeUndone) {
