@@ -74,6 +74,19 @@ struct Routes {
   LinkLoad load;
   // Number of virtual lanes the routing needs (1 for up/down-based engines).
   std::uint8_t num_vls = 1;
+  // The up/down orientation the tables obey, for the incremental rerouter
+  // (routing/rerouter.hpp): by switch_index, a rank such that the link s->n
+  // is "up" iff (updown_rank[n], GUID of n) < (updown_rank[s], GUID of s).
+  // Promise: for every CA/router LID, every switch that has an up*down*
+  // route to the LID's switch routes it up*down* (so the channel dependency
+  // graph of data traffic is acyclic with one VL), and no such route passes
+  // a switch that has none. Exempt: switch LIDs (management traffic, VL15),
+  // and entries of switches with no up*down* route to the LID (ftree gives
+  // them down-then-up entries that no CA traffic enters). updn and ftree
+  // export their placement order (distinct values: the GUID never decides).
+  // Empty: the engine gives no such guarantee (minhop); failures are then
+  // repaired by a full recompute only.
+  std::vector<std::uint32_t> updown_rank;
 };
 
 }  // namespace subnetd::routing

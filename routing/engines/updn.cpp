@@ -197,6 +197,7 @@ Result<Routes> UpdnEngine::compute(const Topology& topo, const LidMap& lids,
   SUBNETD_TRY_ASSIGN(
       routes, fill_balanced_lfts(topo, g, hops, CandidateRule::kUpDown, order.pos, pool, stop));
   routes.engine = std::string(name());
+  routes.updown_rank = std::move(order.pos);  // up iff earlier: exactly the rule above
   return routes;
 }
 

@@ -1,0 +1,220 @@
+#pragma once
+// Rerouter: incremental, deadlock-free repair of up*/down* tables when links
+// fail — the fast path of DESIGN.md step 7.
+//
+// Input: the Topology and LidMap the tables were computed for, and Routes from
+// an engine that exports `Routes::updown_rank` (updn, ftree). The rank orients
+// every switch-to-switch link (up = toward the smaller (rank, GUID)), and the
+// engine keeps the promise of lft.hpp: for CA/router LIDs, at every switch
+// with an up*down* route, an entry that leads over a down-link is followed by
+// a down-going entry. Those routes are up*down*, which is what keeps the
+// channel dependency graph of data traffic acyclic.
+//
+// repair(failed links) changes only entries whose route crossed a failed link
+// and keeps the invariant by construction:
+//  - seeds: the entries that name a failed port (row scans, 16 bytes a step);
+//  - each seed (s, d) takes the least-loaded legal next hop: a down-link to a
+//    neighbour whose own entry for d goes down (the neighbour must be able to
+//    reach d's switch going down: down_ok, an S x S bit table kept current
+//    under failures), or, unless a neighbour above s sends d down into s (then
+//    s must keep going down), an up-link to a neighbour with a usable entry;
+//  - a switch with no legal next hop is a dead end for d: its entry is dropped
+//    and every neighbour whose entry leads into it joins the worklist;
+//  - when the worklist is empty, a switch left without an entry for a LID it
+//    can still reach physically gets an "orphan" entry toward a neighbour that
+//    has a route. No route of another switch leads into an orphan (every
+//    neighbour that led into it was moved away first), so orphans carry only
+//    traffic that starts at the orphan switch itself; a switch that has
+//    CAs/routers cannot be an orphan for a CA/router LID (repair refuses).
+//    Orphan routes may turn down->up, but no CA traffic follows them, so they
+//    add no dependency to the CDG the verifier checks (data traffic, as
+//    ibdmchk counts it). Switch-originated traffic (SMP answers on VL15) has
+//    no credits and cannot deadlock. Orphans are remembered: later repairs
+//    never route anything into them. Entries an engine wrote for a switch
+//    that has no up*/down* route to the LID's switch at all (ftree on a
+//    damaged tree routes them down and then up) are orphans from the start.
+//  - switch LIDs (management traffic on VL15, no credits, exempt from the
+//    up/down promise in lft.hpp) take any next hop whose route reaches the
+//    LID's switch without coming back: checked by a walk on every choice,
+//    which keeps them loop-free.
+// Then check_changes() proves the result from the changes alone: for every
+// changed (s, d), a down-link is followed by a down-going entry, and if s no
+// longer goes down although it did before, no neighbour above s still sends d
+// into it. Unchanged entries were legal before and new down-links into them
+// are checked from the changed side, so every non-orphan route is still
+// up*down* and the CDG stays acyclic. A repair that fails the check (or that
+// would need a CA-carrying orphan) is refused: the working tables are rolled
+// back and the caller falls back to the full recompute.
+//
+// Owner: the SubnetManager (one per successful heavy sweep) or a test/bench.
+// Threads: built on the caller's thread with a WorkerPool for the precompute;
+// repair/reset/check run on the caller's thread only (no pool, no locks, no
+// allocation on the repair path once the scratch buffers have grown). Not
+// thread-safe. It keeps references to the Topology and LidMap it was built
+// from: the owner keeps them alive.
+//
+// Memory (stated budget; S switches, L = LFT entries per switch rounded to
+// 64, P = switch port slots):
+//   working tables            S x L bytes      (1.09 GB at k=80, 24-bit)
+//   down_ok + its original    2 x S x S bits   (16 MB at 8,000 switches)
+//   per-port loads, classes   ~12 bytes x P
+//   per-LID destination       8 bytes x L
+//   dirty-block bitmaps       2 x S x L/64 bits (4 MB at k=80)
+// plus per-repair scratch proportional to the entries changed.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/result.hpp"
+#include "routing/switch_graph.hpp"
+#include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::routing {
+
+// One failed link, named by its end on a switch: a switch-to-switch link
+// (either end names it) or the link from a switch to a CA/router port.
+struct FailedLink {
+  std::uint32_t sw = 0;  // switch_index
+  PortNum port = 0;
+  auto operator<=>(const FailedLink&) const = default;
+};
+
+// One LFT entry that differs from before the repair.
+struct LftChange {
+  std::uint32_t sw = 0;  // switch_index
+  std::uint32_t lid = 0;
+  std::uint8_t old_port = kDropPort;
+  std::uint8_t new_port = kDropPort;
+};
+
+struct DirtyBlock {
+  std::uint32_t sw = 0;  // switch_index
+  std::uint32_t block = 0;
+};
+
+struct RepairReport {
+  enum class Verdict {
+    kRepaired,            // tables changed (or nothing to change); push `blocks`
+    kNeedsFullRecompute,  // refused: nothing changed, the caller recomputes
+  };
+  Verdict verdict = Verdict::kRepaired;
+  std::string reason;  // why it was refused (empty when repaired)
+
+  // Valid until the next call that changes the Rerouter.
+  std::span<const LftChange> changes;  // distinct (switch, LID), old != new
+  std::span<const DirtyBlock> blocks;  // distinct
+
+  std::uint32_t switch_links_failed = 0;  // newly failed (already-known ones are ignored)
+  std::uint32_t ca_links_failed = 0;
+  std::uint64_t seeds = 0;            // entries that named a failed port
+  std::uint64_t dead_ends = 0;        // (switch, LID) left without a legal next hop
+  std::uint64_t orphans = 0;          // orphan entries written (see above)
+  std::uint64_t down_ok_updates = 0;  // down_ok words changed
+  std::uint32_t rounds = 0;           // worklist rounds
+
+  // Measurements only (steady_clock).
+  std::chrono::nanoseconds t_seed{};   // mark failures, down_ok, row scans
+  std::chrono::nanoseconds t_route{};  // worklist rounds and orphan fill
+  std::chrono::nanoseconds t_check{};  // check_changes
+  std::chrono::nanoseconds t_total{};
+};
+
+struct RerouterStats {
+  std::uint32_t switches = 0;
+  std::uint32_t lft_entries = 0;  // per switch (L)
+  std::uint64_t memory_bytes = 0;
+  std::uint64_t table_bytes = 0;  // the working tables alone
+  std::chrono::nanoseconds t_build{};
+  std::chrono::nanoseconds t_tables{};   // copy of the tables
+  std::chrono::nanoseconds t_loads{};    // per-port route counts
+  std::chrono::nanoseconds t_down_ok{};  // down_ok and legal-route closures
+  // Entries the engine wrote for switches with no up*/down* route to the
+  // LID's switch (taken as orphans: see above).
+  std::uint64_t initial_orphans = 0;
+};
+
+class Rerouter {
+ public:
+  // Fails with kUnsupported when `routes` has no up/down order (minhop), and
+  // kInvalidArgument when the routes do not fit the topology.
+  static Result<std::unique_ptr<Rerouter>> build(const Topology& topo, const LidMap& lids,
+                                                 std::shared_ptr<const Routes> routes,
+                                                 WorkerPool& pool, std::stop_token stop = {});
+  ~Rerouter();
+  Rerouter(const Rerouter&) = delete;
+  Rerouter& operator=(const Rerouter&) = delete;
+
+  // Repairs the working tables for links that went down (several at once are
+  // one repair: coalesced failures, a switch failure = all its links). Links
+  // already known down are ignored. Errors (kInvalidArgument, kNotFound) mean
+  // a bad argument and change nothing; a refusal is a report with
+  // Verdict::kNeedsFullRecompute, after which the Rerouter refuses every
+  // further repair until reset() (its tables no longer match the fabric).
+  Result<RepairReport> repair(std::span<const FailedLink> failed);
+
+  // Re-runs the incremental check on the changes of the last repair (repair()
+  // already ran it; tests call it to compare with the full verifier).
+  Result<void> check_changes() const;
+
+  // Applies externally chosen changes as if a repair had made them for
+  // `failed`, and checks them like repair() does: refused changes are rolled
+  // back. For tests that feed the check a repair it must refuse.
+  Result<RepairReport> apply_for_test(std::span<const FailedLink> failed,
+                                      std::span<const LftChange> changes);
+
+  // Back to the tables, links and loads the Rerouter was built with.
+  void reset();
+
+  // The working tables as Routes (a copy; parallel on `pool`). Load figures
+  // come from the per-port counts.
+  Routes export_routes(WorkerPool& pool) const;
+
+  std::span<const std::uint8_t> block(std::uint32_t sw, std::uint32_t b) const {
+    return {row(sw) + std::size_t{b} * kLftBlockSize, kLftBlockSize};
+  }
+  const std::uint8_t* row(std::uint32_t sw) const {
+    return table_.get() + std::size_t{sw} * stride_;
+  }
+  std::uint8_t entry(std::uint32_t sw, Lid lid) const {
+    return lid.value < stride_ ? row(sw)[lid.value] : kDropPort;
+  }
+  std::uint32_t num_switches() const { return n_; }
+  std::uint32_t lft_entries() const { return stride_; }
+  // Whether the rerouter believes a switch port's link is up (switch and CA
+  // links; false for unconnected ports and ports it never saw cabled).
+  bool link_live(std::uint32_t sw, PortNum port) const;
+  // Whether the link from switch `sw` on `port` was cabled when built.
+  bool link_known(std::uint32_t sw, PortNum port) const;
+  // True after a refusal, until reset().
+  bool stale() const { return stale_; }
+  const RerouterStats& stats() const { return stats_; }
+  const std::shared_ptr<const Routes>& base_routes() const { return base_; }
+  const Topology& topology() const { return topo_; }
+  const LidMap& lids() const { return lids_; }
+
+  // The precomputed state and scratch (rerouter.cpp only).
+  struct Impl;
+
+ private:
+  Rerouter(const Topology& topo, const LidMap& lids, std::shared_ptr<const Routes> routes);
+
+  const Topology& topo_;
+  const LidMap& lids_;
+  std::shared_ptr<const Routes> base_;
+  std::uint32_t n_ = 0;
+  std::uint32_t stride_ = 0;
+  std::unique_ptr<std::uint8_t[]> table_;
+  bool stale_ = false;
+  RerouterStats stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace subnetd::routing
