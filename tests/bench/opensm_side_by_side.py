@@ -390,24 +390,26 @@ def main():
     shutil.rmtree(sockdir, ignore_errors=True)
 
     print()
+    with open("/proc/loadavg") as f:
+        print("load average at the end: %s" % " ".join(f.read().split()[:3]))
     print("| fabric | CAs | SM (engine) | subnet up | routing | recovery (median of %d) | peak RSS |" % args.cycles)
     print("|---|---|---|---|---|---|---|")
     for row in results:
         for name, r in row["runs"].items():
             if name == "subnetd --once":
                 eng = r.get("engine_used", args.engine)
-                print("| `%s` | %s | subnetd --once (%s) | %s | %s | – | %.0f MB |" % (
+                print("| `%s` | %s | subnetd --once (%s) | %s | %s | – | %.0f MiB |" % (
                     row["fabric"], f"{row['cas']:,}", eng, fmt_s(r.get("wall_s")),
-                    fmt_s(r.get("route_s")), r.get("rss_mib", 0) * 1.048576))
+                    fmt_s(r.get("route_s")), r.get("rss_mib", 0)))
                 continue
             if r.get("error") and "up_s" not in r:
                 print("| `%s` | %s | %s | error: %s | | | |" % (row["fabric"], f"{row['cas']:,}", name, r["error"][:80]))
                 continue
             eng = r.get("engine_used") or (args.engine if name == "subnetd" else name.split()[-1])
             label = "%s (%s)" % (name.split()[0], eng)
-            print("| `%s` | %s | %s | %s | %s | %s | %.0f MB |" % (
+            print("| `%s` | %s | %s | %s | %s | %s | %.0f MiB |" % (
                 row["fabric"], f"{row['cas']:,}", label, fmt_s(r.get("up_s")), fmt_s(r.get("route_s")),
-                fmt_s(recovery(r)), (r.get("rss_mib") or 0) * 1.048576))
+                fmt_s(recovery(r)), r.get("rss_mib") or 0))
     print("\nresults: %s" % os.path.join(outdir, "results.json"))
     return 0
 
