@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
 cmake --preset release
-cmake --build --preset release
+cmake --build --preset release --target subnetd subnetctl
 mkdir -p run
 exec build/release/bin/subnetd --config deploy/subnetd.yaml "$@"
