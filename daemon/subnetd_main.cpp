@@ -90,8 +90,8 @@ int run_once(const Config& cfg, bool reset_store) {
   }
   fmt::print("{}", summarize(*result, transport.name()));
   if (!cfg.dump_dir.empty()) {
-    auto dumped =
-        write_dump_files(cfg.dump_dir, result->sweep.topology, result->lids.map, *result->routes);
+    auto dumped = write_dump_files(cfg.dump_dir, result->sweep.topology, result->lids.map,
+                                   *result->routes, result->sweep.sm_node);
     if (!dumped.ok()) {
       fmt::print(stderr, "subnetd: {}\n", dumped.error().message);
       return kExitBringUp;

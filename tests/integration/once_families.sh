@@ -122,8 +122,9 @@ fi
 cfg=$(config "torus:dims=3x3")
 if "$subnetd" --config "$cfg" --once --dump-dir "$work/dump" > /dev/null 2>&1 &&
   [ -s "$work/dump/opensm-subnet.lst" ] && [ -s "$work/dump/opensm.fdbs" ] &&
-  [ -e "$work/dump/opensm.mcfdbs" ] && grep -q '^dump_ucast_routes: Switch 0x' "$work/dump/opensm.fdbs"; then
-  echo "ok: --dump-dir writes opensm-subnet.lst, opensm.fdbs, opensm.mcfdbs"
+  [ -e "$work/dump/opensm.mcfdbs" ] && grep -q '^dump_ucast_routes: Switch 0x' "$work/dump/opensm.fdbs" &&
+  grep -q '^{ CA-SM Ports:' "$work/dump/opensm-subnet.lst"; then
+  echo "ok: --dump-dir writes opensm-subnet.lst (SM's CA as CA-SM), opensm.fdbs, opensm.mcfdbs"
 else
   fail "--dump-dir: dump files missing or not in dump_ucast_routes layout"
 fi
