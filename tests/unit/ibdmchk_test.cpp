@@ -199,5 +199,40 @@ TEST(Ibdmchk, ARemovedEntryIsATraversalError) {
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
+// Our verifier and ibdmchk must reach the same verdict on the same tables:
+// minhop and updn on every family, routed directly (nothing bypasses either
+// checker). A disagreement is a bug in one of them (or in the dump files).
+class SameVerdict : public testing::TestWithParam<std::string> {};
+
+TEST_P(SameVerdict, OurVerifierAgreesWithIbdmchk) {
+  if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
+  for (const char* engine : {"minhop", "updn"}) {
+    SCOPED_TRACE(engine);
+    Direct d;
+    route_directly(GetParam(), engine, d);
+    if (HasFatalFailure()) return;
+    routing::WorkerPool pool(1);
+    auto ours = routing::verify(d.topo, d.lids, d.routes, pool, {});
+    ASSERT_TRUE(ours.ok() || ours.error().code == Errc::kCdgCycle) << ours.error().message;
+    const std::string dir = scratch_dir(fmt::format("{}_{}", engine, GetParam()));
+    ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes).ok());
+    const Verdict v = read_verdict(run_ibdmchk(dir));
+    ASSERT_NE(v.loops, v.no_loops) << "no verdict from ibdmchk: " << dir << "/ibdmchk.out";
+    EXPECT_EQ(v.fdb_entries, routed_entries(d.routes));
+    EXPECT_FALSE(v.traversal_errors) << dir << "/ibdmchk.out";
+    EXPECT_EQ(ours.ok(), v.no_loops)
+        << "ours: " << (ours.ok() ? "deadlock-free" : ours.error().message)
+        << "; ibdmchk: " << (v.no_loops ? "no credit loops" : "credit loops") << " (" << dir
+        << "/ibdmchk.out)";
+    if (std::string_view(engine) == "updn") {
+      EXPECT_TRUE(ours.ok()) << ours.error().message;
+    }
+    if (!HasFailure()) std::filesystem::remove_all(dir);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SameVerdict, testing::ValuesIn(bringup_testing::family_specs()),
+                         [](const auto& i) { return bringup_testing::param_name(i.param); });
+
 }  // namespace
 }  // namespace subnetd::daemon
