@@ -319,13 +319,14 @@ Result<std::optional<Mad>> UmadTransport::receive(std::chrono::microseconds time
   return std::optional<Mad>();
 }
 
-void UmadTransport::deliver(const std::uint8_t* data, std::size_t len, std::uint16_t src_lid) {
+std::optional<Mad> UmadTransport::take(const std::uint8_t* data, std::size_t len,
+                                       std::uint16_t src_lid) {
   Mad m;
   std::memcpy(m.data.data(), data, std::min(len, kMadSize));
   auto smp = mad::decode_smp(m.data, mad::DecodeOptions{.allow_unknown_attribute = true});
   if (!smp.ok()) {
     malformed_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return std::nullopt;
   }
   // Our own port's LID passes by in the PortInfo answers of our port (zero
   // hops): the Sweeper reads it, the Programmer sets it.
@@ -341,27 +342,39 @@ void UmadTransport::deliver(const std::uint8_t* data, std::size_t len, std::uint
     const auto act = static_cast<std::uint32_t>(sent_.load(std::memory_order_relaxed));
     if (auto reply = agent_->answer(*smp, m, act)) {
       if (send_raw(*reply, false).ok()) answered_.fetch_add(1, std::memory_order_relaxed);
-      return;
+      return std::nullopt;
     }
   }
+  return m;
+}
 
-  std::lock_guard lock(mu_);
-  if (queue_.size() >= opts_.max_queued) {
-    queue_full_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const bool was_empty = queue_.empty();
-  queue_.push_back(m);
-  queued_.fetch_add(1, std::memory_order_relaxed);
-  if (was_empty) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const auto n = ::write(event_fd_, &one, sizeof one);
+void UmadTransport::publish(std::vector<Mad>& batch) {
+  if (batch.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    const bool was_empty = queue_.empty();
+    std::size_t taken = 0;
+    for (Mad& m : batch) {
+      if (queue_.size() >= opts_.max_queued) break;
+      queue_.push_back(m);
+      ++taken;
+    }
+    queued_.fetch_add(taken, std::memory_order_relaxed);
+    queue_full_.fetch_add(batch.size() - taken, std::memory_order_relaxed);
+    if (was_empty && !queue_.empty()) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] const auto n = ::write(event_fd_, &one, sizeof one);
+    }
   }
   cv_.notify_one();
+  batch.clear();
 }
 
 void UmadTransport::receiver_loop() {
+  constexpr std::size_t kBatch = 256;
   std::vector<std::uint8_t> buf(umad_size() + kMadSize);
+  std::vector<Mad> batch;
+  batch.reserve(kBatch);
   auto fail = [this](std::string message) {
     std::lock_guard lock(mu_);
     fatal_ = Error{Errc::kIo, std::move(message)};
@@ -400,6 +413,7 @@ void UmadTransport::receiver_loop() {
             malformed_.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
+        publish(batch);  // what was read before the error still counts
         fail(fmt::format("{}: umad_recv on {}: {}", name(), umad_path_, errno_text(err)));
         return;
       }
@@ -415,9 +429,14 @@ void UmadTransport::receiver_loop() {
         continue;
       }
       const ib_mad_addr_t* addr = umad_get_mad_addr(buf.data());
-      deliver(static_cast<const std::uint8_t*>(umad_get_mad(buf.data())),
-              static_cast<std::size_t>(len), be16toh(addr->lid));
+      if (auto m = take(static_cast<const std::uint8_t*>(umad_get_mad(buf.data())),
+                        static_cast<std::size_t>(len), be16toh(addr->lid))) {
+        batch.push_back(*m);
+        // Hand over in batches: one lock and one wake-up for all that was ready.
+        if (batch.size() >= kBatch) publish(batch);
+      }
     }
+    publish(batch);
   }
 }
 

@@ -114,7 +114,10 @@ class UmadTransport final : public Transport {
   UmadTransport() = default;
   Result<void> send_raw(const Mad& mad, bool expect_response);
   void receiver_loop();
-  void deliver(const std::uint8_t* mad, std::size_t len, std::uint16_t src_lid);
+  // One received MAD: answered here (SM requests, nullopt) or to be queued.
+  std::optional<Mad> take(const std::uint8_t* mad, std::size_t len, std::uint16_t src_lid);
+  // Queues a batch for receive() under one lock, one wake-up; empties it.
+  void publish(std::vector<Mad>& batch);
 
   UmadOptions opts_;
   LocalPort local_;

@@ -153,7 +153,8 @@ class Env:
 
 # ------------------------------------------------------------------ dump files
 
-END = re.compile(r"\{ (SW|CA) Ports:([0-9A-F]+) SystemGUID:[0-9A-F]+ NodeGUID:([0-9A-F]+) "
+# OpenSM marks the SM's own node "CA-SM" / "SW-SM".
+END = re.compile(r"\{ (SW|CA)(?:-SM)? Ports:([0-9A-F]+) SystemGUID:[0-9A-F]+ NodeGUID:([0-9A-F]+) "
                  r"PortGUID:([0-9A-F]+) .*?\{(.*?)\} LID:([0-9A-F]+) PN:([0-9A-F]+) \}")
 
 
@@ -192,9 +193,11 @@ class Fabric:
         self.port_guid = {}  # (CA node guid, port) -> port guid
         self.port_of_guid = {}  # CA port guid -> (node guid, port)
         with open(os.path.join(dump, "opensm-subnet.lst")) as f:
-            for line in f:
+            for n, line in enumerate(f, 1):
                 ends = END.findall(line)
                 if len(ends) != 2:
+                    if line.strip():
+                        raise RuntimeError("opensm-subnet.lst:%d: not a link line: %s" % (n, line.strip()[:120]))
                     continue
                 (ta, na, ga, pa, da, la, pna), (tb, nb, gb, pb, db, lb, pnb) = ends
                 for t, n, g, p, d, lid, pn in ends:
