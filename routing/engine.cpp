@@ -5,13 +5,14 @@
 #include <array>
 
 #include "routing/engines/auto_engine.hpp"
+#include "routing/engines/ftree.hpp"
 #include "routing/engines/minhop.hpp"
 #include "routing/engines/updn.hpp"
 
 namespace subnetd::routing {
 
 namespace {
-constexpr std::array<std::string_view, 3> kEngineNames = {"minhop", "updn", "auto"};
+constexpr std::array<std::string_view, 4> kEngineNames = {"minhop", "updn", "auto", "ftree"};
 }  // namespace
 
 std::span<const std::string_view> engine_names() {
@@ -22,6 +23,7 @@ Result<std::unique_ptr<RoutingEngine>> make_engine(std::string_view name) {
   if (name == "minhop") return std::unique_ptr<RoutingEngine>(std::make_unique<MinhopEngine>());
   if (name == "updn") return std::unique_ptr<RoutingEngine>(std::make_unique<UpdnEngine>());
   if (name == "auto") return std::unique_ptr<RoutingEngine>(std::make_unique<AutoEngine>());
+  if (name == "ftree") return std::unique_ptr<RoutingEngine>(std::make_unique<FtreeEngine>());
   return Error{Errc::kInvalidArgument, fmt::format("unknown routing engine \"{}\" (known: {})",
                                                    name, fmt::join(kEngineNames, ", "))};
 }

@@ -13,8 +13,9 @@
 //            guarantee (loops on rings and tori).
 //   updn   — up*/down* over a switch order rooted at configured or
 //            automatically chosen roots; deadlock-free with one VL.
-//   auto   — picks the engine for the topology (today always updn; the
-//            fat-tree engine joins it in issue 6).
+//   ftree  — balanced fat-tree routing (D-mod-K), up/down by levels, so
+//            deadlock-free with one VL; keeps routing degraded trees.
+//   auto   — ftree on fat trees (degraded ones included), updn elsewhere.
 
 #include <memory>
 #include <span>

@@ -65,6 +65,13 @@ struct LinkLoad {
   std::uint64_t max_routes = 0;
   double mean_routes = 0.0;
   std::uint64_t links = 0;  // directed switch-to-switch links counted
+  // A lower bound on max_routes for the engine's choice of paths: at every
+  // switch, the destinations that share one set of candidate links (their
+  // shortest legal next hops) divided by the size of that set, and all
+  // up-going (down-going) destinations divided by the links their sets
+  // cover; the largest such share over the fabric. 0 when the engine does
+  // not compute it. On an intact fat tree ftree reaches ceil(ideal_max_routes).
+  double ideal_max_routes = 0.0;
 };
 
 struct Routes {
@@ -87,6 +94,9 @@ struct Routes {
   // Empty: the engine gives no such guarantee (minhop); failures are then
   // repaired by a full recompute only.
   std::vector<std::uint32_t> updown_rank;
+  // What the engine wants the operator to know (a fallback it took, parts of
+  // the fabric it could not route), one line each, for the log.
+  std::vector<std::string> notes;
 };
 
 }  // namespace subnetd::routing

@@ -1,11 +1,11 @@
 #pragma once
 // auto: the engine that suits the topology.
 //
-// The rule is "the fat-tree engine where the topology is a fat tree, up*/down*
-// everywhere else". The fat-tree engine and its detector arrive with issue 6;
-// until then every topology goes to updn, which is deadlock-free on all of
-// them (and on a fat tree keeps every shortest path; see updn.hpp).
-// Routes::engine names the engine that produced the tables.
+// ftree where the topology is a fat tree (fat_tree_shape in ftree.hpp: CA
+// switches at level 0, every link between adjacent levels; degraded trees
+// included), updn everywhere else (deadlock-free on any topology).
+// Routes::engine names the engine that produced the tables, so a log shows
+// which one auto chose.
 
 #include "routing/engine.hpp"
 
