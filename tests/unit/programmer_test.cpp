@@ -18,6 +18,8 @@
 #include "daemon/transport_factory.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/sweeper.hpp"
+#include "routing/engine.hpp"
+#include "routing/lid_assigner.hpp"
 
 namespace subnetd::discovery {
 namespace {
@@ -366,6 +368,50 @@ TEST(Programmer, AWrongEntryLosesTheSmpForThatLid) {
   EXPECT_EQ(fixed->lft_blocks_sent, 1U);
   const auto probe = probe_every_lid(*up.sim, t, up.r.lids.map, up.sm_lid);
   EXPECT_EQ(probe.answered, probe.probed) << join_lines(probe.failures);
+}
+
+// A switch that stops answering between the sweep and programming: the
+// report names it for every SMP that failed, and since the tables are not
+// all in place no port is moved to ARMED or ACTIVE anywhere.
+TEST(Programmer, ASwitchThatStopsAnsweringIsNamedAndNothingIsActivated) {
+  auto truth = daemon::load_topology("fat-tree:levels=2,radix=4");
+  ASSERT_TRUE(truth.ok());
+  auto made = SimFabric::create(*truth, {});
+  ASSERT_TRUE(made.ok());
+  SimFabric& sim = **made;
+  auto swept = Sweeper(sim, {}).run();
+  ASSERT_TRUE(swept.ok()) << swept.error().message;
+  routing::LidAssignOptions lo;
+  auto lids = routing::assign_lids(swept->topology, lo);
+  ASSERT_TRUE(lids.ok());
+  routing::WorkerPool pool(1);
+  auto routes = (*routing::make_engine("updn"))->compute(swept->topology, lids->map, {}, pool, {});
+  ASSERT_TRUE(routes.ok());
+
+  const NodeId spine = *truth->find_by_name("spine1");
+  ASSERT_TRUE(sim.set_node_silent(spine, true).ok());
+  ProgramOptions po;
+  po.pipeline.timeout = std::chrono::milliseconds{1};
+  po.pipeline.retries = 1;
+  auto report = Programmer(sim, po).program(*swept, lids->map, *routes, nullptr);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_FALSE(report->ok());
+  // PortInfo (its LID), SwitchInfo (LinearFDBTop) and the LFT blocks of spine1.
+  const std::uint64_t blocks = routes->max_lid.value / routing::kLftBlockSize + 1;
+  EXPECT_EQ(report->failures.size(), 2 + blocks) << join_lines(report->failures);
+  for (const std::string& f : report->failures) {
+    EXPECT_NE(f.find("\"spine1\""), std::string::npos) << f;
+    EXPECT_NE(f.find("no answer after 2 tries"), std::string::npos) << f;
+  }
+  EXPECT_EQ(report->ports_armed, 0U);
+  EXPECT_EQ(report->ports_activated, 0U);
+  for (std::uint32_t i = 0; i < truth->num_nodes(); ++i) {
+    for (unsigned p = 1; p <= truth->node(NodeId{i}).num_ports; ++p) {
+      const auto v = sim.port_view({NodeId{i}, static_cast<PortNum>(p)});
+      EXPECT_NE(v->state, PortState::kArmed);
+      EXPECT_NE(v->state, PortState::kActive);
+    }
+  }
 }
 
 // ------------------------------------------------------------------ extended LIDs
