@@ -35,9 +35,11 @@ bool have_ibdmchk() {
   return std::system("command -v ibdmchk > /dev/null 2>&1") == 0;
 }
 
+// A fresh directory per case (removed again when the case passes; kept with
+// ibdmchk.out for a look when it fails).
 std::string scratch_dir(const std::string& name) {
-  const std::string base = fmt::format("{}subnetd_ibdmchk_{}", testing::TempDir(), ::getpid());
-  const std::string dir = base + "/" + bringup_testing::param_name(name);
+  const std::string dir = fmt::format("{}subnetd_ibdmchk_{}_{}", testing::TempDir(), ::getpid(),
+                                      bringup_testing::param_name(name));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
