@@ -14,8 +14,9 @@ computed from the file, console on a pipe this script keeps open):
   2. ibnetdiscover -p: every switch and CA port with the LID subnetd assigned
      (D/opensm-subnet.lst), nothing more, nothing less;
   3. ibroute on every switch == subnetd's table (D/opensm.fdbs);
-  4. ibtracert for all CA pairs when there are at most --all-pairs CA ports,
-     else a seeded sample of --sample pairs: succeeds, and hop by hop (out
+  4. ibtracert for all CA pairs when there are at most --all-pairs CA ports
+     (first engine; later ones and bigger fabrics: a seeded sample of
+     --sample pairs): succeeds, and hop by hop (out
      port, node GUID, in port) equals the walk through subnetd's tables;
   5. smpquery portinfo on every CA port, switch port 0 and linked switch port
      (a sample on big fabrics): LinkState Active, the LID subnetd assigned,
@@ -353,10 +354,10 @@ def trace_pairs(env, fab, pairs, where, fails, label="ibtracert"):
     return ok
 
 
-def check_ibtracert(env, fab, args, where, fails):
+def check_ibtracert(env, fab, args, where, fails, all_pairs):
     cas = fab.ca_ports()
     pairs = [(s, d) for s in cas for d in cas if s != d]
-    if len(cas) > args.all_pairs:
+    if not all_pairs or len(cas) > args.all_pairs:
         rnd = random.Random(args.seed)
         pairs = rnd.sample(pairs, min(args.sample, len(pairs)))
         how = "sample of %d pairs (seed %d)" % (len(pairs), args.seed)
@@ -743,7 +744,7 @@ def main():
     ap.add_argument("--subnetctl", help="also check the daemon's gRPC answers (GetForwardingTable, TracePath)")
     ap.add_argument("--engines", default="updn,minhop")
     ap.add_argument("--all-pairs", type=int, default=16,
-                    help="trace all CA pairs up to this many CA ports")
+                    help="trace all CA pairs up to this many CA ports (first engine only)")
     ap.add_argument("--sample", type=int, default=60)
     ap.add_argument("--portinfo-max", type=int, default=150)
     ap.add_argument("--seed", type=int, default=1)
@@ -816,7 +817,8 @@ def main():
                     sm_node = g
             check_ibnetdiscover(env, fab, where, fails)
             check_ibroute(env, fab, where, fails)
-            check_ibtracert(env, fab, args, where, fails)
+            # All pairs (small fabrics) for the first engine, a sample for the others.
+            check_ibtracert(env, fab, args, where, fails, all_pairs=first)
             check_portinfo(env, fab, args, sm_lid, where, fails)
             check_ibdmchk(dump, fab, where, fails)
             if first:
