@@ -180,6 +180,8 @@ Result<void> Server::start_unix(const daemon::ApiConfig& cfg) {
     return Error{Errc::kIo, fmt::format("api.socket {}: bind: {}", path, errno_text())};
   }
   socket_path_ = path;  // ours from here on: stop() removes it
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) socket_inode_ = st.st_ino;
   // Permissions are settled before listen(): until then a connect() is
   // refused, so no peer ever reaches the socket with the umask's mode.
   if (::chmod(path.c_str(), 0660) != 0) {
@@ -189,8 +191,6 @@ Result<void> Server::start_unix(const daemon::ApiConfig& cfg) {
     return Error{Errc::kIo, fmt::format("api.socket {}: giving it to group {} ({}): {}", path,
                                         cfg.socket_group, *socket_gid_, errno_text())};
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) socket_inode_ = st.st_ino;
   if (::listen(listen_fd_, 128) != 0) {
     return Error{Errc::kIo, fmt::format("api.socket {}: listen: {}", path, errno_text())};
   }

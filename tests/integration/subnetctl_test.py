@@ -116,10 +116,16 @@ def main():
     code, _, _ = ctl.run("--addr", a.addr, "status", socket=False)
     check(code == 0, "TCP reads need no token")
 
-    # Pull a cable through the simulator and watch the event log report it.
+    # Pull a switch-to-switch cable through the simulator (not the SM's own
+    # CA link, which would cut the SM off) and watch the event log report it.
     last = ctl.json("status").get("last_event_id", "0")
-    leaf = [n for n in names if n.startswith("leaf")][0]
-    ctl.ok("sim", "link-down", leaf, "1")
+    isl = [l for l in links.get("links", [])
+           if l["a"].get("node_type") == "NODE_TYPE_SWITCH"
+           and l["b"].get("node_type") == "NODE_TYPE_SWITCH"]
+    if not check(isl, "the fabric has switch-to-switch links"):
+        return 1
+    cut_node, cut_port = isl[-1]["a"]["node_name"], str(isl[-1]["a"]["port"])
+    ctl.ok("sim", "link-down", cut_node, cut_port)
     seen = False
     deadline = time.monotonic() + 20
     while not seen and time.monotonic() < deadline:
@@ -128,7 +134,7 @@ def main():
         if not seen:
             time.sleep(0.5)
     check(seen, "a link_down event after sim link-down")
-    ctl.ok("sim", "link-up", leaf, "1")
+    ctl.ok("sim", "link-up", cut_node, cut_port)
     stats = ctl.json("sim", "stats")
     check(int(stats.get("smps_handled", "0")) > 0, "sim stats count SMPs")
 
