@@ -27,6 +27,16 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
   PipelineOptions popts = opts_.pipeline;
   popts.sm_lid = sm_lid;
   SmpPipeline pipeline(transport_, popts);
+  // Requests are handed to the pipeline in batches: each queued SMP holds
+  // its MAD and callback, and a full-scale fabric has ~17 million LFT blocks
+  // (5+ GB queued at once). A batch boundary costs one round trip.
+  constexpr std::uint32_t kBatch = 16384;
+  std::uint32_t batched = 0;
+  auto run_if_full = [&]() -> Result<void> {
+    if (++batched < kBatch) return {};
+    batched = 0;
+    return pipeline.run(stop);
+  };
 
   auto fail_to = [&report, &t](NodeId n, PortNum p) {
     return [&report, &t, n, p](Result<mad::Smp> r) {
@@ -141,6 +151,7 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
               fmt::format("{}: LFT block {}: {}", target(t, n, 0), b, r.error().message));
         }
       });
+      SUBNETD_TRY(run_if_full());
     }
   }
   SUBNETD_TRY(pipeline.run(stop));
@@ -157,6 +168,7 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
           if (step == PortState::kArmed && port.state != PortState::kInit) continue;
           ++(step == PortState::kArmed ? report.ports_armed : report.ports_activated);
           send_port_info(n, p, step);
+          SUBNETD_TRY(run_if_full());
         }
       }
       SUBNETD_TRY(pipeline.run(stop));
