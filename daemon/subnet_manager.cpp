@@ -241,7 +241,8 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
   if (store_ != nullptr) store_->record_sweep(std::move(rec));
 
   if (!cfg_.dump_dir.empty()) {
-    if (auto d = write_dump_files(cfg_.dump_dir, t, r.lids.map, *r.routes); !d.ok()) {
+    if (auto d = write_dump_files(cfg_.dump_dir, t, r.lids.map, *r.routes, r.sweep.sm_node);
+        !d.ok()) {
       spdlog::warn("dump files: {}", d.error().message);
     }
   }
