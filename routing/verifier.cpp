@@ -371,7 +371,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   std::vector<std::uint8_t> color;  // 0 unvisited, 1 on the DFS stack, 2 done
   std::vector<Frame> stack;
   for (std::uint32_t vl = 0; vl < num_vls; ++vl) {
-    const std::uint64_t* vdeps = &deps[std::size_t{vl} * arcs * kDepWords];
+    const std::uint64_t* vdeps = deps.data() + std::size_t{vl} * arcs * kDepWords;
     color.assign(arcs, 0);
     std::uint64_t steps = 0;
     for (std::uint32_t start = 0; start < arcs; ++start) {
