@@ -413,8 +413,10 @@ Outcome cmd_trace(Client& c, const std::string& src, const std::string& dst) {
     }
     if (r.complete()) {
       const auto& last = r.hops(r.hops_size() - 1);
+      // A switch is reached at its port 0, the port its LID belongs to.
+      const unsigned port = last.node_type() == v1::NODE_TYPE_SWITCH ? 0 : last.in_port();
       std::printf("To %s {%s} portnum %u lid %u \"%s\"\n", type_word(last.node_type()).c_str(),
-                  cli::format_guid(last.node_guid()).c_str(), last.in_port(), last.lid(),
+                  cli::format_guid(last.node_guid()).c_str(), port, last.lid(),
                   last.node_name().c_str());
     }
   }
