@@ -91,9 +91,9 @@ class KeyMap {
   }
 
  private:
+  // Fibonacci hashing: the top bits of the product mix every key bit.
   std::size_t slot(std::uint64_t key) const {
-    std::uint64_t h = key * 0x9E3779B97F4A7C15ULL;
-    return static_cast<std::size_t>(h >> 20) & mask_;
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_);
   }
   void rebuild(std::size_t capacity) {
     std::vector<std::uint64_t> old_keys = std::move(keys_);
@@ -101,6 +101,7 @@ class KeyMap {
     keys_.assign(capacity, kEmpty);
     values_.assign(capacity, 0);
     mask_ = capacity - 1;
+    shift_ = 64 - static_cast<unsigned>(std::countr_zero(capacity));
     used_.clear();
     for (std::size_t i = 0; i < old_keys.size(); ++i) {
       if (old_keys[i] != kEmpty) put(old_keys[i], old_values[i]);
@@ -111,6 +112,7 @@ class KeyMap {
   std::vector<std::uint32_t> values_;
   std::vector<std::uint32_t> used_;
   std::size_t mask_ = 0;
+  unsigned shift_ = 64;
 };
 
 // Appends to `out` every i in [0, n) with row[i] == value (16 bytes a step).
@@ -152,10 +154,18 @@ struct Rerouter::Impl {
   // down_ok[s * words + t/64] bit t%64: s reaches t over live down-links only
   // (s reaches itself).
   std::vector<std::uint64_t> down_ok, down_ok0;
-  KeyMap orphans;  // (switch, LID) -> 1 while an orphan entry (0 = removed)
-  std::vector<std::uint32_t> orphan_count;
-  KeyMap orphans0;  // the engine's own orphans (see build)
-  std::vector<std::uint32_t> orphan_count0;
+  // Orphans. Implicit: every entry of switch s for a LID of switch t when s
+  // had no up*/down* route to t at build (legal0 bit clear); failures only
+  // remove routes, so that never changes. Explicit: entries the repair
+  // filled, (switch, LID) -> 1 while an orphan (0 = no longer).
+  std::vector<std::uint64_t> legal0;  // S x words, like down_ok
+  // Explicit orphans: a bitmap over LIDs per switch that holds any, from a
+  // pool that grows only when more switches hold orphans than ever before.
+  std::vector<std::uint32_t> orphan_slot;   // per switch: pool slot or kNone
+  std::vector<std::uint32_t> orphan_count;  // per switch: explicit orphans
+  std::vector<std::uint64_t> orphan_pool;   // slots x lid_words
+  std::vector<std::uint32_t> free_slots;
+  std::uint32_t lid_words = 0;
   std::vector<std::uint64_t> dirty_since;  // S x blocks bits: blocks changed since build
   std::uint32_t blocks_per_switch = 0;
 
@@ -182,19 +192,25 @@ struct Rerouter::Impl {
   };
   std::vector<PickState> pick_state;
   std::vector<std::uint32_t> pending, next_pending, dead, blocked, retry, dead_all;
+  // Dead ends that rejected a neighbour which may still change (blocked and
+  // waiting for its retry, or on the worklist): the fill tries them again.
+  std::vector<std::uint32_t> second_chance;
+  std::vector<std::uint32_t> blocked_mark;  // per switch: epoch when it has a blocked record
   std::vector<std::uint32_t> scan_buf;
   std::vector<std::uint32_t> new_dead;  // port slots failed in this repair
   std::vector<FailedLink> new_failed;   // their switch ends (for the check)
   std::vector<FailedLink> seed_ends;
   std::vector<std::pair<std::size_t, std::uint64_t>> down_ok_undo;
   std::vector<std::pair<std::uint32_t, LidInfo>> lid_undo;
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> orphan_undo;  // key, previous value
+  std::vector<std::pair<std::uint64_t, bool>> orphan_undo;  // (switch, LID), previous state
   std::vector<LftChange> changes;
   std::vector<DirtyBlock> blocks;
   std::vector<std::uint64_t> dirty_now;  // S x blocks bits, cleared after each repair
   std::vector<std::uint32_t> work;       // down_ok worklist
   std::vector<std::pair<std::uint32_t, std::uint64_t>> target_words;
   std::vector<std::uint8_t> in_work;
+  std::vector<std::uint32_t> check_mark;  // per switch: check_epoch when it has changes
+  std::uint32_t check_epoch = 0;
 
   std::uint32_t slot_index(std::uint32_t s, PortNum p) const { return port_base[s] + p; }
   bool has_port(std::uint32_t s, PortNum p) const { return port_base[s] + p < port_base[s + 1]; }
@@ -202,22 +218,37 @@ struct Rerouter::Impl {
   bool down_ok_bit(std::uint32_t s, std::uint32_t t) const {
     return (down_ok[std::size_t{s} * words + t / 64] >> (t % 64)) & 1U;
   }
-  bool is_orphan(std::uint32_t s, std::uint32_t d) const {
-    if (orphan_count[s] == 0) return false;
-    const std::uint32_t* v = orphans.find(key_of(s, d));
-    return v != nullptr && *v != 0;
+  bool implicit_orphan(std::uint32_t s, std::uint32_t d) const {
+    const std::uint32_t t0 = lid0[d].sw;
+    return t0 != kNoSwitch && ((legal0[std::size_t{s} * words + t0 / 64] >> (t0 % 64)) & 1U) == 0;
   }
-  void set_orphan(std::uint32_t s, std::uint32_t d, bool on) {
-    const std::uint64_t k = key_of(s, d);
-    const std::uint32_t* v = orphans.find(k);
-    const std::uint32_t before = v != nullptr ? *v : 0;
-    if ((before != 0) == on) return;
-    orphan_undo.emplace_back(k, before);
-    orphans.put(k, on ? 1 : 0);
+  bool explicit_orphan(std::uint32_t s, std::uint32_t d) const {
+    if (orphan_count[s] == 0) return false;
+    const std::uint64_t w = orphan_pool[std::size_t{orphan_slot[s]} * lid_words + d / 64];
+    return (w >> (d % 64)) & 1U;
+  }
+  bool is_orphan(std::uint32_t s, std::uint32_t d) const {
+    return implicit_orphan(s, d) || explicit_orphan(s, d);
+  }
+  // Marks or clears an explicit orphan; `undo` records it for rollback.
+  void set_orphan(std::uint32_t s, std::uint32_t d, bool on, bool undo = true) {
+    if (explicit_orphan(s, d) == on) return;
+    if (undo) orphan_undo.emplace_back(key_of(s, d), !on);
+    if (orphan_slot[s] == kNone) {
+      if (free_slots.empty()) {
+        free_slots.push_back(static_cast<std::uint32_t>(orphan_pool.size() / lid_words));
+        orphan_pool.resize(orphan_pool.size() + lid_words, 0);
+      }
+      orphan_slot[s] = free_slots.back();
+      free_slots.pop_back();
+    }
+    std::uint64_t& w = orphan_pool[std::size_t{orphan_slot[s]} * lid_words + d / 64];
+    w ^= std::uint64_t{1} << (d % 64);
     if (on) {
       ++orphan_count[s];
-    } else {
-      --orphan_count[s];
+    } else if (--orphan_count[s] == 0) {
+      free_slots.push_back(orphan_slot[s]);  // all its bits are clear again
+      orphan_slot[s] = kNone;
     }
   }
 };
@@ -379,6 +410,11 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   // orphans from the start. legal[s] = down_ok[s] | legal of every switch
   // above s, closed from the top of the order down.
   m.orphan_count.assign(n, 0);
+  m.orphan_slot.assign(n, kNone);
+  m.lid_words = (entries + 63) / 64;
+  // Room for 64 switches with orphans before the pool has to grow.
+  m.orphan_pool.assign(std::size_t{64} * m.lid_words, 0);
+  for (std::uint32_t i = 64; i-- > 0;) m.free_slots.push_back(i);
   {
     std::vector<std::uint64_t> legal(m.down_ok.size(), 0);
     std::vector<std::uint32_t> top_down(order.rbegin(), order.rend());
@@ -398,51 +434,35 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
         }
       }
     });
-    // Data LIDs by destination switch.
-    std::vector<std::uint32_t> first(n + 1, 0);
+    // A switch that carries CAs must have an up*/down* route to every
+    // switch with CA/router LIDs in its part (the promise of lft.hpp);
+    // otherwise its data would have to take an orphan route.
+    std::vector<std::uint64_t> has_data(words, 0);
     for (std::uint32_t d = 1; d < entries; ++d) {
-      if (m.lid[d].data != 0) ++first[m.lid[d].sw + 1];
-    }
-    for (std::uint32_t s = 0; s < n; ++s) first[s + 1] += first[s];
-    std::vector<std::uint32_t> data_lids(first[n]);
-    {
-      std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
-      for (std::uint32_t d = 1; d < entries; ++d) {
-        if (m.lid[d].data != 0) data_lids[at[m.lid[d].sw]++] = d;
-      }
+      if (m.lid[d].data != 0) has_data[m.lid[d].sw / 64] |= std::uint64_t{1} << (m.lid[d].sw % 64);
     }
     for (std::uint32_t s = 0; s < n; ++s) {
       const std::uint64_t* row = &legal[std::size_t{s} * words];
-      const std::uint8_t* lft = r->table_.get() + std::size_t{s} * entries;
       for (std::uint32_t w = 0; w < words; ++w) {
-        std::uint64_t missing = ~row[w];
-        if (w == words - 1 && n % 64 != 0) missing &= (std::uint64_t{1} << (n % 64)) - 1;
-        for (; missing != 0; missing &= missing - 1) {
+        r->stats_.initial_orphan_pairs +=
+            static_cast<std::uint64_t>(std::popcount(~row[w] & has_data[w]));
+        if (m.has_endpoints[s] == 0) continue;
+        for (std::uint64_t missing = ~row[w] & has_data[w]; missing != 0; missing &= missing - 1) {
           const std::uint32_t tt = w * 64 + static_cast<std::uint32_t>(std::countr_zero(missing));
-          if (g.component(tt) != g.component(s) || first[tt] == first[tt + 1]) continue;
-          for (std::uint32_t i = first[tt]; i < first[tt + 1]; ++i) {
-            const std::uint32_t d = data_lids[i];
-            if (lft[d] == kDropPort) continue;
-            if (m.has_endpoints[s] != 0) {
-              const Node& a = topo.node(topo.switch_node(s));
-              const Node& b = topo.node(topo.switch_node(tt));
-              return Error{Errc::kInvalidArgument,
-                           fmt::format("routes of engine {} send CA traffic from \"{}\" "
-                                       "({:#018x}) to \"{}\" ({:#018x}), which has no up*/down* "
-                                       "route under their order",
-                                       base.engine, a.description, a.guid.value, b.description,
-                                       b.guid.value)};
-            }
-            m.orphans.put(key_of(s, d), 1);
-            ++m.orphan_count[s];
-            ++r->stats_.initial_orphans;
-          }
+          if (g.component(tt) != g.component(s)) continue;
+          const Node& a = topo.node(topo.switch_node(s));
+          const Node& b = topo.node(topo.switch_node(tt));
+          return Error{
+              Errc::kInvalidArgument,
+              fmt::format("routes of engine {} send CA traffic from \"{}\" ({:#018x}) to "
+                          "\"{}\" ({:#018x}), which has no up*/down* route under their "
+                          "order",
+                          base.engine, a.description, a.guid.value, b.description, b.guid.value)};
         }
       }
     }
+    m.legal0 = std::move(legal);
   }
-  m.orphans0 = m.orphans;
-  m.orphan_count0 = m.orphan_count;
   r->stats_.t_down_ok = Clock::now() - t;
 
   m.dirty_since.assign((std::size_t{n} * m.blocks_per_switch + 63) / 64, 0);
@@ -451,6 +471,8 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   m.touched.assign(n, 0);
   m.pick_state.assign(n, {});
   m.in_work.assign(n, 0);
+  m.check_mark.assign(n, 0);
+  m.blocked_mark.assign(n, 0);
 
   r->stats_.switches = n;
   r->stats_.lft_entries = entries;
@@ -463,7 +485,7 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   bytes += (m.down_ok.size() + m.down_ok0.size()) * 8;
   bytes += (m.dirty_since.size() + m.dirty_now.size()) * 8;
   bytes += n * (sizeof(Impl::SeedRange) + sizeof(Impl::PickState) + 4 + 4 + 1 + 1);
-  bytes += m.orphans.bytes() + m.orphans0.bytes() + m.rec_index.bytes() + n * 8;
+  bytes += m.legal0.size() * 8 + m.orphan_pool.size() * 8 + m.rec_index.bytes() + n * 8;
   r->stats_.memory_bytes = bytes;
   r->stats_.t_build = Clock::now() - t0;
   return r;
@@ -505,6 +527,7 @@ class Repair {
     ++m_.epoch;
     if (m_.epoch == 0) {  // wrapped: forget every stamp
       std::fill(m_.touched.begin(), m_.touched.end(), 0);
+      std::fill(m_.blocked_mark.begin(), m_.blocked_mark.end(), 0);
       for (auto& s : m_.seed_range) s.epoch = 0;
       for (auto& p : m_.pick_state) p.epoch = 0;
       m_.epoch = 1;
@@ -519,6 +542,7 @@ class Repair {
     m_.changes.clear();
     m_.blocks.clear();
     m_.dead_all.clear();
+    m_.second_chance.clear();
   }
 
   // Marks the failed links down; returns an error for a bad argument (before
@@ -723,49 +747,43 @@ class Repair {
   // deliver); over an up-link it must be a usable entry that does not come
   // straight back. kStale: usable, but the neighbour's entry names a port
   // that just failed (it is on the worklist itself).
-  Validity candidate(std::uint32_t s, const PortSlot& sl, std::uint32_t d, std::uint32_t t) const {
+  Validity candidate(const PortSlot& sl, std::uint32_t d, std::uint32_t t) {
     const std::uint32_t nb = sl.peer;
     if (nb == t) return Validity::kGood;
-    if (m_.lid0[d].data == 0) return walk(s, nb, d, t);
     if (sl.down()) {
       if (!m_.down_ok_bit(nb, t)) return Validity::kInvalid;
       const std::uint8_t e = row(nb)[d];
-      if (e == kDropPort || !m_.has_port(nb, e)) return Validity::kInvalid;
+      if (e == kDropPort || !m_.has_port(nb, e)) {
+        maybe_later_ |= e == kDropPort && m_.blocked_mark[nb] == m_.epoch;
+        return Validity::kInvalid;
+      }
       const PortSlot& se = m_.slot(nb, e);
-      if (!se.down() || m_.is_orphan(nb, d)) return Validity::kInvalid;
+      if (!se.down() || m_.is_orphan(nb, d)) {
+        // nb is on the worklist, or leads straight back (it moves once s
+        // is a dead end): either may turn down later.
+        maybe_later_ |= (se.flags & kLive) == 0 || e == sl.peer_port;
+        return Validity::kInvalid;
+      }
       return (se.flags & kLive) ? Validity::kGood : Validity::kStale;
     }
     // Up-link. A neighbour untouched by this repair and without orphans
     // still holds its engine-made (or earlier repaired) entry: legal and
     // complete. It cannot lead straight back into s: that would be a
     // down-link into s, which s would have found entering it (see choose).
-    if (m_.touched[nb] != m_.epoch && m_.orphan_count[nb] == 0) return Validity::kGood;
+    if (m_.touched[nb] != m_.epoch && m_.orphan_count[nb] == 0) {
+      return m_.implicit_orphan(nb, d) ? Validity::kInvalid : Validity::kGood;
+    }
     const std::uint8_t e = row(nb)[d];
-    if (e == kDropPort || e == sl.peer_port || !m_.has_port(nb, e)) return Validity::kInvalid;
+    if (e == kDropPort || e == sl.peer_port || !m_.has_port(nb, e)) {
+      // A neighbour leading straight back moves away once s is a dead end
+      // (it is pushed); a blocked one may take an up-link on its retry.
+      maybe_later_ |= e == sl.peer_port || (e == kDropPort && m_.blocked_mark[nb] == m_.epoch);
+      return Validity::kInvalid;
+    }
     if (m_.is_orphan(nb, d)) return Validity::kInvalid;
     const PortSlot& se = m_.slot(nb, e);
     if ((se.flags & kSwitchLink) == 0) return Validity::kInvalid;  // nb != t: must forward
     return (se.flags & kLive) ? Validity::kGood : Validity::kStale;
-  }
-
-  // Management (switch) LIDs: engines need not keep them up*down* (ftree
-  // routes switch pairs without an up/down path on shortest paths; VL15 has
-  // no credits), so any next hop serves whose route reaches t without
-  // coming back through s. Checking that on every choice keeps the tables
-  // loop-free: a loop would have to pass the entry changed last.
-  Validity walk(std::uint32_t s, std::uint32_t nb, std::uint32_t d, std::uint32_t t) const {
-    std::uint32_t x = nb;
-    for (std::uint32_t hops = 0; hops <= n_; ++hops) {
-      if (x == t) return Validity::kGood;
-      if (x == s) return Validity::kInvalid;
-      const std::uint8_t e = row(x)[d];
-      if (e == kDropPort || !m_.has_port(x, e)) return Validity::kInvalid;
-      const PortSlot& se = m_.slot(x, e);
-      if ((se.flags & kSwitchLink) == 0) return Validity::kInvalid;
-      if ((se.flags & kLive) == 0) return Validity::kStale;  // on the worklist itself
-      x = se.peer;
-    }
-    return Validity::kInvalid;
   }
 
   Rerouter::Impl::PickState& pick_state(std::uint32_t s) {
@@ -809,7 +827,7 @@ class Repair {
       const std::uint32_t l = m_.load[si];
       min_live = std::min(min_live, l);
       if (l >= best_load) continue;
-      const Validity v = candidate(s, sl, d, t);
+      const Validity v = candidate(sl, d, t);
       if (v == Validity::kGood) {
         best = q;
         best_load = l;
@@ -842,21 +860,15 @@ class Repair {
       set_entry(s, d, kDropPort);
       return Choice::kUnreachable;
     }
-    if (m_.lid0[d].data == 0) {
-      // Management LID: any loop-free next hop (see walk), down first.
-      PortNum q = pick(s, d, t, false, false);
-      if (q == kDropPort) q = pick(s, d, t, true, false);
-      set_entry(s, d, q);
-      return q != kDropPort ? Choice::kChosen : Choice::kDeadEnd;
-    }
     if (m_.is_orphan(s, d)) {
       // An orphan whose route broke: it had no legal next hop before and
       // failures add none. Dropped now, re-filled at the end.
-      m_.set_orphan(s, d, false);
+      m_.set_orphan(s, d, false);  // no-op for implicit orphans: they stay
       set_entry(s, d, kDropPort);
       return Choice::kDeadEnd;
     }
     const std::uint8_t cur = row(s)[d];
+    maybe_later_ = false;
     // Entered over a down-link by a neighbour above s: s must keep going
     // down. Only possible while s's entry goes down (the invariant: nobody
     // sends d down into a switch whose entry for d goes up).
@@ -879,7 +891,10 @@ class Repair {
       return Choice::kChosen;
     }
     set_entry(s, d, kDropPort);
-    if (entered_down && pick(s, d, t, true, true) != kDropPort) return Choice::kBlocked;
+    if (entered_down && pick(s, d, t, true, true) != kDropPort) {
+      m_.blocked_mark[s] = m_.epoch;
+      return Choice::kBlocked;
+    }
     return Choice::kDeadEnd;
   }
 
@@ -928,6 +943,7 @@ class Repair {
           case Choice::kDeadEnd:
             m_.dead.push_back(r);
             m_.dead_all.push_back(r);
+            if (maybe_later_) m_.second_chance.push_back(r);
             ++rep.dead_ends;
             break;
           case Choice::kBlocked:
@@ -948,6 +964,34 @@ class Repair {
   // Dead ends that can still reach their LID: first a legal entry where one
   // has appeared meanwhile, then orphan entries (see rerouter.hpp).
   Result<void> fill(RepairReport& rep) {
+    // Second chance: a legal entry may have appeared next to a dead end
+    // after it was decided (a blocked neighbour took an up-link on its
+    // retry, a neighbour on the worklist turned down). Only those dead ends
+    // can gain one, and each success may enable another: repeat while any
+    // succeeds.
+    auto& retry = m_.second_chance;
+    for (bool progress = true; progress && !retry.empty();) {
+      progress = false;
+      std::size_t keep = 0;
+      for (std::uint32_t r : retry) {
+        const auto& rec = m_.recs[r];
+        if (row(rec.sw)[rec.lid] != kDropPort) continue;
+        const Choice c = choose(rec.sw, rec.lid);
+        if (c == Choice::kChosen || c == Choice::kUnreachable) {
+          progress = true;
+        } else {
+          retry[keep++] = r;
+        }
+      }
+      retry.resize(keep);
+      if (!progress) break;
+      // Whatever now has a legal entry may unlock any dead end.
+      retry.clear();
+      for (std::uint32_t r : m_.dead_all) {
+        const auto& rec = m_.recs[r];
+        if (row(rec.sw)[rec.lid] == kDropPort) retry.push_back(r);
+      }
+    }
     auto& open = m_.next_pending;
     open.clear();
     for (std::uint32_t r : m_.dead_all) {
@@ -959,22 +1003,7 @@ class Repair {
       std::size_t keep = 0;
       for (std::uint32_t r : open) {
         const auto& rec = m_.recs[r];
-        const Choice c = choose(rec.sw, rec.lid);
-        if (c == Choice::kChosen || c == Choice::kUnreachable) {
-          progress = true;
-        } else {
-          open[keep++] = r;
-        }
-      }
-      open.resize(keep);
-    }
-    for (bool progress = true; progress && !open.empty();) {
-      progress = false;
-      std::size_t keep = 0;
-      for (std::uint32_t r : open) {
-        const auto& rec = m_.recs[r];
         const std::uint32_t s = rec.sw, d = rec.lid;
-        if (m_.lid0[d].data == 0) continue;  // choose() tried every loop-free next hop
         PortNum best = kDropPort;
         bool best_orphan = true;
         const std::uint32_t first = m_.port_base[s], last = m_.port_base[s + 1];
@@ -1001,7 +1030,7 @@ class Repair {
                                    where(s), d)};
         }
         set_entry(s, d, best);
-        m_.set_orphan(s, d, true);
+        if (!m_.implicit_orphan(s, d)) m_.set_orphan(s, d, true);
         ++rep.orphans;
         progress = true;
       }
@@ -1041,17 +1070,8 @@ class Repair {
     for (auto it = m_.lid_undo.rbegin(); it != m_.lid_undo.rend(); ++it)
       m_.lid[it->first] = it->second;
     for (auto it = m_.orphan_undo.rbegin(); it != m_.orphan_undo.rend(); ++it) {
-      const std::uint32_t s = static_cast<std::uint32_t>(it->first >> 32);
-      const std::uint32_t* v = m_.orphans.find(it->first);
-      const bool now = v != nullptr && *v != 0;
-      if (now != (it->second != 0)) {
-        if (now) {
-          --m_.orphan_count[s];
-        } else {
-          ++m_.orphan_count[s];
-        }
-      }
-      m_.orphans.put(it->first, it->second);
+      m_.set_orphan(static_cast<std::uint32_t>(it->first >> 32),
+                    static_cast<std::uint32_t>(it->first), it->second, false);
     }
     for (std::uint32_t si : m_.new_dead) m_.ports[si].flags |= kLive;
     for (const FailedLink& f : m_.new_failed) {
@@ -1069,12 +1089,13 @@ class Repair {
   const Topology& topo_;
   const LidMap& lids_;
   std::vector<std::uint64_t> scratch_words_;
+  bool maybe_later_ = false;  // set by candidate(): see Impl::second_chance
 };
 
 }  // namespace
 
 Result<void> Rerouter::check_changes() const {
-  const Impl& m = *impl_;
+  Impl& m = *impl_;  // check_mark is scratch
   auto where = [this](std::uint32_t s) {
     const Node& nd = topo_.node(topo_.switch_node(s));
     return fmt::format("\"{}\" ({:#018x})", nd.description, nd.guid.value);
@@ -1092,6 +1113,11 @@ Result<void> Rerouter::check_changes() const {
                                                   where(f.sw), d, f.port)};
     }
   }
+  if (++m.check_epoch == 0) {
+    std::fill(m.check_mark.begin(), m.check_mark.end(), 0);
+    m.check_epoch = 1;
+  }
+  for (const LftChange& c : m.changes) m.check_mark[c.sw] = m.check_epoch;
   for (const LftChange& c : m.changes) {
     const std::uint32_t s = c.sw, d = c.lid;
     const std::uint32_t t = m.lid[d].sw;
@@ -1112,21 +1138,6 @@ Result<void> Rerouter::check_changes() const {
     }
     const PortSlot& sl = m.slot(s, c.new_port);
     const std::uint32_t nb = sl.peer;
-    if (m.lid0[d].data == 0) {
-      // Management LID: only loop-freedom and delivery matter (no credits).
-      std::uint32_t x = nb;
-      for (std::uint32_t hops = 0; x != t; ++hops) {
-        const std::uint8_t e = entry_of(x, d);
-        if (x == s || hops > n_ || !m.has_port(x, e) || !m.slot(x, e).live_switch()) {
-          return Error{Errc::kForwardingLoop,
-                       fmt::format("switch {}'s new route to switch LID {} does not reach it "
-                                   "(stuck at {})",
-                                   where(s), d, where(x))};
-        }
-        x = m.slot(x, e).peer;
-      }
-      continue;
-    }
     if (m.is_orphan(s, d)) {
       if (m.has_endpoints[s] != 0 && m.lid0[d].data != 0) {
         return Error{Errc::kCdgCycle,
@@ -1157,9 +1168,9 @@ Result<void> Rerouter::check_changes() const {
       }
       continue;
     }
-    const std::uint8_t e = entry_of(nb, d);
     if (sl.down()) {
       if (nb == t) continue;
+      const std::uint8_t e = entry_of(nb, d);
       if (!m.has_port(nb, e) || !m.slot(nb, e).live_switch() || !m.slot(nb, e).down() ||
           m.is_orphan(nb, d)) {
         return Error{Errc::kCdgCycle,
@@ -1170,9 +1181,18 @@ Result<void> Rerouter::check_changes() const {
       continue;
     }
     // Up-link: the neighbour must route on, not straight back, and not as an
-    // orphan.
-    if (nb != t && (e == kDropPort || e == sl.peer_port || m.is_orphan(nb, d) ||
-                    !m.has_port(nb, e) || !m.slot(nb, e).live_switch())) {
+    // orphan. A neighbour with no change and no orphan holds its entry from
+    // before, which was legal, names no failed port (checked above) and does
+    // not lead down into s unless s went down before (then the scan below
+    // finds it): no need to read it.
+    if (nb != t && m.is_orphan(nb, d)) {
+      return Error{Errc::kCdgCycle, fmt::format("LID {}: switch {} sends up into orphan switch {}",
+                                                d, where(s), where(nb))};
+    }
+    const bool read = nb != t && (m.check_mark[nb] == m.check_epoch || m.orphan_count[nb] != 0);
+    const std::uint8_t e = read ? entry_of(nb, d) : std::uint8_t{0};
+    if (read && (e == kDropPort || e == sl.peer_port || m.is_orphan(nb, d) || !m.has_port(nb, e) ||
+                 !m.slot(nb, e).live_switch())) {
       return Error{Errc::kForwardingLoop,
                    fmt::format("LID {}: switch {} sends up to {}, whose entry (port {}) leads "
                                "nowhere or straight back",
@@ -1292,8 +1312,14 @@ void Rerouter::reset() {
   m.load = m.load0;
   m.down_ok = m.down_ok0;
   m.lid = m.lid0;
-  m.orphans = m.orphans0;
-  m.orphan_count = m.orphan_count0;
+  for (std::uint32_t s = 0; s < n_; ++s) {
+    if (m.orphan_slot[s] == kNone) continue;
+    std::fill_n(m.orphan_pool.begin() + std::size_t{m.orphan_slot[s]} * m.lid_words, m.lid_words,
+                0);
+    m.free_slots.push_back(m.orphan_slot[s]);
+    m.orphan_slot[s] = kNone;
+    m.orphan_count[s] = 0;
+  }
   m.changes.clear();
   m.blocks.clear();
   m.new_failed.clear();

@@ -31,12 +31,13 @@
 //    ibdmchk counts it). Switch-originated traffic (SMP answers on VL15) has
 //    no credits and cannot deadlock. Orphans are remembered: later repairs
 //    never route anything into them. Entries an engine wrote for a switch
-//    that has no up*/down* route to the LID's switch at all (ftree on a
-//    damaged tree routes them down and then up) are orphans from the start.
-//  - switch LIDs (management traffic on VL15, no credits, exempt from the
-//    up/down promise in lft.hpp) take any next hop whose route reaches the
-//    LID's switch without coming back: checked by a walk on every choice,
-//    which keeps them loop-free.
+//    that has no up*/down* route to the LID's switch at all (ftree routes
+//    them down and then up: a core that lost its only link into a pod, or
+//    top switches' routes to each other's LIDs) are orphans from the start;
+//    that is exactly where lft.hpp exempts entries from the up/down promise.
+//  - switch LIDs are repaired by the same rules; only the refusal of an
+//    orphan on a CA-carrying switch is for CA/router LIDs alone (switch LIDs
+//    carry management traffic on VL15, which has no credits).
 // Then check_changes() proves the result from the changes alone: for every
 // changed (s, d), a down-link is followed by a down-going entry, and if s no
 // longer goes down although it did before, no neighbour above s still sends d
@@ -59,6 +60,7 @@
 //   down_ok + its original    2 x S x S bits   (16 MB at 8,000 switches)
 //   per-port loads, classes   ~12 bytes x P
 //   per-LID destination       8 bytes x L
+//   legal routes at build     S x S bits       (8 MB)
 //   dirty-block bitmaps       2 x S x L/64 bits (4 MB at k=80)
 // plus per-repair scratch proportional to the entries changed.
 
@@ -136,9 +138,9 @@ struct RerouterStats {
   std::chrono::nanoseconds t_tables{};   // copy of the tables
   std::chrono::nanoseconds t_loads{};    // per-port route counts
   std::chrono::nanoseconds t_down_ok{};  // down_ok and legal-route closures
-  // Entries the engine wrote for switches with no up*/down* route to the
-  // LID's switch (taken as orphans: see above).
-  std::uint64_t initial_orphans = 0;
+  // (switch, destination switch with CA/router LIDs) pairs with no
+  // up*/down* route at build: the engine's entries there are orphans.
+  std::uint64_t initial_orphan_pairs = 0;
 };
 
 class Rerouter {
