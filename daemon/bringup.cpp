@@ -83,6 +83,25 @@ Result<BringUpResult> BringUp::run(const BringUpOptions& opts, const discovery::
                 Error{Errc::kTimeout, fmt::format("{} SMPs failed, first: {}",
                                                   out.program.failures.size(), first)});
   }
+  // The topology we publish says what the fabric now is: the Programmer
+  // moved every cabled port to ACTIVE and wrote the LIDs.
+  routing::Topology& topo = out.sweep.topology;
+  for (std::uint32_t i = 0; i < topo.num_nodes(); ++i) {
+    const NodeId n{i};
+    const bool sw = topo.node(n).type == routing::NodeType::kSwitch;
+    for (unsigned p = 0; p <= topo.node(n).num_ports; ++p) {
+      const PortNum pn = static_cast<PortNum>(p);
+      if (p > 0 && opts.program.activate && topo.port(n, pn).connected()) {
+        topo.mutable_port(n, pn).state = routing::PortState::kActive;
+      }
+      if ((sw && p == 0) || (!sw && p > 0 && topo.port(n, pn).connected())) {
+        routing::Port& port = topo.mutable_port(n, pn);
+        port.lid = out.lids.map.base_lid(topo, n, pn);
+        port.lmc = sw ? 0 : out.lids.map.lmc;
+        port.master_sm_lid = out.lids.map.base_lid(topo, out.sweep.sm_node, out.sweep.sm_port);
+      }
+    }
+  }
   out.times.total = Clock::now() - t0;
   return out;
 }
