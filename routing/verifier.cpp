@@ -19,8 +19,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::uint32_t kTile = kLftBlockSize;  // LIDs per tile: one LFT block
-constexpr std::uint32_t kDepWords = 4;          // 256 out-port bits per channel
+// LIDs per tile: four LFT blocks. A tile visits every switch's table row
+// and the dependency words of every marked channel once (cache and TLB
+// misses), so four blocks at a time amortise those visits; next hops are
+// built and walked in strips of 64 LIDs, which keeps that buffer small.
+constexpr std::uint32_t kTile = 4 * kLftBlockSize;
+constexpr std::uint32_t kStrip = 64;
+constexpr std::uint32_t kStrips = kTile / kStrip;
+constexpr std::uint32_t kDepWords = 4;  // 256 out-port bits per channel
 constexpr std::uint32_t kDeliver = UINT32_MAX - 1;
 constexpr std::uint32_t kBad = kNoSwitch;
 
@@ -31,11 +37,12 @@ double seconds_since(Clock::time_point t0) {
 // Per-thread buffers for one tile.
 struct TileScratch {
   std::vector<std::uint8_t> buf;     // S x kTile LFT entries, switch-major
-  std::vector<std::uint32_t> next;   // kTile x S, column-major: next switch, kDeliver, kBad
+  std::vector<std::uint32_t> next;   // kStrip x S, column-major: next switch, kDeliver, kBad
   std::vector<std::uint32_t> stamp;  // per switch: 2e = on the current walk, 2e+1 = reaches
   std::uint32_t epoch = 0;           // one per column walked
   std::vector<std::uint32_t> path;
-  std::vector<std::uint64_t> active;  // per switch: bit l = on a counted route to LID l
+  // per switch, one word per strip: bit l = on a counted route to LID l
+  std::vector<std::uint64_t> active;
 };
 
 // Everything the checks read, and the wording of their errors.
@@ -241,14 +248,17 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
       part[l] = att[l].routable() ? g.component(att[l].sw) : kNoSwitch;
     }
     w.buf.resize(std::size_t{n} * kTile);
-    w.next.resize(std::size_t{n} * kTile);
+    w.next.resize(std::size_t{n} * kStrip);
     if (w.stamp.size() != n) w.stamp.assign(n, 0);
-    w.active.resize(n);
-    // Switch-major pass: copy each switch's block of the tile, and the next
-    // hop of every (switch, LID) while the block is hot.
+    w.active.assign(std::size_t{n} * kStrips, 0);
+    // Copy each switch's part of the tile: one visit per row (a cache and TLB
+    // miss each), four blocks at a time.
     for (std::uint32_t s = 0; s < n; ++s) {
       if (s + 8 < n && routes.lfts[s + 8].size() >= lid0 + kTile) {
         __builtin_prefetch(routes.lfts[s + 8].data() + lid0);
+        __builtin_prefetch(routes.lfts[s + 8].data() + lid0 + 64);
+        __builtin_prefetch(routes.lfts[s + 8].data() + lid0 + 128);
+        __builtin_prefetch(routes.lfts[s + 8].data() + lid0 + 192);
       }
       const Lft& lft = routes.lfts[s];
       std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
@@ -257,78 +267,92 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
       } else {
         for (std::uint32_t l = 0; l < kTile; ++l) row[l] = lft.get(Lid{lid0 + l});
       }
-      const std::uint32_t ps = g.component(s);
-      for (std::uint32_t l = 0; l < width; ++l) {
-        if (part[l] != ps) continue;
-        const std::uint8_t p = row[l];
-        // peer_at_port is kNoSwitch (== kBad) for port 0, drop, CAs, dark ports.
-        w.next[std::size_t{l} * n + s] =
-            s == att[l].sw && p == att[l].port ? kDeliver : g.peer_at_port(s, p);
-      }
     }
-    // Column walks: from every switch of the LID's part, next hops must end
-    // in delivery. Stamps make each walk stop at switches already proven.
-    // Then, for LIDs whose traffic counts, mark the switches on the routes
-    // from the traffic's sources (safe now: every walk is known to end).
     std::uint64_t tile_pairs = 0;
     std::uint32_t tile_lids = 0;
-    std::fill(w.active.begin(), w.active.end(), 0);
-    for (std::uint32_t l = 0; l < width; ++l) {
-      if (!att[l].routable()) continue;
-      ++tile_lids;
-      tile_pairs += part_size[part[l]];
-      const std::uint32_t e = ++w.epoch;
-      const std::uint32_t* next = &w.next[std::size_t{l} * n];
-      for (std::uint32_t s0 = 0; s0 < n; ++s0) {
-        if (g.component(s0) != part[l] || w.stamp[s0] == 2 * e + 1) continue;
-        // Most switches lead straight to one already proven.
-        const std::uint32_t first = next[s0];
-        if (first == kDeliver || (first != kBad && w.stamp[first] == 2 * e + 1)) {
-          w.stamp[s0] = 2 * e + 1;
-          continue;
+    // Strips of 64 LIDs: next hops column by column, so each LID's walk reads
+    // one contiguous column.
+    for (std::uint32_t strip = 0; strip * kStrip < width; ++strip) {
+      const std::uint32_t l0 = strip * kStrip;
+      const std::uint32_t l1 = std::min(width, l0 + kStrip);
+      for (std::uint32_t s = 0; s < n; ++s) {
+        const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
+        const std::uint32_t ps = g.component(s);
+        for (std::uint32_t l = l0; l < l1; ++l) {
+          if (part[l] != ps) continue;
+          const std::uint8_t p = row[l];
+          // peer_at_port is kNoSwitch (== kBad) for port 0, drop, CAs, dark ports.
+          w.next[std::size_t{l - l0} * n + s] =
+              s == att[l].sw && p == att[l].port ? kDeliver : g.peer_at_port(s, p);
         }
-        w.path.clear();
-        std::uint32_t cur = s0;
-        for (;;) {
-          if (w.stamp[cur] == 2 * e + 1) break;
-          if (w.stamp[cur] == 2 * e) {
-            const auto at = std::find(w.path.begin(), w.path.end(), cur) - w.path.begin();
-            return check.loop_error(lid0 + l, w.path, static_cast<std::size_t>(at));
-          }
-          w.stamp[cur] = 2 * e;
-          w.path.push_back(cur);
-          const std::uint32_t nx = next[cur];
-          if (nx == kDeliver) break;
-          if (nx == kBad) return check.entry_error(cur, lid0 + l);
-          cur = nx;
-        }
-        for (std::uint32_t v : w.path) w.stamp[v] = 2 * e + 1;
       }
-      if (!opts.switch_traffic && att[l].port == 0) continue;  // management traffic only
-      const std::uint64_t bit = std::uint64_t{1} << l;
-      for (std::uint32_t s0 : sources) {
-        if (g.component(s0) != part[l]) continue;
-        for (std::uint32_t cur = s0; (w.active[cur] & bit) == 0;) {
-          w.active[cur] |= bit;
-          if (next[cur] == kDeliver) break;
-          cur = next[cur];
+      // Column walks: from every switch of the LID's part, next hops must end
+      // in delivery. Stamps make each walk stop at switches already proven.
+      // Then, for LIDs whose traffic counts, mark the switches on the routes
+      // from the traffic's sources (safe now: every walk is known to end).
+      for (std::uint32_t l = l0; l < l1; ++l) {
+        if (!att[l].routable()) continue;
+        ++tile_lids;
+        tile_pairs += part_size[part[l]];
+        const std::uint32_t e = ++w.epoch;
+        const std::uint32_t* next = &w.next[std::size_t{l - l0} * n];
+        for (std::uint32_t s0 = 0; s0 < n; ++s0) {
+          if (g.component(s0) != part[l] || w.stamp[s0] == 2 * e + 1) continue;
+          // Most switches lead straight to one already proven.
+          const std::uint32_t first = next[s0];
+          if (first == kDeliver || (first != kBad && w.stamp[first] == 2 * e + 1)) {
+            w.stamp[s0] = 2 * e + 1;
+            continue;
+          }
+          w.path.clear();
+          std::uint32_t cur = s0;
+          for (;;) {
+            if (w.stamp[cur] == 2 * e + 1) break;
+            if (w.stamp[cur] == 2 * e) {
+              const auto at = std::find(w.path.begin(), w.path.end(), cur) - w.path.begin();
+              return check.loop_error(lid0 + l, w.path, static_cast<std::size_t>(at));
+            }
+            w.stamp[cur] = 2 * e;
+            w.path.push_back(cur);
+            const std::uint32_t nx = next[cur];
+            if (nx == kDeliver) break;
+            if (nx == kBad) return check.entry_error(cur, lid0 + l);
+            cur = nx;
+          }
+          for (std::uint32_t v : w.path) w.stamp[v] = 2 * e + 1;
+        }
+        if (!opts.switch_traffic && att[l].port == 0) continue;  // management traffic only
+        const std::uint64_t bit = std::uint64_t{1} << (l - l0);
+        std::uint64_t* const active = &w.active[strip];
+        for (std::uint32_t s0 : sources) {
+          if (g.component(s0) != part[l]) continue;
+          for (std::uint32_t cur = s0; (active[std::size_t{cur} * kStrips] & bit) == 0;) {
+            active[std::size_t{cur} * kStrips] |= bit;
+            if (next[cur] == kDeliver) break;
+            cur = next[cur];
+          }
         }
       }
     }
-    // Switch-major again: the dependency each marked hop makes.
+    // Switch-major again, once for the whole tile: the dependency each
+    // marked hop makes (the next switch and its port come from the copied
+    // rows; a hop into the LID's own switch, which delivers it, makes none).
     for (std::uint32_t s = 0; s < n; ++s) {
       const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
-      for (std::uint64_t m = w.active[s]; m != 0; m &= m - 1) {
-        const auto l = static_cast<std::uint32_t>(std::countr_zero(m));
-        const std::uint32_t nb = w.next[std::size_t{l} * n + s];
-        if (nb == kDeliver) continue;
-        const std::uint32_t a = g.arc_at_port(s, row[l]);
-        const std::uint8_t p2 = w.buf[std::size_t{nb} * kTile + l];
-        if (w.next[std::size_t{l} * n + nb] == kDeliver) continue;  // leaves the fabric there
-        std::atomic_ref<std::uint64_t> word(deps[std::size_t{a} * kDepWords + p2 / 64]);
-        const std::uint64_t dep_bit = std::uint64_t{1} << (p2 % 64);
-        if ((word.load(std::memory_order_relaxed) & dep_bit) == 0) {
-          word.fetch_or(dep_bit, std::memory_order_relaxed);
+      for (std::uint32_t strip = 0; strip < kStrips; ++strip) {
+        for (std::uint64_t m = w.active[std::size_t{s} * kStrips + strip]; m != 0; m &= m - 1) {
+          const std::uint32_t l = strip * kStrip + static_cast<std::uint32_t>(std::countr_zero(m));
+          const std::uint8_t p = row[l];
+          if (s == att[l].sw && p == att[l].port) continue;  // delivered here
+          const std::uint32_t nb = g.peer_at_port(s, p);
+          const std::uint8_t p2 = w.buf[std::size_t{nb} * kTile + l];
+          if (nb == att[l].sw && p2 == att[l].port) continue;  // leaves the fabric there
+          const std::uint32_t a = g.arc_at_port(s, p);
+          std::atomic_ref<std::uint64_t> word(deps[std::size_t{a} * kDepWords + p2 / 64]);
+          const std::uint64_t dep_bit = std::uint64_t{1} << (p2 % 64);
+          if ((word.load(std::memory_order_relaxed) & dep_bit) == 0) {
+            word.fetch_or(dep_bit, std::memory_order_relaxed);
+          }
         }
       }
     }

@@ -23,10 +23,11 @@
 //   VL 0: credit loop sw-a[3] -> sw-b[5] -> sw-c[2] -> sw-a[3] (...)
 // The first failure by LID order is reported, whatever the thread count.
 //
-// Scale: LIDs are checked in tiles of 64 (one LFT block = one cache line per
-// switch), tiles in parallel on the WorkerPool; dependencies are kept as one
-// 256-bit set of next out-ports per channel and VL, so memory is
-// 32 bytes x channels x VLs beside a 64 x switches tile buffer per thread.
+// Scale: LIDs are checked in tiles of 256 (four LFT blocks: four cache lines
+// per switch, copied in one visit), tiles in parallel on the WorkerPool,
+// next hops walked in strips of 64; dependencies are kept as one 256-bit set
+// of next out-ports per channel and VL, so memory is 32 bytes x channels x
+// VLs beside ~550 bytes x switches of tile buffers per thread.
 //
 // Pure computation like the engines: const inputs, no I/O; the timings in
 // the report are measurements only.
