@@ -65,7 +65,7 @@ std::vector<LinkKey> links_of(const routing::Topology& t) {
 SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle transport,
                              StoreWriter* store, std::vector<routing::LidRecord> remembered,
                              StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool,
-                             Hooks hooks)
+                             Hooks hooks, FastPathOptions fast)
     : io_(io),
       strand_(asio::make_strand(io)),
       cfg_(std::move(cfg)),
@@ -79,7 +79,8 @@ SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle t
       pool_(pool),
       hooks_(std::move(hooks)),
       light_timer_(strand_),
-      heavy_timer_(strand_) {}
+      heavy_timer_(strand_),
+      fast_opts_(fast) {}
 
 SubnetManager::~SubnetManager() = default;
 
@@ -117,8 +118,8 @@ void SubnetManager::publish(SmState state, std::string last_error) {
   s->sweeps = sweeps_;
   s->last_error = std::move(last_error);
   const auto prev = publisher_.current();
-  s->reroutes = prev->reroutes;
-  s->last_reroute = prev->last_reroute;
+  s->reroutes = reroutes_;
+  s->last_reroute = last_reroute_;
   s->last_sweep_at = prev->last_sweep_at;
   if (current_) {
     const auto& c = *current_;
@@ -139,6 +140,16 @@ void SubnetManager::publish(SmState state, std::string last_error) {
     s->verification.pairs_checked = c.verify.pairs_checked;
     s->verification.channels = c.verify.channels;
     s->verification.dependencies = c.verify.dependencies;
+    if (routes_now_) {
+      // Repaired by the fast path since the last bring-up.
+      s->topology = topology_now_;
+      s->routes = routes_now_;
+      s->verification.message = fmt::format(
+          "repaired incrementally after {} failure(s): every changed route proven up*/down* "
+          "(deadlock-free with one VL) by the rerouter's check; the full verifier runs with the "
+          "re-balancing sweep",
+          reroutes_);
+    }
   }
   if (state == SmState::kMaster && s->last_error.empty()) s->last_sweep_at = s->published_at;
   publisher_.publish(s);
@@ -224,7 +235,9 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
   for (const std::string& c : r.lids.conflicts) spdlog::warn("LID conflict: {}", c);
   for (const std::string& u : r.sweep.unreachable) spdlog::warn("unreachable: {}", u);
 
-  if (current_) log_link_changes(current_->sweep.topology, r.sweep.topology);
+  if (current_) {
+    log_link_changes(topology_now_ ? *topology_now_ : current_->sweep.topology, r.sweep.topology);
+  }
 
   const routing::Topology& t = r.sweep.topology;
   rec.nodes = static_cast<std::uint32_t>(t.num_nodes());
@@ -260,11 +273,38 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
       std::chrono::duration<double, std::milli>(r.times.route).count(), r.program.lft_blocks_sent);
   spdlog::info("subnet up: {}", summary);
   current_ = std::make_shared<const BringUpResult>(std::move(r));
+  routes_now_.reset();
+  topology_now_.reset();
+  fast_.reset();
   publish(SmState::kMaster, {});
   events_.append(EventKind::kSweep, std::nullopt, std::nullopt,
                  fmt::format("heavy sweep ({}): {}", reason, summary));
+  build_fast_path();
   schedule_light_sweep();
   return SweepReply{true, generation_, summary};
+}
+
+void SubnetManager::build_fast_path() {
+  if (!fast_opts_.enabled || !current_) return;
+  const BringUpResult& c = *current_;
+  FastPathConfig fc;
+  fc.extended_lids = c.lids.map.space.extended();
+  fc.timeout = std::chrono::duration_cast<std::chrono::microseconds>(fast_opts_.timeout);
+  fc.retries = cfg_.sweep.retries;
+  fc.probe_window = cfg_.sweep.smp_window;
+  fc.sm_lid = c.lids.map.base_lid(c.sweep.topology, c.sweep.sm_node, c.sweep.sm_port).value;
+  const auto t0 = Clock::now();
+  auto built = FastPath::build(*transport_, c.sweep.topology, c.lids.map, c.routes, c.sweep.sm_node,
+                               c.sweep.sm_port, fc, pool_);
+  if (!built.ok()) {
+    spdlog::info("fast path off until the next sweep: {}", built.error().message);
+    return;
+  }
+  fast_ = std::move(built).value();
+  const routing::RerouterStats& st = fast_->rerouter().stats();
+  spdlog::info("fast path ready in {:.0f} ms ({:.1f} MiB precomputed)",
+               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+               static_cast<double>(st.memory_bytes) / (1024.0 * 1024.0));
 }
 
 void SubnetManager::log_link_changes(const routing::Topology& before,
@@ -384,14 +424,123 @@ void SubnetManager::handle_unsolicited(const mad::Smp& smp, const discovery::Mad
 
   const mad::Notice notice = mad::Notice::decode(mad::data_of(smp));
   TrapEvent ev;
+  ev.received_wall = std::chrono::steady_clock::now();
   ev.trap_number = notice.trap_number;
   ev.received_at = transport_->now();
   const bool extended = cfg_.addressing.lid_bits != 16;
   ev.issuer_lid = notice.trap_number == 128 ? notice.trap128_lid(extended) : notice.issuer_lid;
-  spdlog::info("trap {} from LID {:#x}", ev.trap_number, ev.issuer_lid);
+  spdlog::debug("trap {} from LID {:#x}", ev.trap_number, ev.issuer_lid);
   if (notice.trap_number != 128) return;
   if (hooks_.fast_path && hooks_.fast_path(ev)) return;
-  schedule_heavy_sweep(kTrapDebounce, fmt::format("trap 128 from LID {:#x}", ev.issuer_lid));
+  // Queue it; traps that arrive together are handled as one repair once the
+  // transport is drained (process_traps runs after the current handler).
+  pending_traps_.push_back(ev);
+  if (!traps_posted_) {
+    traps_posted_ = true;
+    asio::post(strand_, [this] { process_traps(); });
+  }
+}
+
+void SubnetManager::process_traps() {
+  if (stopped_) return;
+  // Coalesce: whatever else already arrived joins this repair.
+  drain_transport();
+  traps_posted_ = false;
+  std::vector<TrapEvent> traps;
+  traps.swap(pending_traps_);
+  if (traps.empty()) return;
+  if (heavy_pending_ && heavy_timer_.expiry() <= Clock::now()) return;  // a sweep is due anyway
+  if (fast_ && !fast_->rerouter().stale() && fast_reroute(traps)) return;
+  schedule_heavy_sweep(kTrapDebounce,
+                       fmt::format("trap 128 from LID {:#x}{}", traps[0].issuer_lid,
+                                   traps.size() > 1 ? fmt::format(" and {} more", traps.size() - 1)
+                                                    : std::string()));
+}
+
+bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
+  const auto start = traps.front().received_wall;
+  const auto start_transport = traps.front().received_at;
+  std::vector<std::uint32_t> issuers;
+  issuers.reserve(traps.size());
+  for (const TrapEvent& t : traps) issuers.push_back(t.issuer_lid);
+  // Traps that arrive meanwhile are queued for the next round.
+  const FastPath::Unsolicited unsolicited = [this](const mad::Smp& smp, const discovery::Mad& m) {
+    handle_unsolicited(smp, m);
+  };
+  auto found = fast_->identify(issuers, unsolicited);
+  if (!found.ok()) {
+    spdlog::warn("fast path: probing the trapping switches failed: {}", found.error().message);
+    return false;
+  }
+  if (found->failed.empty()) {
+    // Nothing went down: a link came up (or an answer was missing), which is
+    // the heavy sweep's; or a repeat of a trap already handled.
+    return !found->link_up && found->unanswered == 0 && found->not_switches == 0;
+  }
+  auto pushed = fast_->repair_and_push(found->failed, start, start_transport, unsolicited);
+  if (!pushed.ok()) {
+    spdlog::error("fast path: {}", pushed.error().message);
+    fast_.reset();  // the tables on the switches are unknown now: the heavy sweep decides
+    return false;
+  }
+  const PushOutcome& o = *pushed;
+  if (o.verdict != routing::RepairReport::Verdict::kRepaired) {
+    spdlog::warn("fast path: repair refused, full recompute: {}", o.reason);
+    events_.append(EventKind::kError, std::nullopt, std::nullopt,
+                   "incremental repair refused, full recompute follows: " + o.reason);
+    return false;
+  }
+
+  // The latency end-point is behind us: what follows is bookkeeping.
+  const routing::Topology& topo = current_->sweep.topology;
+  fast_->refresh_paths();
+  routes_now_ = std::make_shared<const routing::Routes>(fast_->export_routes(pool_));
+  topology_now_ = std::make_shared<const routing::Topology>(fast_->live_topology());
+  held_.routes = routes_now_;
+  for (std::uint32_t s : o.failed_switches) {
+    // What these switches hold is unknown: the next programming sends them
+    // every block.
+    held_.switch_index_by_guid.erase(topo.node(topo.switch_node(s)).guid);
+  }
+  ++reroutes_;
+  last_reroute_ = o.latency;
+  publish(SmState::kMaster, {});
+
+  auto us_of = [](std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1000.0; };
+  for (const routing::FailedLink& f : found->failed) {
+    const NodeId node = topo.switch_node(f.sw);
+    const routing::Port& port = topo.port(node, f.port);
+    if (topo.node(port.remote_node).type == routing::NodeType::kSwitch &&
+        std::pair(topo.node(port.remote_node).guid.value, port.remote_port) <
+            std::pair(topo.node(node).guid.value, f.port)) {
+      continue;  // once per link, from its smaller end
+    }
+    events_.append(EventKind::kLinkDown, topo.node(node).guid, f.port,
+                   fmt::format("link down: {}[{}] - {}[{}]", guid_str(topo.node(node).guid), f.port,
+                               guid_str(topo.node(port.remote_node).guid), port.remote_port));
+  }
+  const std::string msg = fmt::format(
+      "reroute: {} switch link(s), {} CA link(s) down; {} LFT entries in {} blocks on {} "
+      "switches rewritten in {:.0f} us (repair {:.0f} us); {} orphan entries",
+      o.switch_links, o.ca_links, o.changed_entries, o.blocks, o.switches_programmed,
+      us_of(o.latency), us_of(o.compute), o.orphans);
+  spdlog::info("{}", msg);
+  events_.append(
+      EventKind::kReroute, std::nullopt, std::nullopt, msg,
+      fmt::format("{{\"latency_us\":{:.1f},\"repair_us\":{:.1f},\"confirmed_us\":{:.1f},"
+                  "\"switch_links\":{},\"ca_links\":{},\"entries\":{},\"blocks\":{},"
+                  "\"switches\":{},\"orphans\":{},\"blocks_failed\":{},\"probe_smps\":{}}}",
+                  us_of(o.latency), us_of(o.compute), us_of(o.confirmed), o.switch_links,
+                  o.ca_links, o.changed_entries, o.blocks, o.switches_programmed, o.orphans,
+                  o.blocks_failed, found->smps));
+  if (o.blocks_failed != 0 || found->link_up || found->unanswered != 0) {
+    schedule_heavy_sweep(kTrapDebounce,
+                         "after reroute: some switches did not answer or a link "
+                         "came up");
+  } else {
+    schedule_heavy_sweep(fast_opts_.rebalance_delay, "re-balance after reroute");
+  }
+  return true;
 }
 
 void SubnetManager::reload(Config cfg, std::string source) {
@@ -455,7 +604,8 @@ std::future<Result<std::string>> SubnetManager::verify_routing() {
       return;
     }
     const BringUpResult& c = *current_;
-    auto v = routing::verify(c.sweep.topology, c.lids.map, *c.routes, pool_, {});
+    auto v = routing::verify(topology_now_ ? *topology_now_ : c.sweep.topology, c.lids.map,
+                             routes_now_ ? *routes_now_ : *c.routes, pool_, {});
     if (!v.ok()) {
       promise->set_value(v.error());
       return;

@@ -9,10 +9,16 @@
 // go to the StoreWriter thread; readers see only published FabricState.
 //
 // Life cycle: start() posts the first heavy sweep (bring-up). Then:
-//  - traps (trap 128 link state change) are repressed at once and handed to
-//    the fast-path hook; if the hook does not repair the fabric (or there is
-//    none), a heavy sweep is scheduled (debounced, so a burst of traps costs
-//    one sweep);
+//  - traps (trap 128 link state change) are repressed at once and queued;
+//    the queue is drained in one go (traps that arrive together are one
+//    repair) and handed to the fast path (daemon/fast_path.hpp: probe the
+//    trapping switches' ports, Rerouter::repair, push the changed LFT
+//    blocks). After a repair the repaired tables are published and a heavy
+//    sweep is scheduled to re-balance (it replaces them only once the full
+//    verifier passes). Link up, a refused repair, or anything the fast path
+//    cannot tell schedules a heavy sweep (debounced, so a burst of traps
+//    costs one sweep). The fast path is rebuilt after every successful heavy
+//    sweep (engines without an up/down order, minhop, have none);
 //  - a periodic light sweep reads every switch's SwitchInfo:PortStateChange
 //    (and notices silent switches) and escalates to a heavy sweep on change;
 //  - a failed bring-up keeps the previous programming and published state
@@ -35,6 +41,7 @@
 #include "daemon/control.hpp"
 #include "daemon/event_log.hpp"
 #include "daemon/fabric_state.hpp"
+#include "daemon/fast_path.hpp"
 #include "daemon/store.hpp"
 #include "daemon/transport_factory.hpp"
 #include "discovery/mad/smp.hpp"
@@ -47,6 +54,17 @@ struct TrapEvent {
   std::uint16_t trap_number = 0;
   std::uint32_t issuer_lid = 0;            // LIDADDR of trap 128 (the switch whose port changed)
   std::chrono::nanoseconds received_at{};  // transport time
+  std::chrono::steady_clock::time_point received_wall{};  // where reroute latency starts
+};
+
+// Tuning of the built-in fast path (tests shorten or stretch the delays).
+struct FastPathOptions {
+  bool enabled = true;
+  // After a repair, the heavy sweep that re-balances comes this much later
+  // (a burst of failures costs one sweep).
+  std::chrono::milliseconds rebalance_delay{2'000};
+  // Port probes and LFT block answers: per SMP, transport time.
+  std::chrono::milliseconds timeout{20};
 };
 
 class SubnetManager final : public SmControl {
@@ -54,15 +72,16 @@ class SubnetManager final : public SmControl {
   struct Hooks {
     // After every publish, on the strand (systemd STATUS/READY, logging).
     std::function<void(const FabricState&)> published;
-    // Fast path for traps (issue 7's rerouter). Returns true when it repaired
-    // routing itself; false schedules a heavy sweep.
+    // Optional override, consulted first for every trap 128. Returns true
+    // when it handled the trap itself; false lets the built-in fast path
+    // (and, failing that, a heavy sweep) take it.
     std::function<bool(const TrapEvent&)> fast_path;
   };
 
   SubnetManager(boost::asio::io_context& io, Config cfg, TransportBundle transport,
                 StoreWriter* store, std::vector<routing::LidRecord> remembered,
-                StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool,
-                Hooks hooks);
+                StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool, Hooks hooks,
+                FastPathOptions fast = {});
   ~SubnetManager() override;
 
   void start();
@@ -92,6 +111,10 @@ class SubnetManager final : public SmControl {
   void watch_transport();
   void drain_transport();
   void handle_unsolicited(const discovery::mad::Smp& smp, const discovery::Mad& mad);
+  // Fast path (issue 7).
+  void process_traps();
+  bool fast_reroute(const std::vector<TrapEvent>& traps);
+  void build_fast_path();
   void publish(SmState state, std::string last_error);
   void log_link_changes(const routing::Topology& before, const routing::Topology& after);
 
@@ -123,6 +146,18 @@ class SubnetManager final : public SmControl {
   discovery::HeldTables held_;
   std::uint64_t generation_ = 0;
   std::uint64_t sweeps_ = 0;
+
+  // Fast path. fast_ is built from current_ (which keeps its Topology and
+  // LidMap alive); routes_now_/topology_now_ are what a repair left (null
+  // until the first repair after a heavy sweep).
+  FastPathOptions fast_opts_;
+  std::unique_ptr<FastPath> fast_;
+  std::vector<TrapEvent> pending_traps_;
+  bool traps_posted_ = false;
+  std::shared_ptr<const routing::Routes> routes_now_;
+  std::shared_ptr<const routing::Topology> topology_now_;
+  std::uint64_t reroutes_ = 0;
+  std::chrono::nanoseconds last_reroute_{};
 };
 
 }  // namespace subnetd::daemon

@@ -1327,6 +1327,19 @@ void Rerouter::reset() {
   stale_ = false;
 }
 
+std::vector<DirtyBlock> Rerouter::changed_blocks() const {
+  const Impl& m = *impl_;
+  std::vector<DirtyBlock> out;
+  for (std::size_t w = 0; w < m.dirty_since.size(); ++w) {
+    for (std::uint64_t bits = m.dirty_since[w]; bits != 0; bits &= bits - 1) {
+      const std::size_t bit = w * 64 + static_cast<unsigned>(std::countr_zero(bits));
+      out.push_back({static_cast<std::uint32_t>(bit / m.blocks_per_switch),
+                     static_cast<std::uint32_t>(bit % m.blocks_per_switch)});
+    }
+  }
+  return out;
+}
+
 Routes Rerouter::export_routes(WorkerPool& pool) const {
   const Impl& m = *impl_;
   Routes out;

@@ -174,6 +174,9 @@ class Rerouter {
 
   // Back to the tables, links and loads the Rerouter was built with.
   void reset();
+  // Blocks that may differ from the tables it was built with (every block a
+  // repair changed since build or reset), by switch then block.
+  std::vector<DirtyBlock> changed_blocks() const;
 
   // The working tables as Routes (a copy; parallel on `pool`). Load figures
   // come from the per-port counts.

@@ -1,0 +1,187 @@
+#pragma once
+// FastPath: the SM's answer to a link failure (DESIGN.md step 7, issue 7).
+//
+// trap 128 from switch X  ->  identify()        PortInfo Get on X's ports the
+//                                               rerouter believes up (and the
+//                                               ones it believes down, to see a
+//                                               link come back), windowed
+//                         ->  repair_and_push() Rerouter::repair, then every
+//                                               changed LFT block as a DR Set
+//                                               (Ext)LinearForwardingTable,
+//                                               handed to the transport at
+//                                               once, answers collected after
+//                                               (stragglers resent).
+// Latency = from the trap's receipt to the last changed block handed to the
+// transport; what comes after (collecting answers, exporting the repaired
+// tables, publishing, logging) is off that path.
+//
+// Directed routes: a BFS tree from the SM's switch over the links the
+// rerouter believes up, rebuilt by refresh_paths() after each repair (off the
+// hot path). A switch whose tree path crosses a link that failed since takes
+// a neighbour's intact path plus one hop; failing that, LFT Sets follow the
+// repaired tables' own route to the switch's LID (it avoids every failed
+// link by construction). Probes are sent in two phases:
+// first to trapping switches whose tree parent did not trap (their paths
+// cannot cross the failed link), then, with what that found avoided, to the
+// rest — so a failed link on a switch's own tree path costs no timeout.
+//
+// LFT Sets respect a per-switch window (a switch's SMA queue is finite: the
+// simulator's latency model drops beyond 64 waiting SMPs, real SMAs behave
+// alike); without a latency model every answer is ready at once and the
+// window costs nothing.
+//
+// Owner: the SubnetManager (one per successful heavy sweep) or the reroute
+// benchmark. Threads: the SM strand only (it uses the Transport, whose
+// send/receive are single-threaded). It keeps references to the Topology and
+// LidMap it was built from; the owner keeps them alive.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "discovery/mad/smp.hpp"
+#include "discovery/transport.hpp"
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/rerouter.hpp"
+#include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::daemon {
+
+struct FastPathConfig {
+  bool extended_lids = false;                 // LFT blocks as ExtLinearForwardingTable
+  std::chrono::microseconds timeout{20'000};  // per probe / LFT answer, transport time
+  unsigned retries = 2;                       // resends of an unanswered SMP
+  unsigned probe_window = 64;                 // PortInfo probes in flight
+  unsigned switch_window = 16;                // LFT Sets in flight per switch
+  std::uint32_t sm_lid = 0xFFFF;              // SLID of LID-routed SMPs (none here)
+};
+
+// What the probes found.
+struct Identified {
+  std::vector<routing::FailedLink> failed;  // newly down, by their switch end
+  bool link_up = false;                     // a port believed down is up again
+  std::uint32_t unanswered = 0;             // probes lost (path or switch gone)
+  std::uint32_t not_switches = 0;           // trap issuers that are no known switch
+  std::uint64_t smps = 0;
+  std::chrono::nanoseconds duration{};  // wall
+};
+
+struct PushOutcome {
+  routing::RepairReport::Verdict verdict = routing::RepairReport::Verdict::kRepaired;
+  std::string reason;  // why the rerouter refused
+  std::uint32_t switch_links = 0;
+  std::uint32_t ca_links = 0;
+  std::uint64_t changed_entries = 0;
+  std::uint64_t blocks = 0;
+  std::uint64_t orphans = 0;
+  std::uint64_t dead_ends = 0;
+  std::uint32_t switches_programmed = 0;
+  // Wall clock, from the trap's receipt (`start`).
+  std::chrono::nanoseconds repaired{};   // tables repaired and checked
+  std::chrono::nanoseconds latency{};    // last changed block handed to the transport
+  std::chrono::nanoseconds confirmed{};  // every block answered (or given up)
+  // Transport clock, from `start_transport` to the last answer: with the
+  // simulator's latency model, when the last switch holds its new table
+  // (plus the answer's way back).
+  std::chrono::nanoseconds transport_confirmed{};
+  std::chrono::nanoseconds compute{};  // Rerouter::repair alone
+  std::uint64_t blocks_failed = 0;
+  std::vector<std::uint32_t> failed_switches;  // switch_index whose blocks did not all land
+};
+
+class FastPath {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Unsolicited = std::function<void(const discovery::mad::Smp&, const discovery::Mad&)>;
+
+  // Fails when the routes carry no up/down order (kUnsupported) or do not
+  // fit the topology; `sm_node`/`sm_port` is the SM's own CA port.
+  static Result<std::unique_ptr<FastPath>> build(discovery::Transport& transport,
+                                                 const routing::Topology& topo,
+                                                 const routing::LidMap& lids,
+                                                 std::shared_ptr<const routing::Routes> routes,
+                                                 NodeId sm_node, PortNum sm_port,
+                                                 FastPathConfig config, routing::WorkerPool& pool);
+  ~FastPath();
+
+  // Probes the ports of the switches that sent trap 128 (their LIDs).
+  // MADs that are not answers to the probes go to `unsolicited`.
+  Result<Identified> identify(std::span<const std::uint32_t> issuer_lids,
+                              const Unsolicited& unsolicited);
+
+  // Repairs the tables for `failed` and pushes the changed blocks. An error
+  // means a transport failure; a refusal is an outcome with
+  // Verdict::kNeedsFullRecompute (nothing was sent).
+  Result<PushOutcome> repair_and_push(std::span<const routing::FailedLink> failed,
+                                      Clock::time_point start,
+                                      std::chrono::nanoseconds start_transport,
+                                      const Unsolicited& unsolicited);
+
+  // Recomputes the directed-route tree over the links believed up.
+  void refresh_paths();
+  // Back to the state at build (benchmark: after restoring a link).
+  void reset();
+
+  routing::Routes export_routes(routing::WorkerPool& pool) const {
+    return rerouter_->export_routes(pool);
+  }
+  // The topology as built, minus the links that failed since.
+  routing::Topology live_topology() const;
+  routing::Rerouter& rerouter() { return *rerouter_; }
+  const routing::Rerouter& rerouter() const { return *rerouter_; }
+  // Directed-route path (ports of hops 1..n) to switch `sw` over links
+  // believed up; empty when none is known. For tests and the benchmark.
+  std::vector<std::uint8_t> path_to(std::uint32_t sw) const;
+
+ private:
+  FastPath(discovery::Transport& transport, const routing::Topology& topo,
+           const routing::LidMap& lids, NodeId sm_node, PortNum sm_port, FastPathConfig config);
+
+  bool link_up_now(std::uint32_t sw, PortNum port) const;
+  bool intact(std::uint32_t sw) const;
+  // Writes the path into `out`, returns its length (0 = none).
+  std::size_t path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
+  std::size_t tree_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
+  // The route the (repaired) tables give from the SM's switch to sw's LID.
+  std::size_t table_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
+  bool descends_from(std::uint32_t sw, std::uint32_t ancestor) const;
+  void deliver_unsolicited(const discovery::Mad& m, const Unsolicited& unsolicited);
+
+  discovery::Transport& transport_;
+  const routing::Topology& topo_;
+  const routing::LidMap& lids_;
+  NodeId sm_node_;
+  PortNum sm_port_;
+  FastPathConfig config_;
+  std::unique_ptr<routing::Rerouter> rerouter_;
+
+  // Directed-route tree by switch_index.
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  std::uint32_t root_ = kNone;         // the SM's switch
+  std::vector<std::uint32_t> parent_;  // kNone: root or unreached
+  std::vector<PortNum> parent_port_;   // egress port at the parent
+  std::vector<std::uint8_t> depth_;    // hops from the root
+  // Links found down by identify() and not yet handed to the rerouter.
+  std::vector<routing::FailedLink> suspect_;
+
+  // LFT push scratch (kept across calls: no allocation once grown).
+  std::vector<std::uint32_t> next_in_switch_;  // per block: next block of its switch
+  std::vector<std::uint32_t> head_, tail_, in_flight_, stamp_;  // per switch
+  std::vector<std::uint8_t> attempts_;                          // per block
+  std::vector<std::uint8_t> answered_;                          // per block
+  std::vector<std::uint32_t> order_;                            // switches being programmed
+  std::vector<std::uint8_t> path_len_;                          // per switch
+  std::vector<std::uint32_t> path_slot_;                        // per switch: index into path_buf_
+  std::vector<std::array<std::uint8_t, 64>> path_buf_;
+  std::uint32_t epoch_ = 0;
+  std::uint32_t next_tid_ = 0x40000000;
+};
+
+}  // namespace subnetd::daemon
