@@ -37,8 +37,11 @@ class Sweep {
       return Error{Errc::kInternal, "sweep ended without the SM's own node"};
     // Without a live, answering neighbour on the SM's port there is no
     // subnet: say so rather than report a "subnet" of the SM's CA alone.
+    // (An SM on a switch's management port 0 sweeps through the switch's own
+    // ports: port 0 has no cable by definition.)
     const routing::Port& own = out_.topology.port(out_.sm_node, out_.sm_port);
-    if (!own.connected()) {
+    const bool on_switch = out_.topology.node(out_.sm_node).type == routing::NodeType::kSwitch;
+    if (!on_switch && !own.connected()) {
       const bool link_up = own.phys_state == kPhysLinkUp;
       return Error{
           Errc::kUnreachable,
