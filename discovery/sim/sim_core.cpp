@@ -193,15 +193,34 @@ void SimCore::drop(std::uint32_t pk, DropReason why) {
 }
 
 void SimCore::schedule(Clock t, EventKind kind, std::uint32_t pk, NodeId node, PortNum port) {
-  events_.push(Event{t, next_seq_++, pk, node.value, port, kind});
+  const Event ev{t, next_seq_++, pk, node.value, port, kind};
+  if (t == clock_) {
+    now_.push_back(ev);
+  } else {
+    events_.push(ev);
+  }
 }
 
 void SimCore::run_until(Clock deadline, bool stop_at_delivery) {
-  while (!events_.empty()) {
+  for (;;) {
     if (stop_at_delivery && !inbox_.empty()) break;
-    const Event ev = events_.top();
-    if (ev.t > deadline) break;
-    events_.pop();
+    // The earlier of the two queues' heads, by (time, sequence).
+    const bool have_now = now_head_ < now_.size();
+    Event ev;
+    if (have_now && (events_.empty() || !(now_[now_head_] > events_.top()))) {
+      ev = now_[now_head_];
+      if (ev.t > deadline) break;
+      if (++now_head_ == now_.size()) {
+        now_.clear();
+        now_head_ = 0;
+      }
+    } else if (!events_.empty()) {
+      ev = events_.top();
+      if (ev.t > deadline) break;
+      events_.pop();
+    } else {
+      break;
+    }
     advance_to(ev.t);
     const NodeId node{ev.node};
     switch (ev.kind) {
