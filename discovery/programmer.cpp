@@ -124,6 +124,9 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
   SUBNETD_TRY(pipeline.run(stop));
 
   // Phase 2: LFT blocks that differ from what the switch holds.
+  auto lft_failure = [&report, &t](NodeId n, std::uint32_t b, const Error& e) {
+    report.failures.push_back(fmt::format("{}: LFT block {}: {}", target(t, n, 0), b, e.message));
+  };
   const mad::AttrId lft_attr =
       extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
@@ -145,10 +148,13 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
       std::copy(want.begin(), want.end(), block.ports.begin());
       block.encode(mad::data_of(smp));
       ++report.lft_blocks_sent;
-      pipeline.submit(smp, 0, [&report, &t, n, b](Result<mad::Smp> r) {
+      // Two words of capture: std::function keeps them inline (no heap
+      // allocation for each of the millions of blocks).
+      const std::uint64_t node_block = (std::uint64_t{n.value} << 32) | b;
+      pipeline.submit(smp, 0, [&lft_failure, node_block](Result<mad::Smp> r) {
         if (!r.ok()) {
-          report.failures.push_back(
-              fmt::format("{}: LFT block {}: {}", target(t, n, 0), b, r.error().message));
+          lft_failure(NodeId{static_cast<std::uint32_t>(node_block >> 32)},
+                      static_cast<std::uint32_t>(node_block), r.error());
         }
       });
       SUBNETD_TRY(run_if_full());

@@ -16,11 +16,66 @@ SmpPipeline::SmpPipeline(Transport& transport, PipelineOptions opts)
   if (opts_.window == 0) opts_.window = 1;
 }
 
+SmpPipeline::Pending* SmpPipeline::find(std::uint32_t tid) {
+  if (ring_.empty()) return nullptr;
+  const std::uint32_t slot = ring_[tid & (ring_.size() - 1)];
+  if (slot == kNoSlot) return nullptr;
+  Pending& p = pool_[slot];
+  return p.live && p.tid == tid ? &p : nullptr;
+}
+
+void SmpPipeline::grow_ring() {
+  std::size_t size = std::max<std::size_t>(1024, ring_.size() * 2);
+  for (;;) {
+    ring_.assign(size, kNoSlot);
+    bool clash = false;
+    for (std::uint32_t i = 0; i < pool_.size() && !clash; ++i) {
+      if (!pool_[i].live) continue;
+      std::uint32_t& e = ring_[pool_[i].tid & (size - 1)];
+      clash = e != kNoSlot;
+      e = i;
+    }
+    if (!clash) return;
+    size *= 2;
+  }
+}
+
+void SmpPipeline::insert(Pending p) {
+  while (ring_.empty() || ring_[p.tid & (ring_.size() - 1)] != kNoSlot) grow_ring();
+  std::uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(pool_.size());
+    pool_.push_back(std::move(p));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    pool_[slot] = std::move(p);
+  }
+  pool_[slot].live = true;
+  ring_[pool_[slot].tid & (ring_.size() - 1)] = slot;
+  ++live_;
+}
+
+void SmpPipeline::erase(std::uint32_t tid) {
+  std::uint32_t& e = ring_[tid & (ring_.size() - 1)];
+  Pending& p = pool_[e];
+  p.live = false;
+  p.done = nullptr;
+  free_slots_.push_back(e);
+  e = kNoSlot;
+  --live_;
+}
+
 void SmpPipeline::submit(mad::Smp smp, std::uint32_t dlid, Callback done) {
   std::uint32_t tid = next_tid_++;
   if (next_tid_ == 0) next_tid_ = initial_tid();
   smp.tid = tid;
-  pending_.emplace(tid, Pending{std::move(smp), dlid, std::move(done)});
+  Pending p;
+  p.smp = std::move(smp);
+  p.dlid = dlid;
+  p.done = std::move(done);
+  p.tid = tid;
+  insert(std::move(p));
   queued_.push(tid);
 }
 
@@ -55,13 +110,14 @@ void SmpPipeline::handle(const Mad& m) {
     if (unsolicited_) unsolicited_(smp, m);
     return;
   }
-  auto it = pending_.find(static_cast<std::uint32_t>(smp.tid));
-  if (it == pending_.end() || it->second.attempts == 0) {
+  const auto tid = static_cast<std::uint32_t>(smp.tid);
+  Pending* p = find(tid);
+  if (p == nullptr || p->attempts == 0) {
     ++stats_.stray;
     return;
   }
-  Callback done = std::move(it->second.done);
-  pending_.erase(it);
+  Callback done = std::move(p->done);
+  erase(tid);
   --in_flight_;
   ++stats_.responses;
   if (smp.status != mad::status::kOk) {
@@ -79,14 +135,14 @@ void SmpPipeline::expire(std::chrono::nanoseconds now) {
   while (!deadlines_.empty() && deadlines_.top().first <= now) {
     auto [deadline, tid] = deadlines_.top();
     deadlines_.pop();
-    auto it = pending_.find(tid);
-    if (it == pending_.end() || it->second.deadline != deadline) continue;  // answered or resent
-    Pending& p = it->second;
+    Pending* found = find(tid);
+    if (found == nullptr || found->deadline != deadline) continue;  // answered or resent
+    Pending& p = *found;
     if (p.attempts <= opts_.retries) {
       // Resend at once (in-flight count unchanged).
       if (auto r = transmit(tid, p); !r.ok()) {
         Callback done = std::move(p.done);
-        pending_.erase(it);
+        erase(tid);
         --in_flight_;
         done(r.error());
       }
@@ -95,7 +151,7 @@ void SmpPipeline::expire(std::chrono::nanoseconds now) {
     Callback done = std::move(p.done);
     mad::Smp smp = p.smp;
     unsigned attempts = p.attempts;
-    pending_.erase(it);
+    erase(tid);
     --in_flight_;
     ++stats_.timeouts;
     done(Error{Errc::kTimeout, fmt::format("{} {} (modifier {:#x}): no answer after {} tries",
@@ -105,15 +161,15 @@ void SmpPipeline::expire(std::chrono::nanoseconds now) {
 }
 
 Result<void> SmpPipeline::run(std::stop_token stop) {
-  while (!pending_.empty()) {
+  while (live_ != 0) {
     if (stop.stop_requested()) return Error{Errc::kCancelled, "SMP pipeline cancelled"};
     while (in_flight_ < opts_.window && !queued_.empty()) {
       std::uint32_t tid = queued_.front();
       queued_.pop();
-      auto it = pending_.find(tid);
-      if (it == pending_.end()) continue;
+      Pending* p = find(tid);
+      if (p == nullptr) continue;
       ++in_flight_;
-      if (auto r = transmit(tid, it->second); !r.ok()) return r.error();
+      if (auto r = transmit(tid, *p); !r.ok()) return r.error();
     }
     // Wait for the next answer, at most until the earliest deadline.
     std::chrono::nanoseconds now = transport_.now();

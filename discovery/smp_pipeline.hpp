@@ -16,7 +16,6 @@
 #include <functional>
 #include <queue>
 #include <stop_token>
-#include <unordered_map>
 #include <vector>
 
 #include "discovery/mad/smp.hpp"
@@ -64,14 +63,27 @@ class SmpPipeline {
  private:
   struct Pending {
     mad::Smp smp;
-    std::uint32_t dlid;
+    std::uint32_t dlid = 0;
     Callback done;
     unsigned attempts = 0;
     std::chrono::nanoseconds deadline{};
+    std::uint32_t tid = 0;
+    bool live = false;
   };
   Result<void> transmit(std::uint32_t tid, Pending& p);
   void handle(const Mad& m);
   void expire(std::chrono::nanoseconds now);
+
+  // The requests queued or in flight, by TID. TIDs are handed out in order,
+  // so a ring indexed by tid & mask maps each to a slot of a reused pool: no
+  // heap allocation per request (a full-scale programming pass sends ~19M).
+  // The ring doubles when two live TIDs would share an entry. A Pending&
+  // stays valid until the next insert.
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+  Pending* find(std::uint32_t tid);
+  void insert(Pending p);
+  void erase(std::uint32_t tid);
+  void grow_ring();
 
   Transport& transport_;
   PipelineOptions opts_;
@@ -79,7 +91,10 @@ class SmpPipeline {
   UnsolicitedHandler unsolicited_;
   std::uint32_t next_tid_;
   std::queue<std::uint32_t> queued_;
-  std::unordered_map<std::uint32_t, Pending> pending_;  // queued and in flight, by TID
+  std::vector<std::uint32_t> ring_;  // by tid & (size - 1): pool slot or kNoSlot
+  std::vector<Pending> pool_;
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t live_ = 0;  // requests queued or in flight
   std::size_t in_flight_ = 0;
   // (deadline, tid) min-heap with lazy deletion (entries whose deadline moved).
   using Deadline = std::pair<std::chrono::nanoseconds, std::uint32_t>;
