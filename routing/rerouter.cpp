@@ -135,6 +135,24 @@ void scan_row(const std::uint8_t* row, std::uint32_t n, std::uint8_t value,
   }
 }
 
+// Bit i set iff row[i] == value, for i in [0, 64).
+inline std::uint64_t equal_mask64(const std::uint8_t* row, std::uint8_t value) {
+#if defined(__SSE2__)
+  const __m128i v = _mm_set1_epi8(static_cast<char>(value));
+  std::uint64_t m = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * k));
+    m |= std::uint64_t{static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, v)))}
+         << (16 * k);
+  }
+  return m;
+#else
+  std::uint64_t m = 0;
+  for (int i = 0; i < 64; ++i) m |= std::uint64_t{row[i] == value} << i;
+  return m;
+#endif
+}
+
 }  // namespace
 
 struct Rerouter::Impl {
@@ -196,6 +214,8 @@ struct Rerouter::Impl {
   // waiting for its retry, or on the worklist): the fill tries them again.
   std::vector<std::uint32_t> second_chance;
   std::vector<std::uint32_t> blocked_mark;  // per switch: epoch when it has a blocked record
+  std::vector<std::uint32_t> down_mark;     // per switch: epoch when an entry was set going down
+  std::vector<PortNum> orphan_hint;         // per switch: port the last orphan entry took
   std::vector<std::uint32_t> scan_buf;
   std::vector<std::uint32_t> new_dead;  // port slots failed in this repair
   std::vector<FailedLink> new_failed;   // their switch ends (for the check)
@@ -473,6 +493,8 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   m.in_work.assign(n, 0);
   m.check_mark.assign(n, 0);
   m.blocked_mark.assign(n, 0);
+  m.down_mark.assign(n, 0);
+  m.orphan_hint.assign(n, 0);
 
   r->stats_.switches = n;
   r->stats_.lft_entries = entries;
@@ -528,6 +550,7 @@ class Repair {
     if (m_.epoch == 0) {  // wrapped: forget every stamp
       std::fill(m_.touched.begin(), m_.touched.end(), 0);
       std::fill(m_.blocked_mark.begin(), m_.blocked_mark.end(), 0);
+      std::fill(m_.down_mark.begin(), m_.down_mark.end(), 0);
       for (auto& s : m_.seed_range) s.epoch = 0;
       for (auto& p : m_.pick_state) p.epoch = 0;
       m_.epoch = 1;
@@ -725,6 +748,7 @@ class Repair {
     if (prev == q) return;
     e = q;
     m_.touched[s] = m_.epoch;
+    if (q != kDropPort && m_.has_port(s, q) && m_.slot(s, q).down()) m_.down_mark[s] = m_.epoch;
     if (m_.lid0[d].data == 0) return;  // loads count data LIDs
     if (prev != kDropPort && m_.has_port(s, prev) && (m_.slot(s, prev).flags & kSwitchLink)) {
       const std::uint32_t i = m_.slot_index(s, prev);
@@ -902,19 +926,50 @@ class Repair {
   // LID of the run leads into s joins the next round. `run` holds record
   // indices of one switch s.
   void push_pointers(std::uint32_t s, std::span<const std::uint32_t> run, bool above_only) {
-    auto scan = [&](const PortNum* list, std::uint32_t k) {
-      for (std::uint32_t i = 0; i < k; ++i) {
-        const PortSlot& sl = m_.slot(s, list[i]);
-        if ((sl.flags & kLive) == 0) continue;
-        const std::uint8_t* row_u = row(sl.peer);
-        for (std::uint32_t r : run) {
-          const std::uint32_t d = m_.recs[r].lid;
-          if (row_u[d] == sl.peer_port) m_.next_pending.push_back(record_for(sl.peer, d));
-        }
+    // A neighbour above s sends d down into s only while s's entry for d
+    // goes down (the invariant), or when that neighbour's own entry is an
+    // orphan (exempt from it): otherwise the neighbours above need no look.
+    bool above = m_.down_mark[s] == m_.epoch;
+    for (std::uint32_t r : run) {
+      const std::uint8_t old = m_.recs[r].old;
+      above = above || (old != kDropPort && m_.has_port(s, old) && m_.slot(s, old).down());
+    }
+    // LIDs of the run by LFT block: one 64-byte compare per neighbour and
+    // block instead of a load per LID.
+    for (std::size_t i = 0; i < run.size();) {
+      const std::uint32_t block = m_.recs[run[i]].lid / kLftBlockSize;
+      std::uint64_t want = 0;
+      std::size_t j = i;
+      for (; j < run.size() && m_.recs[run[j]].lid / kLftBlockSize == block; ++j) {
+        want |= std::uint64_t{1} << (m_.recs[run[j]].lid % kLftBlockSize);
       }
-    };
-    scan(&m_.up_list[m_.up_first[s]], m_.up_first[s + 1] - m_.up_first[s]);
-    if (!above_only) scan(&m_.down_list[m_.down_first[s]], m_.down_first[s + 1] - m_.down_first[s]);
+      i = j;
+      const std::uint32_t base = block * kLftBlockSize;
+      auto orphan_above = [&](std::uint32_t u) {
+        if (m_.orphan_count[u] != 0) return true;
+        for (std::uint64_t w = want; w != 0; w &= w - 1) {
+          if (m_.implicit_orphan(u, base + static_cast<std::uint32_t>(std::countr_zero(w))))
+            return true;
+        }
+        return false;
+      };
+      auto scan = [&](const PortNum* list, std::uint32_t k, bool up_side) {
+        for (std::uint32_t a = 0; a < k; ++a) {
+          const PortSlot& sl = m_.slot(s, list[a]);
+          if ((sl.flags & kLive) == 0) continue;
+          if (up_side && !above && !orphan_above(sl.peer)) continue;
+          for (std::uint64_t hit = equal_mask64(row(sl.peer) + base, sl.peer_port) & want; hit != 0;
+               hit &= hit - 1) {
+            const std::uint32_t d = base + static_cast<std::uint32_t>(std::countr_zero(hit));
+            m_.next_pending.push_back(record_for(sl.peer, d));
+          }
+        }
+      };
+      scan(&m_.up_list[m_.up_first[s]], m_.up_first[s + 1] - m_.up_first[s], true);
+      if (!above_only) {
+        scan(&m_.down_list[m_.down_first[s]], m_.down_first[s + 1] - m_.down_first[s], false);
+      }
+    }
   }
 
   void push_runs(const std::vector<std::uint32_t>& list, bool above_only) {
@@ -1007,7 +1062,17 @@ class Repair {
         PortNum best = kDropPort;
         bool best_orphan = true;
         const std::uint32_t first = m_.port_base[s], last = m_.port_base[s + 1];
-        for (std::uint32_t si = first + 1; si < last; ++si) {
+        // The port the previous orphan entry of s took usually serves the
+        // next LID too (LIDs of one destination switch come together).
+        if (const PortNum h = m_.orphan_hint[s]; h != 0) {
+          const PortSlot& sl = m_.ports[first + h];
+          const std::uint8_t e = sl.live_switch() ? row(sl.peer)[d] : kDropPort;
+          if (e != kDropPort && e != sl.peer_port && !m_.is_orphan(sl.peer, d)) {
+            best = h;
+            best_orphan = false;
+          }
+        }
+        for (std::uint32_t si = first + 1; best_orphan && si < last; ++si) {
           const PortSlot& sl = m_.ports[si];
           if (!sl.live_switch()) continue;
           const std::uint8_t e = row(sl.peer)[d];
@@ -1030,6 +1095,7 @@ class Repair {
                                    where(s), d)};
         }
         set_entry(s, d, best);
+        m_.orphan_hint[s] = best;
         if (!m_.implicit_orphan(s, d)) m_.set_orphan(s, d, true);
         ++rep.orphans;
         progress = true;
