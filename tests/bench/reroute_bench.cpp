@@ -1,0 +1,535 @@
+// Reroute benchmark: link failures on a simulated fabric, repaired by the SM's
+// fast path (daemon/fast_path.hpp: trap -> port probes -> Rerouter::repair ->
+// changed LFT blocks pushed), timed from the trap's receipt to the last
+// changed block handed to the transport.
+//
+//   reroute_bench [SPEC] [engine=auto|updn|ftree] [lid_bits=24] [failures=1000]
+//                 [accumulate=5] [switches=20] [seed=1] [latency=0|1] [threads=2]
+//
+// SPEC defaults to fat-tree:levels=3,k=80 (8,000 switches, 128,000 CAs).
+// Runs, in order:
+//  1. `failures` random single switch-to-switch link failures, each restored
+//     before the next (link up in the simulator, the rerouter reset to the
+//     tables it was built with, the changed blocks programmed back);
+//  2. failures accumulating until `accumulate` percent of the links are down
+//     (0 skips it), then everything restored;
+//  3. `switches` random switch failures (every switch-to-switch link of the
+//     switch at once; its CAs are cut off with it).
+// Prints, per run, p50/p99/max of: latency (trap receipt -> last block handed
+// to the transport), the repair alone, the port probes, entries changed,
+// blocks pushed; and refusals (which fall back to the full recompute).
+// latency=1 builds the simulator with its latency model (200 ns a link, 2 us
+// per SMA, 64-deep SMA queues) and also prints when the last changed block
+// was answered in simulated time: an estimate of when the last switch holds
+// its new table on a real fabric.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/fast_path.hpp"
+#include "discovery/programmer.hpp"
+#include "discovery/sim/sim_fabric.hpp"
+#include "discovery/smp_pipeline.hpp"
+#include "discovery/topo/generators.hpp"
+#include "routing/engine.hpp"
+#include "routing/lid_assigner.hpp"
+
+namespace {
+
+using namespace subnetd;
+using routing::FailedLink;
+using Clock = std::chrono::steady_clock;
+namespace mad = discovery::mad;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+double ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+double peak_rss_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+int fail(std::string_view what, const Error& e) {
+  std::fprintf(stderr, "%.*s: %s: %s\n", static_cast<int>(what.size()), what.data(),
+               errc_name(e.code), e.message.c_str());
+  return 1;
+}
+
+struct Args {
+  std::string spec = "fat-tree:levels=3,k=80";
+  std::string engine = "auto";
+  int lid_bits = 24;
+  int failures = 1000;
+  double accumulate = 5.0;
+  int switch_failures = 20;
+  std::uint64_t seed = 1;
+  bool latency = false;
+  unsigned threads = 2;
+};
+
+// Directed-route paths from the SM's CA to every node (BFS), for the
+// Programmer's initial programming of the simulator.
+discovery::DrPaths bfs_paths(const routing::Topology& t, NodeId sm, PortNum sm_port) {
+  std::vector<std::vector<std::uint8_t>> path(t.num_nodes());
+  std::vector<std::uint8_t> seen(t.num_nodes(), 0);
+  std::vector<NodeId> queue{sm};
+  seen[sm.value] = 1;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const NodeId n = queue[i];
+    const bool expand = n == sm || t.node(n).type == routing::NodeType::kSwitch;
+    if (!expand) continue;
+    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
+      if (n == sm && p != sm_port) continue;
+      const routing::Port& port = t.port(n, static_cast<PortNum>(p));
+      if (!port.connected() || seen[port.remote_node.value] != 0) continue;
+      if (path[n.value].size() + 1 > mad::kMaxHopCount) continue;
+      seen[port.remote_node.value] = 1;
+      path[port.remote_node.value] = path[n.value];
+      path[port.remote_node.value].push_back(static_cast<std::uint8_t>(p));
+      queue.push_back(port.remote_node);
+    }
+  }
+  discovery::DrPaths out;
+  for (const auto& p : path) out.add(p);
+  return out;
+}
+
+struct Sample {
+  double latency_ms = 0, repair_ms = 0, probe_ms = 0, confirmed_ms = 0, transport_ms = 0;
+  std::uint64_t entries = 0, blocks = 0, orphans = 0, probe_smps = 0;
+  bool leaf = false;  // the link touches a switch with CAs
+};
+
+struct Run {
+  std::string name;
+  std::vector<Sample> samples;
+  int refused = 0;
+  int missed = 0;  // the probes found nothing down
+};
+
+template <class F>
+double pct(std::vector<Sample> v, double p, F f) {
+  if (v.empty()) return 0;
+  std::vector<double> x;
+  x.reserve(v.size());
+  for (const Sample& s : v) x.push_back(static_cast<double>(f(s)));
+  std::sort(x.begin(), x.end());
+  const auto i =
+      std::min(x.size() - 1, static_cast<std::size_t>(p * static_cast<double>(x.size())));
+  return x[i];
+}
+
+void print_run(const Run& r, bool latency_model) {
+  std::printf("\n== %s: %zu repairs, %d refused (full recompute), %d not found by the probes\n",
+              r.name.c_str(), r.samples.size(), r.refused, r.missed);
+  if (r.samples.empty()) return;
+  auto row = [&](const char* what, auto f, const char* unit) {
+    std::printf("  %-34s p50 %9.3f  p99 %9.3f  max %9.3f %s\n", what, pct(r.samples, 0.5, f),
+                pct(r.samples, 0.99, f), pct(r.samples, 1.0, f), unit);
+  };
+  row(
+      "latency (trap -> last block sent)", [](const Sample& s) { return s.latency_ms; }, "ms");
+  row(
+      "  port probes", [](const Sample& s) { return s.probe_ms; }, "ms");
+  row(
+      "  repair (Rerouter::repair)", [](const Sample& s) { return s.repair_ms; }, "ms");
+  row(
+      "all blocks answered", [](const Sample& s) { return s.confirmed_ms; }, "ms");
+  if (latency_model) {
+    row(
+        "last table held (simulated time)", [](const Sample& s) { return s.transport_ms; }, "ms");
+  }
+  row(
+      "entries changed", [](const Sample& s) { return s.entries; }, "");
+  row(
+      "LFT blocks pushed", [](const Sample& s) { return s.blocks; }, "");
+  row(
+      "orphan entries", [](const Sample& s) { return s.orphans; }, "");
+  row(
+      "probe SMPs", [](const Sample& s) { return s.probe_smps; }, "");
+  std::vector<Sample> leaf, upper;
+  for (const Sample& s : r.samples) (s.leaf ? leaf : upper).push_back(s);
+  if (!leaf.empty() && !upper.empty()) {
+    auto lat = [](const Sample& s) { return s.latency_ms; };
+    std::printf(
+        "  latency by link: at a CA switch p50 %.3f p99 %.3f (%zu); above p50 %.3f "
+        "p99 %.3f (%zu) ms\n",
+        pct(leaf, 0.5, lat), pct(leaf, 0.99, lat), leaf.size(), pct(upper, 0.5, lat),
+        pct(upper, 0.99, lat), upper.size());
+  }
+}
+
+class Bench {
+ public:
+  Bench(discovery::sim::SimFabric& sim, daemon::FastPath& fast, const routing::Topology& topo,
+        bool extended)
+      : sim_(sim), fast_(fast), topo_(topo), extended_(extended) {}
+
+  // Receives the traps the last fault caused (waiting for the first one),
+  // represses them, returns their issuers and when the first arrived.
+  struct Traps {
+    std::vector<std::uint32_t> lids;
+    Clock::time_point t0;
+    std::chrono::nanoseconds tt0{};
+  };
+  Result<Traps> collect_traps(std::chrono::microseconds first_wait) {
+    Traps out;
+    for (std::chrono::microseconds wait = first_wait;; wait = std::chrono::microseconds{0}) {
+      auto got = sim_.receive(wait);
+      if (!got.ok()) return got.error();
+      if (!got->has_value()) break;
+      if (out.lids.empty()) {
+        out.t0 = Clock::now();
+        out.tt0 = sim_.now();
+      }
+      if (auto lid = take_trap(**got)) out.lids.push_back(*lid);
+    }
+    return out;
+  }
+
+  // Represses a trap; returns its trap-128 issuer.
+  std::optional<std::uint32_t> take_trap(const discovery::Mad& m) {
+    auto smp = mad::decode_smp(m.data);
+    if (!smp.ok() || smp->method != mad::Method::kTrap) return std::nullopt;
+    mad::Smp repress = *smp;
+    repress.method = mad::Method::kTrapRepress;
+    repress.status = 0;
+    discovery::Mad out;
+    mad::encode_smp(repress, std::span<std::uint8_t, discovery::kMadSize>(out.data));
+    out.dlid = m.slid;
+    out.slid = m.dlid;
+    (void)sim_.send(out);
+    const mad::Notice n = mad::Notice::decode(mad::data_of(*smp));
+    if (n.trap_number != 128) return std::nullopt;
+    return n.trap128_lid(extended_);
+  }
+
+  // One failure: `cut` goes down in the simulator, the fast path repairs.
+  Result<void> fail_links(const std::vector<PortRef>& cut, Run& run, bool leaf) {
+    for (const PortRef& r : cut) SUBNETD_TRY(sim_.link_down(r));
+    Traps traps;
+    SUBNETD_TRY_ASSIGN(traps, collect_traps(std::chrono::microseconds{1000}));
+    if (traps.lids.empty()) {
+      ++run.missed;  // no trap arrived (both ends' traps lost or still outstanding)
+      return {};
+    }
+    const daemon::FastPath::Unsolicited unsolicited =
+        [this](const mad::Smp&, const discovery::Mad& m) { (void)take_trap(m); };
+    daemon::Identified found;
+    SUBNETD_TRY_ASSIGN(found, fast_.identify(traps.lids, unsolicited));
+    if (found.failed.empty()) {
+      ++run.missed;
+      return {};
+    }
+    daemon::PushOutcome o;
+    SUBNETD_TRY_ASSIGN(o, fast_.repair_and_push(found.failed, traps.t0, traps.tt0, unsolicited));
+    if (o.verdict != routing::RepairReport::Verdict::kRepaired) {
+      ++run.refused;
+      refused_ = true;
+      return {};
+    }
+    Sample s;
+    s.latency_ms = ms(o.latency);
+    s.repair_ms = ms(o.compute);
+    s.probe_ms = ms(found.duration);
+    s.confirmed_ms = ms(o.confirmed);
+    s.transport_ms = ms(o.transport_confirmed);
+    s.entries = o.changed_entries;
+    s.blocks = o.blocks;
+    s.orphans = o.orphans;
+    s.probe_smps = found.smps;
+    s.leaf = leaf;
+    run.samples.push_back(s);
+    return {};
+  }
+
+  // Brings `cut` back up and puts the built tables back on the switches.
+  Result<void> restore(const std::vector<PortRef>& cut) {
+    for (const PortRef& r : cut) SUBNETD_TRY(sim_.link_up(r));
+    // A switch keeps one trap outstanding; one lost on the failed link is
+    // repeated 100 ms (simulated) later, and until it is repressed that
+    // switch raises no new trap. Let the repeats come and repress them.
+    for (int i = 0; i < 3; ++i) {
+      Traps ignored;
+      SUBNETD_TRY_ASSIGN(ignored, collect_traps(std::chrono::milliseconds{110}));
+    }
+    // Blocks that differ from the built tables, before the reset forgets them.
+    const std::vector<routing::DirtyBlock> dirty = fast_.rerouter().changed_blocks();
+    const routing::Routes& base = *fast_.rerouter().base_routes();
+    fast_.reset();
+    discovery::PipelineOptions po;
+    po.window = 64;
+    discovery::SmpPipeline pipe(sim_, po);
+    pipe.set_unsolicited_handler(
+        [this](const mad::Smp&, const discovery::Mad& m) { (void)take_trap(m); });
+    const mad::AttrId attr =
+        extended_ ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
+    std::uint64_t failed = 0;
+    for (const routing::DirtyBlock& d : dirty) {
+      const std::uint32_t s = d.sw, b = d.block;
+      const std::vector<std::uint8_t> path = fast_.path_to(s);
+      mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, b, path, 0);
+      mad::LinearForwardingTable t;
+      const auto blk = base.lfts[s].block(b);
+      std::copy(blk.begin(), blk.end(), t.ports.begin());
+      t.encode(mad::data_of(smp));
+      pipe.submit(smp, 0, [&failed](Result<mad::Smp> r) { failed += r.ok() ? 0 : 1; });
+    }
+    SUBNETD_TRY(pipe.run());
+    if (failed != 0) {
+      return Error{Errc::kTimeout, fmt::format("{} blocks not restored", failed)};
+    }
+    refused_ = false;
+    return {};
+  }
+
+  bool refused() const { return refused_; }
+
+ private:
+  discovery::sim::SimFabric& sim_;
+  daemon::FastPath& fast_;
+  const routing::Topology& topo_;
+  bool extended_;
+  bool refused_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    // A generator spec ("family:key=value,...") has a ':' before any '='.
+    const auto colon = arg.find(':');
+    const bool spec = colon != std::string::npos && (eq == std::string::npos || colon < eq);
+    const std::string key = spec || eq == std::string::npos ? "" : arg.substr(0, eq);
+    const std::string val = eq == std::string::npos ? arg : arg.substr(eq + 1);
+    if (key.empty()) {
+      a.spec = arg;
+    } else if (key == "engine") {
+      a.engine = val;
+    } else if (key == "lid_bits") {
+      a.lid_bits = std::atoi(val.c_str());
+    } else if (key == "failures") {
+      a.failures = std::atoi(val.c_str());
+    } else if (key == "accumulate") {
+      a.accumulate = std::atof(val.c_str());
+    } else if (key == "switches") {
+      a.switch_failures = std::atoi(val.c_str());
+    } else if (key == "seed") {
+      a.seed = std::strtoull(val.c_str(), nullptr, 10);
+    } else if (key == "latency") {
+      a.latency = val == "1";
+    } else if (key == "threads") {
+      a.threads = static_cast<unsigned>(std::atoi(val.c_str()));
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
+      return 2;
+    }
+  }
+  std::printf(
+      "reroute_bench %s engine=%s lid_bits=%d failures=%d accumulate=%.1f%% switches=%d "
+      "seed=%llu latency=%d threads=%u\n",
+      a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.failures, a.accumulate, a.switch_failures,
+      static_cast<unsigned long long>(a.seed), a.latency ? 1 : 0, a.threads);
+
+  auto t0 = Clock::now();
+  auto generated = discovery::topo::generate(a.spec);
+  if (!generated.ok()) return fail("generate", generated.error());
+  const routing::Topology topo = std::move(generated).value();
+  routing::LidAssignOptions lo;
+  auto space = routing::LidSpace::from_bits(a.lid_bits);
+  if (!space) {
+    std::fprintf(stderr, "lid_bits must be 16, 17 or 24\n");
+    return 2;
+  }
+  lo.space = *space;
+  auto assigned = routing::assign_lids(topo, lo);
+  if (!assigned.ok()) return fail("LIDs", assigned.error());
+  const routing::LidMap& lids = assigned->map;
+  std::printf("fabric: %zu switches, %zu CAs, %zu links, max LID %u; generate + LIDs %.2f s\n",
+              topo.num_switches(), topo.num_cas(), topo.num_links(), lids.max_lid.value, since(t0));
+
+  routing::WorkerPool pool(a.threads);
+  t0 = Clock::now();
+  auto engine = routing::make_engine(a.engine);
+  if (!engine.ok()) return fail("engine", engine.error());
+  auto computed = (*engine)->compute(topo, lids, {}, pool, {});
+  if (!computed.ok()) return fail("route", computed.error());
+  const auto routes = std::make_shared<const routing::Routes>(std::move(computed).value());
+  std::printf("routes: engine %s in %.2f s\n", routes->engine.c_str(), since(t0));
+
+  // The SM sits on the first CA.
+  NodeId sm_node;
+  for (std::uint32_t i = 0; i < topo.num_nodes() && !sm_node.valid(); ++i) {
+    if (topo.node(NodeId{i}).type != routing::NodeType::kSwitch) sm_node = NodeId{i};
+  }
+  const PortNum sm_port = 1;
+  discovery::sim::SimOptions so;
+  so.lid_bits = a.lid_bits;
+  so.sm_guid = topo.node(sm_node).guid;
+  so.sm_port = sm_port;
+  if (a.latency) so.latency = discovery::sim::LatencyModel{};
+  t0 = Clock::now();
+  auto created = discovery::sim::SimFabric::create(topo, so);
+  if (!created.ok()) return fail("simulator", created.error());
+  discovery::sim::SimFabric& sim = **created;
+  std::printf("simulator: built in %.2f s\n", since(t0));
+
+  // Program it as a bring-up would: LIDs, SwitchInfo, every LFT block.
+  t0 = Clock::now();
+  discovery::SweepResult sweep;
+  sweep.topology = topo;
+  sweep.paths = bfs_paths(topo, sm_node, sm_port);
+  sweep.sm_node = sm_node;
+  sweep.sm_port = sm_port;
+  discovery::ProgramOptions popts;
+  popts.pipeline.window = 256;
+  popts.pipeline.timeout = std::chrono::milliseconds{500};
+  popts.activate = false;  // LID-routed SMPs (traps) cross INIT ports (IBA)
+  discovery::Programmer programmer(sim, popts);
+  auto programmed = programmer.program(sweep, lids, *routes, nullptr);
+  if (!programmed.ok()) return fail("program", programmed.error());
+  if (!programmed->ok()) {
+    std::fprintf(stderr, "program: %zu failures, first %s\n", programmed->failures.size(),
+                 programmed->failures.front().c_str());
+    return 1;
+  }
+  std::printf("programmed: %llu LFT blocks, %llu port LIDs in %.1f s (simulated %.1f s)\n",
+              static_cast<unsigned long long>(programmed->lft_blocks_sent),
+              static_cast<unsigned long long>(programmed->port_lid_sets), since(t0),
+              std::chrono::duration<double>(programmed->duration).count());
+
+  daemon::FastPathConfig fc;
+  fc.extended_lids = lids.space.extended();
+  fc.sm_lid = lids.base_lid(topo, sm_node, sm_port).value;
+  fc.timeout = std::chrono::milliseconds{20};
+  t0 = Clock::now();
+  auto built = daemon::FastPath::build(sim, topo, lids, routes, sm_node, sm_port, fc, pool);
+  if (!built.ok()) return fail("fast path", built.error());
+  daemon::FastPath& fast = **built;
+  const routing::RerouterStats& st = fast.rerouter().stats();
+  std::printf(
+      "rerouter precompute: %.2f s (tables %.2f, loads %.2f, down_ok %.2f); memory %.1f "
+      "MiB (working tables %.1f MiB)\n",
+      since(t0), std::chrono::duration<double>(st.t_tables).count(),
+      std::chrono::duration<double>(st.t_loads).count(),
+      std::chrono::duration<double>(st.t_down_ok).count(),
+      static_cast<double>(st.memory_bytes) / (1 << 20),
+      static_cast<double>(st.table_bytes) / (1 << 20));
+
+  // Switch-to-switch links, once each.
+  std::vector<PortRef> links;
+  std::vector<std::uint8_t> has_ca(topo.num_switches(), 0);
+  for (NodeId sw : topo.switches()) {
+    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
+      const routing::Port& port = topo.port(sw, static_cast<PortNum>(p));
+      if (!port.connected()) continue;
+      if (topo.node(port.remote_node).type != routing::NodeType::kSwitch) {
+        has_ca[topo.node(sw).switch_index] = 1;
+        continue;
+      }
+      if (std::pair(sw.value, p) < std::pair(port.remote_node.value, unsigned{port.remote_port}))
+        links.push_back({sw, static_cast<PortNum>(p)});
+    }
+  }
+  auto touches_ca = [&](const PortRef& l) {
+    const routing::Port& p = topo.port(l);
+    return has_ca[topo.node(l.node).switch_index] != 0 ||
+           has_ca[topo.node(p.remote_node).switch_index] != 0;
+  };
+  Bench bench(sim, fast, topo, lids.space.extended());
+  std::mt19937_64 rng(a.seed);
+  int status = 0;
+  auto check = [&](Result<void> r, const char* what) {
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s: %s\n", what, r.error().message.c_str());
+      status = 1;
+    }
+    return r.ok();
+  };
+
+  // 1. Single failures, each restored.
+  Run single{fmt::format("{} single link failures, each restored", a.failures), {}, 0, 0};
+  t0 = Clock::now();
+  for (int i = 0; i < a.failures; ++i) {
+    const PortRef l = links[rng() % links.size()];
+    if (!check(bench.fail_links({l}, single, touches_ca(l)), "failure")) break;
+    if (!check(bench.restore({l}), "restore")) break;
+  }
+  print_run(single, a.latency);
+  std::printf("  (%.1f s)\n", since(t0));
+
+  // 2. Accumulating failures.
+  if (a.accumulate > 0 && status == 0) {
+    Run acc{fmt::format("failures accumulating to {:.1f}% of {} links", a.accumulate, links.size()),
+            {},
+            0,
+            0};
+    std::vector<PortRef> down;
+    std::vector<PortRef> pool_links = links;
+    const auto target =
+        static_cast<std::size_t>(static_cast<double>(links.size()) * a.accumulate / 100.0);
+    t0 = Clock::now();
+    while (down.size() < target && !pool_links.empty()) {
+      const std::size_t at = rng() % pool_links.size();
+      const PortRef l = pool_links[at];
+      pool_links.erase(pool_links.begin() + static_cast<std::ptrdiff_t>(at));
+      down.push_back(l);
+      if (!check(bench.fail_links({l}, acc, touches_ca(l)), "failure")) break;
+      if (bench.refused()) {
+        // The full recompute would take over here; the benchmark stops the run.
+        std::printf("  refused after %zu links: the full recompute takes over\n", down.size());
+        break;
+      }
+    }
+    print_run(acc, a.latency);
+    std::printf("  (%.1f s, %zu links down)\n", since(t0), down.size());
+    check(bench.restore(down), "restore");
+  }
+
+  // 3. Switch failures: every switch-to-switch link of a switch at once.
+  if (a.switch_failures > 0 && status == 0) {
+    Run sw{fmt::format("{} switch failures (all links of the switch at once)", a.switch_failures),
+           {},
+           0,
+           0};
+    for (int i = 0; i < a.switch_failures && status == 0; ++i) {
+      const NodeId victim =
+          topo.switch_node(static_cast<std::uint32_t>(rng() % topo.num_switches()));
+      if (victim == topo.port(sm_node, sm_port).remote_node) continue;  // the SM's own switch
+      std::vector<PortRef> cut;
+      for (unsigned p = 1; p <= topo.node(victim).num_ports; ++p) {
+        const routing::Port& port = topo.port(victim, static_cast<PortNum>(p));
+        if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch)
+          cut.push_back({victim, static_cast<PortNum>(p)});
+      }
+      if (!check(bench.fail_links(cut, sw, has_ca[topo.node(victim).switch_index] != 0),
+                 "switch failure"))
+        break;
+      check(bench.restore(cut), "restore");
+    }
+    print_run(sw, a.latency);
+  }
+  std::printf("\npeak RSS %.0f MiB\n", peak_rss_mib());
+  return status;
+}
