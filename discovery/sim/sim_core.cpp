@@ -293,6 +293,7 @@ void SimCore::transmit(std::uint32_t pk, NodeId node, PortNum out, Clock extra) 
     return drop(pk, DropReason::kRandomLoss);
   }
   ++stats_.link_traversals;
+  p.link_epoch = link_epoch_;
   Clock delay = extra;
   if (opts_.latency) delay += opts_.latency->hop_delay;
   schedule(clock_ + delay, EventKind::kArrive, pk, tp.remote_node, tp.remote_port);
@@ -300,8 +301,10 @@ void SimCore::transmit(std::uint32_t pk, NodeId node, PortNum out, Clock extra) 
 
 void SimCore::on_arrive(std::uint32_t pk, NodeId node, PortNum in) {
   // A packet still on the wire when its link went down is lost with it.
-  if (!link_physically_up(node, in)) return drop(pk, DropReason::kLinkDown);
   const Packet& p = pool_[pk];
+  if (p.link_epoch != link_epoch_ && !link_physically_up(node, in)) {
+    return drop(pk, DropReason::kLinkDown);
+  }
   if (p.lid_routed) {
     if (is_switch(node)) return lr_at_switch(pk, node, in);
     if (owns_lid(node, in, p.lrh_dlid)) return lr_delivered(pk, node, in);
@@ -485,6 +488,7 @@ void SimCore::sma_done(std::uint32_t pk, NodeId node, PortNum in) {
 // ------------------------------------------------------------------ link state
 
 void SimCore::reevaluate_link(NodeId n, PortNum p) {
+  ++link_epoch_;  // every change of power, failed or disabled ends here
   if (p == 0) return;
   const routing::Port& tp = topo_.port(n, p);
   if (!tp.connected()) return;

@@ -155,6 +155,9 @@ class SimCore {
     std::uint32_t lrh_slid = mad::kPermissiveLid;
     std::uint32_t lr_hops = 0;  // links crossed in the current LID-routed part
     bool lid_routed = false;
+    // link_epoch_ when the packet went onto its current link: unchanged at
+    // arrival means the link is still up (no second check of both ends).
+    std::uint64_t link_epoch = 0;
   };
 
   enum class EventKind : std::uint8_t { kArrive, kSmaDone, kTrapTimer };
@@ -251,6 +254,9 @@ class SimCore {
   std::vector<Event> now_;
   std::size_t now_head_ = 0;
   std::uint64_t next_seq_ = 0;
+  // Bumped by every change to what link_physically_up reads (power, failed
+  // and disabled ports); see Packet::link_epoch.
+  std::uint64_t link_epoch_ = 0;
   std::uint64_t next_trap_tid_ = 0x5100000000000001ULL;
   Clock clock_{0};
   MadQueue inbox_;
