@@ -140,10 +140,15 @@ std::string summarize(const BringUpResult& r, std::string_view transport_name) {
       out, "  LIDs: {} used, max LID {:#x} ({}-bit space, LMC {}), {} changed, {} conflicts\n",
       r.lids.lids_used, r.lids.map.max_lid.value, r.lids.map.space.bits, r.lids.map.lmc,
       r.lids.changed.size(), r.lids.conflicts.size());
-  fmt::format_to(
-      out, "  routing: engine {}, {} VL(s), routes per link max {} mean {:.1f} over {} links\n",
-      r.routes->engine, r.routes->num_vls, r.routes->load.max_routes, r.routes->load.mean_routes,
-      r.routes->load.links);
+  fmt::format_to(out,
+                 "  routing: engine {}, {} VL(s), routes per link max {} mean {:.1f} over {} links",
+                 r.routes->engine, r.routes->num_vls, r.routes->load.max_routes,
+                 r.routes->load.mean_routes, r.routes->load.links);
+  if (r.routes->load.ideal_max_routes > 0) {
+    fmt::format_to(out, " (lower bound for the max {:.1f})", r.routes->load.ideal_max_routes);
+  }
+  fmt::format_to(out, "\n");
+  for (const std::string& note : r.routes->notes) fmt::format_to(out, "  routing note: {}\n", note);
   fmt::format_to(out,
                  "  verified: complete, loop-free, deadlock-free ({} switch/LID pairs, {} VL(s), "
                  "{} channels, {} dependencies)\n",
