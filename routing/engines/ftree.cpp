@@ -488,14 +488,45 @@ class SourceFiller {
       }
     }
     if (partial) {
+      // Climbing over part of the up-links: the LID keeps its D-mod-K
+      // up-link where that one is a candidate (its route still converges);
+      // the others, and partial down-going sets, take the least-loaded one.
+      const bool dmodk = all_up_class_ != kNoClass;
+      const CandidateClass* all_up = dmodk ? &classes_[all_up_class_] : nullptr;
       for (std::uint32_t t : dest_.order) {
         if (t == s || class_of_[t] == kNoClass) continue;
         CandidateClass& cls = classes_[class_of_[t]];
         if (cls.indexed) continue;
+        const std::uint32_t k = dest_.count[t];
         const std::uint32_t* lids = &dest_.lids[dest_.first[t]];
-        for (std::uint32_t i = 0; i < dest_.count[t]; ++i) table[lids[i]] = least_loaded(cls, true);
-        cls.data += dest_.count[t];
-        if (dest_.switch_lid[t] != 0) table[dest_.switch_lid[t]] = least_loaded(cls, false);
+        cls.data += k;
+        if (!cls.up || !dmodk) {
+          for (std::uint32_t i = 0; i < k; ++i) table[lids[i]] = least_loaded(cls, true);
+          if (dest_.switch_lid[t] != 0) table[dest_.switch_lid[t]] = least_loaded(cls, false);
+          continue;
+        }
+        const std::uint64_t* mask = &class_masks_[std::size_t{class_of_[t]} * words_];
+        auto member = [&](std::uint32_t arc) { return ((mask[arc / 64] >> (arc % 64)) & 1U) != 0; };
+        const std::uint32_t w = all_up->count;
+        std::uint32_t at = fast_mod(q_up[t], all_up->mod_m, w);
+        std::uint32_t r = r_up[t];
+        for (std::uint32_t i = 0; i < k; ++i) {
+          const std::uint32_t arc = up_arcs_[at];
+          if (member(arc)) {
+            table[lids[i]] = port_[arc];
+            ++load_[port_[arc]];
+          } else {
+            table[lids[i]] = least_loaded(cls, true);
+          }
+          if (++r == p_up) {
+            r = 0;
+            if (++at == w) at = 0;
+          }
+        }
+        if (dest_.switch_lid[t] != 0) {
+          const std::uint32_t arc = up_arcs_[fast_mod(qs_up[t], all_up->mod_m, w)];
+          table[dest_.switch_lid[t]] = member(arc) ? port_[arc] : least_loaded(cls, false);
+        }
       }
     }
 
@@ -695,6 +726,11 @@ class SourceFiller {
     }
 
     const std::uint32_t all_up_class = num_up != 0 ? intern(all_up_.data(), true) : kNoClass;
+    all_up_class_ = all_up_class;
+    up_arcs_.clear();
+    for (std::uint32_t i = 0; i < deg; ++i) {
+      if (up_[i] != 0) up_arcs_.push_back(i);
+    }
     const std::uint32_t all_down_class = num_up != deg ? intern(all_down_.data(), false) : kNoClass;
     if (all_up_class != kNoClass) classes_[all_up_class].indexed = true;
     if (all_down_class != kNoClass) classes_[all_down_class].indexed = true;
@@ -741,13 +777,23 @@ class SourceFiller {
       const std::uint64_t rest = todo & ~every_up & ~every_down & ~single;
       if (rest == 0) continue;
       transpose_candidates(cand, deg);
+      // Neighbouring destinations (one pod's leaves) usually share a set:
+      // compare with the previous one before hashing.
+      const std::uint64_t* prev_mask = nullptr;
+      std::uint32_t prev_class = kNoClass;
       for (std::uint64_t m = rest; m != 0; m &= m - 1) {
         const auto b = static_cast<unsigned>(std::countr_zero(m));
         const std::uint64_t* mask = &tmask_[std::size_t{b} * words_];
         if (std::all_of(mask, mask + words_, [](std::uint64_t w) { return w == 0; })) {
           return no_candidate_error(s, base + b);
         }
-        class_of_[base + b] = intern(mask, (up_mode_[c] >> b) & 1U);
+        const bool up = ((up_mode_[c] >> b) & 1U) != 0;
+        if (prev_mask == nullptr || !std::equal(mask, mask + words_, prev_mask) ||
+            classes_[prev_class].up != up) {
+          prev_class = intern(mask, up);
+          prev_mask = mask;
+        }
+        class_of_[base + b] = prev_class;
       }
     }
     return std::nullopt;
@@ -836,9 +882,11 @@ class SourceFiller {
   std::vector<std::uint64_t> up_mode_, down_mode_, stranded_, relied_;  // by chunk
   std::vector<std::uint64_t> all_up_, all_down_, one_;                  // arc masks
   std::vector<std::uint32_t> single_class_;                             // by arc
-  std::vector<std::uint32_t> nb_;                                       // by arc: neighbour
-  std::vector<PortNum> port_;                                           // by arc: local port
-  std::vector<std::uint8_t> up_;                                        // by arc: an up-link
+  std::vector<std::uint32_t> up_arcs_;  // the up arcs, in candidate order (= all_up_class_'s ports)
+  std::uint32_t all_up_class_ = kNoClass;
+  std::vector<std::uint32_t> nb_;     // by arc: neighbour
+  std::vector<PortNum> port_;         // by arc: local port
+  std::vector<std::uint8_t> up_;      // by arc: an up-link
   std::vector<std::uint64_t> tmask_;  // by destination of the chunk: arc mask
   std::vector<std::uint32_t> class_of_;
   std::vector<CandidateClass> classes_;
