@@ -61,9 +61,11 @@
 // from there is unique (down-paths deterministic, no two LIDs of a leaf share
 // a top switch while there are enough of them). Down-going LIDs with a choice
 // (parallel links) take candidate j mod n. Where a degraded switch has only
-// part of its up- or down-links as candidates for some destinations, those
-// LIDs go, after the indexed ones, to the least-loaded candidate (rotating
-// among equals, as updn does), which evens out what the failures took away.
+// part of its up-links as candidates for some destinations, a LID keeps its
+// D-mod-K up-link if that one is a candidate (its route still converges);
+// the displaced LIDs, and those of partial down-going sets, go after all the
+// indexed ones to the least-loaded candidate (rotating among equals, as updn
+// does), which evens out what the failures took away.
 // Candidates are numbered first link to each neighbour by rank, then second
 // parallel link to each, so a leaf's consecutive LIDs reach different parents
 // (and top switches) before they share one.
