@@ -58,9 +58,12 @@ struct FastPathConfig {
   bool extended_lids = false;                 // LFT blocks as ExtLinearForwardingTable
   std::chrono::microseconds timeout{20'000};  // per probe / LFT answer, transport time
   unsigned retries = 2;                       // resends of an unanswered SMP
-  unsigned probe_window = 64;                 // PortInfo probes in flight
-  unsigned switch_window = 16;                // LFT Sets in flight per switch
-  std::uint32_t sm_lid = 0xFFFF;              // SLID of LID-routed SMPs (none here)
+  // SMPs in flight: PortInfo probes (in all), LFT Sets (per switch). An SMA
+  // queue holds a few dozen SMPs (the simulator's latency model: 64), and the
+  // trapping switch also gets our TrapRepress: 16 leaves room.
+  unsigned probe_window = 16;
+  unsigned switch_window = 16;
+  std::uint32_t sm_lid = 0xFFFF;  // SLID of LID-routed SMPs (none here)
 };
 
 // What the probes found.

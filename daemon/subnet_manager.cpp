@@ -291,7 +291,7 @@ void SubnetManager::build_fast_path() {
   fc.extended_lids = c.lids.map.space.extended();
   fc.timeout = std::chrono::duration_cast<std::chrono::microseconds>(fast_opts_.timeout);
   fc.retries = cfg_.sweep.retries;
-  fc.probe_window = cfg_.sweep.smp_window;
+  fc.probe_window = std::min(fc.probe_window, cfg_.sweep.smp_window);
   fc.sm_lid = c.lids.map.base_lid(c.sweep.topology, c.sweep.sm_node, c.sweep.sm_port).value;
   const auto t0 = Clock::now();
   auto built = FastPath::build(*transport_, c.sweep.topology, c.lids.map, c.routes, c.sweep.sm_node,
@@ -505,6 +505,14 @@ bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
   ++reroutes_;
   last_reroute_ = o.latency;
   publish(SmState::kMaster, {});
+  if (!cfg_.dump_dir.empty()) {
+    // What the switches hold now, for ibdmchk and the interop checks.
+    if (auto d = write_dump_files(cfg_.dump_dir, *topology_now_, current_->lids.map, *routes_now_,
+                                  current_->sweep.sm_node);
+        !d.ok()) {
+      spdlog::warn("dump files: {}", d.error().message);
+    }
+  }
 
   auto us_of = [](std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1000.0; };
   for (const routing::FailedLink& f : found->failed) {

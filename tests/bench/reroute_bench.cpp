@@ -12,7 +12,9 @@
 //     before the next (link up in the simulator, the rerouter reset to the
 //     tables it was built with, the changed blocks programmed back);
 //  2. failures accumulating until `accumulate` percent of the links are down
-//     (0 skips it), then everything restored;
+//     (0 skips it), then everything restored; a refused repair is followed,
+//     as in the SM, by a full recompute on the fabric as it is (the blocks
+//     that differ programmed) and a new fast path;
 //  3. `switches` random switch failures (every switch-to-switch link of the
 //     switch at once; its CAs are cut off with it).
 // Prints, per run, p50/p99/max of: latency (trap receipt -> last block handed
@@ -114,6 +116,7 @@ discovery::DrPaths bfs_paths(const routing::Topology& t, NodeId sm, PortNum sm_p
 
 struct Sample {
   double latency_ms = 0, repair_ms = 0, probe_ms = 0, confirmed_ms = 0, transport_ms = 0;
+  double probe_sim_ms = 0;
   std::uint64_t entries = 0, blocks = 0, orphans = 0, probe_smps = 0;
   bool leaf = false;  // the link touches a switch with CAs
 };
@@ -179,9 +182,15 @@ void print_run(const Run& r, bool latency_model) {
 
 class Bench {
  public:
-  Bench(discovery::sim::SimFabric& sim, daemon::FastPath& fast, const routing::Topology& topo,
-        bool extended)
-      : sim_(sim), fast_(fast), topo_(topo), extended_(extended) {}
+  Bench(discovery::sim::SimFabric& sim, daemon::FastPath& fast, bool extended)
+      : sim_(sim), fast_(&fast), extended_(extended) {}
+
+  // The fast path in use (a full recompute brings a new one).
+  daemon::FastPath& fast() { return *fast_; }
+  void use(daemon::FastPath& f) {
+    fast_ = &f;
+    refused_ = false;
+  }
 
   // Receives the traps the last fault caused (waiting for the first one),
   // represses them, returns their issuers and when the first arrived.
@@ -234,16 +243,18 @@ class Bench {
     const daemon::FastPath::Unsolicited unsolicited =
         [this](const mad::Smp&, const discovery::Mad& m) { (void)take_trap(m); };
     daemon::Identified found;
-    SUBNETD_TRY_ASSIGN(found, fast_.identify(traps.lids, unsolicited));
+    SUBNETD_TRY_ASSIGN(found, fast_->identify(traps.lids, unsolicited));
     if (found.failed.empty()) {
       ++run.missed;
       return {};
     }
+    const auto t_probed = sim_.now();
     daemon::PushOutcome o;
-    SUBNETD_TRY_ASSIGN(o, fast_.repair_and_push(found.failed, traps.t0, traps.tt0, unsolicited));
+    SUBNETD_TRY_ASSIGN(o, fast_->repair_and_push(found.failed, traps.t0, traps.tt0, unsolicited));
     if (o.verdict != routing::RepairReport::Verdict::kRepaired) {
       ++run.refused;
       refused_ = true;
+      last_refusal_ = o.reason;
       return {};
     }
     Sample s;
@@ -252,6 +263,7 @@ class Bench {
     s.probe_ms = ms(found.duration);
     s.confirmed_ms = ms(o.confirmed);
     s.transport_ms = ms(o.transport_confirmed);
+    s.probe_sim_ms = ms(t_probed - traps.tt0);
     s.entries = o.changed_entries;
     s.blocks = o.blocks;
     s.orphans = o.orphans;
@@ -272,9 +284,9 @@ class Bench {
       SUBNETD_TRY_ASSIGN(ignored, collect_traps(std::chrono::milliseconds{110}));
     }
     // Blocks that differ from the built tables, before the reset forgets them.
-    const std::vector<routing::DirtyBlock> dirty = fast_.rerouter().changed_blocks();
-    const routing::Routes& base = *fast_.rerouter().base_routes();
-    fast_.reset();
+    const std::vector<routing::DirtyBlock> dirty = fast_->rerouter().changed_blocks();
+    const routing::Routes& base = *fast_->rerouter().base_routes();
+    fast_->reset();
     discovery::PipelineOptions po;
     po.window = 64;
     discovery::SmpPipeline pipe(sim_, po);
@@ -285,7 +297,7 @@ class Bench {
     std::uint64_t failed = 0;
     for (const routing::DirtyBlock& d : dirty) {
       const std::uint32_t s = d.sw, b = d.block;
-      const std::vector<std::uint8_t> path = fast_.path_to(s);
+      const std::vector<std::uint8_t> path = fast_->path_to(s);
       mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, b, path, 0);
       mad::LinearForwardingTable t;
       const auto blk = base.lfts[s].block(b);
@@ -302,13 +314,14 @@ class Bench {
   }
 
   bool refused() const { return refused_; }
+  const std::string& last_refusal() const { return last_refusal_; }
 
  private:
   discovery::sim::SimFabric& sim_;
-  daemon::FastPath& fast_;
-  const routing::Topology& topo_;
+  daemon::FastPath* fast_;
   bool extended_;
   bool refused_ = false;
+  std::string last_refusal_;
 };
 
 }  // namespace
@@ -457,7 +470,7 @@ int main(int argc, char** argv) {
     return has_ca[topo.node(l.node).switch_index] != 0 ||
            has_ca[topo.node(p.remote_node).switch_index] != 0;
   };
-  Bench bench(sim, fast, topo, lids.space.extended());
+  Bench bench(sim, fast, lids.space.extended());
   std::mt19937_64 rng(a.seed);
   int status = 0;
   auto check = [&](Result<void> r, const char* what) {
@@ -487,6 +500,8 @@ int main(int argc, char** argv) {
             0};
     std::vector<PortRef> down;
     std::vector<PortRef> pool_links = links;
+    std::vector<std::unique_ptr<daemon::FastPath>> fallbacks;
+    std::vector<std::unique_ptr<routing::Topology>> fallback_topos;
     const auto target =
         static_cast<std::size_t>(static_cast<double>(links.size()) * a.accumulate / 100.0);
     t0 = Clock::now();
@@ -497,14 +512,57 @@ int main(int argc, char** argv) {
       down.push_back(l);
       if (!check(bench.fail_links({l}, acc, touches_ca(l)), "failure")) break;
       if (bench.refused()) {
-        // The full recompute would take over here; the benchmark stops the run.
-        std::printf("  refused after %zu links: the full recompute takes over\n", down.size());
-        break;
+        // As the SM does: a full recompute on the fabric as it is now, the
+        // blocks that differ programmed, a new fast path on it.
+        const auto tr = Clock::now();
+        // The refused repair was rolled back, links included: cut this one here.
+        auto live = std::make_unique<routing::Topology>(bench.fast().live_topology());
+        live->disconnect(l);
+        auto rerouted = (*engine)->compute(*live, lids, {}, pool, {});
+        if (!rerouted.ok()) return fail("full recompute", rerouted.error());
+        const auto new_routes = std::make_shared<const routing::Routes>(std::move(*rerouted));
+        discovery::HeldTables held;
+        held.routes = std::make_shared<const routing::Routes>(bench.fast().export_routes(pool));
+        for (std::uint32_t s = 0; s < live->num_switches(); ++s)
+          held.switch_index_by_guid.emplace(live->node(live->switch_node(s)).guid, s);
+        discovery::SweepResult now;
+        now.topology = *live;
+        now.paths = bfs_paths(*live, sm_node, sm_port);
+        now.sm_node = sm_node;
+        now.sm_port = sm_port;
+        auto reprogrammed = programmer.program(now, lids, *new_routes, &held);
+        if (!reprogrammed.ok()) return fail("reprogram", reprogrammed.error());
+        auto rebuilt =
+            daemon::FastPath::build(sim, *live, lids, new_routes, sm_node, sm_port, fc, pool);
+        if (!rebuilt.ok()) return fail("fast path", rebuilt.error());
+        bench.use(**rebuilt);
+        std::printf(
+            "  refused after %zu links down (%s): full recompute + %llu LFT blocks in "
+            "%.2f s\n",
+            down.size(), bench.last_refusal().c_str(),
+            static_cast<unsigned long long>(reprogrammed->lft_blocks_sent), since(tr));
+        fallbacks.push_back(std::move(*rebuilt));
+        fallback_topos.push_back(std::move(live));
       }
     }
     print_run(acc, a.latency);
-    std::printf("  (%.1f s, %zu links down)\n", since(t0), down.size());
-    check(bench.restore(down), "restore");
+    std::printf("  (%.1f s, %zu links down, %zu full recomputes)\n", since(t0), down.size(),
+                fallbacks.size());
+    if (fallbacks.empty()) {
+      check(bench.restore(down), "restore");
+    } else {
+      // Back to the built fabric and tables.
+      for (const PortRef& r : down) check(sim.link_up(r), "link up");
+      for (int i = 0; i < 3; ++i) (void)bench.collect_traps(std::chrono::milliseconds{110});
+      discovery::HeldTables held;
+      held.routes = std::make_shared<const routing::Routes>(bench.fast().export_routes(pool));
+      for (std::uint32_t s = 0; s < topo.num_switches(); ++s)
+        held.switch_index_by_guid.emplace(topo.node(topo.switch_node(s)).guid, s);
+      auto back = programmer.program(sweep, lids, *routes, &held);
+      if (!back.ok()) return fail("reprogram", back.error());
+      fast.reset();
+      bench.use(fast);
+    }
   }
 
   // 3. Switch failures: every switch-to-switch link of a switch at once.
@@ -529,6 +587,17 @@ int main(int argc, char** argv) {
       check(bench.restore(cut), "restore");
     }
     print_run(sw, a.latency);
+  }
+  const discovery::sim::SimStats ss = sim.stats();
+  std::printf("\nsimulator: %llu SMPs handled, %llu traps sent; dropped:",
+              static_cast<unsigned long long>(ss.smps_handled),
+              static_cast<unsigned long long>(ss.traps_sent));
+  for (std::size_t r = 0; r < discovery::sim::kNumDropReasons; ++r) {
+    if (ss.drops[r] != 0) {
+      std::printf(" %s %llu",
+                  discovery::sim::drop_reason_name(static_cast<discovery::sim::DropReason>(r)),
+                  static_cast<unsigned long long>(ss.drops[r]));
+    }
   }
   std::printf("\npeak RSS %.0f MiB\n", peak_rss_mib());
   return status;
