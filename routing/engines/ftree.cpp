@@ -31,8 +31,9 @@ std::string describe(const Topology& topo, std::uint32_t s) {
 // ---------------------------------------------------------------------------
 // Shape
 
-// Multi-source BFS from `sources` over the switch graph into `dist`
-// (entries already set are left alone).
+// BFS over the switch graph from the switches in `queue` (their `dist`
+// already set); appends every switch it reaches to `queue` and sets its
+// `dist`. Entries already set are left alone.
 void bfs_levels(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
                 std::vector<std::uint32_t>& dist) {
   for (std::size_t i = 0; i < queue.size(); ++i) {
@@ -74,9 +75,9 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
     std::uint32_t& r = part_root[g.component(s)];
     if (part_has_leaf[g.component(s)] == 0 && (r == kNoSwitch || guid_of(s) < guid_of(r))) r = s;
   }
+  std::vector<std::uint32_t> dist(n, kNoLevel);
   for (std::uint32_t c = 0; c < g.num_components(); ++c) {
     if (part_has_leaf[c] != 0) continue;
-    std::vector<std::uint32_t> dist(n, kNoLevel);
     queue.assign(1, part_root[c]);
     dist[part_root[c]] = 0;
     bfs_levels(g, queue, dist);
