@@ -1413,6 +1413,7 @@ Routes Rerouter::export_routes(WorkerPool& pool) const {
   out.max_lid = base_->max_lid;
   out.num_vls = base_->num_vls;
   out.updown_rank = base_->updown_rank;
+  out.notes = base_->notes;
   out.lfts.resize(n_);
   const std::size_t grain = std::max<std::size_t>(1, n_ / (std::size_t{pool.size()} * 16));
   pool.parallel_for(n_, grain, [&](std::size_t b, std::size_t e, unsigned) {
