@@ -788,6 +788,15 @@ class SourceFiller {
         if (std::all_of(mask, mask + words_, [](std::uint64_t w) { return w == 0; })) {
           return no_candidate_error(s, base + b);
         }
+        if (((stranded_[c] >> b) & 1U) != 0 && dest_.count[base + b] == 0) {
+          // Only t's switch LID (management traffic) and no up/down path: the
+          // first candidate will do; no set to intern.
+          std::uint32_t w = 0;
+          while (mask[w] == 0) ++w;
+          class_of_[base + b] =
+              single_arc_class(64 * w + static_cast<std::uint32_t>(std::countr_zero(mask[w])));
+          continue;
+        }
         const bool up = ((up_mode_[c] >> b) & 1U) != 0;
         if (prev_mask == nullptr || !std::equal(mask, mask + words_, prev_mask) ||
             classes_[prev_class].up != up) {
