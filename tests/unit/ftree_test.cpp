@@ -394,22 +394,23 @@ std::string damage_name(const ::testing::TestParamInfo<Damage>& info) {
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, FtreeDegraded,
-                         ::testing::Values(Damage{"fat-tree:levels=2,radix=8", 3, 0, 1},
-                                           Damage{"fat-tree:levels=2,radix=16", 12, 1, 2},
-                                           Damage{"fat-tree:levels=2,radix=16", 40, 2, 3},
-                                           Damage{"fat-tree:levels=3,k=4", 4, 0, 4},
-                                           Damage{"fat-tree:levels=3,k=8", 19, 0, 5},
-                                           Damage{"fat-tree:levels=3,k=8", 60, 3, 6},
-                                           Damage{"fat-tree:levels=3,k=8", 0, 6, 7},
-                                           Damage{"fat-tree:levels=3,k=12", 43, 2, 8},
-                                           Damage{"fat-tree:levels=3,k=16", 153, 4, 9},
-                                           Damage{"fat-tree:levels=3,k=16,hosts=500", 60, 0, 10},
-                                           Damage{"pgft:h=3,m=4.4.4,w=1.4.2,p=1.2.1", 11, 0, 11},
-                                           Damage{"pgft:h=3,m=4.4.4,w=1.4.2,p=1.2.1", 30, 2, 12},
-                                           Damage{"pgft:h=2,m=4.8,w=1.4,p=1.2", 10, 1, 13},
-                                           Damage{"pgft:h=4,m=2.2.2.2,w=1.2.2.2", 8, 1, 14}),
-                         damage_name);
+INSTANTIATE_TEST_SUITE_P(
+    Seeds, FtreeDegraded,
+    ::testing::Values(
+        Damage{"fat-tree:levels=2,radix=8", 3, 0, 1},
+        Damage{"fat-tree:levels=2,radix=16", 12, 1, 2},
+        Damage{"fat-tree:levels=2,radix=16", 40, 2, 3}, Damage{"fat-tree:levels=3,k=4", 4, 0, 4},
+        Damage{"fat-tree:levels=3,k=8", 19, 0, 5}, Damage{"fat-tree:levels=3,k=8", 60, 3, 6},
+        Damage{"fat-tree:levels=3,k=8", 0, 6, 7}, Damage{"fat-tree:levels=3,k=12", 43, 2, 8},
+        Damage{"fat-tree:levels=3,k=16", 153, 4, 9},
+        Damage{"fat-tree:levels=3,k=16,hosts=500", 60, 0, 10},
+        Damage{"pgft:h=3,m=4.4.4,w=1.4.2,p=1.2.1", 11, 0, 11},
+        Damage{"pgft:h=3,m=4.4.4,w=1.4.2,p=1.2.1", 30, 2, 12},
+        Damage{"pgft:h=2,m=4.8,w=1.4,p=1.2", 10, 1, 13},
+        Damage{"pgft:h=4,m=2.2.2.2,w=1.2.2.2", 8, 1, 14},
+        // Spines with 130 switch links: candidate sets span 3 words.
+        Damage{"fat-tree:levels=2,radix=130,hosts_per_edge=4", 400, 2, 15}),
+    damage_name);
 
 // Two leaves joined only through a third leaf (a "valley" under the levels):
 // ftree takes its connected order, says so, and routes every pair.
