@@ -222,8 +222,9 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
         continue;
       }
       for (unsigned pn = 1; pn <= topo_.node(node).num_ports; ++pn) {
+        // Every port: a cable that was not there at the last sweep shows up
+        // as a port that is up although no link is known on it (link_up).
         const auto p = static_cast<PortNum>(pn);
-        if (!rerouter_->link_known(s, p)) continue;
         pipe.submit(
             mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kPortInfo, p,
                              std::span<const std::uint8_t>(buf.data(), len), 0),

@@ -1,10 +1,12 @@
 #pragma once
 // FastPath: the SM's answer to a link failure (DESIGN.md step 7, issue 7).
 //
-// trap 128 from switch X  ->  identify()        PortInfo Get on X's ports the
-//                                               rerouter believes up (and the
-//                                               ones it believes down, to see a
-//                                               link come back), windowed
+// trap 128 from switch X  ->  identify()        PortInfo Get on every port of
+//                                               X, windowed: a port believed up
+//                                               and found down is a failure; a
+//                                               port found up that is not known
+//                                               as up is a link coming (back)
+//                                               up, for the heavy sweep
 //                         ->  repair_and_push() Rerouter::repair, then every
 //                                               changed LFT block as a DR Set
 //                                               (Ext)LinearForwardingTable,

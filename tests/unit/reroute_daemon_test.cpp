@@ -305,5 +305,29 @@ TEST(RerouteDaemon, LinkUpGoesToTheHeavySweep) {
   expect_every_lid_answers(h, *s);
 }
 
+TEST(RerouteDaemon, LinkBackAfterTheRebalancingSweepIsSeen) {
+  // After the re-balancing sweep the cut link is no longer in the topology;
+  // when it comes back, the probes must still see the port up (every port
+  // is probed) and hand it to the heavy sweep.
+  FastPathOptions fast;
+  fast.rebalance_delay = 20ms;
+  Harness h("fat-tree:levels=2,radix=4", EngineKind::kUpdn, 16, fast);
+  ASSERT_TRUE(h.wait_for(master));
+  const PortNum p = h.port_to("leaf1", "spine1");
+  ASSERT_TRUE(h.sim->link_down("leaf1", p).ok());
+  ASSERT_TRUE(h.wait_for([](const FabricState& s) { return s.reroutes >= 1 && s.sweeps >= 2; }));
+  ASSERT_TRUE(h.wait_for([&](const FabricState& s) {
+    return master(s) && !s.topology->port(*s.topology->find_by_name("leaf1"), p).connected();
+  }));
+  ASSERT_TRUE(h.sim->link_up("leaf1", p).ok());
+  ASSERT_TRUE(h.wait_for([&](const FabricState& s) {
+    return master(s) && s.topology->port(*s.topology->find_by_name("leaf1"), p).connected();
+  })) << "the link that came back was not swept in";
+  const auto s = h.publisher.current();
+  EXPECT_GE(s->sweeps, 3U);
+  h.stop();
+  expect_every_lid_answers(h, *s);
+}
+
 }  // namespace
 }  // namespace subnetd::daemon
