@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""subnetd's fast path on ibsim, side by side with OpenSM (stdlib only).
+
+  reroute_ibsim.py NETFILE ENGINE CYCLES --bin BUILD/bin [--link NAME --port P]
+
+Starts ibsim on NETFILE (own socket name, console on a pipe we hold), then the
+long-running daemon `subnetd --config F` (umad transport under umad2sim,
+engine ENGINE, no periodic sweeps), waits for its first "subnet up", and
+CYCLES times: `Unlink "NAME"[P]` through the ibsim console, waits for the
+daemon's "reroute:" log line and reads its own figures (trap received -> last
+changed LFT block handed to umad, the repair alone), waits out the
+re-balancing sweep, `ReLink`s and waits for the heavy sweep that link-up
+causes. The default link is the one /work/shared/tools/opensm/run_opensm.py
+picks on gen_topo.py's fat trees (agg-p8-0 port 5 on fattree3 k=16), so the
+two runs cut the same cable. Prints each cycle and the medians.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("netfile")
+    ap.add_argument("engine")
+    ap.add_argument("cycles", type=int)
+    ap.add_argument("--bin", required=True, help="build dir with subnetd and interop_netfile")
+    ap.add_argument("--link", default="agg-p8-0")
+    ap.add_argument("--port", type=int, default=5)
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+    import interop  # Ibsim: ibsim with its console on a pipe
+
+    work = tempfile.mkdtemp(prefix="reroute-ibsim-")
+    p = subprocess.run([os.path.join(args.bin, "interop_netfile"), "--sizing", args.netfile],
+                       capture_output=True, text=True, check=True)
+    sock = "rri%d" % os.getpid()
+    ib = interop.Ibsim(args.netfile, p.stdout.splitlines()[0].split(), work, sock)
+    ib.start()
+    cfg = os.path.join(work, "subnetd.yaml")
+    with open(cfg, "w") as f:
+        f.write("fabric:\n  transport: umad\nrouting:\n  engine: %s\n  threads: 2\n"
+                "sweep:\n  interval: 0\nstore:\n  path: %s\napi:\n  socket: %s\n"
+                "log:\n  level: info\n"
+                % (args.engine, os.path.join(work, "subnetd.db"), os.path.join(work, "api.sock")))
+    logf = os.path.join(work, "daemon.log")
+    env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM)
+    d = subprocess.Popen([os.path.join(args.bin, "subnetd"), "--config", cfg], env=env,
+                         stdout=open(logf, "w"), stderr=subprocess.STDOUT)
+
+    def lines():
+        with open(logf) as f:
+            return f.read().splitlines()
+
+    def count(what):
+        return sum(what in l for l in lines())
+
+    def wait(pred, timeout):
+        end = time.time() + timeout
+        while time.time() < end:
+            if pred():
+                return True
+            time.sleep(0.005)
+        return False
+
+    status = 0
+    try:
+        t0 = time.time()
+        if not wait(lambda: count("subnet up") > 0, 120):
+            print("no subnet up within 120 s, see", logf)
+            return 1
+        print("subnetd %s on %s: subnet up after %.2f s" % (args.engine, args.netfile,
+                                                             time.time() - t0))
+        got = []
+        for _ in range(args.cycles):
+            n_rr, n_up = count("reroute:"), count("subnet up")
+            t = time.time()
+            ib.console('Unlink "%s"[%d]' % (args.link, args.port))
+            wait(lambda: count("reroute:") > n_rr or count("subnet up") > n_up, 30)
+            took = time.time() - t
+            rr = [l for l in lines() if "reroute:" in l]
+            if len(rr) > n_rr:
+                m = re.search(r"rewritten in (\d+) us \(repair (\d+) us\)", rr[-1])
+                got.append((int(m.group(1)) / 1000.0, int(m.group(2)) / 1000.0, took * 1000.0))
+                print("  Unlink %s[%d]: %s; console command -> log line %.1f ms"
+                      % (args.link, args.port, rr[-1].split("reroute: ")[1], took * 1000.0))
+            else:
+                print("  Unlink %s[%d]: no reroute (a heavy sweep instead)" % (args.link, args.port))
+                status = 1
+            time.sleep(2.5)  # the re-balancing sweep comes 2 s after a reroute
+            n_up = count("subnet up")
+            ib.console('ReLink "%s"[%d]' % (args.link, args.port))
+            if not wait(lambda: count("subnet up") > n_up, 30):
+                print("  ReLink: no heavy sweep within 30 s")
+                status = 1
+            time.sleep(0.5)
+        if got:
+            med = lambda xs: sorted(xs)[len(xs) // 2]
+            print("median over %d: trap -> last block handed to umad %.2f ms, repair %.2f ms, "
+                  "Unlink command -> log line %.1f ms"
+                  % (len(got), med([g[0] for g in got]), med([g[1] for g in got]),
+                     med([g[2] for g in got])))
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.wait(timeout=10)
+        ib.stop()
+        print("log:", logf)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
