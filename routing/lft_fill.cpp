@@ -11,6 +11,8 @@
 #include <mutex>
 #include <optional>
 
+#include "routing/parallel_fill.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -379,39 +381,21 @@ Result<Routes> fill_balanced_lfts(const Topology& topo, const SwitchGraph& g, co
   routes.num_vls = 1;
 
   const LidsBySwitch by_switch(g);
-  std::vector<std::unique_ptr<SourceFiller>> fillers(pool.size());
   std::vector<std::vector<std::uint32_t>> arc_load(pool.size());
   std::vector<std::uint64_t> sum_by_switch(n, 0);
   std::vector<std::uint32_t> max_by_switch(n, 0);
-  std::mutex err_mu;
-  std::optional<std::pair<std::uint32_t, Error>> first_error;
-  std::atomic<bool> failed{false};
-
-  const std::size_t grain = std::max<std::size_t>(1, n / (std::size_t{pool.size()} * 64));
-  pool.parallel_for(n, grain, [&](std::size_t begin, std::size_t end, unsigned slot) {
-    if (!fillers[slot]) {
-      fillers[slot] = std::make_unique<SourceFiller>(topo, g, by_switch, hops, rule, order_pos);
-    }
-    for (std::size_t i = begin; i < end; ++i) {
-      if (stop.stop_requested() || failed.load(std::memory_order_relaxed)) return;
-      const auto s = static_cast<std::uint32_t>(i);
-      Lft& lft = routes.lfts[s];
-      lft.resize(routes.max_lid);  // all drop; allocated here so pages fault in parallel
-      if (auto err = fillers[slot]->fill(s, lft, arc_load[slot])) {
-        std::lock_guard lock(err_mu);
-        if (!first_error || first_error->first > s) first_error.emplace(s, std::move(*err));
-        failed.store(true, std::memory_order_relaxed);
-        return;
-      }
-      lft.mark_all_dirty();  // a fresh table: every block is new to the switch
-      for (std::uint32_t l : arc_load[slot]) {
-        sum_by_switch[s] += l;
-        max_by_switch[s] = std::max(max_by_switch[s], l);
-      }
-    }
-  });
-  if (first_error) return first_error->second;
-  if (stop.stop_requested()) return Error{Errc::kCancelled, "LFT computation cancelled"};
+  SUBNETD_TRY(fill_switch_tables(
+      pool, routes.lfts, routes.max_lid, stop, "LFT computation cancelled",
+      [&] { return std::make_unique<SourceFiller>(topo, g, by_switch, hops, rule, order_pos); },
+      [&](std::unique_ptr<SourceFiller>& filler, std::uint32_t s, Lft& lft,
+          unsigned slot) -> std::optional<Error> {
+        if (auto err = filler->fill(s, lft, arc_load[slot])) return err;
+        for (std::uint32_t l : arc_load[slot]) {
+          sum_by_switch[s] += l;
+          max_by_switch[s] = std::max(max_by_switch[s], l);
+        }
+        return std::nullopt;
+      }));
 
   std::uint64_t total = 0;
   for (std::uint32_t s = 0; s < n; ++s) {

@@ -14,6 +14,8 @@
 #include <queue>
 #include <tuple>
 
+#include "routing/parallel_fill.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -946,32 +948,13 @@ Result<Routes> ftree_routes(const Topology& topo, const SwitchGraph& g, FatTreeS
   routes.updown_rank = layout.pos;
   routes.notes = layout.notes;
 
-  std::vector<std::unique_ptr<SourceFiller>> fillers(pool.size());
   std::vector<SwitchLoad> loads(n);
-  std::mutex err_mu;
-  std::optional<std::pair<std::uint32_t, Error>> first_error;
-  std::atomic<bool> failed{false};
-  const std::size_t grain = std::max<std::size_t>(1, n / (std::size_t{pool.size()} * 64));
-  pool.parallel_for(n, grain, [&](std::size_t begin, std::size_t end, unsigned slot) {
-    if (!fillers[slot]) {
-      fillers[slot] = std::make_unique<SourceFiller>(topo, g, layout, tables, dest, sorted_arcs);
-    }
-    for (std::size_t i = begin; i < end; ++i) {
-      if (stop.stop_requested() || failed.load(std::memory_order_relaxed)) return;
-      const auto s = static_cast<std::uint32_t>(i);
-      Lft& lft = routes.lfts[s];
-      lft.resize(routes.max_lid);  // all drop; allocated here so pages fault in parallel
-      if (auto err = fillers[slot]->fill(s, lft, loads[s])) {
-        std::lock_guard lock(err_mu);
-        if (!first_error || first_error->first > s) first_error.emplace(s, std::move(*err));
-        failed.store(true, std::memory_order_relaxed);
-        return;
-      }
-      lft.mark_all_dirty();  // a fresh table: every block is new to the switch
-    }
-  });
-  if (first_error) return first_error->second;
-  if (stop.stop_requested()) return Error{Errc::kCancelled, "ftree: routing cancelled"};
+  SUBNETD_TRY(fill_switch_tables(
+      pool, routes.lfts, routes.max_lid, stop, "ftree: routing cancelled",
+      [&] { return std::make_unique<SourceFiller>(topo, g, layout, tables, dest, sorted_arcs); },
+      [&](std::unique_ptr<SourceFiller>& filler, std::uint32_t s, Lft& lft, unsigned /*slot*/) {
+        return filler->fill(s, lft, loads[s]);
+      }));
 
   std::uint64_t total = 0;
   for (const SwitchLoad& l : loads) {
