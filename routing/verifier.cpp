@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct TileScratch {
   std::vector<std::uint32_t> path;
   // per switch, one word per strip: bit l = on a counted route to LID l
   std::vector<std::uint64_t> active;
+  // The dependencies one switch's channels make in this tile (arc of the
+  // switch x kDepWords), gathered here in L1 and merged into the shared
+  // table once per switch instead of once per (switch, LID).
+  std::vector<std::uint64_t> local;
 };
 
 // Everything the checks read, and the wording of their errors.
@@ -225,6 +230,37 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     if (opts.switch_traffic || g.has_endpoints(s)) sources.push_back(s);
   }
 
+  // Order of the column walks: farthest from the endpoints first. Their
+  // routes climb highest and run through the lower switches' next hops, so
+  // later walks mostly stop after one step at a switch already proven (on a
+  // fat tree with 5% of its links cut this is 4x fewer walks than index
+  // order). Multi-source BFS from the switches with CAs/routers.
+  std::vector<std::uint32_t> walk_order;
+  {
+    std::vector<std::uint32_t> depth(n, UINT32_MAX);
+    std::vector<std::uint32_t> queue;
+    queue.reserve(n);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (g.has_endpoints(s)) {
+        depth[s] = 0;
+        queue.push_back(s);
+      }
+    }
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      for (const SwitchArc& a : g.arcs(queue[i])) {
+        if (depth[a.to] == UINT32_MAX) {
+          depth[a.to] = depth[queue[i]] + 1;
+          queue.push_back(a.to);
+        }
+      }
+    }
+    walk_order.resize(n);
+    std::iota(walk_order.begin(), walk_order.end(), 0U);
+    // Unreached switches (no endpoints in their component) count as deepest.
+    std::stable_sort(walk_order.begin(), walk_order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return depth[a] > depth[b]; });
+  }
+
   const std::uint32_t max_lid = g.max_lid().value;
   const std::uint32_t tiles = max_lid / kTile + 1;
   // deps[(vl * arcs + a) * kDepWords + w]: bit p = channel a feeds out-port p
@@ -296,7 +332,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         tile_pairs += part_size[part[l]];
         const std::uint32_t e = ++w.epoch;
         const std::uint32_t* next = &w.next[std::size_t{l - l0} * n];
-        for (std::uint32_t s0 = 0; s0 < n; ++s0) {
+        for (const std::uint32_t s0 : walk_order) {
           if (g.component(s0) != part[l] || w.stamp[s0] == 2 * e + 1) continue;
           // Most switches lead straight to one already proven.
           const std::uint32_t first = next[s0];
@@ -337,8 +373,11 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     // Switch-major again, once for the whole tile: the dependency each
     // marked hop makes (the next switch and its port come from the copied
     // rows; a hop into the LID's own switch, which delivers it, makes none).
+    w.local.assign(std::size_t{g.max_degree()} * kDepWords, 0);
     for (std::uint32_t s = 0; s < n; ++s) {
       const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
+      const std::uint32_t arc0 = g.first_arc(s);
+      bool any = false;
       for (std::uint32_t strip = 0; strip < kStrips; ++strip) {
         for (std::uint64_t m = w.active[std::size_t{s} * kStrips + strip]; m != 0; m &= m - 1) {
           const std::uint32_t l = strip * kStrip + static_cast<std::uint32_t>(std::countr_zero(m));
@@ -347,12 +386,20 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
           const std::uint32_t nb = g.peer_at_port(s, p);
           const std::uint8_t p2 = w.buf[std::size_t{nb} * kTile + l];
           if (nb == att[l].sw && p2 == att[l].port) continue;  // leaves the fabric there
-          const std::uint32_t a = g.arc_at_port(s, p);
-          std::atomic_ref<std::uint64_t> word(deps[std::size_t{a} * kDepWords + p2 / 64]);
-          const std::uint64_t dep_bit = std::uint64_t{1} << (p2 % 64);
-          if ((word.load(std::memory_order_relaxed) & dep_bit) == 0) {
-            word.fetch_or(dep_bit, std::memory_order_relaxed);
-          }
+          const std::uint32_t a = g.arc_at_port(s, p) - arc0;
+          w.local[std::size_t{a} * kDepWords + p2 / 64] |= std::uint64_t{1} << (p2 % 64);
+          any = true;
+        }
+      }
+      if (!any) continue;
+      const std::uint32_t degree = g.first_arc(s + 1) - arc0;
+      for (std::size_t i = 0; i < std::size_t{degree} * kDepWords; ++i) {
+        const std::uint64_t bits = w.local[i];
+        if (bits == 0) continue;
+        w.local[i] = 0;
+        std::atomic_ref<std::uint64_t> word(deps[std::size_t{arc0} * kDepWords + i]);
+        if ((word.load(std::memory_order_relaxed) & bits) != bits) {
+          word.fetch_or(bits, std::memory_order_relaxed);
         }
       }
     }
