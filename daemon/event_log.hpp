@@ -11,6 +11,11 @@
 // Ids. append() assigns strictly increasing ids, continuing from the
 // `last_id` the owner passes at construction (the store's last_event_id(),
 // so ids continue across restarts and WatchEvents resumes across them).
+// The store keeps every event under the id given here (Store::append_event
+// inserts it), so memory, the store and WatchEvents agree on each id: a write
+// that fails leaves a gap in the store, not a shift of the ids after it. One
+// limit remains: when the newest events of a run were never stored, the next
+// run continues after the last stored id and hands those ids out again.
 //
 // Persistence. Every event goes to the `persist` hook, called under the
 // mutex so the hook sees events in id order. The daemon wires it to

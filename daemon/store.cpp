@@ -444,8 +444,8 @@ Result<void> Store::prepare_all() {
            "WHERE base_lid + (1 << lmc) > ?1)",
            displace_lids_));
   SUBNETD_TRY(
-      prep("INSERT INTO events (ts, kind, node_guid, port, message, details) "
-           "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+      prep("INSERT INTO events (id, ts, kind, node_guid, port, message, details) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
            insert_event_));
   SUBNETD_TRY(
       prep("INSERT INTO sweeps (started_at, ended_at, kind, nodes, switches, cas, lids, "
@@ -659,33 +659,67 @@ Result<std::vector<SweepRecord>> Store::recent_sweeps(std::size_t limit) {
   return out;
 }
 
-Result<std::int64_t> Store::append_event(const Event& ev) {
+Result<void> Store::append_event(const Event& ev) {
   UseGuard guard(in_use_);
+  if (ev.id < 1) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("{}: append {} event: id {} (event ids start at 1; the daemon's "
+                             "EventLog assigns them)",
+                             path_, to_string(ev.kind), ev.id)};
+  }
   sqlite3_stmt* s = insert_event_->get();
   ResetOnExit reset{s};
-  sqlite3_bind_int64(s, 1, to_db(ev.ts));
-  sqlite3_bind_text(s, 2, to_string(ev.kind).data(), -1, SQLITE_STATIC);
-  if (ev.node_guid) sqlite3_bind_int64(s, 3, to_db(*ev.node_guid));
-  if (ev.port) sqlite3_bind_int(s, 4, *ev.port);
-  sqlite3_bind_text(s, 5, ev.message.c_str(), static_cast<int>(ev.message.size()), SQLITE_STATIC);
+  sqlite3_bind_int64(s, 1, ev.id);
+  sqlite3_bind_int64(s, 2, to_db(ev.ts));
+  sqlite3_bind_text(s, 3, to_string(ev.kind).data(), -1, SQLITE_STATIC);
+  if (ev.node_guid) sqlite3_bind_int64(s, 4, to_db(*ev.node_guid));
+  if (ev.port) sqlite3_bind_int(s, 5, *ev.port);
+  sqlite3_bind_text(s, 6, ev.message.c_str(), static_cast<int>(ev.message.size()), SQLITE_STATIC);
   if (!ev.details_json.empty()) {
-    sqlite3_bind_text(s, 6, ev.details_json.c_str(), static_cast<int>(ev.details_json.size()),
+    sqlite3_bind_text(s, 7, ev.details_json.c_str(), static_cast<int>(ev.details_json.size()),
                       SQLITE_STATIC);
   }
   if (sqlite3_step(s) != SQLITE_DONE) {
-    Error e = sql_error(fmt::format("append {} event", to_string(ev.kind)));
-    if ((sqlite3_extended_errcode(db_)) == SQLITE_CONSTRAINT_CHECK) {
-      e.message =
-          fmt::format("{}: append {} event: details are not valid JSON", path_, to_string(ev.kind));
+    const int code = sqlite3_extended_errcode(db_);
+    if (code == SQLITE_CONSTRAINT_CHECK) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("{}: append {} event {}: details are not valid JSON", path_,
+                               to_string(ev.kind), ev.id)};
     }
-    return e;
+    // The schema's trigger (ids only grow) fires before the primary key
+    // would; both mean the same to the caller.
+    if (code == SQLITE_CONSTRAINT_TRIGGER || code == SQLITE_CONSTRAINT_PRIMARYKEY) {
+      return event_id_conflict(ev);
+    }
+    return sql_error(fmt::format("append {} event {}", to_string(ev.kind), ev.id));
   }
-  const std::int64_t id = sqlite3_last_insert_rowid(db_);
   if (++events_since_prune_ >= 1024) {
     events_since_prune_ = 0;
     SUBNETD_TRY(prune("events", opts_.max_events));
   }
-  return id;
+  return ok_result();
+}
+
+// Names the refused id and why: a duplicate, or an id that pruning removed
+// (or that was skipped) below the highest one stored.
+Error Store::event_id_conflict(const Event& ev) {
+  const std::string where = fmt::format("{}: append {} event {}", path_, to_string(ev.kind), ev.id);
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT EXISTS (SELECT 1 FROM events WHERE id = ?1)", -1, &q,
+                         nullptr) != SQLITE_OK) {
+    return Error{Errc::kConflict, fmt::format("{}: event id {} is already used", where, ev.id)};
+  }
+  sqlite3_bind_int64(q, 1, ev.id);
+  const bool stored = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) != 0;
+  sqlite3_finalize(q);
+  if (stored) {
+    return Error{Errc::kConflict, fmt::format("{}: event id {} is already stored", where, ev.id)};
+  }
+  const auto last = read_last_event_id();
+  return Error{Errc::kConflict,
+               fmt::format("{}: event id {} is not above the highest event id ever stored ({}); "
+                           "ids are never reused",
+                           where, ev.id, last.ok() ? fmt::format("{}", *last) : "unknown")};
 }
 
 Result<std::vector<Event>> Store::events_since(std::int64_t after_id, std::size_t limit) {
@@ -731,6 +765,12 @@ Result<std::vector<Event>> Store::events_since(std::int64_t after_id, std::size_
 
 Result<std::int64_t> Store::last_event_id() {
   UseGuard guard(in_use_);
+  return read_last_event_id();
+}
+
+// sqlite_sequence keeps the highest id ever inserted into the AUTOINCREMENT
+// events table, explicit ids included, and pruning does not lower it.
+Result<std::int64_t> Store::read_last_event_id() {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT seq FROM sqlite_sequence WHERE name = 'events'", -1, &s,
                          nullptr) != SQLITE_OK) {

@@ -97,7 +97,9 @@ struct SweepRecord {
 };
 
 struct Event {
-  std::int64_t id = 0;  // assigned by the store; ignored by append_event
+  // Assigned by the daemon's EventLog (>= 1) and stored as given, so the
+  // store and WatchEvents agree on every id; a failed write leaves a gap.
+  std::int64_t id = 0;
   WallTime ts{};
   EventKind kind = EventKind::kError;
   std::optional<Guid> node_guid;
@@ -156,12 +158,17 @@ class Store {
   // Newest first.
   Result<std::vector<SweepRecord>> recent_sweeps(std::size_t limit);
 
-  // Returns the event's id (strictly increasing, never reused).
-  Result<std::int64_t> append_event(const Event& event);
+  // Stores `event` under its own id. Ids only grow and are never reused, not
+  // even after pruning: an id at or below last_event_id() is a kConflict
+  // error that names it (and says whether it is already stored); an id < 1
+  // is kInvalidArgument. The schema enforces the same rule (a trigger), so
+  // no other writer can break it either.
+  Result<void> append_event(const Event& event);
   // Events with id > `after_id`, oldest first, at most `limit`. Page by
   // passing the last id received.
   Result<std::vector<Event>> events_since(std::int64_t after_id, std::size_t limit);
-  // The highest event id ever assigned (0 when none).
+  // The highest event id ever stored, pruned ones included (0 when none):
+  // the daemon's EventLog continues after it.
   Result<std::int64_t> last_event_id();
 
   // Runs a PRAGMA quick_check now; used at open and by tests.
@@ -174,6 +181,8 @@ class Store {
   Result<void> prepare_all();
   Result<void> migrate();
   Result<void> prune(std::string_view table, std::int64_t keep);
+  Result<std::int64_t> read_last_event_id();
+  Error event_id_conflict(const Event& event);
   Error sql_error(std::string_view what) const;
   WallTime now() const;
 

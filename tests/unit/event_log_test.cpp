@@ -1,13 +1,16 @@
 // daemon::EventLog: id assignment, the bounded ring, persistence order through
-// a real Store + StoreWriter, reads that fall back to the store (and jump a
-// gap), waiting and closing.
+// a real Store + StoreWriter (the store keeps the log's ids, also past a failed
+// write), reads that fall back to the store (and jump a gap), waiting and
+// closing.
 
 #include "daemon/event_log.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,14 +98,18 @@ class EventLogStore : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<StoreWriter> open_writer() {
-    auto s = Store::open((dir_ / "subnetd.db").string());
+  // Write errors fail the test unless `on_error` takes them.
+  std::unique_ptr<StoreWriter> open_writer(OpenOptions opts = {},
+                                           StoreWriter::ErrorHandler on_error = {}) {
+    auto s = Store::open(db_path(), std::move(opts));
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
     last_id_at_open_ = s.value()->last_event_id().value();
-    return std::make_unique<StoreWriter>(std::move(s).value(), [](const Error& e) {
-      ADD_FAILURE() << "store write failed: " << e.message;
-    });
+    if (!on_error) {
+      on_error = [](const Error& e) { ADD_FAILURE() << "store write failed: " << e.message; };
+    }
+    return std::make_unique<StoreWriter>(std::move(s).value(), std::move(on_error));
   }
+  std::string db_path() const { return (dir_ / "subnetd.db").string(); }
 
   static EventLog::HistoryReader history_of(StoreWriter& w, std::atomic<int>* calls = nullptr) {
     return [&w, calls](std::int64_t after, std::size_t limit) {
@@ -160,6 +167,84 @@ TEST_F(EventLogStore, PersistedIdsMatchAndOldReadsComeFromTheStore) {
   ASSERT_TRUE(rest.ok());
   ASSERT_EQ(ids(*rest), (std::vector<std::int64_t>{11}));
   EXPECT_EQ((*rest)[0].message, "restarted");
+}
+
+// The drift this guards against: the store used to number events itself, so
+// after one failed write every later event sat under the previous id, and a
+// client resuming from an id it had been streamed got the wrong events.
+TEST_F(EventLogStore, AFailedWriteLeavesAGapAndLaterIdsStillMatch) {
+  OpenOptions o;
+  o.busy_timeout = 20ms;  // the lock below makes the write fail, not wait
+  std::vector<std::string> errors;
+  std::mutex mu;
+  auto writer = open_writer(o, [&](const Error& e) {
+    std::lock_guard lock(mu);
+    errors.push_back(e.message);
+  });
+  ASSERT_EQ(last_id_at_open_, 0);
+  auto message = [](std::int64_t id) { return "event " + std::to_string(id); };
+  {
+    EventLog log(
+        last_id_at_open_, [&](const Event& e) { writer->append_event(e); }, history_of(*writer),
+        opts_with(2));
+    auto append = [&] {
+      const std::int64_t next = log.last_id() + 1;
+      return log.append(EventKind::kLinkDown, Guid{0x100}, PortNum{1}, message(next));
+    };
+    for (int i = 0; i < 3; ++i) append();
+    writer->flush();
+
+    // Another connection holds the write lock: event 4's write fails.
+    sqlite3* locker = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &locker), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(locker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    EXPECT_EQ(append(), 4);
+    writer->flush();
+    ASSERT_EQ(sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(locker);
+    {
+      std::lock_guard lock(mu);
+      ASSERT_EQ(errors.size(), 1u);
+      EXPECT_NE(errors[0].find("append link_down event 4"), std::string::npos) << errors[0];
+    }
+
+    for (int i = 0; i < 3; ++i) append();
+    writer->flush();
+    EXPECT_EQ(log.last_id(), 7);
+
+    // The store holds every id the log handed out but the failed one, each
+    // with its own event.
+    auto stored = writer->call([](Store& s) { return s.events_since(0, 100); }).get();
+    ASSERT_TRUE(stored.ok()) << stored.error().message;
+    EXPECT_EQ(ids(*stored), (std::vector<std::int64_t>{1, 2, 3, 5, 6, 7}));
+    for (const Event& e : *stored) EXPECT_EQ(e.message, message(e.id));
+
+    // A reader resuming after id 3 (memory holds only 6 and 7) is served
+    // from the store and gets exactly the events after 3.
+    auto resumed = log.since(3, 100);
+    ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+    EXPECT_EQ(ids(*resumed), (std::vector<std::int64_t>{5, 6, 7}));
+    for (const Event& e : *resumed) EXPECT_EQ(e.message, message(e.id));
+    auto memory = log.recent_since(5, 100);
+    ASSERT_TRUE(memory.has_value());
+    ASSERT_EQ(memory->size(), 2u);
+    EXPECT_EQ((*memory)[0], (*resumed)[1]);
+    EXPECT_EQ((*memory)[1], (*resumed)[2]);
+  }
+  writer.reset();
+
+  // A restart continues after the largest stored id.
+  auto writer2 = open_writer();
+  EXPECT_EQ(last_id_at_open_, 7);
+  EventLog log2(
+      last_id_at_open_, [&](const Event& e) { writer2->append_event(e); }, history_of(*writer2),
+      opts_with(2));
+  EXPECT_EQ(log2.append(EventKind::kSmState, std::nullopt, std::nullopt, message(8)), 8);
+  writer2->flush();
+  auto stored = writer2->call([](Store& s) { return s.events_since(6, 100); }).get();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(ids(*stored), (std::vector<std::int64_t>{7, 8}));
+  EXPECT_EQ(stored->back().message, message(8));
 }
 
 TEST(EventLog, HistoryErrorsAreReturned) {

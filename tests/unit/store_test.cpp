@@ -14,6 +14,8 @@
 #include <random>
 #include <thread>
 
+#include "schema/sqlite_migrations.hpp"
+
 namespace subnetd::daemon {
 namespace {
 
@@ -211,7 +213,7 @@ TEST_F(StoreTest, TruncatedFileIsAClearError) {
     for (std::uint32_t i = 1; i <= 5000; ++i) lids.push_back({Guid{0x1000 + i}, Lid{i}});
     ASSERT_TRUE(s->save_lids(lids, 0).ok());
     for (int i = 0; i < 300; ++i) {
-      ASSERT_TRUE(s->append_event({0, at_us(i), EventKind::kLinkDown, Guid{0x77}, 3,
+      ASSERT_TRUE(s->append_event({i + 1, at_us(i), EventKind::kLinkDown, Guid{0x77}, 3,
                                    std::string(100, 'x'), "{\"n\":1}"})
                       .ok());
     }
@@ -284,18 +286,15 @@ TEST_F(StoreTest, EventsPageInOrderAndRoundTrip) {
   std::vector<Event> sent;
   for (int i = 0; i < 25; ++i) {
     Event e;
+    e.id = 3 * i + 2;  // kept as given: 2, 5, 8, ...
     e.ts = at_us(1'700'000'000'000'000 + i);
     e.kind = i % 2 ? EventKind::kLinkUp : EventKind::kLinkDown;
     if (i % 3) e.node_guid = Guid{0x8000000000000000ull + static_cast<std::uint64_t>(i)};
     if (i % 4) e.port = static_cast<PortNum>(i);
     e.message = fmt::format("event {}", i);
     if (i % 5 == 0) e.details_json = fmt::format("{{\"i\":{}}}", i);
-    auto id = s->append_event(e);
-    ASSERT_TRUE(id.ok()) << id.error().message;
-    e.id = *id;
-    if (!sent.empty()) {
-      EXPECT_GT(e.id, sent.back().id);
-    }
+    auto r = s->append_event(e);
+    ASSERT_TRUE(r.ok()) << r.error().message;
     sent.push_back(e);
   }
   std::vector<Event> got;
@@ -322,7 +321,7 @@ TEST_F(StoreTest, EventsPageInOrderAndRoundTrip) {
 TEST_F(StoreTest, EventWithInvalidJsonIsRejected) {
   auto s = open_ok();
   ASSERT_TRUE(s);
-  auto r = s->append_event({0, at_us(1), EventKind::kError, {}, {}, "boom", "{not json"});
+  auto r = s->append_event({1, at_us(1), EventKind::kError, {}, {}, "boom", "{not json"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::kInvalidArgument);
   EXPECT_NE(r.error().message.find("not valid JSON"), std::string::npos) << r.error().message;
@@ -339,9 +338,8 @@ TEST_F(StoreTest, EventsArePrunedButIdsKeepGrowing) {
     auto s = open_ok(o);
     ASSERT_TRUE(s);
     for (int i = 0; i < 1100; ++i) {
-      auto id = s->append_event({0, at_us(i), EventKind::kSweep, {}, {}, "", ""});
-      ASSERT_TRUE(id.ok());
-      last = *id;
+      ASSERT_TRUE(s->append_event({i + 1, at_us(i), EventKind::kSweep, {}, {}, "", ""}).ok());
+      last = i + 1;
     }
     auto all = s->events_since(0, 5000);
     ASSERT_TRUE(all.ok());
@@ -353,9 +351,175 @@ TEST_F(StoreTest, EventsArePrunedButIdsKeepGrowing) {
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 10u);
   EXPECT_EQ(all->back().id, last);
-  auto id = s->append_event({0, at_us(0), EventKind::kSweep, {}, {}, "", ""});
-  ASSERT_TRUE(id.ok());
-  EXPECT_EQ(*id, last + 1);
+  auto high = s->last_event_id();
+  ASSERT_TRUE(high.ok());
+  EXPECT_EQ(*high, last);
+  // A pruned id is not free again.
+  auto again = s->append_event({5, at_us(0), EventKind::kSweep, {}, {}, "", ""});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Errc::kConflict) << again.error().message;
+  ASSERT_TRUE(s->append_event({last + 1, at_us(0), EventKind::kSweep, {}, {}, "", ""}).ok());
+}
+
+std::vector<std::int64_t> event_ids(Store& s) {
+  auto all = s.events_since(0, 100000);
+  EXPECT_TRUE(all.ok()) << all.error().message;
+  std::vector<std::int64_t> out;
+  if (all.ok()) {
+    for (const Event& e : *all) out.push_back(e.id);
+  }
+  return out;
+}
+
+TEST_F(StoreTest, EventIdsAreKeptAsGivenAndNeverReused) {
+  auto s = open_ok();
+  ASSERT_TRUE(s);
+  for (std::int64_t id : {7, 8, 20}) {
+    auto r = s->append_event({id, at_us(id), EventKind::kLinkDown, Guid{0x10}, 1, "", ""});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  EXPECT_EQ(event_ids(*s), (std::vector<std::int64_t>{7, 8, 20}));
+  auto last = s->last_event_id();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 20);
+
+  auto dup = s->append_event({20, at_us(99), EventKind::kReroute, {}, {}, "again", ""});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().code, Errc::kConflict);
+  EXPECT_EQ(dup.error().message.rfind(path_ + ": append reroute event 20: ", 0), 0u)
+      << dup.error().message;
+  EXPECT_NE(dup.error().message.find("event id 20 is already stored"), std::string::npos)
+      << dup.error().message;
+
+  // Never stored, but below the highest id: refused all the same.
+  auto low = s->append_event({9, at_us(99), EventKind::kReroute, {}, {}, "late", ""});
+  ASSERT_FALSE(low.ok());
+  EXPECT_EQ(low.error().code, Errc::kConflict);
+  EXPECT_NE(
+      low.error().message.find("event id 9 is not above the highest event id ever stored (20)"),
+      std::string::npos)
+      << low.error().message;
+
+  for (std::int64_t id : {0, -3}) {
+    auto bad = s->append_event({id, at_us(99), EventKind::kSweep, {}, {}, "", ""});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code, Errc::kInvalidArgument) << bad.error().message;
+    EXPECT_NE(bad.error().message.find(fmt::format("id {}", id)), std::string::npos)
+        << bad.error().message;
+  }
+
+  ASSERT_TRUE(s->append_event({21, at_us(21), EventKind::kSweep, {}, {}, "", ""}).ok());
+  auto events = s->events_since(8, 10);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].id, 20);
+  EXPECT_EQ((*events)[0].kind, EventKind::kLinkDown);  // not overwritten by the refused one
+  EXPECT_EQ((*events)[1].id, 21);
+
+  // The schema holds the rule too: another writer cannot reuse an id or
+  // fall back to SQLite numbering.
+  s.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"INSERT INTO events (id, ts, kind) VALUES (10, 0, 'sweep')",
+                          "INSERT INTO events (ts, kind) VALUES (0, 'sweep')"}) {
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_CONSTRAINT) << sql;
+    EXPECT_EQ(sqlite3_extended_errcode(db), SQLITE_CONSTRAINT_TRIGGER) << sql;
+  }
+  sqlite3_close(db);
+  s = open_ok();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(event_ids(*s), (std::vector<std::int64_t>{7, 8, 20, 21}));
+}
+
+// A write that fails half-way through the event stream (here: another
+// connection holds the write lock past the busy timeout) loses that event
+// and nothing else: the ids after it are stored as given, with a gap where
+// it would have been.
+TEST_F(StoreTest, FailedEventWriteLeavesAGapNotAShift) {
+  OpenOptions o;
+  o.busy_timeout = std::chrono::milliseconds(20);
+  auto s = open_ok(o);
+  ASSERT_TRUE(s);
+  auto append = [&](std::int64_t id) {
+    return s->append_event(
+        {id, at_us(id), EventKind::kLinkUp, {}, {}, fmt::format("event {}", id), ""});
+  };
+  ASSERT_TRUE(append(1).ok());
+  ASSERT_TRUE(append(2).ok());
+
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto failed = append(3);
+  ASSERT_FALSE(failed.ok()) << "the write lock was not held";
+  EXPECT_EQ(failed.error().code, Errc::kIo) << failed.error().message;
+  EXPECT_NE(failed.error().message.find("append link_up event 3"), std::string::npos)
+      << failed.error().message;
+  ASSERT_EQ(sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(locker);
+
+  ASSERT_TRUE(append(4).ok());
+  ASSERT_TRUE(append(5).ok());
+  auto all = s->events_since(0, 100);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 4u);
+  for (const Event& e : *all) EXPECT_EQ(e.message, fmt::format("event {}", e.id));
+  EXPECT_EQ(event_ids(*s), (std::vector<std::int64_t>{1, 2, 4, 5}));
+  auto last = s->last_event_id();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 5);
+}
+
+// A store written by a version-1 subnetd (its events numbered by SQLite)
+// opens, is migrated in place and keeps its rows; its highest id so far —
+// including one that pruning removed — stays used.
+TEST_F(StoreTest, MigratesAVersion1StoreAndKeepsItsEvents) {
+  ASSERT_GE(Store::latest_schema_version(), 2);
+  ASSERT_EQ(schema::kSqliteMigrations[0].version, 1);
+  fs::create_directories(fs::path(path_).parent_path());
+  raw_sql(path_, std::string(schema::kSqliteMigrations[0].sql));
+  raw_sql(path_,
+          "PRAGMA application_id = 1396854340; PRAGMA user_version = 1;"  // "SBND"
+          "PRAGMA journal_mode = WAL;"
+          "INSERT INTO lids (port_guid, base_lid, lmc, updated_at) VALUES (4096, 5, 0, 1);"
+          "INSERT INTO events (ts, kind, node_guid, port, message, details) VALUES "
+          "  (100, 'link_down', 16, 3, 'leaf0[3] down', NULL),"
+          "  (200, 'reroute', NULL, NULL, 'repaired', '{\"lids\":4}'),"
+          "  (300, 'sweep', NULL, NULL, '', NULL),"
+          "  (400, 'sweep', NULL, NULL, 'pruned', NULL);"
+          "DELETE FROM events WHERE id = 4;");
+
+  auto s = open_ok();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->schema_version(), Store::latest_schema_version());
+  auto lids = s->load_lids();
+  ASSERT_TRUE(lids.ok());
+  EXPECT_EQ(*lids, (std::vector<LidRecord>{{Guid{4096}, Lid{5}}}));
+  auto all = s->events_since(0, 10);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0], (Event{1, at_us(100), EventKind::kLinkDown, Guid{16}, PortNum{3},
+                              "leaf0[3] down", ""}));
+  EXPECT_EQ((*all)[1], (Event{2, at_us(200), EventKind::kReroute, std::nullopt, std::nullopt,
+                              "repaired", "{\"lids\":4}"}));
+  EXPECT_EQ((*all)[2].id, 3);
+  auto last = s->last_event_id();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 4);  // the daemon's EventLog continues at 5
+
+  auto reused = s->append_event({4, at_us(500), EventKind::kSweep, {}, {}, "", ""});
+  ASSERT_FALSE(reused.ok());
+  EXPECT_EQ(reused.error().code, Errc::kConflict) << reused.error().message;
+  ASSERT_TRUE(s->append_event({5, at_us(500), EventKind::kSweep, {}, {}, "after", ""}).ok());
+  EXPECT_EQ(event_ids(*s), (std::vector<std::int64_t>{1, 2, 3, 5}));
+  s.reset();
+
+  // Migrated once: a second open finds the latest version and changes nothing.
+  auto again = open_ok();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->schema_version(), Store::latest_schema_version());
+  EXPECT_EQ(event_ids(*again), (std::vector<std::int64_t>{1, 2, 3, 5}));
 }
 
 TEST_F(StoreTest, SweepsRoundTripNewestFirst) {
@@ -403,9 +567,9 @@ TEST_F(StoreTest, WriterPerformsWritesInOrderAndDrainsOnClose) {
     });
     for (std::uint32_t i = 1; i <= 200; ++i) {
       w.save_lids({{Guid{0x500}, Lid{i}}}, 0);  // the last one wins
-      w.append_event({0, at_us(i), EventKind::kReroute, {}, {}, fmt::format("{}", i), ""});
+      w.append_event({i, at_us(i), EventKind::kReroute, {}, {}, fmt::format("{}", i), ""});
     }
-    w.append_event({0, at_us(0), EventKind::kError, {}, {}, "", "{broken"});
+    w.append_event({201, at_us(0), EventKind::kError, {}, {}, "", "{broken"});
     w.flush();
     EXPECT_EQ(w.pending(), 0u);
     auto lids = w.call([](Store& st) { return st.load_lids(); }).get();
@@ -422,7 +586,9 @@ TEST_F(StoreTest, WriterPerformsWritesInOrderAndDrainsOnClose) {
       EXPECT_NE(errors[0].find("not valid JSON"), std::string::npos);
     }
     // Queued and never flushed: performed by close().
-    for (int i = 0; i < 50; ++i) w.append_event({0, at_us(i), EventKind::kSweep, {}, {}, "", ""});
+    for (int i = 0; i < 50; ++i) {
+      w.append_event({202 + i, at_us(i), EventKind::kSweep, {}, {}, "", ""});
+    }
     w.close();
     auto after = w.call([](Store& st) { return st.last_event_id(); });
     EXPECT_THROW(after.get(), std::future_error);
@@ -467,10 +633,15 @@ TEST_F(StoreTest, KillNineLosesNoCommittedLids) {
       close(fds[0]);
       auto st = Store::open(path_);
       if (!st.ok()) _exit(2);
+      auto last_event = (*st)->last_event_id();
+      if (!last_event.ok()) _exit(2);
+      std::int64_t event_id = *last_event;
       for (std::int64_t g = on_disk + 1;; ++g) {
         const auto lids = generation(g);
         if (!(*st)->save_lids(lids, 0).ok()) _exit(3);
-        if (!(*st)->append_event({0, at_us(g), EventKind::kSweep, {}, {}, "", ""}).ok()) _exit(4);
+        if (!(*st)->append_event({++event_id, at_us(g), EventKind::kSweep, {}, {}, "", ""}).ok()) {
+          _exit(4);
+        }
         if (write(fds[1], &g, sizeof g) != sizeof g) _exit(5);
       }
     }
