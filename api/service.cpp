@@ -396,6 +396,25 @@ std::optional<T> take(std::future<T>& f, Status& failure) {
   }
 }
 
+// Waits for an SmControl future on a BlockingPool thread and returns its
+// value; or finishes `reactor` with why there is none (the deadline passed,
+// subnetd is stopping, the SM went away) and returns nullopt.
+template <class T>
+std::optional<T> await_sm(std::future<T>& f, Clock::time_point deadline, const BlockingPool& pool,
+                          std::string_view what, grpc::ServerUnaryReactor* reactor) {
+  const auto started = Clock::now();
+  const WaitEnd end = wait_on(f, deadline, pool);
+  if (end != WaitEnd::kReady) {
+    reactor->Finish(wait_failure(
+        end, what, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)));
+    return std::nullopt;
+  }
+  Status failure;
+  auto value = take(f, failure);
+  if (!value) reactor->Finish(failure);
+  return value;
+}
+
 void fill_sweep_summary(const FabricView& view, v1::SweepSummary* out) {
   const daemon::FabricState& s = view.state();
   const auto us = [](std::chrono::nanoseconds d) {
@@ -887,6 +906,66 @@ grpc::ServerWriteReactor<v1::Event>* SubnetManagerService::WatchEvents(
 // ---------------------------------------------------------------------------
 // SubnetManager: calls that wait for the SM
 
+namespace {
+
+// The response to a sweep that the SM answered: the heavy sweep's summary
+// (also when a light sweep found a change and started one), or the light
+// sweep's own when it found nothing.
+void fill_sweep_response(const FabricView& view, const daemon::SweepReply& r,
+                         v1::TriggerSweepResponse* resp) {
+  v1::SweepSummary* sw = resp->mutable_sweep();
+  fill_sweep_summary(view, sw);
+  resp->set_generation(r.generation);
+  if (r.light && !r.light->found_change()) {
+    const daemon::LightSweepReport& l = *r.light;
+    sw->set_kind(v1::SWEEP_KIND_LIGHT);
+    *sw->mutable_started_at() = to_timestamp(l.started_at);
+    *sw->mutable_ended_at() =
+        to_timestamp(l.started_at + std::chrono::duration_cast<Clock::duration>(l.took));
+    sw->set_switches(l.answered);
+    sw->clear_phases();
+    auto* p = sw->add_phases();
+    p->set_name("light");
+    p->set_duration_us(static_cast<std::uint64_t>(l.took.count()));
+    sw->set_outcome(v1::SWEEP_OUTCOME_OK);
+    sw->set_message(r.message);
+    return;
+  }
+  sw->set_outcome(r.ok ? v1::SWEEP_OUTCOME_OK : v1::SWEEP_OUTCOME_FAILED);
+  if (!r.ok) {
+    sw->set_message(r.message);
+  } else if (r.light) {
+    sw->set_message("started by a light sweep: " + r.light->change);
+  } else {
+    sw->clear_message();
+  }
+}
+
+// Finishes TriggerSweep from the SM's future, on a BlockingPool thread: at
+// once when the caller did not ask to wait, else with the outcome. `Reply` is
+// SweepReply (heavy) or Result<SweepReply> (light, which the SM may refuse).
+template <class Reply>
+void finish_sweep(ServiceCore& core, grpc::ServerUnaryReactor* reactor,
+                  v1::TriggerSweepResponse* resp, bool wait, Clock::time_point deadline,
+                  std::future<Reply> fut) {
+  if (!wait) {
+    resp->set_generation(core.view()->state().generation);
+    reactor->Finish(Status::OK);
+    return;
+  }
+  auto outcome = await_sm(fut, deadline, core.pool(), "the sweep", reactor);
+  if (!outcome) return;
+  const Result<daemon::SweepReply> r = std::move(*outcome);
+  if (!r.ok()) {
+    reactor->Finish(to_status(r.error()));
+    return;
+  }
+  fill_sweep_response(*core.view(), *r, resp);
+  reactor->Finish(Status::OK);
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServerContext* ctx,
                                                              const v1::TriggerSweepRequest* req,
                                                              v1::TriggerSweepResponse* resp) {
@@ -895,46 +974,27 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
     return reply(
         ctx, invalid(fmt::format("kind: {} is not a SweepKind", static_cast<int>(req->kind()))));
   }
-  if (req->kind() == v1::SWEEP_KIND_LIGHT) {
-    return reply(ctx, Status(StatusCode::UNIMPLEMENTED,
-                             "kind: light sweeps run on their own timer; only HEAVY sweeps can be "
-                             "triggered"));
+  const bool light = req->kind() == v1::SWEEP_KIND_LIGHT;
+  if (light) {
+    // A light sweep checks the switches the last heavy sweep found.
+    auto view = core_.view();
+    if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   }
   auto* reactor = ctx->DefaultReactor();
   const bool wait = req->wait();
   const auto cap = core_.options().sweep_wait_limit;
   const auto deadline = wait_deadline(ctx, cap);
   std::string caller = who(ctx, trust_, core_);
-  spdlog::info("gRPC TriggerSweep by {}", caller);
+  spdlog::info("gRPC TriggerSweep {} by {}", light ? "light" : "heavy", caller);
   ServiceCore& core = core_;
-  const bool posted = core.pool().post([&core, reactor, resp, wait, deadline, caller] {
-    auto fut = core.deps().sm->trigger_sweep("TriggerSweep by " + caller);
-    if (!wait) {
-      resp->set_generation(core.view()->state().generation);
-      reactor->Finish(Status::OK);
-      return;
+  const bool posted = core.pool().post([&core, reactor, resp, wait, deadline, caller, light] {
+    daemon::SmControl& sm = *core.deps().sm;
+    const std::string reason = "TriggerSweep by " + caller;
+    if (light) {
+      finish_sweep(core, reactor, resp, wait, deadline, sm.trigger_light_sweep(reason));
+    } else {
+      finish_sweep(core, reactor, resp, wait, deadline, sm.trigger_sweep(reason));
     }
-    const auto started = Clock::now();
-    const WaitEnd end = wait_on(fut, deadline, core.pool());
-    if (end != WaitEnd::kReady) {
-      reactor->Finish(wait_failure(
-          end, "the sweep",
-          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)));
-      return;
-    }
-    Status failure;
-    auto outcome = take(fut, failure);
-    if (!outcome) {
-      reactor->Finish(failure);
-      return;
-    }
-    auto view = core.view();
-    fill_sweep_summary(*view, resp->mutable_sweep());
-    resp->mutable_sweep()->set_outcome(outcome->ok ? v1::SWEEP_OUTCOME_OK
-                                                   : v1::SWEEP_OUTCOME_FAILED);
-    resp->mutable_sweep()->set_message(outcome->ok ? std::string{} : outcome->message);
-    resp->set_generation(outcome->generation);
-    reactor->Finish(Status::OK);
   });
   if (!posted) {
     reactor->Finish(refused(core.pool()));
@@ -956,19 +1016,9 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
   const bool posted = core.pool().post([&core, reactor, resp, deadline, before = std::move(view)] {
     const auto started = Clock::now();
     auto fut = core.deps().sm->verify_routing();
-    const WaitEnd end = wait_on(fut, deadline, core.pool());
+    auto result = await_sm(fut, deadline, core.pool(), "verification", reactor);
+    if (!result) return;
     const auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
-    if (end != WaitEnd::kReady) {
-      reactor->Finish(wait_failure(end, "verification",
-                                   std::chrono::duration_cast<std::chrono::milliseconds>(took)));
-      return;
-    }
-    Status failure;
-    auto result = take(fut, failure);
-    if (!result) {
-      reactor->Finish(failure);
-      return;
-    }
     if (result->ok()) {
       resp->set_verdict(v1::VERDICT_OK);
       resp->set_message(result->value());
@@ -1046,21 +1096,9 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
   ServiceCore& core = core_;
   const bool posted =
       core.pool().post([&core, reactor, resp, deadline, caller, guid, port, enable, was_disabled] {
-        const auto started = Clock::now();
         auto fut = core.deps().sm->set_port_enabled(guid, port, enable, caller);
-        const WaitEnd end = wait_on(fut, deadline, core.pool());
-        if (end != WaitEnd::kReady) {
-          reactor->Finish(wait_failure(
-              end, "the port change",
-              std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)));
-          return;
-        }
-        Status failure;
-        auto result = take(fut, failure);
-        if (!result) {
-          reactor->Finish(failure);
-          return;
-        }
+        auto result = await_sm(fut, deadline, core.pool(), "the port change", reactor);
+        if (!result) return;
         if (!result->ok()) {
           reactor->Finish(to_status(result->error()));
           return;

@@ -177,7 +177,7 @@ void SubnetManager::schedule_light_sweep() {
   light_timer_.expires_after(cfg_.sweep.interval);
   light_timer_.async_wait([this](boost::system::error_code ec) {
     if (ec || stopped_) return;
-    light_sweep();
+    periodic_light_sweep();
   });
 }
 
@@ -199,7 +199,7 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
   rec.kind = SweepKind::kHeavy;
 
   if (!result.ok() && result.error().code == Errc::kCancelled) {
-    return SweepReply{false, generation_, "cancelled: subnetd is stopping"};
+    return SweepReply{false, generation_, "cancelled: subnetd is stopping", {}};
   }
   if (!result.ok()) {
     const std::string msg = result.error().message;
@@ -212,7 +212,7 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
     // The previous programming stands; try again later.
     schedule_heavy_sweep(retry_backoff_, "retry after failure");
     retry_backoff_ = std::min(kMaxBackoff, retry_backoff_ * 2);
-    return SweepReply{false, generation_, msg};
+    return SweepReply{false, generation_, msg, {}};
   }
   retry_backoff_ = std::chrono::milliseconds{500};
 
@@ -281,7 +281,7 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
                  fmt::format("heavy sweep ({}): {}", reason, summary));
   build_fast_path();
   schedule_light_sweep();
-  return SweepReply{true, generation_, summary};
+  return SweepReply{true, generation_, summary, {}};
 }
 
 void SubnetManager::build_fast_path() {
@@ -334,11 +334,11 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
   }
 }
 
-void SubnetManager::light_sweep() {
-  if (!current_ || heavy_pending_) {
-    schedule_light_sweep();
-    return;
-  }
+// Runs on: SM strand. The caller makes sure current_ is set.
+LightSweepReport SubnetManager::light_sweep() {
+  LightSweepReport report;
+  report.started_at = std::chrono::system_clock::now();
+  const auto t0 = Clock::now();
   const BringUpResult& c = *current_;
   discovery::PipelineOptions popts;
   popts.window = cfg_.sweep.smp_window;
@@ -347,25 +347,52 @@ void SubnetManager::light_sweep() {
   discovery::SmpPipeline pipe(*transport_, popts);
   pipe.set_unsolicited_handler(
       [this](const mad::Smp& smp, const discovery::Mad& m) { handle_unsolicited(smp, m); });
-  std::string change;
   const routing::Topology& t = c.sweep.topology;
+  report.switches = static_cast<std::uint32_t>(t.num_switches());
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
     const NodeId n = t.switch_node(s);
     pipe.submit(
         mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kSwitchInfo, 0, c.sweep.paths.path(n), 0),
-        0, [&change, &t, n](Result<mad::Smp> r) {
-          if (!change.empty()) return;
+        0, [&report, &t, n](Result<mad::Smp> r) {
           if (!r.ok()) {
-            change = fmt::format("switch \"{}\" does not answer", t.node(n).description);
-          } else if (mad::SwitchInfo::decode(mad::data_of(*r)).port_state_change) {
-            change = fmt::format("port state change on switch \"{}\"", t.node(n).description);
+            if (report.change.empty()) {
+              report.change = fmt::format("switch \"{}\" does not answer ({})",
+                                          t.node(n).description, r.error().message);
+            }
+            return;
+          }
+          ++report.answered;
+          if (mad::SwitchInfo::decode(mad::data_of(*r)).port_state_change) {
+            ++report.changed;
+            if (report.change.empty()) {
+              report.change =
+                  fmt::format("port state change on switch \"{}\"", t.node(n).description);
+            }
           }
         });
   }
-  if (auto r = pipe.run(); !r.ok()) change = "light sweep: " + r.error().message;
-  if (!change.empty()) {
-    spdlog::info("light sweep: {}", change);
-    schedule_heavy_sweep(std::chrono::milliseconds{0}, "light sweep: " + change);
+  // A pipeline that cannot run leaves the switches unexamined: that too is
+  // for the heavy sweep to sort out.
+  if (auto r = pipe.run(); !r.ok()) report.change = r.error().message;
+  if (report.changed > 1) {
+    report.change +=
+        fmt::format(" (and {} more switch(es) with a port state change)", report.changed - 1);
+  }
+  report.took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0);
+  return report;
+}
+
+void SubnetManager::periodic_light_sweep() {
+  // Before the first bring-up there is nothing to compare with; a pending
+  // heavy sweep will look at everything anyway.
+  if (!current_ || heavy_pending_) {
+    schedule_light_sweep();
+    return;
+  }
+  const LightSweepReport found = light_sweep();
+  if (found.found_change()) {
+    spdlog::info("light sweep: {}", found.change);
+    schedule_heavy_sweep(std::chrono::milliseconds{0}, "light sweep: " + found.change);
     return;
   }
   schedule_light_sweep();
@@ -592,12 +619,66 @@ std::future<SweepReply> SubnetManager::trigger_sweep(std::string reason) {
   auto fut = promise->get_future();
   asio::post(strand_, [this, promise, reason = std::move(reason)] {
     if (stopped_) {
-      promise->set_value(SweepReply{false, generation_, "subnetd is stopping"});
+      promise->set_value(SweepReply{false, generation_, "subnetd is stopping", {}});
       return;
     }
     heavy_timer_.cancel();
     heavy_pending_ = false;
     promise->set_value(heavy_sweep(reason));
+  });
+  return fut;
+}
+
+std::future<Result<SweepReply>> SubnetManager::trigger_light_sweep(std::string reason) {
+  auto promise = std::make_shared<std::promise<Result<SweepReply>>>();
+  auto fut = promise->get_future();
+  asio::post(strand_, [this, promise, reason = std::move(reason)] {
+    if (stopped_) {
+      promise->set_value(Error{Errc::kCancelled, "subnetd is stopping"});
+      return;
+    }
+    if (!current_) {
+      promise->set_value(Error{Errc::kUnreachable,
+                               "no routing yet: the first heavy sweep has not finished, so a "
+                               "light sweep has nothing to compare with"});
+      return;
+    }
+    // This sweep takes the periodic one's turn; the period restarts after it.
+    light_timer_.cancel();
+    LightSweepReport found = light_sweep();
+    if (!found.found_change()) {
+      const std::string msg = fmt::format(
+          "light sweep: no change; all {} switches answered, none reports a port state change",
+          found.answered);
+      spdlog::info("{} ({})", msg, reason);
+      // An operator's light sweep joins the sweep history; periodic ones
+      // that find nothing would flood it.
+      if (store_ != nullptr) {
+        const routing::Topology& t = current_->sweep.topology;
+        SweepRecord rec;
+        rec.started_at = std::chrono::time_point_cast<WallTime::duration>(found.started_at);
+        rec.ended_at = rec.started_at + found.took;
+        rec.kind = SweepKind::kLight;
+        rec.nodes = static_cast<std::uint32_t>(t.num_nodes());
+        rec.switches = found.switches;
+        rec.cas = static_cast<std::uint32_t>(t.num_cas());
+        rec.lids = current_->lids.lids_used;
+        rec.phases = {{"light", found.took.count()}};
+        rec.outcome = SweepOutcome::kOk;
+        rec.message = fmt::format("{}: {}", reason, msg);
+        store_->record_sweep(std::move(rec));
+      }
+      schedule_light_sweep();
+      promise->set_value(SweepReply{true, generation_, msg, std::move(found)});
+      return;
+    }
+    spdlog::info("light sweep ({}): {}", reason, found.change);
+    // The heavy sweep runs now, in place of any that was pending.
+    heavy_timer_.cancel();
+    heavy_pending_ = false;
+    SweepReply reply = heavy_sweep(fmt::format("light sweep ({}): {}", reason, found.change));
+    reply.light = std::move(found);
+    promise->set_value(std::move(reply));
   });
   return fut;
 }

@@ -20,7 +20,9 @@
 //    costs one sweep). The fast path is rebuilt after every successful heavy
 //    sweep (engines without an up/down order, minhop, have none);
 //  - a periodic light sweep reads every switch's SwitchInfo:PortStateChange
-//    (and notices silent switches) and escalates to a heavy sweep on change;
+//    (and notices silent switches) and escalates to a heavy sweep on change.
+//    trigger_light_sweep runs the same probe on demand (and restarts the
+//    period); the periodic one skips its turn while a heavy sweep is pending;
 //  - a failed bring-up keeps the previous programming and published state
 //    and retries with backoff.
 
@@ -94,6 +96,7 @@ class SubnetManager final : public SmControl {
 
   // SmControl (any thread).
   std::future<SweepReply> trigger_sweep(std::string reason) override;
+  std::future<Result<SweepReply>> trigger_light_sweep(std::string reason) override;
   std::future<Result<std::string>> verify_routing() override;
   std::future<Result<void>> set_port_enabled(Guid node_guid, PortNum port, bool enabled,
                                              std::string who) override;
@@ -105,7 +108,10 @@ class SubnetManager final : public SmControl {
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
   SweepReply heavy_sweep(const std::string& reason);
-  void light_sweep();
+  // One SwitchInfo Get of every switch of current_ (which must be set);
+  // what it found. Shared by the periodic and the on-demand light sweep.
+  LightSweepReport light_sweep();
+  void periodic_light_sweep();
   void schedule_light_sweep();
   void schedule_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
   void watch_transport();

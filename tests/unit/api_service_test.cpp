@@ -8,6 +8,8 @@
 // reflection.
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <google/protobuf/util/time_util.h>
 #include <grp.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -97,16 +99,82 @@ std::shared_ptr<const daemon::FabricState> make_state(std::string_view spec) {
   return s;
 }
 
+class FakeSim final : public daemon::SimControl {
+ public:
+  Result<void> set_link_state(Guid node, PortNum port, bool up) override {
+    std::lock_guard lock(mu);
+    if (node.value == 0xdead) return Error{Errc::kNotFound, "simulator: no node 0xdead"};
+    links.push_back({node, port, up});
+    return ok_result();
+  }
+  Result<void> set_switch_state(Guid node, bool up) override {
+    std::lock_guard lock(mu);
+    switches.push_back({node, up});
+    return ok_result();
+  }
+  daemon::SimCounters counters() const override { return {1234, 5, 6, 2}; }
+
+  // How many changes the fabric has seen, and the node of the last one.
+  std::pair<std::size_t, Guid> changes() const {
+    std::lock_guard lock(mu);
+    Guid last;
+    if (!links.empty()) last = links.back().node;
+    if (!switches.empty()) last = switches.back().first;
+    return {links.size() + switches.size(), last};
+  }
+
+  struct LinkCall {
+    Guid node;
+    PortNum port;
+    bool up;
+  };
+  mutable std::mutex mu;
+  std::vector<LinkCall> links;
+  std::vector<std::pair<Guid, bool>> switches;
+};
+
+// The SM side of the fake: heavy sweeps answer as configured; a light sweep
+// looks at the FakeSim's fabric and sees every change made since the last
+// sweep (whose traps, in this fake, never reach the SM), and then runs a
+// heavy sweep, like SubnetManager.
 class FakeSm final : public daemon::SmControl {
  public:
   std::future<daemon::SweepReply> trigger_sweep(std::string reason) override {
     std::lock_guard lock(mu);
-    sweeps.push_back(std::move(reason));
     std::promise<daemon::SweepReply> p;
-    if (!hold_sweeps)
-      p.set_value(daemon::SweepReply{sweep_ok, 8, sweep_ok ? "" : "sweep: timeout"});
+    if (hold_sweeps) {
+      sweeps.push_back(std::move(reason));
+    } else {
+      p.set_value(heavy_locked(std::move(reason)));
+    }
     held.push_back(std::move(p));
     return held.back().get_future();
+  }
+  std::future<Result<daemon::SweepReply>> trigger_light_sweep(std::string reason) override {
+    std::lock_guard lock(mu);
+    light_sweeps.push_back(reason);
+    std::promise<Result<daemon::SweepReply>> p;
+    if (!ready) {
+      p.set_value(
+          Error{Errc::kUnreachable, "no routing yet: the first heavy sweep has not finished"});
+      return p.get_future();
+    }
+    daemon::LightSweepReport l;
+    l.started_at = std::chrono::system_clock::now();
+    l.switches = switch_count;
+    l.answered = switch_count;
+    l.took = 850us;
+    const auto [changes, last] = sim != nullptr ? sim->changes() : std::pair<std::size_t, Guid>{};
+    if (changes == changes_seen) {
+      p.set_value(daemon::SweepReply{true, generation, "light sweep: no change", l});
+      return p.get_future();
+    }
+    l.changed = 1;
+    l.change = fmt::format("port state change on switch {:#018x}", last.value);
+    daemon::SweepReply r = heavy_locked("light sweep (" + reason + "): " + l.change);
+    r.light = std::move(l);
+    p.set_value(std::move(r));
+    return p.get_future();
   }
   std::future<Result<std::string>> verify_routing() override {
     std::promise<Result<std::string>> p;
@@ -130,37 +198,27 @@ class FakeSm final : public daemon::SmControl {
     std::string who;
   };
   std::mutex mu;
+  const FakeSim* sim = nullptr;    // the fabric light sweeps look at
+  std::uint32_t switch_count = 0;  // of that fabric
+  bool ready = true;               // false: as before the first heavy sweep
   bool sweep_ok = true;
-  bool hold_sweeps = false;  // never answer (deadline tests)
+  bool hold_sweeps = false;      // never answer (deadline tests)
+  std::uint64_t generation = 7;  // as published by the fixture
+  std::size_t changes_seen = 0;  // FakeSim changes the last heavy sweep saw
   std::vector<std::promise<daemon::SweepReply>> held;
-  std::vector<std::string> sweeps;
+  std::vector<std::string> sweeps;  // heavy sweeps' reasons
+  std::vector<std::string> light_sweeps;
   Result<std::string> verify_result = std::string("complete, loop-free, deadlock-free");
   std::vector<PortCall> port_calls;
-};
 
-class FakeSim final : public daemon::SimControl {
- public:
-  Result<void> set_link_state(Guid node, PortNum port, bool up) override {
-    std::lock_guard lock(mu);
-    if (node.value == 0xdead) return Error{Errc::kNotFound, "simulator: no node 0xdead"};
-    links.push_back({node, port, up});
-    return ok_result();
+ private:
+  // A heavy sweep sees the whole fabric and publishes (also when it fails).
+  daemon::SweepReply heavy_locked(std::string reason) {
+    sweeps.push_back(std::move(reason));
+    if (sim != nullptr) changes_seen = sim->changes().first;
+    ++generation;
+    return daemon::SweepReply{sweep_ok, generation, sweep_ok ? "" : "sweep: timeout", {}};
   }
-  Result<void> set_switch_state(Guid node, bool up) override {
-    std::lock_guard lock(mu);
-    switches.push_back({node, up});
-    return ok_result();
-  }
-  daemon::SimCounters counters() const override { return {1234, 5, 6, 2}; }
-
-  struct LinkCall {
-    Guid node;
-    PortNum port;
-    bool up;
-  };
-  mutable std::mutex mu;
-  std::vector<LinkCall> links;
-  std::vector<std::pair<Guid, bool>> switches;
 };
 
 // An in-memory "store" behind the EventLog: what the persist hook wrote,
@@ -201,6 +259,16 @@ void write_file(const std::filesystem::path& p, const std::string& text, mode_t 
   ::chmod(p.c_str(), mode);
 }
 
+// Runs TriggerSweep LIGHT over the unix socket.
+grpc::Status light_sweep(v1::SubnetManager::Stub& stub, bool wait, v1::TriggerSweepResponse* r) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  v1::TriggerSweepRequest req;
+  req.set_kind(v1::SWEEP_KIND_LIGHT);
+  req.set_wait(wait);
+  return stub.TriggerSweep(&ctx, req, r);
+}
+
 constexpr const char* kToken = "s3cr3t-t0ken-for-the-api-test";
 
 class Api : public ::testing::Test {
@@ -210,6 +278,8 @@ class Api : public ::testing::Test {
     state_ = make_state("fat-tree:levels=2,radix=8");
     ASSERT_NE(state_, nullptr);
     publisher_.publish(state_);
+    sm_.sim = &sim_;
+    sm_.switch_count = static_cast<std::uint32_t>(state_->topology->num_switches());
     log_ = std::make_unique<daemon::EventLog>(0, store_.hook(), store_.reader(), log_opts());
     cfg_.socket = (dir_ / "api.sock").string();
     cfg_.tcp = "127.0.0.1:0";
@@ -821,6 +891,15 @@ TEST_F(Api, FailedPreconditionBeforeTheFirstSweep) {
     EXPECT_NE(s.error_message().find("no sweep has finished yet"), std::string::npos);
   }
   {
+    // A light sweep has nothing to compare with: refused before the SM is asked.
+    v1::TriggerSweepResponse r;
+    auto s = light_sweep(*stub, /*wait=*/true, &r);
+    EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(s.error_message().find("no sweep has finished yet"), std::string::npos);
+    std::lock_guard lock(sm_.mu);
+    EXPECT_TRUE(sm_.light_sweeps.empty());
+  }
+  {
     grpc::ClientContext ctx;
     set_deadline(ctx);
     v1::TracePathRequest req;
@@ -1024,13 +1103,112 @@ TEST_F(Api, TriggerSweepOverUnixAndTcp) {
   v1::GetStatusResponse st;
   EXPECT_TRUE(tcp->GetStatus(&ctx, {}, &st).ok());
 
+  // A light sweep is mutating too.
   grpc::ClientContext light_ctx;
   set_deadline(light_ctx);
   v1::TriggerSweepRequest light;
   light.set_kind(v1::SWEEP_KIND_LIGHT);
+  light.set_wait(true);
   v1::TriggerSweepResponse r;
-  EXPECT_EQ(unix_stub()->TriggerSweep(&light_ctx, light, &r).error_code(),
-            StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(tcp->TriggerSweep(&light_ctx, light, &r).error_code(), StatusCode::PERMISSION_DENIED);
+  std::lock_guard lock(sm_.mu);
+  EXPECT_TRUE(sm_.light_sweeps.empty());
+}
+
+TEST_F(Api, LightSweepWithNoChangeAnswersWithoutAHeavySweep) {
+  start();
+  auto stub = unix_stub();
+  v1::TriggerSweepResponse r;
+  auto s = light_sweep(*stub, /*wait=*/true, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const v1::SweepSummary& sw = r.sweep();
+  EXPECT_EQ(sw.kind(), v1::SWEEP_KIND_LIGHT);
+  EXPECT_EQ(sw.outcome(), v1::SWEEP_OUTCOME_OK);
+  EXPECT_EQ(sw.message(), "light sweep: no change");
+  EXPECT_EQ(sw.switches(), 12u);
+  EXPECT_EQ(sw.nodes(), topo().num_nodes());  // as published
+  ASSERT_EQ(sw.phases_size(), 1);
+  EXPECT_EQ(sw.phases(0).name(), "light");
+  EXPECT_EQ(sw.phases(0).duration_us(), 850u);
+  EXPECT_EQ(google::protobuf::util::TimeUtil::TimestampToMicroseconds(sw.ended_at()) -
+                google::protobuf::util::TimeUtil::TimestampToMicroseconds(sw.started_at()),
+            850);
+  EXPECT_EQ(r.generation(), 7u) << "nothing was published";
+  std::lock_guard lock(sm_.mu);
+  ASSERT_EQ(sm_.light_sweeps.size(), 1u);
+  EXPECT_NE(sm_.light_sweeps[0].find("unix peer uid"), std::string::npos) << sm_.light_sweeps[0];
+  EXPECT_TRUE(sm_.sweeps.empty()) << "no heavy sweep ran";
+}
+
+TEST_F(Api, LightSweepRefusedByTheSmIsFailedPrecondition) {
+  // The snapshot has a fabric but the SM has no routing to compare with
+  // (the answer the SM gives before its first heavy sweep).
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.ready = false;
+  }
+  start();
+  auto stub = unix_stub();
+  v1::TriggerSweepResponse r;
+  auto s = light_sweep(*stub, /*wait=*/true, &r);
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("first heavy sweep has not finished"), std::string::npos)
+      << s.error_message();
+  std::lock_guard lock(sm_.mu);
+  EXPECT_EQ(sm_.light_sweeps.size(), 1u);
+  EXPECT_TRUE(sm_.sweeps.empty());
+}
+
+TEST_F(Api, LightSweepThatFindsAChangeAnswersWithTheHeavySweep) {
+  start();
+  auto stub = unix_stub();
+  // A cable pulled (SimulatorCalls covers the RPC that does this); the fake
+  // SM only learns of it by looking.
+  ASSERT_TRUE(sim_.set_link_state(guid("leaf3"), 5, false).ok());
+  v1::TriggerSweepResponse r;
+  auto s = light_sweep(*stub, /*wait=*/true, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(r.sweep().kind(), v1::SWEEP_KIND_HEAVY);
+  EXPECT_EQ(r.sweep().outcome(), v1::SWEEP_OUTCOME_OK);
+  EXPECT_EQ(r.sweep().message(),
+            fmt::format("started by a light sweep: port state change on switch {:#018x}",
+                        guid("leaf3").value));
+  EXPECT_EQ(r.sweep().switches(), 12u);
+  EXPECT_EQ(r.sweep().phases_size(), 5) << "the heavy sweep's phases";
+  EXPECT_EQ(r.generation(), 8u);
+  {
+    std::lock_guard lock(sm_.mu);
+    ASSERT_EQ(sm_.sweeps.size(), 1u);
+    EXPECT_EQ(sm_.sweeps[0].rfind("light sweep (TriggerSweep by unix peer uid", 0), 0u)
+        << sm_.sweeps[0];
+  }
+
+  // The heavy sweep saw the change: the next light sweep finds none.
+  r.Clear();
+  ASSERT_TRUE(light_sweep(*stub, /*wait=*/true, &r).ok());
+  EXPECT_EQ(r.sweep().kind(), v1::SWEEP_KIND_LIGHT);
+  EXPECT_EQ(r.generation(), 8u);
+
+  // A heavy sweep that fails after a light sweep's finding is a failed sweep.
+  ASSERT_TRUE(sim_.set_switch_state(guid("spine3"), false).ok());
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.sweep_ok = false;
+  }
+  r.Clear();
+  ASSERT_TRUE(light_sweep(*stub, /*wait=*/true, &r).ok());
+  EXPECT_EQ(r.sweep().kind(), v1::SWEEP_KIND_HEAVY);
+  EXPECT_EQ(r.sweep().outcome(), v1::SWEEP_OUTCOME_FAILED);
+  EXPECT_EQ(r.sweep().message(), "sweep: timeout");
+
+  // Without `wait`, the answer comes at once with the published generation.
+  r.Clear();
+  ASSERT_TRUE(light_sweep(*stub, /*wait=*/false, &r).ok());
+  EXPECT_FALSE(r.has_sweep());
+  EXPECT_EQ(r.generation(), 7u);
+  std::lock_guard lock(sm_.mu);
+  EXPECT_EQ(sm_.light_sweeps.size(), 4u);
+  EXPECT_EQ(sm_.sweeps.size(), 2u);
 }
 
 TEST_F(Api, TriggerSweepFailureAndDeadline) {
