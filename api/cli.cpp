@@ -189,6 +189,22 @@ std::string_view event_kind_word(v1::EventKind k) {
   }
 }
 
+std::string format_sweep(const v1::TriggerSweepResponse& r) {
+  const v1::SweepSummary& sw = r.sweep();
+  std::uint64_t total = 0;
+  for (const auto& p : sw.phases()) total += p.duration_us();
+  const auto generation = static_cast<unsigned long long>(r.generation());
+  if (sw.kind() == v1::SWEEP_KIND_LIGHT) {
+    return fmt::format("light sweep OK: no change; {} switches answered in {}; generation {}\n",
+                       sw.switches(), format_duration_us(total), generation);
+  }
+  std::string out = sw.message().empty() ? std::string{} : sw.message() + "\n";
+  out += fmt::format("sweep OK: {} nodes ({} switches, {} CAs), {} LIDs, {}; generation {}\n",
+                     sw.nodes(), sw.switches(), sw.cas(), sw.lids(), format_duration_us(total),
+                     generation);
+  return out;
+}
+
 Table::Table(std::vector<std::string> headers, std::vector<bool> right_aligned)
     : headers_(std::move(headers)), right_(std::move(right_aligned)) {
   right_.resize(headers_.size(), false);

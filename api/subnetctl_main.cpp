@@ -1,7 +1,7 @@
 // subnetctl: subnetd's command-line client (gRPC subnet.v1).
 //
 //   subnetctl status | nodes | node X | links | lft SWITCH | trace SRC DST
-//   subnetctl events [--follow] [--from ID] | sweep | verify
+//   subnetctl events [--follow] [--from ID] | sweep [--light] | verify
 //   subnetctl port disable|enable NODE PORT
 //   subnetctl sim link-down|link-up NODE PORT | sim switch-down|switch-up NODE | sim stats
 //
@@ -489,29 +489,22 @@ Outcome cmd_events(Client& c, bool follow, std::int64_t from, std::int64_t last)
   return std::nullopt;
 }
 
-Outcome cmd_sweep(Client& c, bool no_wait) {
+Outcome cmd_sweep(Client& c, bool no_wait, bool light) {
   v1::TriggerSweepRequest req;
-  req.set_kind(v1::SWEEP_KIND_HEAVY);
+  req.set_kind(light ? v1::SWEEP_KIND_LIGHT : v1::SWEEP_KIND_HEAVY);
   req.set_wait(!no_wait);
   v1::TriggerSweepResponse r;
   auto ctx = c.ctx(/*mutating=*/true);
   if (auto s = c.sm().TriggerSweep(ctx.get(), req, &r); !s.ok()) return c.fail(s);
+  const bool ok = no_wait || r.sweep().outcome() == v1::SWEEP_OUTCOME_OK;
   if (c.opts().json) {
     print_json(r);
   } else if (no_wait) {
-    std::printf("sweep queued\n");
-  } else {
-    const auto& sw = r.sweep();
-    std::uint64_t total = 0;
-    for (const auto& p : sw.phases()) total += p.duration_us();
-    if (sw.outcome() == v1::SWEEP_OUTCOME_OK) {
-      std::printf("sweep OK: %u nodes (%u switches, %u CAs), %u LIDs, %s; generation %llu\n",
-                  sw.nodes(), sw.switches(), sw.cas(), sw.lids(),
-                  cli::format_duration_us(total).c_str(),
-                  static_cast<unsigned long long>(r.generation()));
-    }
+    std::printf("%s queued\n", light ? "light sweep" : "sweep");
+  } else if (ok) {
+    std::fputs(cli::format_sweep(r).c_str(), stdout);
   }
-  if (!no_wait && r.sweep().outcome() != v1::SWEEP_OUTCOME_OK) {
+  if (!ok) {
     return Failure{cli::kExitRpcError, fmt::format("sweep failed: {}", r.sweep().message())};
   }
   return std::nullopt;
@@ -685,10 +678,13 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   events->callback(run([&] { return cmd_events(client, follow, from, last); }));
 
-  bool no_wait = false;
-  auto* sweep = app.add_subcommand("sweep", "run a heavy sweep now (mutating)");
+  bool no_wait = false, light = false;
+  auto* sweep = app.add_subcommand("sweep", "run a heavy sweep now, or a light one (mutating)");
   sweep->add_flag("--no-wait", no_wait, "return once the sweep is queued");
-  sweep->callback(run([&] { return cmd_sweep(client, no_wait); }));
+  sweep->add_flag("--light", light,
+                  "read every switch's SwitchInfo; sweep heavily only if a port changed or a "
+                  "switch is silent");
+  sweep->callback(run([&] { return cmd_sweep(client, no_wait, light); }));
 
   app.add_subcommand("verify", "re-verify the programmed tables")->callback(run([&] {
     return cmd_verify(client);

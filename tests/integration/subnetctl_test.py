@@ -100,6 +100,19 @@ def main():
     out = ctl.ok("sweep")
     check(out.startswith("sweep OK"), f"sweep: {out.strip()}")
 
+    # A light sweep of the quiet fabric: every switch answers, nothing
+    # changed, so no heavy sweep runs and nothing is published.
+    generation = int(ctl.json("status").get("generation", "0"))
+    out = ctl.ok("sweep", "--light")
+    print(out)
+    check(out.startswith(f"light sweep OK: no change; {switches} switches answered in "),
+          f"sweep --light: {out.strip()}")
+    check(out.rstrip().endswith(f"; generation {generation}"),
+          f"sweep --light publishes nothing (generation {generation}): {out.strip()}")
+    lj = ctl.json("sweep", "--light")
+    check(lj.get("sweep", {}).get("kind") == "SWEEP_KIND_LIGHT", f"sweep --light --json: {lj}")
+    check(int(lj.get("generation", "0")) == generation, "sweep --light --json generation")
+
     # Exit codes.
     code, _, err = ctl.run("node", "no-such-node")
     check(code == 3, f"unknown node: exit {code} (want 3): {err.strip()}")
@@ -118,7 +131,9 @@ def main():
 
     # Pull a switch-to-switch cable through the simulator (not the SM's own
     # CA link, which would cut the SM off) and watch the event log report it.
-    last = ctl.json("status").get("last_event_id", "0")
+    status = ctl.json("status")
+    last = status.get("last_event_id", "0")
+    sweeps_at_cut = int(status.get("sweeps", "0"))
     isl = [l for l in links.get("links", [])
            if l["a"].get("node_type") == "NODE_TYPE_SWITCH"
            and l["b"].get("node_type") == "NODE_TYPE_SWITCH"]
@@ -134,6 +149,32 @@ def main():
         if not seen:
             time.sleep(0.5)
     check(seen, "a link_down event after sim link-down")
+
+    # The fast path repaired routing but leaves PortStateChange set on both
+    # ends of the cable until the re-balancing heavy sweep (2 s after the
+    # repair): a light sweep now finds it and runs that heavy sweep at once.
+    # Only if the re-balancing sweep got there first does it find nothing.
+    generation = int(ctl.json("status").get("generation", "0"))
+    lj = ctl.json("sweep", "--light")
+    sw = lj.get("sweep", {})
+    st = ctl.json("status")
+    if sw.get("kind") == "SWEEP_KIND_HEAVY":
+        print(f"sweep --light after the cut: {sw.get('message')}")
+        check(sw.get("outcome") == "SWEEP_OUTCOME_OK", f"the light sweep's heavy sweep: {sw}")
+        check(sw.get("message", "").startswith("started by a light sweep: "),
+              f"the heavy summary says what the light sweep found: {sw}")
+        check(int(lj.get("generation", "0")) > generation, "the heavy sweep published")
+        check(int(st.get("sweeps", "0")) > sweeps_at_cut, "the heavy sweep is counted")
+    else:
+        print("sweep --light after the cut: the re-balancing sweep came first")
+        check(sw.get("kind") == "SWEEP_KIND_LIGHT", f"sweep --light --json: {lj}")
+        check(int(st.get("sweeps", "0")) > sweeps_at_cut,
+              "no change found only because a heavy sweep had already seen the cut")
+    now_links = ctl.json("links").get("links", [])
+    check(not any((l["a"].get("node_name"), l["a"].get("port")) == (cut_node, int(cut_port))
+                  or (l["b"].get("node_name"), l["b"].get("port")) == (cut_node, int(cut_port))
+                  for l in now_links),
+          f"the swept links no longer have {cut_node}[{cut_port}]")
     ctl.ok("sim", "link-up", cut_node, cut_port)
     stats = ctl.json("sim", "stats")
     check(int(stats.get("smps_handled", "0")) > 0, "sim stats count SMPs")

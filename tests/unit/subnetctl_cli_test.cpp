@@ -75,6 +75,37 @@ TEST(SubnetctlCli, Formatting) {
   EXPECT_EQ(speed_word(v1::LINK_SPEED_HDR), "HDR");
 }
 
+TEST(SubnetctlCli, SweepLines) {
+  v1::TriggerSweepResponse heavy;
+  heavy.set_generation(8);
+  v1::SweepSummary* sw = heavy.mutable_sweep();
+  sw->set_kind(v1::SWEEP_KIND_HEAVY);
+  sw->set_outcome(v1::SWEEP_OUTCOME_OK);
+  sw->set_nodes(20);
+  sw->set_switches(12);
+  sw->set_cas(8);
+  sw->set_lids(20);
+  for (std::uint64_t us : {1000, 500, 1200, 300, 100}) sw->add_phases()->set_duration_us(us);
+  EXPECT_EQ(format_sweep(heavy),
+            "sweep OK: 20 nodes (12 switches, 8 CAs), 20 LIDs, 3.1 ms; generation 8\n");
+  // Started by a light sweep: what it found comes first.
+  sw->set_message("started by a light sweep: port state change on switch \"leaf3\"");
+  EXPECT_EQ(format_sweep(heavy),
+            "started by a light sweep: port state change on switch \"leaf3\"\n"
+            "sweep OK: 20 nodes (12 switches, 8 CAs), 20 LIDs, 3.1 ms; generation 8\n");
+
+  v1::TriggerSweepResponse light;
+  light.set_generation(7);
+  sw = light.mutable_sweep();
+  sw->set_kind(v1::SWEEP_KIND_LIGHT);
+  sw->set_outcome(v1::SWEEP_OUTCOME_OK);
+  sw->set_switches(12);
+  sw->set_message("light sweep: no change");
+  sw->add_phases()->set_duration_us(850);
+  EXPECT_EQ(format_sweep(light),
+            "light sweep OK: no change; 12 switches answered in 850 us; generation 7\n");
+}
+
 TEST(SubnetctlCli, TableAlignsColumns) {
   Table t({"GUID", "LID", "NAME"}, {false, true, false});
   t.add({"0x1", "7", "leaf0"});
