@@ -28,7 +28,6 @@ Writes OUTDIR/results.json and prints a Markdown table. Run it on a quiet
 machine: both SMs and ibsim share the CPUs with whatever else runs.
 """
 import argparse
-import atexit
 import datetime
 import importlib.util
 import json
@@ -42,35 +41,19 @@ import sys
 import tempfile
 import time
 
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+# tests/ibsim_helpers.py, found from this file's place whatever the working
+# directory.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ibsim_helpers import (Ibsim, netfile as make_netfile, preload_env, track,  # noqa: E402
+                           write_subnetd_config)
+
 DEFAULT_HARNESS = "/work/shared/tools/opensm/run_opensm.py"
 DEFAULT_FABRICS = ["fat-tree:levels=2,radix=36", "fat-tree:levels=3,k=16", "fat-tree:levels=3,k=24"]
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) ")
 
 
-CHILDREN = []  # every process started here, so none outlives the script
-
-
-def kill_children():
-    for p in CHILDREN:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
-atexit.register(kill_children)
-
-
 def log(msg):
     print(msg, flush=True)
-
-
-def sock_ready(name):
-    try:
-        with open("/proc/net/unix") as f:
-            return ("@%s:ctl" % name) in f.read()
-    except OSError:
-        return False
 
 
 def vm_hwm_kb(pid):
@@ -103,66 +86,16 @@ def pick_link(netfile, harness):
     return (l[0], l[1]) if l else None
 
 
-class Ibsim:
-    def __init__(self, netfile, sizing, workdir, sock):
-        self.netfile, self.sizing, self.workdir, self.sock = netfile, sizing, workdir, sock
-        self.proc = None
-
-    def start(self, timeout=300):
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock)
-        env.pop("LD_PRELOAD", None)
-        self.proc = subprocess.Popen(["ibsim", "-s"] + self.sizing + [self.netfile],
-                                     stdin=subprocess.PIPE,
-                                     stdout=open(os.path.join(self.workdir, "ibsim.out"), "w"),
-                                     stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
-        CHILDREN.append(self.proc)
-        t0 = time.time()
-        while not sock_ready(self.sock):
-            if self.proc.poll() is not None:
-                raise RuntimeError("ibsim exited (rc %s), see %s/ibsim.out"
-                                   % (self.proc.returncode, self.workdir))
-            if time.time() - t0 > timeout:
-                raise RuntimeError("ibsim not ready after %s s" % timeout)
-            time.sleep(0.02)
-
-    def console(self, line):
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            try:
-                self.console("quit")
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-
-
-def preload_env(sock):
-    return dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM)
-
-
-def write_config(path, run, engine, sockdir):
-    with open(path, "w") as f:
-        f.write("fabric:\n  transport: umad\n"
-                "routing:\n  engine: %s\n"
-                "sweep:\n  interval: 0\n"
-                "store:\n  path: %s\n"
-                "api:\n  socket: %s\n"
-                % (engine, os.path.join(run, "subnetd.db"), os.path.join(sockdir, "api.sock")))
-
-
 def subnetd_once(args, netfile, sizing, run, sockdir):
     """One `subnetd --once` on a fresh ibsim: wall time, phases, RSS."""
     os.makedirs(run, exist_ok=True)
     sock = "sbs%d%s" % (os.getpid(), os.path.basename(run)[:12])
     ib = Ibsim(netfile, sizing, run, sock)
-    ib.start()
+    ib.start(timeout=300)
     try:
         cfg = os.path.join(run, "once.yaml")
-        write_config(cfg, run, args.engine, sockdir)
+        write_subnetd_config(cfg, args.engine, os.path.join(run, "subnetd.db"),
+                             os.path.join(sockdir, "api.sock"))
         t0 = time.time()
         p = subprocess.run([args.subnetd, "--config", cfg, "--once"], env=preload_env(sock),
                            capture_output=True, text=True, timeout=1800)
@@ -245,16 +178,16 @@ def subnetd_daemon(args, netfile, sizing, run, sockdir, link):
     os.makedirs(run, exist_ok=True)
     sock = "sbd%d%s" % (os.getpid(), os.path.basename(run)[:12])
     ib = Ibsim(netfile, sizing, run, sock)
-    ib.start()
+    ib.start(timeout=300)
     proc = None
     try:
         cfg = os.path.join(run, "daemon.yaml")
-        write_config(cfg, run, args.engine, sockdir)
+        write_subnetd_config(cfg, args.engine, os.path.join(run, "subnetd.db"),
+                             os.path.join(sockdir, "api.sock"))
         logpath = os.path.join(run, "daemon.log")
         t0 = time.time()
-        proc = subprocess.Popen([args.subnetd, "--config", cfg], env=preload_env(sock),
-                                stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
-        CHILDREN.append(proc)
+        proc = track(subprocess.Popen([args.subnetd, "--config", cfg], env=preload_env(sock),
+                                      stdout=open(logpath, "w"), stderr=subprocess.STDOUT))
         dlog = DaemonLog(logpath)
         up = wait_settled(dlog, proc, t0, args.quiet, 1800)
         if not up:
@@ -357,15 +290,14 @@ def main():
         tag = re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-")
         fdir = os.path.join(outdir, tag)
         os.makedirs(fdir, exist_ok=True)
-        netfile = os.path.join(fdir, tag + ".net")
-        p = subprocess.run([args.netfile_tool, spec, netfile], capture_output=True, text=True)
-        if p.returncode != 0:
-            print("%s: %s" % (spec, p.stderr.strip()))
+        try:
+            netfile, sizing, summary = make_netfile(args.netfile_tool, spec, os.path.join(fdir, tag + ".net"))
+        except RuntimeError as e:
+            print(e)
             return 1
-        sizing = p.stdout.splitlines()[0].split()
-        cas = int(re.search(r"cas (\d+)", p.stdout).group(1))
+        cas = int(re.search(r"cas (\d+)", summary).group(1))
         link = pick_link(netfile, load_harness(args.opensm_harness))
-        log("== %s: %s; ibsim %s; Unlink %s" % (spec, p.stdout.splitlines()[1], " ".join(sizing), link))
+        log("== %s: %s; ibsim %s; Unlink %s" % (spec, summary, " ".join(sizing), link))
         row = {"fabric": spec, "cas": cas, "unlink": link, "runs": {}}
         try:
             row["runs"]["subnetd --once"] = subnetd_once(args, netfile, sizing, os.path.join(fdir, "once"), sockdir)

@@ -3,8 +3,9 @@
 
   reroute_ibsim.py NETFILE ENGINE CYCLES --bin BUILD/bin [--link NAME --port P]
 
-Starts ibsim on NETFILE (own socket name, console on a pipe we hold), then the
-long-running daemon `subnetd --config F` (umad transport under umad2sim,
+Starts ibsim on NETFILE (an ibnetdiscover net file, or a generator spec that
+interop_netfile writes as one; own socket name, console on a pipe we hold),
+then the long-running daemon `subnetd --config F` (umad transport under umad2sim,
 engine ENGINE, no periodic sweeps), waits for its first "subnet up", and
 CYCLES times: `Unlink "NAME"[P]` through the ibsim console, waits for the
 daemon's "reroute:" log line and reads its own figures (trap received -> last
@@ -23,7 +24,11 @@ import sys
 import tempfile
 import time
 
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+# tests/ibsim_helpers.py, found from this file's place whatever the working
+# directory.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ibsim_helpers import (Ibsim, netfile as make_netfile, preload_env, track,  # noqa: E402
+                           write_subnetd_config)
 
 
 def main():
@@ -35,25 +40,20 @@ def main():
     ap.add_argument("--link", default="agg-p8-0")
     ap.add_argument("--port", type=int, default=5)
     args = ap.parse_args()
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
-    import interop  # Ibsim: ibsim with its console on a pipe
 
     work = tempfile.mkdtemp(prefix="reroute-ibsim-")
-    p = subprocess.run([os.path.join(args.bin, "interop_netfile"), "--sizing", args.netfile],
-                       capture_output=True, text=True, check=True)
+    netfile, sizing, _ = make_netfile(os.path.join(args.bin, "interop_netfile"), args.netfile,
+                                      os.path.join(work, "fabric.net"))
     sock = "rri%d" % os.getpid()
-    ib = interop.Ibsim(args.netfile, p.stdout.splitlines()[0].split(), work, sock)
+    ib = Ibsim(netfile, sizing, work, sock)
     ib.start()
     cfg = os.path.join(work, "subnetd.yaml")
-    with open(cfg, "w") as f:
-        f.write("fabric:\n  transport: umad\nrouting:\n  engine: %s\n  threads: 2\n"
-                "sweep:\n  interval: 0\nstore:\n  path: %s\napi:\n  socket: %s\n"
-                "log:\n  level: info\n"
-                % (args.engine, os.path.join(work, "subnetd.db"), os.path.join(work, "api.sock")))
+    write_subnetd_config(cfg, args.engine, os.path.join(work, "subnetd.db"),
+                         os.path.join(work, "api.sock"), threads=2, log_level="info")
     logf = os.path.join(work, "daemon.log")
-    env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM)
-    d = subprocess.Popen([os.path.join(args.bin, "subnetd"), "--config", cfg], env=env,
-                         stdout=open(logf, "w"), stderr=subprocess.STDOUT)
+    d = track(subprocess.Popen([os.path.join(args.bin, "subnetd"), "--config", cfg],
+                               env=preload_env(sock), stdout=open(logf, "w"),
+                               stderr=subprocess.STDOUT))
 
     def lines():
         with open(logf) as f:

@@ -40,7 +40,6 @@ Exit 0 when every check passed; 1 with the failures listed; 77 when a
 required tool is missing.
 """
 import argparse
-import atexit
 import base64
 import json
 import os
@@ -54,28 +53,16 @@ import sys
 import tempfile
 import time
 
-UMAD2SIM_CANDIDATES = [
-    "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
-    "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so",
-    "/usr/lib64/umad2sim/libumad2sim.so",
-    "/usr/lib/umad2sim/libumad2sim.so",
-]
+# tests/ibsim_helpers.py, found from this file's place whatever the working
+# directory (ctest runs this from the build tree).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ibsim_helpers import (Ibsim, find_umad2sim, netfile as make_netfile,  # noqa: E402
+                           preload_env, track, write_subnetd_config)
+
 TOOLS = ["ibsim", "ibnetdiscover", "ibroute", "ibtracert", "smpquery", "sminfo", "ibdmchk"]
 IS_SM = 0x2
 
 # ------------------------------------------------------------------ utilities
-
-CHILDREN = []  # every process started here, so none outlives the driver
-
-
-def kill_children():
-    for p in CHILDREN:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
-atexit.register(kill_children)
 
 
 class Failures:
@@ -91,57 +78,9 @@ def log(msg):
     print(msg, flush=True)
 
 
-def sock_ready(name):
-    try:
-        with open("/proc/net/unix") as f:
-            return ("@%s:ctl" % name) in f.read()
-    except OSError:
-        return False
-
-
-class Ibsim:
-    """One ibsim process with its console on a pipe we hold open."""
-
-    def __init__(self, netfile, sizing, workdir, sock):
-        self.netfile, self.sizing, self.workdir, self.sock = netfile, sizing, workdir, sock
-        self.proc = None
-
-    def start(self, timeout=60):
-        cmd = ["ibsim", "-s"] + self.sizing + [os.path.abspath(self.netfile)]
-        self.out = open(os.path.join(self.workdir, "ibsim.out"), "w")
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock)
-        env.pop("LD_PRELOAD", None)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=self.out,
-                                     stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
-        CHILDREN.append(self.proc)
-        t0 = time.time()
-        while not sock_ready(self.sock):
-            if self.proc.poll() is not None:
-                raise RuntimeError("ibsim exited (rc %s), see %s/ibsim.out"
-                                   % (self.proc.returncode, self.workdir))
-            if time.time() - t0 > timeout:
-                raise RuntimeError("ibsim not ready after %ss" % timeout)
-            time.sleep(0.02)
-
-    def console(self, line):
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
-
-    def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            self.console("quit")
-            self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-
-
 class Env:
     def __init__(self, sock, umad2sim):
-        self.env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=umad2sim)
+        self.env = preload_env(sock, umad2sim)
 
     def run(self, args, timeout=120, cwd=None):
         try:
@@ -468,9 +407,8 @@ class Child:
 
     def __init__(self, args, env, logpath):
         self.log = open(logpath, "w")
-        self.proc = subprocess.Popen(args, env=env.env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log)
-        CHILDREN.append(self.proc)
+        self.proc = track(subprocess.Popen(args, env=env.env, stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=self.log))
         self.lines, self.pending, self.eof = [], b"", False
         self.seen = 0  # lines already offered to wait_line
 
@@ -753,7 +691,7 @@ def main():
     args = ap.parse_args()
 
     missing = [t for t in TOOLS if shutil.which(t) is None]
-    umad2sim = next((p for p in UMAD2SIM_CANDIDATES if os.path.exists(p)), None)
+    umad2sim = find_umad2sim()
     if missing or not umad2sim:
         print("SKIP: missing %s" % ", ".join(missing + ([] if umad2sim else ["libumad2sim.so"])))
         return 77
@@ -762,17 +700,12 @@ def main():
     work = os.path.abspath(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    if os.path.exists(spec):
-        netfile = os.path.abspath(spec)
-        p = subprocess.run([args.netfile_tool, "--sizing", netfile], capture_output=True, text=True)
-    else:
-        netfile = os.path.join(work, name + ".net")
-        p = subprocess.run([args.netfile_tool, spec, netfile], capture_output=True, text=True)
-    if p.returncode != 0:
-        print("FAIL %s: net file: %s" % (name, p.stderr.strip()))
+    try:
+        netfile, sizing, summary = make_netfile(args.netfile_tool, spec, os.path.join(work, name + ".net"))
+    except RuntimeError as e:
+        print("FAIL %s: %s" % (name, e))
         return 1
-    sizing = p.stdout.splitlines()[0].split()
-    log("%s: %s (%s), ibsim %s" % (name, spec, p.stdout.splitlines()[1], " ".join(sizing)))
+    log("%s: %s (%s), ibsim %s" % (name, spec, summary, " ".join(sizing)))
 
     fails = Failures()
     first = True
@@ -787,12 +720,8 @@ def main():
         try:
             ib.start()
             cfg = os.path.join(run, "subnetd.yaml")
-            with open(cfg, "w") as f:
-                # The API socket lives in a short /tmp directory: unix socket
-                # paths are limited to 108 bytes, build trees are not.
-                f.write("fabric:\n  transport: umad\nrouting:\n  engine: %s\n  threads: 2\n"
-                        "sweep:\n  interval: 0\nstore:\n  path: %s\napi:\n  socket: %s\n"
-                        % (engine, os.path.join(run, "subnetd.db"), os.path.join(sockdir, "api.sock")))
+            write_subnetd_config(cfg, engine, os.path.join(run, "subnetd.db"),
+                                 os.path.join(sockdir, "api.sock"), threads=2)
             dump = os.path.join(run, "dump")
             t0 = time.time()
             rc, out, err = env.run([args.subnetd, "--config", cfg, "--once", "--dump-dir", dump], timeout=300)
