@@ -19,15 +19,13 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "discovery/topo/generators.hpp"
 #include "discovery/topo/netfile.hpp"
 #include "routing/engine.hpp"
@@ -39,36 +37,7 @@ namespace {
 
 using namespace subnetd;
 using namespace subnetd::routing;
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double peak_rss_mib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-// Starts a new high-water mark at the current RSS (Linux >= 4.0).
-void reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-}
-
-std::vector<std::string> split_list(std::string_view text) {
-  std::vector<std::string> out;
-  for (std::size_t at = 0; at <= text.size();) {
-    const auto comma = std::min(text.find(',', at), text.size());
-    if (comma > at) out.emplace_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
+using namespace subnetd::bench;
 
 Result<Topology> load(const std::string& fabric) {
   const auto colon = fabric.find(':');
@@ -77,26 +46,6 @@ Result<Topology> load(const std::string& fabric) {
     return discovery::topo::generate(fabric);
   }
   return discovery::topo::read_netfile(fabric);
-}
-
-// Removes `percent` % of the switch-to-switch links; returns how many.
-std::size_t cut_links(Topology& topo, double percent, std::uint64_t seed) {
-  std::vector<PortRef> links;
-  for (NodeId sw : topo.switches()) {
-    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
-      const Port& port = topo.port(sw, static_cast<PortNum>(p));
-      const PortRef here{sw, static_cast<PortNum>(p)};
-      if (port.connected() && topo.node(port.remote_node).type == NodeType::kSwitch &&
-          here < PortRef{port.remote_node, port.remote_port}) {
-        links.push_back(here);
-      }
-    }
-  }
-  std::mt19937_64 rng(seed);
-  std::shuffle(links.begin(), links.end(), rng);
-  const auto cut = static_cast<std::size_t>(static_cast<double>(links.size()) * percent / 100.0);
-  for (std::size_t i = 0; i < cut; ++i) topo.disconnect(links[i]);
-  return cut;
 }
 
 int lid_bits_for(const Topology& topo, int requested) {
@@ -126,7 +75,7 @@ RunFigures run(std::string_view engine_name, const Topology& topo, const LidMap&
   }
   const auto t0 = Clock::now();
   auto routes = (*engine)->compute(topo, lids, {}, pool, {});
-  f.route_s = since(t0);
+  f.route_s = seconds_since(t0);
   if (!routes.ok()) {
     f.verdict = fmt::format("route failed: {}: {}", errc_name(routes.error().code),
                             routes.error().message.substr(0, 300));
@@ -139,7 +88,7 @@ RunFigures run(std::string_view engine_name, const Topology& topo, const LidMap&
   if (do_verify) {
     const auto t1 = Clock::now();
     auto v = verify(topo, lids, *routes, pool, {});
-    f.verify_s = since(t1);
+    f.verify_s = seconds_since(t1);
     f.verified = v.ok();
     f.verdict =
         v.ok() ? "ok"
@@ -155,14 +104,14 @@ void print_ftree_phases(const Topology& topo, const LidMap& lids, WorkerPool& po
   const auto t0 = Clock::now();
   auto g = SwitchGraph::build(topo, lids);
   if (!g.ok()) return;
-  const double t_graph = since(t0);
+  const double t_graph = seconds_since(t0);
   const auto t1 = Clock::now();
   FatTreeShape shape = fat_tree_shape(topo, *g);
-  const double t_shape = since(t1);
+  const double t_shape = seconds_since(t1);
   const auto t2 = Clock::now();
   FtreeTables tables;
   auto layout = ftree_layout(topo, *g, shape, pool, {}, tables);
-  const double t_layout = since(t2);
+  const double t_layout = seconds_since(t2);
   if (!layout.ok()) return;
   fmt::print(
       "  ftree phases: graph {:.3f} s, shape {:.3f} s ({} levels), hop tables {:.3f} s ({}, {} "
@@ -204,37 +153,34 @@ int main(int argc, char** argv) {
   bool do_verify = true;
   bool phases = false;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string key = eq == std::string::npos ? "" : arg.substr(0, eq);
-    const std::string val = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    try {
-      if (arg == "curve") {
+    const auto [key, val] = split_arg(argv[i]);
+    bool ok = true;
+    if (key.empty()) {
+      if (val == "curve") {
         curve = true;
-      } else if (key == "threads") {
-        threads = static_cast<unsigned>(std::stoul(val));
-      } else if (key == "lid_bits") {
-        lid_bits = std::stoi(val);
-      } else if (key == "engines") {
-        engines = split_list(val);
-      } else if (key == "cuts") {
-        cuts = split_list(val);
-      } else if (key == "ks") {
-        ks = split_list(val);
-      } else if (key == "seed") {
-        seed = std::stoull(val);
-      } else if (key == "verify") {
-        do_verify = val != "0";
-      } else if (key == "phases") {
-        phases = val != "0";
-      } else if (key.empty() || arg.find(':') < eq) {
-        fabric = arg;
       } else {
-        return usage(argv[0]);
+        fabric = val;
       }
-    } catch (const std::exception&) {
-      return usage(argv[0]);
+    } else if (key == "threads") {
+      ok = parse_value(val, threads);
+    } else if (key == "lid_bits") {
+      ok = parse_value(val, lid_bits);
+    } else if (key == "engines") {
+      engines = split_list(val);
+    } else if (key == "cuts") {
+      cuts = split_list(val);
+    } else if (key == "ks") {
+      ks = split_list(val);
+    } else if (key == "seed") {
+      ok = parse_value(val, seed);
+    } else if (key == "verify") {
+      ok = parse_value(val, do_verify);
+    } else if (key == "phases") {
+      ok = parse_value(val, phases);
+    } else {
+      ok = false;
     }
+    if (!ok) return usage(argv[0]);
   }
   if (lid_bits != 0 && !LidSpace::from_bits(lid_bits)) return usage(argv[0]);
   WorkerPool pool(threads);
@@ -277,14 +223,10 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}: {}\n", fabric, topo.error().message);
       return 1;
     }
-    const double t_load = since(t0);
+    const double t_load = seconds_since(t0);
     double percent = 0;
-    try {
-      percent = std::stod(cut);
-    } catch (const std::exception&) {
-      return usage(argv[0]);
-    }
-    const std::size_t removed = percent > 0 ? cut_links(*topo, percent, seed) : 0;
+    if (!parse_value(cut, percent)) return usage(argv[0]);
+    const std::size_t removed = percent > 0 ? cut_switch_links(*topo, percent, seed) : 0;
     LidAssignOptions lopts;
     lopts.space = LidSpace{lid_bits_for(*topo, lid_bits)};
     const auto t1 = Clock::now();
@@ -297,7 +239,7 @@ int main(int argc, char** argv) {
         "{}: {} switches, {} CAs, {} LIDs ({}-bit), {} links, {} switch links removed ({}% , "
         "seed {}); load {:.3f} s, LIDs {:.3f} s, {} threads\n",
         fabric, topo->num_switches(), topo->num_cas(), lids->lids_used, lopts.space.bits,
-        topo->num_links(), removed, cut, seed, t_load, since(t1), threads);
+        topo->num_links(), removed, cut, seed, t_load, seconds_since(t1), threads);
     for (const std::string& e : engines) {
       const RunFigures f = run(e, *topo, lids->map, pool, do_verify);
       print_run(f.engine.empty() || f.engine == e ? e : e + "->" + f.engine, f);

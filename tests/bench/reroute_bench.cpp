@@ -30,14 +30,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <random>
-#include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "daemon/fast_path.hpp"
 #include "discovery/programmer.hpp"
 #include "discovery/sim/sim_fabric.hpp"
@@ -49,30 +46,12 @@
 namespace {
 
 using namespace subnetd;
+using namespace subnetd::bench;
 using routing::FailedLink;
-using Clock = std::chrono::steady_clock;
 namespace mad = discovery::mad;
 
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 double ms(std::chrono::nanoseconds d) {
   return std::chrono::duration<double, std::milli>(d).count();
-}
-
-double peak_rss_mib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-int fail(std::string_view what, const Error& e) {
-  std::fprintf(stderr, "%.*s: %s: %s\n", static_cast<int>(what.size()), what.data(),
-               errc_name(e.code), e.message.c_str());
-  return 1;
 }
 
 struct Args {
@@ -329,33 +308,31 @@ class Bench {
 int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    // A generator spec ("family:key=value,...") has a ':' before any '='.
-    const auto colon = arg.find(':');
-    const bool spec = colon != std::string::npos && (eq == std::string::npos || colon < eq);
-    const std::string key = spec || eq == std::string::npos ? "" : arg.substr(0, eq);
-    const std::string val = eq == std::string::npos ? arg : arg.substr(eq + 1);
+    const auto [key, val] = split_arg(argv[i]);
+    bool ok = true;
     if (key.empty()) {
-      a.spec = arg;
+      a.spec = val;
     } else if (key == "engine") {
       a.engine = val;
     } else if (key == "lid_bits") {
-      a.lid_bits = std::atoi(val.c_str());
+      ok = parse_value(val, a.lid_bits);
     } else if (key == "failures") {
-      a.failures = std::atoi(val.c_str());
+      ok = parse_value(val, a.failures);
     } else if (key == "accumulate") {
-      a.accumulate = std::atof(val.c_str());
+      ok = parse_value(val, a.accumulate);
     } else if (key == "switches") {
-      a.switch_failures = std::atoi(val.c_str());
+      ok = parse_value(val, a.switch_failures);
     } else if (key == "seed") {
-      a.seed = std::strtoull(val.c_str(), nullptr, 10);
+      ok = parse_value(val, a.seed);
     } else if (key == "latency") {
-      a.latency = val == "1";
+      ok = parse_value(val, a.latency);
     } else if (key == "threads") {
-      a.threads = static_cast<unsigned>(std::atoi(val.c_str()));
+      ok = parse_value(val, a.threads);
     } else {
-      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "bad argument %s\n", argv[i]);
       return 2;
     }
   }
@@ -380,7 +357,8 @@ int main(int argc, char** argv) {
   if (!assigned.ok()) return fail("LIDs", assigned.error());
   const routing::LidMap& lids = assigned->map;
   std::printf("fabric: %zu switches, %zu CAs, %zu links, max LID %u; generate + LIDs %.2f s\n",
-              topo.num_switches(), topo.num_cas(), topo.num_links(), lids.max_lid.value, since(t0));
+              topo.num_switches(), topo.num_cas(), topo.num_links(), lids.max_lid.value,
+              seconds_since(t0));
 
   routing::WorkerPool pool(a.threads);
   t0 = Clock::now();
@@ -389,7 +367,7 @@ int main(int argc, char** argv) {
   auto computed = (*engine)->compute(topo, lids, {}, pool, {});
   if (!computed.ok()) return fail("route", computed.error());
   const auto routes = std::make_shared<const routing::Routes>(std::move(computed).value());
-  std::printf("routes: engine %s in %.2f s\n", routes->engine.c_str(), since(t0));
+  std::printf("routes: engine %s in %.2f s\n", routes->engine.c_str(), seconds_since(t0));
 
   // The SM sits on the first CA.
   NodeId sm_node;
@@ -406,7 +384,7 @@ int main(int argc, char** argv) {
   auto created = discovery::sim::SimFabric::create(topo, so);
   if (!created.ok()) return fail("simulator", created.error());
   discovery::sim::SimFabric& sim = **created;
-  std::printf("simulator: built in %.2f s\n", since(t0));
+  std::printf("simulator: built in %.2f s\n", seconds_since(t0));
 
   // Program it as a bring-up would: LIDs, SwitchInfo, every LFT block.
   t0 = Clock::now();
@@ -429,7 +407,7 @@ int main(int argc, char** argv) {
   }
   std::printf("programmed: %llu LFT blocks, %llu port LIDs in %.1f s (simulated %.1f s)\n",
               static_cast<unsigned long long>(programmed->lft_blocks_sent),
-              static_cast<unsigned long long>(programmed->port_lid_sets), since(t0),
+              static_cast<unsigned long long>(programmed->port_lid_sets), seconds_since(t0),
               std::chrono::duration<double>(programmed->duration).count());
 
   daemon::FastPathConfig fc;
@@ -444,7 +422,7 @@ int main(int argc, char** argv) {
   std::printf(
       "rerouter precompute: %.2f s (tables %.2f, loads %.2f, down_ok %.2f); memory %.1f "
       "MiB (working tables %.1f MiB)\n",
-      since(t0), std::chrono::duration<double>(st.t_tables).count(),
+      seconds_since(t0), std::chrono::duration<double>(st.t_tables).count(),
       std::chrono::duration<double>(st.t_loads).count(),
       std::chrono::duration<double>(st.t_down_ok).count(),
       static_cast<double>(st.memory_bytes) / (1 << 20),
@@ -490,7 +468,7 @@ int main(int argc, char** argv) {
     if (!check(bench.restore({l}), "restore")) break;
   }
   print_run(single, a.latency);
-  std::printf("  (%.1f s)\n", since(t0));
+  std::printf("  (%.1f s)\n", seconds_since(t0));
 
   // 2. Accumulating failures.
   if (a.accumulate > 0 && status == 0) {
@@ -540,13 +518,13 @@ int main(int argc, char** argv) {
             "  refused after %zu links down (%s): full recompute + %llu LFT blocks in "
             "%.2f s\n",
             down.size(), bench.last_refusal().c_str(),
-            static_cast<unsigned long long>(reprogrammed->lft_blocks_sent), since(tr));
+            static_cast<unsigned long long>(reprogrammed->lft_blocks_sent), seconds_since(tr));
         fallbacks.push_back(std::move(*rebuilt));
         fallback_topos.push_back(std::move(live));
       }
     }
     print_run(acc, a.latency);
-    std::printf("  (%.1f s, %zu links down, %zu full recomputes)\n", since(t0), down.size(),
+    std::printf("  (%.1f s, %zu links down, %zu full recomputes)\n", seconds_since(t0), down.size(),
                 fallbacks.size());
     if (fallbacks.empty()) {
       check(bench.restore(down), "restore");

@@ -11,17 +11,13 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "discovery/topo/generators.hpp"
 #include "routing/engines/updn.hpp"
 #include "routing/hop_table.hpp"
@@ -34,27 +30,7 @@ namespace {
 
 using namespace subnetd;
 using namespace subnetd::routing;
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Peak resident set size so far (VmHWM), in MiB.
-double peak_rss_mib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-int fail(std::string_view what, const Error& e) {
-  std::fprintf(stderr, "%.*s: %s: %s\n", static_cast<int>(what.size()), what.data(),
-               errc_name(e.code), e.message.c_str());
-  return 1;
-}
+using namespace subnetd::bench;
 
 // Runs one engine through its phases (the same sequence as its compute()),
 // timing each, then verifies.
@@ -63,7 +39,7 @@ int run_engine(std::string_view engine, const Topology& topo, const LidMap& lids
   const auto t0 = Clock::now();
   auto g = SwitchGraph::build(topo, lids);
   if (!g.ok()) return fail("switch graph", g.error());
-  const double t_graph = since(t0);
+  const double t_graph = seconds_since(t0);
 
   auto t1 = Clock::now();
   UpDownOrder order;
@@ -73,14 +49,14 @@ int run_engine(std::string_view engine, const Topology& topo, const LidMap& lids
     auto o = updn_order(topo, *g, {}, pool, {});
     if (!o.ok()) return fail("updn order", o.error());
     order = std::move(o).value();
-    t_order = since(t1);
+    t_order = seconds_since(t1);
     t1 = Clock::now();
     hops = updown_hops(*g, order.pos, pool, {});
   } else {
     hops = shortest_hops(*g, pool, {});
   }
   if (!hops.ok()) return fail("hop table", hops.error());
-  const double t_hops = since(t1);
+  const double t_hops = seconds_since(t1);
 
   const auto t2 = Clock::now();
   auto routes = fill_balanced_lfts(
@@ -88,15 +64,15 @@ int run_engine(std::string_view engine, const Topology& topo, const LidMap& lids
       order.pos, pool, {});
   if (!routes.ok()) return fail("lft fill", routes.error());
   routes->engine = std::string(engine);
-  const double t_fill = since(t2);
-  const double t_route = since(t0);
+  const double t_fill = seconds_since(t2);
+  const double t_route = seconds_since(t0);
   const double rss_route = peak_rss_mib();
 
   const auto t3 = Clock::now();
   VerifyOptions vopts;
   vopts.switch_traffic = switch_traffic;
   auto v = verify(topo, lids, *routes, vopts, pool, {});
-  const double t_verify = since(t3);
+  const double t_verify = seconds_since(t3);
   fmt::print(
       "{:<7} route {:7.3f} s (graph {:.3f}, order {:.3f}, hops {:.3f}, fill {:.3f})  "
       "routes/link max {} mean {:.1f}  peak RSS {:.0f} MiB\n",
@@ -129,33 +105,28 @@ int main(int argc, char** argv) {
   bool switch_traffic = false;
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string key = eq == std::string::npos ? "" : arg.substr(0, eq);
-    const std::string val = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    const auto [key, val] = split_arg(argv[i]);
+    bool ok = true;
     if (key == "engines") {
-      engines.clear();
-      for (std::size_t at = 0; at <= val.size();) {
-        const auto comma = std::min(val.find(',', at), val.size());
-        engines.push_back(val.substr(at, comma - at));
-        at = comma + 1;
-      }
+      engines = split_list(val);
     } else if (key == "cut") {
-      cut_percent = std::stod(val);
+      ok = parse_value(val, cut_percent);
     } else if (key == "seed") {
-      seed = std::stoull(val);
+      ok = parse_value(val, seed);
     } else if (key == "lid_bits") {
-      lid_bits = std::stoi(val);
+      ok = parse_value(val, lid_bits);
     } else if (key == "switch_traffic") {
-      switch_traffic = val == "1";
-    } else if (positional == 0 && arg.find(':') != std::string::npos) {
-      spec = arg;
-      ++positional;
-    } else if (positional <= 1 && !arg.empty() &&
-               std::isdigit(static_cast<unsigned char>(arg[0]))) {
-      threads = static_cast<unsigned>(std::stoul(arg));
-      positional = 2;
+      ok = parse_value(val, switch_traffic);
+    } else if (!key.empty()) {
+      ok = false;
+    } else if (positional == 0 && val.find(':') != std::string::npos) {
+      spec = val;
+      positional = 1;
     } else {
+      ok = positional <= 1 && parse_value(val, threads);
+      positional = 2;
+    }
+    if (!ok) {
       std::fprintf(stderr,
                    "usage: %s [SPEC] [THREADS] [engines=minhop,updn] [cut=PERCENT] [seed=S] "
                    "[lid_bits=16|17|24] [switch_traffic=0|1]\n",
@@ -167,25 +138,9 @@ int main(int argc, char** argv) {
   const auto t0 = Clock::now();
   auto topo = discovery::topo::generate(spec);
   if (!topo.ok()) return fail("generate", topo.error());
-  const double t_gen = since(t0);
+  const double t_gen = seconds_since(t0);
 
-  std::size_t cut = 0;
-  if (cut_percent > 0) {
-    std::vector<PortRef> links;
-    for (NodeId sw : topo->switches()) {
-      for (unsigned p = 1; p <= topo->node(sw).num_ports; ++p) {
-        const Port& port = topo->port(sw, static_cast<PortNum>(p));
-        if (port.connected() && topo->node(port.remote_node).type == NodeType::kSwitch &&
-            PortRef{sw, static_cast<PortNum>(p)} < PortRef{port.remote_node, port.remote_port}) {
-          links.push_back({sw, static_cast<PortNum>(p)});
-        }
-      }
-    }
-    std::mt19937_64 rng(seed);
-    std::shuffle(links.begin(), links.end(), rng);
-    cut = static_cast<std::size_t>(static_cast<double>(links.size()) * cut_percent / 100.0);
-    for (std::size_t i = 0; i < cut; ++i) topo->disconnect(links[i]);
-  }
+  const std::size_t cut = cut_percent > 0 ? cut_switch_links(*topo, cut_percent, seed) : 0;
 
   const std::size_t endpoints = topo->num_cas();
   if (lid_bits == 0) {
@@ -197,7 +152,7 @@ int main(int argc, char** argv) {
   lopts.space = LidSpace{lid_bits};
   auto lids = assign_lids(*topo, lopts);
   if (!lids.ok()) return fail("assign_lids", lids.error());
-  const double t_lids = since(t1);
+  const double t_lids = seconds_since(t1);
 
   fmt::print("{}: {} switches, {} CAs, {} LIDs ({}-bit), {} links{}; {} threads\n", spec,
              topo->num_switches(), endpoints, lids->map.max_lid.value, lid_bits, topo->num_links(),

@@ -16,39 +16,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "discovery/mad/smp.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/sweeper.hpp"
 #include "discovery/topo/generators.hpp"
 
-namespace {
-
 using namespace subnetd;
-using Clock = std::chrono::steady_clock;
-
-// A field of /proc/self/status in KiB (VmRSS, VmHWM), -1 if unreadable.
-long proc_status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::size_t n = std::strlen(field);
-  while (std::getline(in, line)) {
-    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') {
-      return std::stol(line.substr(n + 1));
-    }
-  }
-  return -1;
-}
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-}  // namespace
+using namespace subnetd::bench;
 
 int main(int argc, char** argv) {
   std::string spec = "fat-tree:levels=3,k=80";
@@ -57,8 +35,8 @@ int main(int argc, char** argv) {
   bool sweeper = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--lid-bits" && i + 1 < argc) {
-      lid_bits = std::stoi(argv[++i]);
+    if (a == "--lid-bits" && i + 1 < argc && parse_value(argv[i + 1], lid_bits)) {
+      ++i;
     } else if (a == "--no-sweep") {
       sweep = false;
     } else if (a == "--sweeper") {

@@ -1,0 +1,147 @@
+#pragma once
+// What every benchmark program in tests/bench/ needs and none should write
+// again: wall-clock seconds, the process's memory high-water mark, strict
+// `key=value` argument parsing, the error line a failed step prints, and the
+// seeded choice of switch-to-switch links to cut (so that two benchmarks
+// given the same seed cut the same links).
+//
+// Header-only: each *_bench.cpp is a program of its own
+// (tests/bench/CMakeLists.txt). Used from the program's main thread.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/result.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+inline double seconds_since(Clock::time_point t0) {
+  return seconds(Clock::now() - t0);
+}
+
+// A field of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 when the file
+// or the field cannot be read.
+inline long proc_status_kib(std::string_view field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string_view l(line);
+    if (l.size() > field.size() && l.substr(0, field.size()) == field && l[field.size()] == ':') {
+      std::string_view rest = l.substr(field.size() + 1);
+      rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+      long kib = -1;
+      const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
+      return ec == std::errc() ? kib : -1;
+    }
+  }
+  return -1;
+}
+
+// Peak resident set size so far (VmHWM) in MiB; -1 when unreadable.
+inline double peak_rss_mib() {
+  const long kib = proc_status_kib("VmHWM");
+  return kib < 0 ? -1.0 : static_cast<double>(kib) / 1024.0;
+}
+
+// Starts a new high-water mark at the current RSS (Linux >= 4.0), so that
+// peak_rss_mib() measures one phase of a longer run.
+inline void reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+}
+
+// One command-line argument: `key=value`, or a positional word with an empty
+// key. A generator spec ("fat-tree:levels=3,k=8") or a path ("/tmp/a=b.net")
+// is positional although it holds a '=': a ':' or '/' comes before it.
+struct Arg {
+  std::string key;
+  std::string value;
+};
+
+inline Arg split_arg(std::string_view arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string_view::npos || arg.find_first_of(":/") < eq) {
+    return {std::string(), std::string(arg)};
+  }
+  return {std::string(arg.substr(0, eq)), std::string(arg.substr(eq + 1))};
+}
+
+// "a,b,,c" -> {"a", "b", "c"}.
+inline std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at <= text.size();) {
+    const auto comma = std::min(text.find(',', at), text.size());
+    if (comma > at) out.emplace_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+// Parses all of `text` into `out`: a number of T's type and range, or for
+// bool "0" / "1". False, with `out` unchanged, for anything else, so that
+// "failures=1k" is a usage error rather than a silent 1 (atoi) or 0.
+template <class T>
+bool parse_value(std::string_view text, T& out) {
+  static_assert(std::is_arithmetic_v<T>);
+  if constexpr (std::is_same_v<T, bool>) {
+    if (text != "0" && text != "1") return false;
+    out = text == "1";
+    return true;
+  } else {
+    T v{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return false;
+    out = v;
+    return true;
+  }
+}
+
+// Prints "what: errc: message" to stderr; returns main's exit code for it.
+inline int fail(std::string_view what, const Error& e) {
+  fmt::print(stderr, "{}: {}: {}\n", what, errc_name(e.code), e.message);
+  return 1;
+}
+
+// Disconnects `percent` % of the switch-to-switch links: all of them, each
+// named by its lower end and listed in switch and port order, shuffled with
+// mt19937_64(seed); the first ones go. Returns how many.
+inline std::size_t cut_switch_links(routing::Topology& topo, double percent, std::uint64_t seed) {
+  std::vector<PortRef> links;
+  for (NodeId sw : topo.switches()) {
+    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
+      const routing::Port& port = topo.port(sw, static_cast<PortNum>(p));
+      const PortRef here{sw, static_cast<PortNum>(p)};
+      if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch &&
+          here < PortRef{port.remote_node, port.remote_port}) {
+        links.push_back(here);
+      }
+    }
+  }
+  std::mt19937_64 rng(seed);
+  std::shuffle(links.begin(), links.end(), rng);
+  const auto cut = static_cast<std::size_t>(static_cast<double>(links.size()) * percent / 100.0);
+  for (std::size_t i = 0; i < cut; ++i) topo.disconnect(links[i]);
+  return cut;
+}
+
+}  // namespace subnetd::bench
