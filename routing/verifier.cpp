@@ -261,6 +261,9 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
                      [&](std::uint32_t a, std::uint32_t b) { return depth[a] > depth[b]; });
   }
 
+  // One connected switch fabric (the usual case): every routable LID's part
+  // is every switch's part, and the hot loops skip the lookup.
+  const bool one_part = g.num_components() == 1;
   const std::uint32_t max_lid = g.max_lid().value;
   const std::uint32_t tiles = max_lid / kTile + 1;
   // deps[(vl * arcs + a) * kDepWords + w]: bit p = channel a feeds out-port p
@@ -333,7 +336,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         const std::uint32_t e = ++w.epoch;
         const std::uint32_t* next = &w.next[std::size_t{l - l0} * n];
         for (const std::uint32_t s0 : walk_order) {
-          if (g.component(s0) != part[l] || w.stamp[s0] == 2 * e + 1) continue;
+          if ((!one_part && g.component(s0) != part[l]) || w.stamp[s0] == 2 * e + 1) continue;
           // Most switches lead straight to one already proven.
           const std::uint32_t first = next[s0];
           if (first == kDeliver || (first != kBad && w.stamp[first] == 2 * e + 1)) {
@@ -361,7 +364,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         const std::uint64_t bit = std::uint64_t{1} << (l - l0);
         std::uint64_t* const active = &w.active[strip];
         for (std::uint32_t s0 : sources) {
-          if (g.component(s0) != part[l]) continue;
+          if (!one_part && g.component(s0) != part[l]) continue;
           for (std::uint32_t cur = s0; (active[std::size_t{cur} * kStrips] & bit) == 0;) {
             active[std::size_t{cur} * kStrips] |= bit;
             if (next[cur] == kDeliver) break;
