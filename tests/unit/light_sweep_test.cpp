@@ -25,6 +25,7 @@
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
+#include "daemon_test_support.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -79,21 +80,12 @@ class Daemon {
     thread_ = std::thread([this] { io_.run(); });
   }
   void stop() {
-    if (!thread_.joinable()) return;
-    sm->stop();
-    std::this_thread::sleep_for(20ms);  // let the strand run the stop
-    io_.stop();
-    thread_.join();
+    if (sm) testing::stop_on_thread(*sm, io_, thread_);
   }
 
   // Polls the published state until `pred` holds (true) or 20 s pass.
   bool wait_for(const std::function<bool(const FabricState&)>& pred) {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(*publisher.current())) return true;
-      std::this_thread::sleep_for(2ms);
-    }
-    return false;
+    return testing::wait_for_state(publisher, pred);
   }
 
   Result<SweepReply> light_sweep() {

@@ -25,6 +25,7 @@
 #include "bringup_test_support.hpp"
 #include "daemon/event_log.hpp"
 #include "daemon/subnet_manager.hpp"
+#include "daemon_test_support.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/topo/generators.hpp"
 
@@ -87,22 +88,12 @@ struct Harness {
   ~Harness() { stop(); }
 
   void stop() {
-    if (!thread.joinable()) return;
-    sm->stop();
-    // Let the strand run the stop, then end the loop.
-    std::this_thread::sleep_for(20ms);
-    io.stop();
-    thread.join();
+    if (sm) testing::stop_on_thread(*sm, io, thread);
   }
 
   // Polls the published state until `pred` holds (true) or 20 s pass.
   bool wait_for(const std::function<bool(const FabricState&)>& pred) {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(*publisher.current())) return true;
-      std::this_thread::sleep_for(2ms);
-    }
-    return false;
+    return testing::wait_for_state(publisher, pred);
   }
 
   NodeId node(std::string_view name) const { return *sim->topology().find_by_name(name); }

@@ -1,0 +1,37 @@
+#pragma once
+// Helpers for tests that run a SubnetManager on its own io thread, as the
+// daemon does (light_sweep_test, reroute_daemon_test).
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "daemon/fabric_state.hpp"
+#include "daemon/subnet_manager.hpp"
+
+namespace subnetd::daemon::testing {
+
+// Polls the published state until `pred` holds (true) or `limit` passes.
+inline bool wait_for_state(const StatePublisher& publisher,
+                           const std::function<bool(const FabricState&)>& pred,
+                           std::chrono::milliseconds limit = std::chrono::seconds{20}) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred(*publisher.current())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+  }
+  return false;
+}
+
+// Stops the SM, lets its strand run the stop, then ends the io loop and
+// joins the thread that ran it. Does nothing when the thread is not running.
+inline void stop_on_thread(SubnetManager& sm, boost::asio::io_context& io, std::thread& thread) {
+  if (!thread.joinable()) return;
+  sm.stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  io.stop();
+  thread.join();
+}
+
+}  // namespace subnetd::daemon::testing
