@@ -57,6 +57,16 @@ Result<std::unique_ptr<FastPath>> FastPath::build(
   fp->tail_.assign(n, kNone);
   fp->in_flight_.assign(n, 0);
   fp->stamp_.assign(n, 0);
+  // Push scratch sized now (the rerouter's warm-up repair gives a typical
+  // block count), so the first push allocates nothing.
+  fp->path_len_.assign(n, 0);
+  fp->path_slot_.assign(n, 0);
+  const std::size_t blocks = std::max<std::size_t>(1024, 2 * fp->rerouter_->stats().warmup_blocks);
+  fp->next_in_switch_.resize(blocks);
+  fp->attempts_.resize(blocks);
+  fp->answered_.resize(blocks);
+  fp->order_.reserve(n);
+  fp->path_buf_.resize(std::min<std::size_t>(n, blocks));
   fp->refresh_paths();
   return fp;
 }

@@ -141,12 +141,21 @@ struct RerouterStats {
   // (switch, destination switch with CA/router LIDs) pairs with no
   // up*/down* route at build: the engine's entries there are orphans.
   std::uint64_t initial_orphan_pairs = 0;
+  // The warm-up repair build() runs and undoes (see build()).
+  std::chrono::nanoseconds t_warmup{};
+  std::uint64_t warmup_changes = 0;
+  std::uint64_t warmup_blocks = 0;
 };
 
 class Rerouter {
  public:
   // Fails with kUnsupported when `routes` has no up/down order (minhop), and
-  // kInvalidArgument when the routes do not fit the topology.
+  // kInvalidArgument when the routes do not fit the topology. Before it
+  // returns, build() repairs one switch link at a switch with CAs (the
+  // heaviest kind of failure) and resets: the first real repair then finds
+  // its scratch buffers grown and their pages touched, instead of paying for
+  // that on the fast path (in the daemon every re-balancing sweep builds a
+  // new Rerouter, so every isolated failure would be a "first" repair).
   static Result<std::unique_ptr<Rerouter>> build(const Topology& topo, const LidMap& lids,
                                                  std::shared_ptr<const Routes> routes,
                                                  WorkerPool& pool, std::stop_token stop = {});
@@ -210,6 +219,7 @@ class Rerouter {
 
  private:
   Rerouter(const Topology& topo, const LidMap& lids, std::shared_ptr<const Routes> routes);
+  void warm_up();
 
   const Topology& topo_;
   const LidMap& lids_;

@@ -420,11 +420,14 @@ int main(int argc, char** argv) {
   daemon::FastPath& fast = **built;
   const routing::RerouterStats& st = fast.rerouter().stats();
   std::printf(
-      "rerouter precompute: %.2f s (tables %.2f, loads %.2f, down_ok %.2f); memory %.1f "
-      "MiB (working tables %.1f MiB)\n",
+      "rerouter precompute: %.2f s (tables %.2f, loads %.2f, down_ok %.2f, warm-up repair "
+      "%.1f ms: %llu entries, %llu blocks); memory %.1f MiB (working tables %.1f MiB)\n",
       seconds_since(t0), std::chrono::duration<double>(st.t_tables).count(),
       std::chrono::duration<double>(st.t_loads).count(),
       std::chrono::duration<double>(st.t_down_ok).count(),
+      std::chrono::duration<double, std::milli>(st.t_warmup).count(),
+      static_cast<unsigned long long>(st.warmup_changes),
+      static_cast<unsigned long long>(st.warmup_blocks),
       static_cast<double>(st.memory_bytes) / (1 << 20),
       static_cast<double>(st.table_bytes) / (1 << 20));
 
