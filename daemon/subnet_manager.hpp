@@ -116,6 +116,8 @@ class SubnetManager final : public SmControl {
   void schedule_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
   void watch_transport();
   void drain_transport();
+  // drain_transport(), then the traps it queued at once on this thread.
+  void drain_and_handle_traps();
   void handle_unsolicited(const discovery::mad::Smp& smp, const discovery::Mad& mad);
   // Fast path (issue 7).
   void process_traps();
@@ -159,6 +161,7 @@ class SubnetManager final : public SmControl {
   FastPathOptions fast_opts_;
   std::unique_ptr<FastPath> fast_;
   std::vector<TrapEvent> pending_traps_;
+  bool draining_ = false;  // drain_and_handle_traps is reading the transport
   bool traps_posted_ = false;
   std::shared_ptr<const routing::Routes> routes_now_;
   std::shared_ptr<const routing::Topology> topology_now_;
