@@ -351,10 +351,6 @@ Result<std::pair<Guid, PortNum>> parse_link_token(std::string_view t) {
   return std::pair{Guid{g}, static_cast<PortNum>(p)};
 }
 
-std::string node_label(const routing::Topology& t, NodeId n) {
-  return fmt::format("\"{}\" ({:#018x})", t.node(n).description, t.node(n).guid.value);
-}
-
 Clock::time_point wait_deadline(const grpc::CallbackServerContext* ctx,
                                 std::chrono::milliseconds cap) {
   return std::min(ctx->deadline(), Clock::now() + cap);
@@ -790,9 +786,8 @@ grpc::ServerWriteReactor<v1::ForwardingTableBlock>* SubnetManagerService::GetFor
   auto target = view->resolve(req->node());
   if (!target.ok()) return new W(to_status(target.error(), "node"));
   if (view->topo().node(target->node).type != routing::NodeType::kSwitch) {
-    return new W(
-        Status(StatusCode::NOT_FOUND,
-               fmt::format("node: {} is not a switch", node_label(view->topo(), target->node))));
+    return new W(Status(StatusCode::NOT_FOUND,
+                        fmt::format("node: {} is not a switch", view->topo().label(target->node))));
   }
   if (!view->has_routes()) {
     return new W(Status(StatusCode::FAILED_PRECONDITION, "no routing has been computed yet"));
@@ -800,7 +795,7 @@ grpc::ServerWriteReactor<v1::ForwardingTableBlock>* SubnetManagerService::GetFor
   if (view->topo().node(target->node).switch_index >= view->state().routes->lfts.size()) {
     return new W(
         Status(StatusCode::INTERNAL, fmt::format("node: the published routes have no table for {}",
-                                                 node_label(view->topo(), target->node))));
+                                                 view->topo().label(target->node))));
   }
   return new LftWriter(std::move(view), target->node);
 }
@@ -833,7 +828,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
     if (ref.port() != 0) {
       if (ref.port() > node.num_ports) {
         return Error{Errc::kInvalidArgument,
-                     fmt::format("{}.port: {} has ports 1..{}, not {}", field, node_label(t, n),
+                     fmt::format("{}.port: {} has ports 1..{}, not {}", field, t.label(n),
                                  node.num_ports, ref.port())};
       }
       return PortRef{n, static_cast<PortNum>(ref.port())};
@@ -841,7 +836,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
     auto p = view->default_port(n);
     if (!p) {
       return Error{Errc::kUnreachable,
-                   fmt::format("{}: {} has no cabled port that is up", field, node_label(t, n))};
+                   fmt::format("{}: {} has no cabled port that is up", field, t.label(n))};
     }
     return PortRef{n, *p};
   };
@@ -855,8 +850,8 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
                        : view->port_lid(dst->node, dst->port);
   if (!dlid.valid()) {
     return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
-                             fmt::format("destination: {} port {} has no LID",
-                                         node_label(t, dst->node), dst->port)));
+                             fmt::format("destination: {} port {} has no LID", t.label(dst->node),
+                                         dst->port)));
   }
   auto trace = routing::trace_path(t, view->lids(), *view->state().routes, *src, dlid);
   if (!trace.ok()) return reply(ctx, to_status(trace.error()));
@@ -1081,7 +1076,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
   const routing::Topology& t = view->topo();
   const NodeId n = target->node;
   if (req->port() == 0 || req->port() > t.node(n).num_ports) {
-    return reply(ctx, invalid(fmt::format("port: {} has ports 1..{}, not {}", node_label(t, n),
+    return reply(ctx, invalid(fmt::format("port: {} has ports 1..{}, not {}", t.label(n),
                                           t.node(n).num_ports, req->port())));
   }
   const Guid guid = t.node(n).guid;
@@ -1091,7 +1086,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
   auto* reactor = ctx->DefaultReactor();
   const auto deadline = wait_deadline(ctx, core_.options().control_wait_limit);
   std::string caller = who(ctx, trust_, core_);
-  spdlog::info("gRPC SetPortState {} port {} {} by {}", node_label(t, n), port,
+  spdlog::info("gRPC SetPortState {} port {} {} by {}", t.label(n), port,
                enable ? "enable" : "disable", caller);
   ServiceCore& core = core_;
   const bool posted =
@@ -1231,8 +1226,7 @@ grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerC
     if (auto n = view->node_by_guid(*guid)) {
       const routing::Node& node = view->topo().node(*n);
       if (node.type != routing::NodeType::kSwitch) {
-        return reply(
-            ctx, invalid(fmt::format("node: {} is not a switch", node_label(view->topo(), *n))));
+        return reply(ctx, invalid(fmt::format("node: {} is not a switch", view->topo().label(*n))));
       }
       in_view = true;
       for (unsigned p = 1; p <= node.num_ports; ++p) {

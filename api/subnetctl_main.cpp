@@ -220,6 +220,22 @@ Outcome cmd_status(Client& c) {
   return std::nullopt;
 }
 
+// Calls `rpc` page after page until the server has no next page, moving each
+// page's items (the repeated field `items` picks) into `all`.
+template <class Req, class Resp, class Rpc, class Items>
+Outcome fetch_all_pages(Client& c, Req& req, Resp& all, Rpc rpc, Items items) {
+  for (;;) {
+    Resp page;
+    auto ctx = c.ctx();
+    if (auto s = rpc(ctx.get(), req, &page); !s.ok()) return c.fail(s);
+    for (auto& x : *items(page)) *items(all)->Add() = std::move(x);
+    all.set_total_size(page.total_size());
+    all.set_generation(page.generation());
+    if (page.next_page_token().empty()) return std::nullopt;
+    req.set_page_token(page.next_page_token());
+  }
+}
+
 Outcome cmd_nodes(Client& c, const std::string& type, const std::string& name) {
   v1::ListNodesRequest req;
   req.set_page_size(1000);
@@ -228,15 +244,13 @@ Outcome cmd_nodes(Client& c, const std::string& type, const std::string& name) {
   if (type == "router") req.set_type(v1::NODE_TYPE_ROUTER);
   req.set_name_contains(name);
   v1::ListNodesResponse all;
-  for (;;) {
-    v1::ListNodesResponse page;
-    auto ctx = c.ctx();
-    if (auto s = c.sm().ListNodes(ctx.get(), req, &page); !s.ok()) return c.fail(s);
-    for (auto& n : *page.mutable_nodes()) *all.add_nodes() = std::move(n);
-    all.set_total_size(page.total_size());
-    all.set_generation(page.generation());
-    if (page.next_page_token().empty()) break;
-    req.set_page_token(page.next_page_token());
+  if (auto f = fetch_all_pages(
+          c, req, all,
+          [&](grpc::ClientContext* ctx, const auto& r, auto* page) {
+            return c.sm().ListNodes(ctx, r, page);
+          },
+          [](v1::ListNodesResponse& r) { return r.mutable_nodes(); })) {
+    return f;
   }
   if (c.opts().json) {
     print_json(all);
@@ -297,15 +311,13 @@ Outcome cmd_links(Client& c, const std::string& node) {
     if (auto f = node_ref(node, req.mutable_node())) return f;
   }
   v1::ListLinksResponse all;
-  for (;;) {
-    v1::ListLinksResponse page;
-    auto ctx = c.ctx();
-    if (auto s = c.sm().ListLinks(ctx.get(), req, &page); !s.ok()) return c.fail(s);
-    for (auto& l : *page.mutable_links()) *all.add_links() = std::move(l);
-    all.set_total_size(page.total_size());
-    all.set_generation(page.generation());
-    if (page.next_page_token().empty()) break;
-    req.set_page_token(page.next_page_token());
+  if (auto f = fetch_all_pages(
+          c, req, all,
+          [&](grpc::ClientContext* ctx, const auto& r, auto* page) {
+            return c.sm().ListLinks(ctx, r, page);
+          },
+          [](v1::ListLinksResponse& r) { return r.mutable_links(); })) {
+    return f;
   }
   if (c.opts().json) {
     print_json(all);

@@ -9,6 +9,7 @@
 
 #include "daemon/dump_files.hpp"
 #include "discovery/smp_pipeline.hpp"
+#include "discovery/trap_repress.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -454,14 +455,9 @@ void SubnetManager::drain_transport() {
 void SubnetManager::handle_unsolicited(const mad::Smp& smp, const discovery::Mad& m) {
   if (smp.method != mad::Method::kTrap || smp.attr_id != mad::AttrId::kNotice) return;
   // Repress at once, as the SMA keeps repeating the trap until we do.
-  mad::Smp repress = smp;
-  repress.method = mad::Method::kTrapRepress;
-  repress.status = 0;
-  discovery::Mad out;
-  mad::encode_smp(repress, std::span<std::uint8_t, discovery::kMadSize>(out.data));
-  out.dlid = m.slid;
-  out.slid = m.dlid;
-  if (auto r = transport_->send(out); !r.ok()) spdlog::warn("TrapRepress: {}", r.error().message);
+  if (auto r = transport_->send(discovery::trap_repress(smp, m)); !r.ok()) {
+    spdlog::warn("TrapRepress: {}", r.error().message);
+  }
 
   const mad::Notice notice = mad::Notice::decode(mad::data_of(smp));
   TrapEvent ev;

@@ -11,34 +11,13 @@
 #include <mutex>
 #include <optional>
 
+#include "routing/bitops.hpp"
 #include "routing/parallel_fill.hpp"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace subnetd::routing {
 namespace {
 
 constexpr std::uint32_t kNoClass = UINT32_MAX;
-
-// Bit i set iff a[i] == b[i], for i in [0, 64).
-inline std::uint64_t equal_mask64(const std::uint8_t* a, const std::uint8_t* b) {
-#if defined(__SSE2__)
-  std::uint64_t m = 0;
-  for (int k = 0; k < 4; ++k) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * k));
-    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * k));
-    const auto bits = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
-    m |= std::uint64_t{bits} << (16 * k);
-  }
-  return m;
-#else
-  std::uint64_t m = 0;
-  for (int i = 0; i < 64; ++i) m |= std::uint64_t{a[i] == b[i]} << i;
-  return m;
-#endif
-}
 
 // LIDs grouped by the switch that delivers them, ascending within a switch;
 // kDataBit marks CA/router LIDs (the ones that load ports).
@@ -223,19 +202,6 @@ class SourceFiller {
       }
       transpose64(block);
       for (std::uint32_t t = 0; t < 64; ++t) tmask_[std::size_t{t} * words_ + w] = block[t];
-    }
-  }
-
-  // In place: bit j of a[i] <-> bit i of a[j] (Hacker's Delight 7-3, with
-  // bit 0 as the least significant bit).
-  static void transpose64(std::array<std::uint64_t, 64>& a) {
-    std::uint64_t m = 0x00000000FFFFFFFFULL;
-    for (unsigned j = 32; j != 0; j >>= 1, m ^= m << j) {
-      for (unsigned k = 0; k < 64; k = (k + j + 1) & ~j) {
-        const std::uint64_t t = ((a[k] >> j) ^ a[k + j]) & m;
-        a[k] ^= t << j;
-        a[k + j] ^= t;
-      }
     }
   }
 

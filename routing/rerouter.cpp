@@ -12,6 +12,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "routing/bitops.hpp"
+
 namespace subnetd::routing {
 namespace {
 
@@ -134,24 +136,6 @@ void scan_row(const std::uint8_t* row, std::uint32_t n, std::uint8_t value,
   for (; i < n; ++i) {
     if (row[i] == value) out.push_back(i);
   }
-}
-
-// Bit i set iff row[i] == value, for i in [0, 64).
-inline std::uint64_t equal_mask64(const std::uint8_t* row, std::uint8_t value) {
-#if defined(__SSE2__)
-  const __m128i v = _mm_set1_epi8(static_cast<char>(value));
-  std::uint64_t m = 0;
-  for (int k = 0; k < 4; ++k) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * k));
-    m |= std::uint64_t{static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, v)))}
-         << (16 * k);
-  }
-  return m;
-#else
-  std::uint64_t m = 0;
-  for (int i = 0; i < 64; ++i) m |= std::uint64_t{row[i] == value} << i;
-  return m;
-#endif
 }
 
 }  // namespace
@@ -572,10 +556,7 @@ class Repair {
 
   std::uint8_t* row(std::uint32_t s) const { return table_ + std::size_t{s} * stride_; }
 
-  std::string where(std::uint32_t s) const {
-    const Node& nd = topo_.node(topo_.switch_node(s));
-    return fmt::format("\"{}\" ({:#018x})", nd.description, nd.guid.value);
-  }
+  std::string where(std::uint32_t s) const { return topo_.switch_label(s); }
 
   void begin() {
     ++m_.epoch;
@@ -1194,10 +1175,7 @@ class Repair {
 
 Result<void> Rerouter::check_changes() const {
   Impl& m = *impl_;  // check_mark is scratch
-  auto where = [this](std::uint32_t s) {
-    const Node& nd = topo_.node(topo_.switch_node(s));
-    return fmt::format("\"{}\" ({:#018x})", nd.description, nd.guid.value);
-  };
+  auto where = [this](std::uint32_t s) { return topo_.switch_label(s); };
   auto entry_of = [this](std::uint32_t s, std::uint32_t d) { return row(s)[d]; };
   // Every failed port is gone from its switch's table (cut-off switches
   // aside: nothing reaches them).
@@ -1315,68 +1293,53 @@ Result<void> Rerouter::check_changes() const {
 }
 
 Result<RepairReport> Rerouter::repair(std::span<const FailedLink> failed) {
-  const auto t0 = Clock::now();
-  RepairReport rep;
-  if (stale_) {
-    rep.verdict = RepairReport::Verdict::kNeedsFullRecompute;
-    rep.reason = "an earlier repair was refused; the tables wait for a full recompute";
-    return rep;
-  }
-  Impl& m = *impl_;
-  Repair r(m, table_.get(), stride_, n_, topo_, lids_);
-  r.begin();
-  SUBNETD_TRY(r.mark_failures(failed, rep));
-  r.mark_unreachable_lids();
-  r.update_down_ok(rep);
-  r.seed(rep);
-  rep.t_seed = Clock::now() - t0;
-  auto t = Clock::now();
-  r.route(rep);
-  auto filled = r.fill(rep);
-  rep.t_route = Clock::now() - t;
-  t = Clock::now();
-  r.finalize(m.dirty_since, m.blocks_per_switch);
-  Result<void> checked = filled.ok() ? check_changes() : filled;
-  rep.t_check = Clock::now() - t;
-  if (!checked.ok()) {
-    r.rollback();
-    stale_ = true;
-    rep.verdict = RepairReport::Verdict::kNeedsFullRecompute;
-    rep.reason = checked.error().message;
-  }
-  rep.changes = m.changes;
-  rep.blocks = m.blocks;
-  rep.t_total = Clock::now() - t0;
-  return rep;
+  return run(failed, nullptr);
 }
 
 Result<RepairReport> Rerouter::apply_for_test(std::span<const FailedLink> failed,
                                               std::span<const LftChange> changes) {
-  const auto t0 = Clock::now();
-  RepairReport rep;
-  if (stale_) {
-    rep.verdict = RepairReport::Verdict::kNeedsFullRecompute;
-    rep.reason = "an earlier repair was refused; the tables wait for a full recompute";
-    return rep;
-  }
-  Impl& m = *impl_;
   for (const LftChange& c : changes) {
     if (c.sw >= n_ || c.lid >= stride_) {
       return Error{Errc::kInvalidArgument,
                    fmt::format("change of switch {} LID {} is outside the tables", c.sw, c.lid)};
     }
   }
+  return run(failed, &changes);
+}
+
+Result<RepairReport> Rerouter::run(std::span<const FailedLink> failed,
+                                   const std::span<const LftChange>* given) {
+  const auto t0 = Clock::now();
+  RepairReport rep;
+  if (stale_) {
+    rep.verdict = RepairReport::Verdict::kNeedsFullRecompute;
+    rep.reason = "an earlier repair was refused; the tables wait for a full recompute";
+    return rep;
+  }
+  Impl& m = *impl_;
   Repair r(m, table_.get(), stride_, n_, topo_, lids_);
   r.begin();
   SUBNETD_TRY(r.mark_failures(failed, rep));
   r.mark_unreachable_lids();
   r.update_down_ok(rep);
-  for (const LftChange& c : changes) {
-    r.record_for(c.sw, c.lid);
-    r.set_entry(c.sw, c.lid, c.new_port);
+  Result<void> made;
+  if (given == nullptr) {
+    r.seed(rep);
+    rep.t_seed = Clock::now() - t0;
+    const auto t = Clock::now();
+    r.route(rep);
+    made = r.fill(rep);
+    rep.t_route = Clock::now() - t;
+  } else {
+    for (const LftChange& c : *given) {
+      r.record_for(c.sw, c.lid);
+      r.set_entry(c.sw, c.lid, c.new_port);
+    }
   }
+  const auto t = Clock::now();
   r.finalize(m.dirty_since, m.blocks_per_switch);
-  auto checked = check_changes();
+  const Result<void> checked = made.ok() ? check_changes() : made;
+  rep.t_check = Clock::now() - t;
   if (!checked.ok()) {
     r.rollback();
     stale_ = true;

@@ -220,6 +220,10 @@ class Rerouter {
  private:
   Rerouter(const Topology& topo, const LidMap& lids, std::shared_ptr<const Routes> routes);
   void warm_up();
+  // repair() and apply_for_test(): the same steps around how the changes
+  // are made (computed here when `given` is null, else applied as given).
+  Result<RepairReport> run(std::span<const FailedLink> failed,
+                           const std::span<const LftChange>* given);
 
   const Topology& topo_;
   const LidMap& lids_;

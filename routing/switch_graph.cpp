@@ -134,4 +134,32 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
   return g;
 }
 
+void bfs_hops(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
+              std::vector<std::uint32_t>& dist) {
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const std::uint32_t v = queue[i];
+    for (const SwitchArc& a : g.arcs(v)) {
+      if (dist[a.to] == kUnreached) {
+        dist[a.to] = dist[v] + 1;
+        queue.push_back(a.to);
+      }
+    }
+  }
+}
+
+std::vector<std::uint32_t> hops_to_nearest(const SwitchGraph& g,
+                                           std::span<const std::uint32_t> sources) {
+  std::vector<std::uint32_t> dist(g.num_switches(), kUnreached);
+  std::vector<std::uint32_t> queue;
+  queue.reserve(g.num_switches());
+  for (const std::uint32_t s : sources) {
+    if (dist[s] == kUnreached) {
+      dist[s] = 0;
+      queue.push_back(s);
+    }
+  }
+  bfs_hops(g, queue, dist);
+  return dist;
+}
+
 }  // namespace subnetd::routing

@@ -111,4 +111,18 @@ class SwitchGraph {
   std::vector<std::string> notes_;
 };
 
+inline constexpr std::uint32_t kUnreached = UINT32_MAX;
+
+// Breadth-first over switch-to-switch links from the switches already in
+// `queue` (their `dist` set): appends every switch it reaches to `queue` and
+// sets its `dist` to the hops from the nearest start. Switches whose `dist`
+// is not kUnreached are left alone.
+void bfs_hops(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
+              std::vector<std::uint32_t>& dist);
+
+// Hops from every switch to the nearest of `sources` (kUnreached where no
+// source is in its part).
+std::vector<std::uint32_t> hops_to_nearest(const SwitchGraph& g,
+                                           std::span<const std::uint32_t> sources);
+
 }  // namespace subnetd::routing

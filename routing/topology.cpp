@@ -192,4 +192,9 @@ Result<void> Topology::validate() const {
   return {};
 }
 
+std::string Topology::label(NodeId id) const {
+  const Node& n = node(id);
+  return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
+}
+
 }  // namespace subnetd::routing

@@ -98,6 +98,11 @@ class Topology {
   // Node ids of all switches, in switch_index order.
   std::span<const NodeId> switches() const { return switches_; }
   NodeId switch_node(std::uint32_t switch_index) const { return switches_[switch_index]; }
+  // How errors and logs name a node: "sw-a" (0x0002c90000000001).
+  std::string label(NodeId id) const;
+  std::string switch_label(std::uint32_t switch_index) const {
+    return label(switch_node(switch_index));
+  }
 
   std::optional<NodeId> find_by_guid(Guid node_guid) const;
   // Looks up a port GUID (CA ports, switch port 0).

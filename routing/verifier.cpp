@@ -57,10 +57,7 @@ class Checker {
       : topo_(topo), lids_(lids), routes_(routes), g_(g) {}
 
   // "sw-a" (0x0002c90000000001)
-  std::string sw(std::uint32_t s) const {
-    const Node& n = topo_.node(topo_.switch_node(s));
-    return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
-  }
+  std::string sw(std::uint32_t s) const { return topo_.switch_label(s); }
   // sw-a, or the GUID when the switch has no description
   std::string label(std::uint32_t s) const {
     const Node& n = topo_.node(topo_.switch_node(s));
@@ -237,23 +234,11 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   // order). Multi-source BFS from the switches with CAs/routers.
   std::vector<std::uint32_t> walk_order;
   {
-    std::vector<std::uint32_t> depth(n, UINT32_MAX);
-    std::vector<std::uint32_t> queue;
-    queue.reserve(n);
+    std::vector<std::uint32_t> ca_switches;
     for (std::uint32_t s = 0; s < n; ++s) {
-      if (g.has_endpoints(s)) {
-        depth[s] = 0;
-        queue.push_back(s);
-      }
+      if (g.has_endpoints(s)) ca_switches.push_back(s);
     }
-    for (std::size_t i = 0; i < queue.size(); ++i) {
-      for (const SwitchArc& a : g.arcs(queue[i])) {
-        if (depth[a.to] == UINT32_MAX) {
-          depth[a.to] = depth[queue[i]] + 1;
-          queue.push_back(a.to);
-        }
-      }
-    }
+    const std::vector<std::uint32_t> depth = hops_to_nearest(g, ca_switches);
     walk_order.resize(n);
     std::iota(walk_order.begin(), walk_order.end(), 0U);
     // Unreached switches (no endpoints in their component) count as deepest.

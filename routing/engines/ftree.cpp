@@ -14,42 +14,18 @@
 #include <queue>
 #include <tuple>
 
+#include "routing/bitops.hpp"
 #include "routing/parallel_fill.hpp"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace subnetd::routing {
 namespace {
 
 constexpr std::uint32_t kNoClass = UINT32_MAX;
 
-std::string describe(const Topology& topo, std::uint32_t s) {
-  const Node& n = topo.node(topo.switch_node(s));
-  return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
-}
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Shape
-
-// BFS over the switch graph from the switches in `queue` (their `dist`
-// already set); appends every switch it reaches to `queue` and sets its
-// `dist`. Entries already set are left alone.
-void bfs_levels(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
-                std::vector<std::uint32_t>& dist) {
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    const std::uint32_t v = queue[i];
-    for (const SwitchArc& a : g.arcs(v)) {
-      if (dist[a.to] == kNoLevel) {
-        dist[a.to] = dist[v] + 1;
-        queue.push_back(a.to);
-      }
-    }
-  }
-}
-
-}  // namespace
 
 FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
   const std::uint32_t n = g.num_switches();
@@ -68,7 +44,7 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
       part_has_leaf[g.component(s)] = 1;
     }
   }
-  bfs_levels(g, queue, shape.level);
+  bfs_hops(g, queue, shape.level);
 
   // Parts without a CA: downward from their lowest-GUID switch, so that it is
   // the one top and every switch of the part has an up/down path to the rest.
@@ -82,7 +58,7 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
     if (part_has_leaf[c] != 0) continue;
     queue.assign(1, part_root[c]);
     dist[part_root[c]] = 0;
-    bfs_levels(g, queue, dist);
+    bfs_hops(g, queue, dist);
     std::uint32_t depth = 0;
     for (std::uint32_t v : queue) depth = std::max(depth, dist[v]);
     for (std::uint32_t v : queue) shape.level[v] = depth - dist[v];
@@ -105,7 +81,7 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
           shape.reason = fmt::format(
               "switches {} and {} are linked but both sit {} hops above the nearest "
               "CA-attached switch (a fat tree links only adjacent levels)",
-              describe(topo, s), describe(topo, a.to), shape.level[s]);
+              topo.switch_label(s), topo.switch_label(a.to), shape.level[s]);
           break;
         }
       }
@@ -218,7 +194,8 @@ Result<FtreeLayout> ftree_layout(const Topology& topo, const SwitchGraph& g, Fat
     layout.notes.push_back(fmt::format(
         "ftree: {} pairs of CA-attached switches (e.g. {} to {}) have no up/down path under the "
         "fat-tree levels; routing over the connected order instead",
-        stranded.data, describe(topo, stranded.example_s), describe(topo, stranded.example_t)));
+        stranded.data, topo.switch_label(stranded.example_s),
+        topo.switch_label(stranded.example_t)));
     layout.pos = ftree_order(g, layout.shape);
     layout.level_order = false;
     auto table = updown_hops(g, layout.pos, pool, stop);
@@ -283,36 +260,6 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // Fill
-
-// Bit i set iff a[i] == b[i], for i in [0, 64).
-inline std::uint64_t equal_mask64(const std::uint8_t* a, const std::uint8_t* b) {
-#if defined(__SSE2__)
-  std::uint64_t m = 0;
-  for (int k = 0; k < 4; ++k) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16 * k));
-    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * k));
-    m |= std::uint64_t{static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)))}
-         << (16 * k);
-  }
-  return m;
-#else
-  std::uint64_t m = 0;
-  for (int i = 0; i < 64; ++i) m |= std::uint64_t{a[i] == b[i]} << i;
-  return m;
-#endif
-}
-
-// In place: bit j of a[i] <-> bit i of a[j].
-void transpose64(std::array<std::uint64_t, 64>& a) {
-  std::uint64_t m = 0x00000000FFFFFFFFULL;
-  for (unsigned j = 32; j != 0; j >>= 1, m ^= m << j) {
-    for (unsigned k = 0; k < 64; k = (k + j + 1) & ~j) {
-      const std::uint64_t t = ((a[k] >> j) ^ a[k + j]) & m;
-      a[k] ^= t << j;
-      a[k + j] ^= t;
-    }
-  }
-}
 
 __extension__ using Uint128 = unsigned __int128;
 
@@ -875,10 +822,11 @@ class SourceFiller {
   }
 
   Error no_candidate_error(std::uint32_t s, std::uint32_t t) const {
-    return Error{Errc::kInternal,
-                 fmt::format("ftree: switch {} is {} up/down hops from {} but has no neighbour "
-                             "one hop closer",
-                             describe(topo_, s), tables_.updown.hops(s, t), describe(topo_, t))};
+    return Error{
+        Errc::kInternal,
+        fmt::format("ftree: switch {} is {} up/down hops from {} but has no neighbour "
+                    "one hop closer",
+                    topo_.switch_label(s), tables_.updown.hops(s, t), topo_.switch_label(t))};
   }
 
   const Topology& topo_;

@@ -15,36 +15,6 @@ namespace {
 
 constexpr std::uint32_t kUnset = UINT32_MAX;
 
-// Multi-source BFS over the switch graph: hops from each switch to the
-// nearest source (kUnset where no source is in the same part).
-std::vector<std::uint32_t> hops_to_nearest(const SwitchGraph& g,
-                                           const std::vector<std::uint32_t>& sources) {
-  std::vector<std::uint32_t> dist(g.num_switches(), kUnset);
-  std::vector<std::uint32_t> queue;
-  queue.reserve(g.num_switches());
-  for (std::uint32_t s : sources) {
-    if (dist[s] == kUnset) {
-      dist[s] = 0;
-      queue.push_back(s);
-    }
-  }
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    const std::uint32_t v = queue[i];
-    for (const SwitchArc& a : g.arcs(v)) {
-      if (dist[a.to] == kUnset) {
-        dist[a.to] = dist[v] + 1;
-        queue.push_back(a.to);
-      }
-    }
-  }
-  return dist;
-}
-
-std::string describe(const Topology& topo, std::uint32_t s) {
-  const Node& n = topo.node(topo.switch_node(s));
-  return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
-}
-
 }  // namespace
 
 Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
@@ -121,7 +91,7 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
       if (centre[cc] != kUnset) {
         order.notes.push_back(
             fmt::format("part {}: root {} at the centre ({} hops to the farthest switch)", cc,
-                        describe(topo, centre[cc]), (*ecc)[centre[cc]]));
+                        topo.switch_label(centre[cc]), (*ecc)[centre[cc]]));
       }
     }
     break;

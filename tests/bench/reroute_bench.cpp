@@ -40,6 +40,7 @@
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/smp_pipeline.hpp"
 #include "discovery/topo/generators.hpp"
+#include "discovery/trap_repress.hpp"
 #include "routing/engine.hpp"
 #include "routing/lid_assigner.hpp"
 
@@ -197,14 +198,7 @@ class Bench {
   std::optional<std::uint32_t> take_trap(const discovery::Mad& m) {
     auto smp = mad::decode_smp(m.data);
     if (!smp.ok() || smp->method != mad::Method::kTrap) return std::nullopt;
-    mad::Smp repress = *smp;
-    repress.method = mad::Method::kTrapRepress;
-    repress.status = 0;
-    discovery::Mad out;
-    mad::encode_smp(repress, std::span<std::uint8_t, discovery::kMadSize>(out.data));
-    out.dlid = m.slid;
-    out.slid = m.dlid;
-    (void)sim_.send(out);
+    (void)sim_.send(discovery::trap_repress(*smp, m));
     const mad::Notice n = mad::Notice::decode(mad::data_of(*smp));
     if (n.trap_number != 128) return std::nullopt;
     return n.trap128_lid(extended_);

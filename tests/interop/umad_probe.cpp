@@ -22,6 +22,7 @@
 #include <string>
 
 #include "discovery/mad/smp.hpp"
+#include "discovery/trap_repress.hpp"
 #include "discovery/umad/umad_transport.hpp"
 
 namespace {
@@ -80,13 +81,7 @@ int main(int argc, char** argv) {
     auto smp = mad::decode_smp(m.data);
     if (!smp.ok() || smp->method != mad::Method::kTrap) continue;
     const mad::Notice n = mad::Notice::decode(mad::data_of(*smp));
-    mad::Smp repress = *smp;
-    repress.method = mad::Method::kTrapRepress;
-    repress.status = 0;
-    Mad out;
-    mad::encode_smp(repress, std::span<std::uint8_t, kMadSize>(out.data));
-    out.dlid = m.slid;
-    const bool sent = t.send(out).ok();
+    const bool sent = t.send(trap_repress(*smp, m)).ok();
     fmt::print("trap {} issuer_lid {:#x} lid {:#x} from {:#x} repressed {}\n", n.trap_number,
                n.issuer_lid, n.trap_number == 128 ? n.trap128_lid(false) : 0U, m.slid,
                sent ? "yes" : "no");

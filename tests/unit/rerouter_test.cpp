@@ -29,6 +29,8 @@ namespace {
 
 using testing::Fabric;
 using testing::make_fabric;
+using testing::port_to;
+using testing::sw_index;
 using testing::trace_all;
 
 Result<Routes> route(const Topology& topo, const LidMap& lids, std::string_view engine) {
@@ -411,27 +413,13 @@ Built build(std::string_view spec, std::string_view engine) {
   return b;
 }
 
-std::uint32_t sw_of(const Fabric& f, std::string_view name) {
-  return f.topo.node(*f.topo.find_by_name(name)).switch_index;
-}
-
-PortNum port_to(const Fabric& f, std::string_view from, std::string_view to) {
-  const NodeId a = *f.topo.find_by_name(from);
-  const NodeId b = *f.topo.find_by_name(to);
-  for (unsigned p = 1; p <= f.topo.node(a).num_ports; ++p) {
-    if (f.topo.port(a, static_cast<PortNum>(p)).remote_node == b) return static_cast<PortNum>(p);
-  }
-  ADD_FAILURE() << from << " is not cabled to " << to;
-  return 0;
-}
-
 TEST(Rerouter, EdgeAggregationFailureLeavesOrphansWithoutCaTraffic) {
   // An edge-aggregation failure: the aggregation switches of that plane in
   // the other pods can no longer reach the edge switch going only up then
   // down; they become orphans for its LIDs and every edge switch avoids them.
   Built b = build("fat-tree:levels=3,k=4", "updn");
   ASSERT_TRUE(b.rr);
-  const std::uint32_t edge = sw_of(b.f, "edge-p0-0");
+  const std::uint32_t edge = sw_index(b.f, "edge-p0-0");
   const PortNum p = port_to(b.f, "edge-p0-0", "agg-p0-0");
   const FailedLink cut[] = {{edge, p}};
   auto rep = b.rr->repair(cut);
@@ -450,7 +438,7 @@ TEST(Rerouter, EdgeAggregationFailureLeavesOrphansWithoutCaTraffic) {
   EXPECT_EQ(trace.delivered, trace.reachable_pairs) << trace.first_failure;
   EXPECT_FALSE(b.rr->link_live(edge, p));
   // Reporting the same link again (its other end) is a no-op.
-  const FailedLink other[] = {{sw_of(b.f, "agg-p0-0"), port_to(b.f, "agg-p0-0", "edge-p0-0")}};
+  const FailedLink other[] = {{sw_index(b.f, "agg-p0-0"), port_to(b.f, "agg-p0-0", "edge-p0-0")}};
   auto again = b.rr->repair(other);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->switch_links_failed, 0U);
@@ -512,14 +500,14 @@ TEST(Rerouter, ResetRestoresTheBuiltTablesAndRepeatsARepairExactly) {
   ASSERT_TRUE(b.rr);
   WorkerPool pool(2);
   const Routes original = b.rr->export_routes(pool);
-  const std::uint32_t core = sw_of(b.f, "core-0");
+  const std::uint32_t core = sw_index(b.f, "core-0");
   const FailedLink cut[] = {{core, 1}};
   auto first = b.rr->repair(cut);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->verdict, RepairReport::Verdict::kRepaired);
   const std::vector<LftChange> changes(first->changes.begin(), first->changes.end());
   ASSERT_FALSE(changes.empty());
-  const FailedLink more[] = {{sw_of(b.f, "core-3"), 2}};
+  const FailedLink more[] = {{sw_index(b.f, "core-3"), 2}};
   ASSERT_TRUE(b.rr->repair(more).ok());
   b.rr->reset();
   EXPECT_TRUE(b.rr->link_live(core, 1));
@@ -570,7 +558,7 @@ TEST(RerouterRefusal, NoUpDownRouteForACaSwitchFallsBackToFullRecompute) {
   ASSERT_TRUE(b.rr);
   WorkerPool pool(2);
   const Routes before = b.rr->export_routes(pool);
-  const std::uint32_t sw1 = sw_of(b.f, "sw-1");
+  const std::uint32_t sw1 = sw_index(b.f, "sw-1");
   const PortNum p = port_to(b.f, "sw-1", "sw-0");
   const FailedLink cut[] = {{sw1, p}};
   auto rep = b.rr->repair(cut);
@@ -584,7 +572,7 @@ TEST(RerouterRefusal, NoUpDownRouteForACaSwitchFallsBackToFullRecompute) {
   const Routes after = b.rr->export_routes(pool);
   for (std::size_t s = 0; s < before.lfts.size(); ++s) EXPECT_TRUE(after.lfts[s] == before.lfts[s]);
   // Further repairs are refused until reset.
-  const FailedLink other[] = {{sw_of(b.f, "sw-2"), port_to(b.f, "sw-2", "sw-3")}};
+  const FailedLink other[] = {{sw_index(b.f, "sw-2"), port_to(b.f, "sw-2", "sw-3")}};
   auto next = b.rr->repair(other);
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->verdict, RepairReport::Verdict::kNeedsFullRecompute);

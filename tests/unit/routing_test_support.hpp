@@ -48,6 +48,22 @@ inline Fabric make_fabric(std::string_view spec) {
   return f;
 }
 
+// The switch_index of the switch named `name`.
+inline std::uint32_t sw_index(const Fabric& f, std::string_view name) {
+  return f.topo.node(*f.topo.find_by_name(name)).switch_index;
+}
+
+// The port of switch `from` cabled to switch `to` (first one).
+inline PortNum port_to(const Fabric& f, std::string_view from, std::string_view to) {
+  const NodeId a = *f.topo.find_by_name(from);
+  const NodeId b = *f.topo.find_by_name(to);
+  for (unsigned p = 1; p <= f.topo.node(a).num_ports; ++p) {
+    if (f.topo.port(a, static_cast<PortNum>(p)).remote_node == b) return static_cast<PortNum>(p);
+  }
+  ADD_FAILURE() << from << " is not cabled to " << to;
+  return 0;
+}
+
 // All switch-to-switch links as (switch node, port) of one end, in port order.
 inline std::vector<PortRef> switch_links(const Topology& topo) {
   std::vector<PortRef> out;

@@ -22,6 +22,8 @@ namespace {
 
 using testing::Fabric;
 using testing::make_fabric;
+using testing::port_to;
+using testing::sw_index;
 
 Routes route(const Fabric& f, std::string_view engine) {
   auto e = make_engine(engine);
@@ -38,21 +40,6 @@ Result<VerifyReport> run_verify(const Fabric& f, const Routes& r, unsigned threa
   VerifyOptions opts;
   opts.switch_traffic = switch_traffic;
   return verify(f.topo, f.lids, r, opts, pool, {});
-}
-
-std::uint32_t sw_index(const Fabric& f, std::string_view name) {
-  return f.topo.node(*f.topo.find_by_name(name)).switch_index;
-}
-
-// The port of switch `from` cabled to switch `to` (first one).
-PortNum port_to(const Fabric& f, std::string_view from, std::string_view to) {
-  const NodeId a = *f.topo.find_by_name(from);
-  const NodeId b = *f.topo.find_by_name(to);
-  for (unsigned p = 1; p <= f.topo.node(a).num_ports; ++p) {
-    if (f.topo.port(a, static_cast<PortNum>(p)).remote_node == b) return static_cast<PortNum>(p);
-  }
-  ADD_FAILURE() << from << " is not cabled to " << to;
-  return 0;
 }
 
 Lid lid_of(const Fabric& f, std::string_view node, PortNum port) {
