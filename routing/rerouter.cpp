@@ -344,7 +344,7 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
 
   // Working tables: one contiguous copy, rows filled in parallel.
   auto t = Clock::now();
-  r->table_.reset(new std::uint8_t[std::size_t{n} * entries]);
+  r->table_ = HugeBuffer(std::size_t{n} * entries);
   m.load.assign(m.ports.size(), 0);
   const std::size_t grain = std::max<std::size_t>(1, n / (std::size_t{pool.size()} * 16));
   pool.parallel_for(n, grain, [&](std::size_t b, std::size_t e, unsigned) {

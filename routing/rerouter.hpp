@@ -57,6 +57,8 @@
 // Memory (stated budget; S switches, L = LFT entries per switch rounded to
 // 64, P = switch port slots):
 //   working tables            S x L bytes      (1.09 GB at k=80, 24-bit)
+//                             on 2 MiB pages where THP allows (huge_buffer.hpp):
+//                             the repair reads them at scattered places
 //   down_ok + its original    2 x S x S bits   (16 MB at 8,000 switches)
 //   per-port loads, classes   ~12 bytes x P
 //   per-LID destination       8 bytes x L
@@ -72,6 +74,7 @@
 #include <string>
 #include <vector>
 
+#include "routing/huge_buffer.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/result.hpp"
@@ -230,7 +233,7 @@ class Rerouter {
   std::shared_ptr<const Routes> base_;
   std::uint32_t n_ = 0;
   std::uint32_t stride_ = 0;
-  std::unique_ptr<std::uint8_t[]> table_;
+  HugeBuffer table_;  // S x stride_ bytes
   bool stale_ = false;
   RerouterStats stats_;
   std::unique_ptr<Impl> impl_;

@@ -1,6 +1,8 @@
-#include <atomic>
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "routing/huge_buffer.hpp"
 #include "routing/lft.hpp"
 #include "routing/topology.hpp"
 #include "routing/worker_pool.hpp"
@@ -49,6 +51,29 @@ TEST(Lft, DirtyBlocksTrackChanges) {
   lft.clear_dirty();
   EXPECT_TRUE(lft.dirty_blocks().empty());
   EXPECT_EQ(lft.block(2)[2], 7);
+}
+
+TEST(HugeBuffer, ZeroFilledAlignedAndMovable) {
+  constexpr std::size_t kBytes = (std::size_t{5} << 20) + 123;  // not a whole huge page
+  HugeBuffer b(kBytes);
+  ASSERT_NE(b.get(), nullptr);
+  EXPECT_EQ(b.size(), kBytes);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.get()) % (std::size_t{2} << 20), 0U);
+  EXPECT_EQ(b.get()[0], 0);
+  EXPECT_EQ(b.get()[kBytes - 1], 0);
+  for (std::size_t i = 0; i < kBytes; i += 4096) b.get()[i] = static_cast<std::uint8_t>(i >> 12);
+  b.get()[kBytes - 1] = 0xAB;
+  std::uint8_t* const data = b.get();
+  HugeBuffer moved(std::move(b));
+  EXPECT_EQ(b.get(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  EXPECT_EQ(moved.get(), data);
+  EXPECT_EQ(moved.get()[4096 * 7], 7);
+  EXPECT_EQ(moved.get()[kBytes - 1], 0xAB);
+  HugeBuffer other(64);
+  other = std::move(moved);
+  EXPECT_EQ(other.get(), data);
+  EXPECT_EQ(other.size(), kBytes);
+  EXPECT_EQ(HugeBuffer(0).get(), nullptr);
 }
 
 TEST(WorkerPool, CoversEveryIndexOnce) {
