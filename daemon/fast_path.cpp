@@ -278,6 +278,8 @@ Result<PushOutcome> FastPath::repair_and_push(std::span<const routing::FailedLin
   const routing::RepairReport& rep = *repaired;
   o.repaired = Clock::now() - start;
   o.compute = rep.t_total;
+  o.compute_route = rep.t_route;
+  o.compute_check = rep.t_check;
   o.verdict = rep.verdict;
   o.reason = rep.reason;
   o.switch_links = rep.switch_links_failed;

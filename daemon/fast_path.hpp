@@ -96,7 +96,9 @@ struct PushOutcome {
   // simulator's latency model, when the last switch holds its new table
   // (plus the answer's way back).
   std::chrono::nanoseconds transport_confirmed{};
-  std::chrono::nanoseconds compute{};  // Rerouter::repair alone
+  std::chrono::nanoseconds compute{};        // Rerouter::repair alone
+  std::chrono::nanoseconds compute_route{};  // of which worklist and orphan fill
+  std::chrono::nanoseconds compute_check{};  // of which check_changes
   std::uint64_t blocks_failed = 0;
   std::vector<std::uint32_t> failed_switches;  // switch_index whose blocks did not all land
 };

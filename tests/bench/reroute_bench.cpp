@@ -5,10 +5,12 @@
 //
 //   reroute_bench [SPEC] [engine=auto|updn|ftree] [lid_bits=24] [failures=1000]
 //                 [accumulate=5] [switches=20] [seed=1] [latency=0|1] [threads=2]
+//                 [links=all|ca|upper]
 //
 // SPEC defaults to fat-tree:levels=3,k=80 (8,000 switches, 128,000 CAs).
 // Runs, in order:
-//  1. `failures` random single switch-to-switch link failures, each restored
+//  1. `failures` random single switch-to-switch link failures (`links`: any,
+//     only links at a switch with CAs, or only links above them), each restored
 //     before the next (link up in the simulator, the rerouter reset to the
 //     tables it was built with, the changed blocks programmed back);
 //  2. failures accumulating until `accumulate` percent of the links are down
@@ -65,6 +67,7 @@ struct Args {
   std::uint64_t seed = 1;
   bool latency = false;
   unsigned threads = 2;
+  std::string links = "all";  // single failures: all, ca (at a switch with CAs), upper
 };
 
 // Directed-route paths from the SM's CA to every node (BFS), for the
@@ -96,6 +99,7 @@ discovery::DrPaths bfs_paths(const routing::Topology& t, NodeId sm, PortNum sm_p
 
 struct Sample {
   double latency_ms = 0, repair_ms = 0, probe_ms = 0, confirmed_ms = 0, transport_ms = 0;
+  double route_ms = 0, check_ms = 0;
   double probe_sim_ms = 0;
   std::uint64_t entries = 0, blocks = 0, orphans = 0, probe_smps = 0;
   bool leaf = false;  // the link touches a switch with CAs
@@ -134,6 +138,13 @@ void print_run(const Run& r, bool latency_model) {
       "  port probes", [](const Sample& s) { return s.probe_ms; }, "ms");
   row(
       "  repair (Rerouter::repair)", [](const Sample& s) { return s.repair_ms; }, "ms");
+  row(
+      "    worklist and orphan fill", [](const Sample& s) { return s.route_ms; }, "ms");
+  row(
+      "    check_changes", [](const Sample& s) { return s.check_ms; }, "ms");
+  row(
+      "  push (after the repair)",
+      [](const Sample& s) { return s.latency_ms - s.repair_ms - s.probe_ms; }, "ms");
   row(
       "all blocks answered", [](const Sample& s) { return s.confirmed_ms; }, "ms");
   if (latency_model) {
@@ -233,6 +244,8 @@ class Bench {
     Sample s;
     s.latency_ms = ms(o.latency);
     s.repair_ms = ms(o.compute);
+    s.route_ms = ms(o.compute_route);
+    s.check_ms = ms(o.compute_check);
     s.probe_ms = ms(found.duration);
     s.confirmed_ms = ms(o.confirmed);
     s.transport_ms = ms(o.transport_confirmed);
@@ -322,6 +335,9 @@ int main(int argc, char** argv) {
       ok = parse_value(val, a.latency);
     } else if (key == "threads") {
       ok = parse_value(val, a.threads);
+    } else if (key == "links") {
+      a.links = val;
+      ok = val == "all" || val == "ca" || val == "upper";
     } else {
       ok = false;
     }
@@ -332,9 +348,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "reroute_bench %s engine=%s lid_bits=%d failures=%d accumulate=%.1f%% switches=%d "
-      "seed=%llu latency=%d threads=%u\n",
+      "seed=%llu latency=%d threads=%u links=%s\n",
       a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.failures, a.accumulate, a.switch_failures,
-      static_cast<unsigned long long>(a.seed), a.latency ? 1 : 0, a.threads);
+      static_cast<unsigned long long>(a.seed), a.latency ? 1 : 0, a.threads, a.links.c_str());
 
   auto t0 = Clock::now();
   auto generated = discovery::topo::generate(a.spec);
@@ -459,8 +475,12 @@ int main(int argc, char** argv) {
   // 1. Single failures, each restored.
   Run single{fmt::format("{} single link failures, each restored", a.failures), {}, 0, 0};
   t0 = Clock::now();
-  for (int i = 0; i < a.failures; ++i) {
-    const PortRef l = links[rng() % links.size()];
+  std::vector<PortRef> singles;
+  for (const PortRef& l : links) {
+    if (a.links == "all" || (a.links == "ca") == touches_ca(l)) singles.push_back(l);
+  }
+  for (int i = 0; i < a.failures && !singles.empty(); ++i) {
+    const PortRef l = singles[rng() % singles.size()];
     if (!check(bench.fail_links({l}, single, touches_ca(l)), "failure")) break;
     if (!check(bench.restore({l}), "restore")) break;
   }
