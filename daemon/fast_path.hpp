@@ -1,12 +1,17 @@
 #pragma once
 // FastPath: the SM's answer to a link failure (DESIGN.md step 7, issue 7).
 //
-// trap 128 from switch X  ->  identify()        PortInfo Get on every port of
-//                                               X, windowed: a port believed up
-//                                               and found down is a failure; a
-//                                               port found up that is not known
-//                                               as up is a link coming (back)
-//                                               up, for the heavy sweep
+// trap 128 from switch X  ->  identify()        PortInfo Get, windowed: first
+//                                               the ports that would explain
+//                                               several traps at once (see
+//                                               below), then every port of
+//                                               each trapping switch still
+//                                               unexplained. A port believed
+//                                               up and found down is a
+//                                               failure; a port found up that
+//                                               is not known as up is a link
+//                                               coming (back) up, for the
+//                                               heavy sweep
 //                         ->  repair_and_push() Rerouter::repair, then every
 //                                               changed LFT block as a DR Set
 //                                               (Ext)LinearForwardingTable,
@@ -22,10 +27,24 @@
 // hot path). A switch whose tree path crosses a link that failed since takes
 // a neighbour's intact path plus one hop; failing that, LFT Sets follow the
 // repaired tables' own route to the switch's LID (it avoids every failed
-// link by construction). Probes are sent in two phases:
-// first to trapping switches whose tree parent did not trap (their paths
-// cannot cross the failed link), then, with what that found avoided, to the
-// rest — so a failed link on a switch's own tree path costs no timeout.
+// link by construction).
+//
+// Trap 128 says only that some port of its issuer changed state, and
+// failures come with several traps: a link's two ends both trap, a dead
+// switch's neighbours all trap. So identify() first reads only the ports
+// that explain traps together ("targeted" probes): a live link between two
+// trapping switches, read at one end, and each trapping switch's link to a
+// switch that did not trap but has two or more trapping neighbours (a dead
+// switch, likely). They go only to switches whose tree path crosses no
+// such link and no such switch. A trapping switch at either end of a link
+// found down is explained, and its other ports are not read: one SMP for a
+// cable instead of every port of both ends, one per neighbour for a dead
+// switch. What a trap might also have meant (a second change at the same
+// switch) is left to the heavy sweep that follows every reroute to
+// re-balance. Unexplained switches then get every port probed, in two
+// phases: first those whose tree parent did not trap (their paths cannot
+// cross the failed link), then, with what that found avoided, the rest — so
+// a failed link on a switch's own tree path costs no timeout.
 //
 // LFT Sets respect a per-switch window (a switch's SMA queue is finite: the
 // simulator's latency model drops beyond 64 waiting SMPs, real SMAs behave
@@ -75,6 +94,8 @@ struct Identified {
   std::uint32_t unanswered = 0;             // probes lost (path or switch gone)
   std::uint32_t not_switches = 0;           // trap issuers that are no known switch
   std::uint64_t smps = 0;
+  std::uint64_t targeted_smps = 0;      // of which targeted probes
+  std::uint32_t explained = 0;          // trapping switches explained by targeted probes
   std::chrono::nanoseconds duration{};  // wall
 };
 
@@ -118,8 +139,9 @@ class FastPath {
                                                  FastPathConfig config, routing::WorkerPool& pool);
   ~FastPath();
 
-  // Probes the ports of the switches that sent trap 128 (their LIDs).
-  // MADs that are not answers to the probes go to `unsolicited`.
+  // Probes the ports of the switches that sent trap 128 (their LIDs): the
+  // targeted ports first, then every port of the unexplained ones (see the
+  // top). MADs that are not answers to the probes go to `unsolicited`.
   Result<Identified> identify(std::span<const std::uint32_t> issuer_lids,
                               const Unsolicited& unsolicited);
 
@@ -177,6 +199,10 @@ class FastPath {
   std::vector<std::uint8_t> depth_;    // hops from the root
   // Links found down by identify() and not yet handed to the rerouter.
   std::vector<routing::FailedLink> suspect_;
+  // identify() scratch, per switch: trapped (stamp), and for switches that
+  // did not trap, how many trapping neighbours they have.
+  std::vector<std::uint32_t> trap_mark_, near_mark_, near_count_;
+  std::uint32_t mark_epoch_ = 0;
 
   // LFT push scratch (kept across calls: no allocation once grown).
   std::vector<std::uint32_t> next_in_switch_;  // per block: next block of its switch

@@ -101,7 +101,7 @@ struct Sample {
   double latency_ms = 0, repair_ms = 0, probe_ms = 0, confirmed_ms = 0, transport_ms = 0;
   double route_ms = 0, check_ms = 0;
   double probe_sim_ms = 0;
-  std::uint64_t entries = 0, blocks = 0, orphans = 0, probe_smps = 0;
+  std::uint64_t entries = 0, blocks = 0, orphans = 0, probe_smps = 0, targeted = 0, explained = 0;
   bool leaf = false;  // the link touches a switch with CAs
 };
 
@@ -159,6 +159,10 @@ void print_run(const Run& r, bool latency_model) {
       "orphan entries", [](const Sample& s) { return s.orphans; }, "");
   row(
       "probe SMPs", [](const Sample& s) { return s.probe_smps; }, "");
+  row(
+      "  of which targeted", [](const Sample& s) { return s.targeted; }, "");
+  row(
+      "trapping switches explained by them", [](const Sample& s) { return s.explained; }, "");
   std::vector<Sample> leaf, upper;
   for (const Sample& s : r.samples) (s.leaf ? leaf : upper).push_back(s);
   if (!leaf.empty() && !upper.empty()) {
@@ -254,6 +258,8 @@ class Bench {
     s.blocks = o.blocks;
     s.orphans = o.orphans;
     s.probe_smps = found.smps;
+    s.targeted = found.targeted_smps;
+    s.explained = found.explained;
     s.leaf = leaf;
     run.samples.push_back(s);
     return {};

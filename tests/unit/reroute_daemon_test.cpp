@@ -164,6 +164,15 @@ TEST(RerouteDaemon, CutCableIsRepairedByTheFastPathAndEveryLidStillAnswers) {
   const auto reroutes = h.events_of(EventKind::kReroute);
   ASSERT_FALSE(reroutes.empty());
   EXPECT_NE(reroutes[0].details_json.find("\"latency_us\""), std::string::npos);
+  // One targeted PortInfo Get when both ends' traps arrive; here core-0's
+  // route to the SM ran over the cut cable, so its trap waits for a repeat
+  // and agg-p0-0 alone is read whole (4 ports). Never both ends whole.
+  {
+    const std::string& json = reroutes[0].details_json;
+    const auto at = json.find("\"probe_smps\":");
+    ASSERT_NE(at, std::string::npos) << json;
+    EXPECT_LE(std::stoi(json.substr(at + 13)), 4) << json;
+  }
   // The verifier agrees with what was published.
   auto verdict = h.sm->verify_routing().get();
   EXPECT_TRUE(verdict.ok()) << verdict.error().message;
@@ -249,6 +258,20 @@ TEST(RerouteDaemon, SwitchFailureIsRepairedAroundIt) {
   std::this_thread::sleep_for(100ms);  // traps of every neighbour handled
   const auto s = h.publisher.current();
   EXPECT_EQ(s->sweeps, 1U);
+  // The dead switch sends no trap; its four neighbours do. The targeted
+  // probes ask about switches next to two or more of them (agg-p1-1, and
+  // agg-p1-0 and the index-1 aggregation switches of the other pods, which
+  // share neighbours with it), then every neighbour's link to agg-p1-1:
+  // fewer SMPs than every port of the four (16), all four links found.
+  const auto reroutes = h.events_of(EventKind::kReroute);
+  ASSERT_EQ(reroutes.size(), 1U);
+  const std::string& json = reroutes[0].details_json;
+  EXPECT_NE(json.find("\"switch_links\":4,"), std::string::npos) << json;
+  const auto at = json.find("\"probe_smps\":");
+  ASSERT_NE(at, std::string::npos) << json;
+  const int probes = std::stoi(json.substr(at + 13));
+  EXPECT_GE(probes, 4) << json;
+  EXPECT_LT(probes, 16) << json;
   h.stop();
   // The dead switch's own LID cannot answer; every other LID must.
   expect_every_lid_answers(h, *s, 1);
