@@ -57,6 +57,21 @@ Result<std::unique_ptr<FastPath>> FastPath::build(
   fp->tail_.assign(n, kNone);
   fp->in_flight_.assign(n, 0);
   fp->stamp_.assign(n, 0);
+  fp->links_first_.assign(n + 1, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    fp->links_first_[s] = static_cast<std::uint32_t>(fp->links_.size());
+    const NodeId node = topo.switch_node(s);
+    for (unsigned pn = 1; pn <= topo.node(node).num_ports; ++pn) {
+      const routing::Port& port = topo.port(node, static_cast<PortNum>(pn));
+      if (!port.connected() || topo.node(port.remote_node).type != routing::NodeType::kSwitch)
+        continue;
+      fp->links_.push_back(
+          {topo.node(port.remote_node).switch_index, static_cast<PortNum>(pn), port.remote_port});
+    }
+  }
+  fp->links_first_[n] = static_cast<std::uint32_t>(fp->links_.size());
+  fp->seen_.assign(n, 0);
+  fp->queue_.reserve(n);
   fp->trap_mark_.assign(n, 0);
   fp->near_mark_.assign(n, 0);
   fp->near_count_.assign(n, 0);
@@ -83,27 +98,23 @@ bool FastPath::link_up_now(std::uint32_t sw, PortNum port) const {
 void FastPath::refresh_paths() {
   std::fill(parent_.begin(), parent_.end(), kNone);
   std::fill(depth_.begin(), depth_.end(), 0);
-  std::vector<std::uint8_t> seen(parent_.size(), 0);
-  std::vector<std::uint32_t> queue{root_};
+  std::vector<std::uint8_t>& seen = seen_;
+  std::fill(seen.begin(), seen.end(), 0);
+  std::vector<std::uint32_t>& queue = queue_;
+  queue.assign(1, root_);
   seen[root_] = 1;
   for (std::size_t i = 0; i < queue.size(); ++i) {
     const std::uint32_t s = queue[i];
     // The path to s holds the SM's port plus depth_[s] hops; a child needs
     // one more, within the 63 a directed route can hold.
     if (depth_[s] + 2U > mad::kMaxHopCount) continue;
-    const NodeId node = topo_.switch_node(s);
-    for (unsigned p = 1; p <= topo_.node(node).num_ports; ++p) {
-      const routing::Port& port = topo_.port(node, static_cast<PortNum>(p));
-      if (!port.connected() || topo_.node(port.remote_node).type != routing::NodeType::kSwitch)
-        continue;
-      if (!link_up_now(s, static_cast<PortNum>(p))) continue;
-      const std::uint32_t nb = topo_.node(port.remote_node).switch_index;
-      if (seen[nb] != 0) continue;
-      seen[nb] = 1;
-      parent_[nb] = s;
-      parent_port_[nb] = static_cast<PortNum>(p);
-      depth_[nb] = static_cast<std::uint8_t>(depth_[s] + 1);
-      queue.push_back(nb);
+    for (const SwitchLink& l : links_of(s)) {
+      if (seen[l.peer] != 0 || !link_up_now(s, l.port)) continue;
+      seen[l.peer] = 1;
+      parent_[l.peer] = s;
+      parent_port_[l.peer] = l.port;
+      depth_[l.peer] = static_cast<std::uint8_t>(depth_[s] + 1);
+      queue.push_back(l.peer);
     }
   }
 }
@@ -134,20 +145,16 @@ std::size_t FastPath::path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) 
   if (sw == root_ || (parent_[sw] != kNone && intact(sw))) return tree_path(sw, out);
   // A failed link on sw's tree path: one hop from a neighbour whose own path
   // is intact and does not run through sw.
-  const NodeId node = topo_.switch_node(sw);
   std::uint32_t best = kNone;
   PortNum best_port = 0;
-  for (unsigned p = 1; p <= topo_.node(node).num_ports; ++p) {
-    const routing::Port& port = topo_.port(node, static_cast<PortNum>(p));
-    if (!port.connected() || topo_.node(port.remote_node).type != routing::NodeType::kSwitch ||
-        !link_up_now(sw, static_cast<PortNum>(p)))
-      continue;
-    const std::uint32_t nb = topo_.node(port.remote_node).switch_index;
+  for (const SwitchLink& l : links_of(sw)) {
+    if (!link_up_now(sw, l.port)) continue;
+    const std::uint32_t nb = l.peer;
     if (nb != root_ && (parent_[nb] == kNone || !intact(nb))) continue;
     if (descends_from(nb, sw) || depth_[nb] + 2U > mad::kMaxHopCount) continue;
     if (best == kNone || depth_[nb] < depth_[best]) {
       best = nb;
-      best_port = port.remote_port;
+      best_port = l.peer_port;
     }
   }
   if (best == kNone) return 0;
@@ -236,17 +243,10 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
   const std::uint32_t epoch = mark_epoch_;
   for (std::uint32_t s : sws) trap_mark_[s] = epoch;
   auto trapped = [&](std::uint32_t s) { return trap_mark_[s] == epoch; };
-  // Live switch links of s, as (port, neighbour).
+  // Live switch links of s.
   auto for_each_live = [this](std::uint32_t s, auto&& f) {
-    const NodeId node = topo_.switch_node(s);
-    for (unsigned pn = 1; pn <= topo_.node(node).num_ports; ++pn) {
-      const auto p = static_cast<PortNum>(pn);
-      const routing::Port& port = topo_.port(node, p);
-      if (!port.connected() || topo_.node(port.remote_node).type != routing::NodeType::kSwitch ||
-          !link_up_now(s, p)) {
-        continue;
-      }
-      f(p, topo_.node(port.remote_node).switch_index);
+    for (const SwitchLink& l : links_of(s)) {
+      if (link_up_now(s, l.port)) f(l);
     }
   };
   // A trapping switch with no trapping neighbour ("lonely") points at a
@@ -255,12 +255,13 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
   const auto n_trapped = sws.size();
   std::vector<std::uint8_t> lonely(n_trapped, 1);
   for (std::size_t i = 0; i < n_trapped; ++i) {
-    for_each_live(sws[i], [&](PortNum, std::uint32_t x) { lonely[i] &= trapped(x) ? 0 : 1; });
+    for_each_live(sws[i], [&](const SwitchLink& l) { lonely[i] &= trapped(l.peer) ? 0 : 1; });
   }
   std::uint32_t most = 0;
   for (std::size_t i = 0; i < n_trapped; ++i) {
     if (lonely[i] == 0) continue;
-    for_each_live(sws[i], [&](PortNum, std::uint32_t x) {
+    for_each_live(sws[i], [&](const SwitchLink& l) {
+      const std::uint32_t x = l.peer;
       if (near_mark_[x] != epoch) {
         near_mark_[x] = epoch;
         near_count_[x] = 0;
@@ -293,11 +294,12 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
       if (safe(s)) return tree_path(s, buf);
       std::uint32_t best = kNone;
       PortNum best_port = 0;
-      for_each_live(s, [&](PortNum p, std::uint32_t y) {
+      for_each_live(s, [&](const SwitchLink& l) {
+        const std::uint32_t y = l.peer;
         if (trapped(y) || suspicious(y) || !safe(y) || depth_[y] + 2U > mad::kMaxHopCount) return;
         if (best == kNone || depth_[y] < depth_[best]) {
           best = y;
-          best_port = topo_.port(topo_.switch_node(s), p).remote_port;
+          best_port = l.peer_port;
         }
       });
       if (best == kNone) return 0;
@@ -340,7 +342,9 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
     for (std::size_t i = 0; i < n_trapped; ++i) {
       if (lens[i] == 0) continue;
       const std::uint32_t s = sws[i];
-      for_each_live(s, [&](PortNum p, std::uint32_t x) {
+      for_each_live(s, [&](const SwitchLink& l) {
+        const PortNum p = l.port;
+        const std::uint32_t x = l.peer;
         if (trapped(x)) {
           if (x > s || lens[index_of(x)] == 0) probe(round1, i, p);
         } else if (lonely[i] != 0 && suspicious(x) &&
@@ -367,8 +371,9 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
       round2.set_unsolicited_handler(unsolicited);
       std::vector<std::array<std::uint8_t, 64>> extra;  // routes of neighbours that did not trap
       for (std::uint32_t x : dead) {
-        for_each_live(x, [&](PortNum q, std::uint32_t y) {
-          const PortNum p = topo_.port(topo_.switch_node(x), q).remote_port;
+        for_each_live(x, [&](const SwitchLink& l) {
+          const std::uint32_t y = l.peer;
+          const PortNum p = l.peer_port;
           if (trapped(y)) {
             const std::size_t i = index_of(y);
             if (lens[i] != 0) probe(round2, i, p);

@@ -191,6 +191,22 @@ class FastPath {
   FastPathConfig config_;
   std::unique_ptr<routing::Rerouter> rerouter_;
 
+  // Switch-to-switch cables by switch_index (CSR), built once: the tree,
+  // the paths and the probes walk these instead of the Topology's ports.
+  struct SwitchLink {
+    std::uint32_t peer = 0;  // switch_index
+    PortNum port = 0;        // on this switch
+    PortNum peer_port = 0;
+  };
+  std::vector<std::uint32_t> links_first_;  // S+1 offsets into links_
+  std::vector<SwitchLink> links_;
+  std::span<const SwitchLink> links_of(std::uint32_t s) const {
+    return std::span<const SwitchLink>(links_).subspan(links_first_[s],
+                                                       links_first_[s + 1] - links_first_[s]);
+  }
+  std::vector<std::uint8_t> seen_;    // refresh_paths scratch
+  std::vector<std::uint32_t> queue_;  // refresh_paths scratch
+
   // Directed-route tree by switch_index.
   static constexpr std::uint32_t kNone = UINT32_MAX;
   std::uint32_t root_ = kNone;         // the SM's switch
