@@ -566,11 +566,11 @@ bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
   }
   const std::string msg = fmt::format(
       "reroute: {} switch link(s), {} CA link(s) down; {} LFT entries in {} blocks on {} "
-      "switches rewritten in {:.0f} us (probes {:.0f} us, repair {:.0f} us, blocks handed "
-      "{:.0f} us after it, the rest {:.0f} us); {} orphan entries",
+      "switches rewritten in {:.0f} us (probes {:.0f} us for {} SMPs, repair {:.0f} us, blocks "
+      "handed {:.0f} us after it, the rest {:.0f} us); {} orphan entries",
       o.switch_links, o.ca_links, o.changed_entries, o.blocks, o.switches_programmed,
-      us_of(o.latency), us_of(found->duration), us_of(o.compute), us_of(o.latency - o.repaired),
-      us_of(o.repaired - o.compute - found->duration), o.orphans);
+      us_of(o.latency), us_of(found->duration), found->smps, us_of(o.compute),
+      us_of(o.latency - o.repaired), us_of(o.repaired - o.compute - found->duration), o.orphans);
   spdlog::info("{}", msg);
   events_.append(
       EventKind::kReroute, std::nullopt, std::nullopt, msg,

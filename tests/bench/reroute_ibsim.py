@@ -49,7 +49,7 @@ def main():
     ib.start()
     cfg = os.path.join(work, "subnetd.yaml")
     write_subnetd_config(cfg, args.engine, os.path.join(work, "subnetd.db"),
-                         os.path.join(work, "api.sock"), threads=2, log_level="info")
+                         os.path.join(work, "api.sock"), threads=2, log_level=os.environ.get("SUBNETD_LOG", "info"))
     logf = os.path.join(work, "daemon.log")
     d = track(subprocess.Popen([os.path.join(args.bin, "subnetd"), "--config", cfg],
                                env=preload_env(sock), stdout=open(logf, "w"),
@@ -87,8 +87,14 @@ def main():
             took = time.time() - t
             rr = [l for l in lines() if "reroute:" in l]
             if len(rr) > n_rr:
-                m = re.search(r"rewritten in (\d+) us \(repair (\d+) us\)", rr[-1])
-                got.append((int(m.group(1)) / 1000.0, int(m.group(2)) / 1000.0, took * 1000.0))
+                m = re.search(r"rewritten in (\d+) us \(probes (\d+) us for \d+ SMPs, repair (\d+) us",
+                              rr[-1])
+                if m is None:
+                    print("  unexpected reroute log line:", rr[-1])
+                    status = 1
+                    continue
+                got.append((int(m.group(1)) / 1000.0, int(m.group(3)) / 1000.0, took * 1000.0,
+                            int(m.group(2)) / 1000.0))
                 print("  Unlink %s[%d]: %s; console command -> log line %.1f ms"
                       % (args.link, args.port, rr[-1].split("reroute: ")[1], took * 1000.0))
             else:
@@ -103,10 +109,10 @@ def main():
             time.sleep(0.5)
         if got:
             med = lambda xs: sorted(xs)[len(xs) // 2]
-            print("median over %d: trap -> last block handed to umad %.2f ms, repair %.2f ms, "
-                  "Unlink command -> log line %.1f ms"
-                  % (len(got), med([g[0] for g in got]), med([g[1] for g in got]),
-                     med([g[2] for g in got])))
+            print("median over %d: trap -> last block handed to umad %.2f ms (probes %.2f ms, "
+                  "repair %.2f ms), Unlink command -> log line %.1f ms"
+                  % (len(got), med([g[0] for g in got]), med([g[3] for g in got]),
+                     med([g[1] for g in got]), med([g[2] for g in got])))
     finally:
         d.send_signal(signal.SIGTERM)
         d.wait(timeout=10)
