@@ -629,6 +629,53 @@ std::vector<LftChange> naive_repair(const Fabric& f, const Topology& live, const
   return out;
 }
 
+TEST(RerouterRefusal, CheckRefusesARouteIntoAnOrphan) {
+  // ftree on a 3-level fat tree: a core switch has no up*/down* route to
+  // another core's own LID (down into a pod, then up), so its entry for that
+  // LID is an orphan: only traffic that starts at the core may follow it.
+  // Hand the check a change of that orphan entry together with a change that
+  // sends an aggregation switch, which reaches the other core legally, into
+  // the orphan core: the check must refuse (that traffic would turn
+  // down->up), the tables must stay as built.
+  Built b = build("fat-tree:levels=3,k=4", "ftree");
+  ASSERT_TRUE(b.rr);
+  const Topology& t = b.f.topo;
+  const std::uint32_t core0 = sw_index(b.f, "core-0");
+  const Lid core1_lid = b.f.lids.base_lid(t, *t.find_by_name("core-1"), 0);
+  ASSERT_TRUE(core1_lid.valid());
+  // agg-p0-0 is cabled to both core-0 and core-1 (plane 0): it goes straight
+  // up to core-1.
+  const std::uint32_t agg = sw_index(b.f, "agg-p0-0");
+  const PortNum agg_to_core1 = port_to(b.f, "agg-p0-0", "core-1");
+  ASSERT_EQ(b.rr->entry(agg, core1_lid), agg_to_core1);
+  // core-0's orphan entry moves to another pod; agg-p0-0 now sends into core-0.
+  const PortNum was = b.rr->entry(core0, core1_lid);
+  const PortNum other = was == port_to(b.f, "core-0", "agg-p1-0")
+                            ? port_to(b.f, "core-0", "agg-p2-0")
+                            : port_to(b.f, "core-0", "agg-p1-0");
+  const LftChange changes[] = {
+      {core0, core1_lid.value, static_cast<std::uint8_t>(was), static_cast<std::uint8_t>(other)},
+      {agg, core1_lid.value, static_cast<std::uint8_t>(agg_to_core1),
+       static_cast<std::uint8_t>(port_to(b.f, "agg-p0-0", "core-0"))}};
+  WorkerPool pool(2);
+  const Routes before = b.rr->export_routes(pool);
+  auto rep = b.rr->apply_for_test({}, changes);
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_EQ(rep->verdict, RepairReport::Verdict::kNeedsFullRecompute);
+  EXPECT_NE(rep->reason.find("routes LID " + std::to_string(core1_lid.value) +
+                             " into orphan switch \"core-0\""),
+            std::string::npos)
+      << rep->reason;
+  const Routes after = b.rr->export_routes(pool);
+  for (std::size_t s = 0; s < after.lfts.size(); ++s) EXPECT_TRUE(after.lfts[s] == before.lfts[s]);
+  // The orphan change alone is accepted: nothing enters core-0 for that LID.
+  b.rr->reset();
+  const LftChange alone[] = {changes[0]};
+  auto ok = b.rr->apply_for_test({}, alone);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->verdict, RepairReport::Verdict::kRepaired) << ok->reason;
+}
+
 TEST(RerouterRefusal, CheckRefusesANaiveRepairThatClosesACreditLoop) {
   // On a torus routed by updn, cut links one at a time and hand the rerouter
   // the naive shortest-path repair. Whenever the full verifier finds a credit
