@@ -281,6 +281,7 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
     if (s != root_ && parent_[s] == kNone) return false;
     for (std::uint32_t x = s; x != root_; x = parent_[x]) {
       const std::uint32_t up = parent_[x];
+      if (up == kNone || !link_up_now(up, parent_port_[x])) return false;  // tree out of date
       if ((trapped(x) && trapped(up)) || suspicious(up)) return false;
     }
     return true;
