@@ -85,6 +85,7 @@ Result<std::unique_ptr<FastPath>> FastPath::build(
   fp->answered_.resize(blocks);
   fp->order_.reserve(n);
   fp->path_buf_.resize(std::min<std::size_t>(n, blocks));
+  fp->tmpl_buf_.resize(fp->path_buf_.size());
   fp->refresh_paths();
   return fp;
 }
@@ -517,7 +518,10 @@ Result<PushOutcome> FastPath::repair_and_push(std::span<const routing::FailedLin
     path_len_.resize(topo_.num_switches());
     path_slot_.resize(topo_.num_switches());
   }
-  if (path_buf_.size() < order.size()) path_buf_.resize(order.size());
+  if (path_buf_.size() < order.size()) {
+    path_buf_.resize(order.size());
+    tmpl_buf_.resize(order.size());
+  }
   for (std::uint32_t k = 0; k < order.size(); ++k) {
     path_slot_[order[k]] = k;
     // A tree path (or one hop off one), else the repaired tables' own route
@@ -525,22 +529,23 @@ Result<PushOutcome> FastPath::repair_and_push(std::span<const routing::FailedLin
     std::size_t len = path(order[k], path_buf_[k]);
     if (len == 0) len = table_path(order[k], path_buf_[k]);
     path_len_[order[k]] = static_cast<std::uint8_t>(len);
+    if (len != 0) {
+      const mad::Smp smp = mad::make_dr_smp(
+          mad::Method::kSet, attr, 0, std::span<const std::uint8_t>(path_buf_[k].data(), len), 0);
+      mad::encode_smp(smp, std::span<std::uint8_t, discovery::kMadSize>(tmpl_buf_[k]));
+    }
   }
-  auto path_of = [&](std::uint32_t s) {
-    return std::span<const std::uint8_t>(path_buf_[path_slot_[s]].data(), path_len_[s]);
-  };
 
   std::uint32_t unsent = n, outstanding = 0, done = 0;
   Clock::time_point handed = start;
   auto send = [&](std::uint32_t i) -> Result<void> {
     const std::uint32_t s = blocks[i].sw;
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, blocks[i].block, path_of(s), tid0 + i);
-    mad::LinearForwardingTable t;
-    const auto b = rerouter_->block(s, blocks[i].block);
-    std::copy(b.begin(), b.end(), t.ports.begin());
-    t.encode(mad::data_of(smp));
     discovery::Mad m;
-    mad::encode_smp(smp, std::span<std::uint8_t, discovery::kMadSize>(m.data));
+    m.data = tmpl_buf_[path_slot_[s]];
+    // An LFT block's data is its 64 port bytes as they stand (LinearForwardingTable).
+    mad::patch_smp(m.data, tid0 + i, blocks[i].block,
+                   std::span<const std::uint8_t, mad::kSmpDataSize>(
+                       rerouter_->block(s, blocks[i].block).data(), mad::kSmpDataSize));
     m.dlid = mad::kPermissiveLid;
     m.slid = mad::kPermissiveLid;
     SUBNETD_TRY(transport_.send(m));
@@ -588,13 +593,13 @@ Result<PushOutcome> FastPath::repair_and_push(std::span<const routing::FailedLin
     if (!got.ok()) return got.error();
     if (got->has_value()) {
       const discovery::Mad& m = **got;
-      auto smp = mad::decode_smp(m.data);
-      if (!smp.ok()) continue;
-      if (!smp->is_response()) {
-        if (unsolicited) unsolicited(*smp, m);
+      const auto peek = mad::peek_smp(m.data);
+      if (!peek) continue;
+      if (!peek->response) {
+        deliver_unsolicited(m, unsolicited);
         continue;
       }
-      const auto tid = static_cast<std::uint32_t>(smp->tid);
+      const auto tid = static_cast<std::uint32_t>(peek->tid);
       if (tid < tid0 || tid - tid0 >= n || answered_[tid - tid0] != 0) continue;  // not ours
       const std::uint32_t i = tid - tid0;
       const std::uint32_t s = blocks[i].sw;
@@ -602,7 +607,7 @@ Result<PushOutcome> FastPath::repair_and_push(std::span<const routing::FailedLin
       ++done;
       --in_flight_[s];
       --outstanding;
-      if (smp->status != mad::status::kOk) give_up(i);
+      if (peek->status != mad::status::kOk) give_up(i);
       SUBNETD_TRY(feed(s));
       deadline = transport_.now() + config_.timeout;
       continue;

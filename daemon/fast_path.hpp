@@ -229,6 +229,9 @@ class FastPath {
   std::vector<std::uint8_t> path_len_;                          // per switch
   std::vector<std::uint32_t> path_slot_;                        // per switch: index into path_buf_
   std::vector<std::array<std::uint8_t, 64>> path_buf_;
+  // Per switch being programmed: its LFT Set encoded once (directed route
+  // and all); each block patches TID, block number and entries into a copy.
+  std::vector<std::array<std::uint8_t, discovery::kMadSize>> tmpl_buf_;
   std::uint32_t epoch_ = 0;
   std::uint32_t next_tid_ = 0x40000000;
 };

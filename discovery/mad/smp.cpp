@@ -239,6 +239,32 @@ void encode_smp(const Smp& smp, std::span<std::uint8_t, kSmpSize> out) {
   copy_out(smp.return_path, b + hdr::kReturnPath);
 }
 
+void patch_smp(std::span<std::uint8_t, kSmpSize> bytes, std::uint64_t tid, std::uint32_t attr_mod,
+               std::span<const std::uint8_t, kSmpDataSize> data) {
+  std::uint8_t* b = bytes.data();
+  store_be64(b + hdr::kTid, tid);
+  store_be32(b + hdr::kAttrMod, attr_mod);
+  std::memcpy(b + kSmpDataOffset, data.data(), kSmpDataSize);
+}
+
+std::optional<SmpPeek> peek_smp(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < kSmpSize) return std::nullopt;
+  const std::uint8_t* b = bytes.data();
+  const std::uint8_t cls = b[hdr::kMgmtClass];
+  const bool directed = cls == static_cast<std::uint8_t>(MgmtClass::kSubnDirected);
+  if (b[hdr::kBaseVersion] != kBaseVersion1 || b[hdr::kClassVersion] != kSmpClassVersion1 ||
+      (!directed && cls != static_cast<std::uint8_t>(MgmtClass::kSubnLid)) ||
+      !is_known_method(b[hdr::kMethod])) {
+    return std::nullopt;
+  }
+  SmpPeek p;
+  p.response = (b[hdr::kMethod] & 0x80) != 0;
+  p.tid = load_be64(b + hdr::kTid);
+  p.status = load_be16(b + hdr::kStatus);
+  if (directed) p.status &= hdr::kDrStatusMask;
+  return p;
+}
+
 std::array<std::uint8_t, kSmpSize> encode_smp(const Smp& smp) {
   std::array<std::uint8_t, kSmpSize> out{};
   encode_smp(smp, std::span<std::uint8_t, kSmpSize>(out));

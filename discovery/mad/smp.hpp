@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -105,6 +106,24 @@ struct DecodeOptions {
 Result<Smp> decode_smp(std::span<const std::uint8_t> bytes, DecodeOptions opts = {});
 void encode_smp(const Smp& smp, std::span<std::uint8_t, kSmpSize> out);
 std::array<std::uint8_t, kSmpSize> encode_smp(const Smp& smp);
+
+// Over encoded SMPs, for the hot paths that send many SMPs alike and match
+// many answers (the fast path's LFT push):
+//  - patch_smp rewrites the TID, the attribute modifier and the data of an
+//    SMP that encode_smp wrote (a template: one encode per switch, not per
+//    block);
+//  - peek_smp reads what matching an answer needs, after the header checks
+//    decode_smp makes (size, base version, SMP class, class version, known
+//    method); nullopt where decode_smp would fail on those. Attribute and
+//    path checks are decode_smp's: decode what you keep.
+void patch_smp(std::span<std::uint8_t, kSmpSize> bytes, std::uint64_t tid, std::uint32_t attr_mod,
+               std::span<const std::uint8_t, kSmpDataSize> data);
+struct SmpPeek {
+  bool response = false;
+  std::uint64_t tid = 0;
+  std::uint16_t status = 0;  // without the D bit for directed-route SMPs
+};
+std::optional<SmpPeek> peek_smp(std::span<const std::uint8_t> bytes);
 
 // Builders for requests the SM sends. `path` holds the ports of hops 1..n.
 Smp make_dr_smp(Method m, AttrId attr, std::uint32_t attr_mod, std::span<const std::uint8_t> path,
@@ -318,7 +337,11 @@ struct ExtSwitchInfo {
 };
 
 // Convenience: the data field of an Smp as a fixed-size span.
-inline SmpData data_of(Smp& s) { return SmpData(s.data); }
-inline ConstSmpData data_of(const Smp& s) { return ConstSmpData(s.data); }
+inline SmpData data_of(Smp& s) {
+  return SmpData(s.data);
+}
+inline ConstSmpData data_of(const Smp& s) {
+  return ConstSmpData(s.data);
+}
 
 }  // namespace subnetd::discovery::mad

@@ -795,6 +795,62 @@ TEST(SmpCodec, MakeDrSmp) {
   EXPECT_TRUE(decode_smp(encode_smp(local)).ok());
 }
 
+TEST(SmpCodec, PatchedTemplateEqualsAFreshEncode) {
+  // The fast path encodes one LFT Set per switch and patches TID, block and
+  // entries per block: the bytes must be those encode_smp writes for the
+  // same SMP, for both LFT attributes.
+  std::mt19937_64 rng(7);
+  const std::array<std::uint8_t, 4> path = {1, 5, 33, 2};
+  for (AttrId attr : {AttrId::kLinearForwardingTable, AttrId::kExtLinearForwardingTable}) {
+    const Smp base = make_dr_smp(Method::kSet, attr, 0, path, 0);
+    Bytes tmpl = encode_smp(base);
+    for (int i = 0; i < 50; ++i) {
+      const std::uint64_t tid = rng();
+      const auto block = static_cast<std::uint32_t>(rng() % 4096);
+      LinearForwardingTable t;
+      for (auto& p : t.ports) p = static_cast<std::uint8_t>(rng());
+      Smp want = make_dr_smp(Method::kSet, attr, block, path, tid);
+      t.encode(data_of(want));
+      Bytes got = tmpl;
+      patch_smp(got, tid, block, t.ports);
+      EXPECT_EQ(got, encode_smp(want)) << "attribute " << attr_name(attr) << " block " << block;
+    }
+  }
+}
+
+TEST(SmpCodec, PeekAgreesWithDecodeOnTheHeader) {
+  // Answers of both classes, requests, and headers decode_smp rejects.
+  Smp dr = make_dr_smp(Method::kGet, AttrId::kPortInfo, 3, std::array<std::uint8_t, 2>{1, 7},
+                       0x1122334455667788ULL);
+  dr.method = Method::kGetResp;
+  dr.direction = true;
+  dr.status = status::kInvalidField;
+  Bytes w = encode_smp(dr);
+  auto p = peek_smp(w);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->response);
+  EXPECT_EQ(p->tid, 0x1122334455667788ULL);
+  EXPECT_EQ(p->status, status::kInvalidField);  // D bit not part of the status
+  Smp lr = make_lr_smp(Method::kSet, AttrId::kLinearForwardingTable, 5, 99);
+  lr.status = 0x8001;  // LID-routed: all 16 bits are status
+  w = encode_smp(lr);
+  p = peek_smp(w);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_FALSE(p->response);
+  EXPECT_EQ(p->status, 0x8001);
+  // Whatever the header, peek fails exactly where decode_smp fails on it.
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    Bytes b = encode_smp(dr);
+    b[static_cast<std::size_t>(rng() % 4)] =
+        static_cast<std::uint8_t>(rng());  // version, class, method
+    const bool decodes = decode_smp(b, DecodeOptions{.allow_unknown_attribute = true}).ok();
+    EXPECT_EQ(peek_smp(b).has_value(), decodes)
+        << "bytes 0-3: " << int(b[0]) << " " << int(b[1]) << " " << int(b[2]) << " " << int(b[3]);
+  }
+  EXPECT_FALSE(peek_smp(std::span<const std::uint8_t>(w).first(255)).has_value());
+}
+
 TEST(SmpCodec, MakeLrSmp) {
   const Smp s = make_lr_smp(Method::kSet, AttrId::kLinearForwardingTable, 5, 99);
   Bytes w = encode_smp(s);
