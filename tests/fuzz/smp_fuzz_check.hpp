@@ -8,7 +8,9 @@
 //  - succeeds, and encode_smp reproduces every non-reserved input byte,
 //    decoding that again yields the same Smp, and encoding it the same bytes;
 //  - the attribute named by a decoded SMP decodes from its data field and is
-//    stable under encode -> decode.
+//    stable under encode -> decode;
+//  - peek_smp succeeds exactly when decode_smp (unknown attributes allowed)
+//    does, and agrees with it on response, TID and status.
 
 #include <cstdint>
 #include <span>
@@ -70,6 +72,21 @@ inline std::string check_attribute(const Smp& smp) {
 
 // Returns an empty string when the property holds, else what broke.
 inline std::string check_smp_bytes(std::span<const std::uint8_t> in) {
+  {
+    const auto peek = peek_smp(in);
+    auto full = decode_smp(in, DecodeOptions{.allow_unknown_attribute = true});
+    if (peek.has_value() != full.ok()) {
+      // decode_smp also checks the hop fields of directed-route SMPs.
+      const bool dr_hops =
+          peek.has_value() && !full.ok() && full.error().message.find("hop") != std::string::npos;
+      if (!dr_hops) return "peek_smp and decode_smp disagree on whether the header is an SMP";
+    }
+    if (peek && full.ok() &&
+        (peek->response != full->is_response() || peek->tid != full->tid ||
+         peek->status != full->status)) {
+      return "peek_smp disagrees with decode_smp on response, TID or status";
+    }
+  }
   for (const bool allow_unknown : {false, true}) {
     const DecodeOptions opts{.allow_unknown_attribute = allow_unknown};
     auto r = decode_smp(in, opts);
