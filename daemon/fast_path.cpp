@@ -142,17 +142,14 @@ std::size_t FastPath::tree_path(std::uint32_t sw, std::array<std::uint8_t, 64>& 
   return len;
 }
 
-std::size_t FastPath::path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const {
-  if (sw == root_ || (parent_[sw] != kNone && intact(sw))) return tree_path(sw, out);
-  // A failed link on sw's tree path: one hop from a neighbour whose own path
-  // is intact and does not run through sw.
+template <class Accept>
+std::size_t FastPath::one_hop_off(std::uint32_t sw, Accept&& accept,
+                                  std::array<std::uint8_t, 64>& out) const {
   std::uint32_t best = kNone;
   PortNum best_port = 0;
   for (const SwitchLink& l : links_of(sw)) {
-    if (!link_up_now(sw, l.port)) continue;
     const std::uint32_t nb = l.peer;
-    if (nb != root_ && (parent_[nb] == kNone || !intact(nb))) continue;
-    if (descends_from(nb, sw) || depth_[nb] + 2U > mad::kMaxHopCount) continue;
+    if (!link_up_now(sw, l.port) || depth_[nb] + 2U > mad::kMaxHopCount || !accept(nb)) continue;
     if (best == kNone || depth_[nb] < depth_[best]) {
       best = nb;
       best_port = l.peer_port;
@@ -162,6 +159,18 @@ std::size_t FastPath::path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) 
   const std::size_t len = tree_path(best, out);
   out[len] = best_port;
   return len + 1;
+}
+
+std::size_t FastPath::path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const {
+  if (sw == root_ || (parent_[sw] != kNone && intact(sw))) return tree_path(sw, out);
+  // A failed link on sw's tree path: one hop from a neighbour whose own path
+  // is intact and does not run through sw.
+  return one_hop_off(
+      sw,
+      [&](std::uint32_t nb) {
+        return (nb == root_ || (parent_[nb] != kNone && intact(nb))) && !descends_from(nb, sw);
+      },
+      out);
 }
 
 std::size_t FastPath::table_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const {
@@ -294,20 +303,8 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
     // tree).
     auto safe_route = [&](std::uint32_t s, std::array<std::uint8_t, 64>& buf) -> std::size_t {
       if (safe(s)) return tree_path(s, buf);
-      std::uint32_t best = kNone;
-      PortNum best_port = 0;
-      for_each_live(s, [&](const SwitchLink& l) {
-        const std::uint32_t y = l.peer;
-        if (trapped(y) || suspicious(y) || !safe(y) || depth_[y] + 2U > mad::kMaxHopCount) return;
-        if (best == kNone || depth_[y] < depth_[best]) {
-          best = y;
-          best_port = l.peer_port;
-        }
-      });
-      if (best == kNone) return 0;
-      const std::size_t len = tree_path(best, buf);
-      buf[len] = best_port;
-      return len + 1;
+      return one_hop_off(
+          s, [&](std::uint32_t y) { return !trapped(y) && !suspicious(y) && safe(y); }, buf);
     };
     std::vector<std::array<std::uint8_t, 64>> paths(n_trapped);
     std::vector<std::size_t> lens(n_trapped, 0);

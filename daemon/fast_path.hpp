@@ -178,6 +178,11 @@ class FastPath {
   // Writes the path into `out`, returns its length (0 = none).
   std::size_t path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
   std::size_t tree_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
+  // One hop from the neighbour over a live link with the shallowest tree
+  // path that `accept` (switch_index -> bool) takes; 0 when none.
+  template <class Accept>
+  std::size_t one_hop_off(std::uint32_t sw, Accept&& accept,
+                          std::array<std::uint8_t, 64>& out) const;
   // The route the (repaired) tables give from the SM's switch to sw's LID.
   std::size_t table_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
   bool descends_from(std::uint32_t sw, std::uint32_t ancestor) const;
