@@ -197,6 +197,40 @@ TEST(FastPathIdentify, DeadSwitchIsFoundThroughItsNeighboursLinks) {
   }
 }
 
+TEST(FastPathIdentify, DeadCoreTiedWithItsTwinIsFound) {
+  // core-1 (or core-3) dies. Its neighbours, the aggregation switches of
+  // its plane in every pod, trap; core-0 (core-2) has the same neighbours,
+  // so the two cores tie as suspects. Both are asked about through one
+  // trapper each, and every link of the dead one is found, without reading
+  // every port of the four trappers. (core-0 and core-2 are the tree
+  // parents: when they die, the other traps are lost on the way and only
+  // one arrives.)
+  for (const char* victim : {"core-1", "core-3"}) {
+    SCOPED_TRACE(victim);
+    Fixture f("fat-tree:levels=3,k=4");
+    ASSERT_TRUE(f.fast);
+    ASSERT_TRUE(f.sim->switch_down(victim).ok());
+    const std::vector<std::uint32_t> issuers = f.traps();
+    ASSERT_EQ(issuers.size(), 4U);
+    auto id = f.fast->identify(issuers, {});
+    ASSERT_TRUE(id.ok()) << id.error().message;
+    std::set<std::pair<std::string, PortNum>> want;
+    const routing::Topology& t = f.topo();
+    const NodeId v = *t.find_by_name(victim);
+    for (unsigned pn = 1; pn <= t.node(v).num_ports; ++pn) {
+      const routing::Port& port = t.port(v, static_cast<PortNum>(pn));
+      if (!port.connected()) continue;
+      want.emplace(victim, static_cast<PortNum>(pn));
+      want.emplace(t.node(port.remote_node).description, port.remote_port);
+    }
+    EXPECT_EQ(ends(f, *id), want);
+    EXPECT_EQ(id->smps, id->targeted_smps);
+    EXPECT_EQ(id->explained, 4U);
+    EXPECT_LE(id->smps, 6U);  // two suspects asked, three more links of the dead one
+    EXPECT_EQ(id->unanswered, 0U);
+  }
+}
+
 TEST(FastPathIdentify, RepairAfterTargetedProbesKeepsEveryLidRouted) {
   // The links found by the targeted probes are what the rerouter repairs:
   // after a dead switch, no table names a port of a link it had.
