@@ -97,6 +97,21 @@ std::set<std::pair<std::string, PortNum>> ends(const Fixture& f, const Identifie
   return out;
 }
 
+// Every switch link of switch `name`, at both ends (what identify() must
+// report when that switch dies).
+std::set<std::pair<std::string, PortNum>> links_of_switch(const Fixture& f, const char* name) {
+  std::set<std::pair<std::string, PortNum>> out;
+  const routing::Topology& t = f.topo();
+  const NodeId v = *t.find_by_name(name);
+  for (unsigned pn = 1; pn <= t.node(v).num_ports; ++pn) {
+    const routing::Port& port = t.port(v, static_cast<PortNum>(pn));
+    if (!port.connected() || t.node(port.remote_node).type != routing::NodeType::kSwitch) continue;
+    out.emplace(name, static_cast<PortNum>(pn));
+    out.emplace(t.node(port.remote_node).description, port.remote_port);
+  }
+  return out;
+}
+
 TEST(FastPathIdentify, CableWhoseEndsBothTrappedCostsOneProbe) {
   // Any cable of pod 3 whose two traps both reach the SM (a trap whose
   // route to the SM ran over the cut cable is lost until its repeat).
@@ -179,17 +194,7 @@ TEST(FastPathIdentify, DeadSwitchIsFoundThroughItsNeighboursLinks) {
     ASSERT_TRUE(id.ok()) << id.error().message;
     // Every switch link of the dead switch, at both ends, including links
     // to neighbours whose own trap was lost.
-    std::set<std::pair<std::string, PortNum>> want;
-    const routing::Topology& t = f.topo();
-    const NodeId v = *t.find_by_name(victim);
-    for (unsigned pn = 1; pn <= t.node(v).num_ports; ++pn) {
-      const routing::Port& port = t.port(v, static_cast<PortNum>(pn));
-      if (!port.connected() || t.node(port.remote_node).type != routing::NodeType::kSwitch)
-        continue;
-      want.emplace(victim, static_cast<PortNum>(pn));
-      want.emplace(t.node(port.remote_node).description, port.remote_port);
-    }
-    EXPECT_EQ(ends(f, *id), want);
+    EXPECT_EQ(ends(f, *id), links_of_switch(f, victim));
     // Fewer probes than every port of every trapping switch.
     EXPECT_LT(id->smps, 4U * issuers.size());
     EXPECT_EQ(id->smps, id->targeted_smps);
@@ -214,16 +219,7 @@ TEST(FastPathIdentify, DeadCoreTiedWithItsTwinIsFound) {
     ASSERT_EQ(issuers.size(), 4U);
     auto id = f.fast->identify(issuers, {});
     ASSERT_TRUE(id.ok()) << id.error().message;
-    std::set<std::pair<std::string, PortNum>> want;
-    const routing::Topology& t = f.topo();
-    const NodeId v = *t.find_by_name(victim);
-    for (unsigned pn = 1; pn <= t.node(v).num_ports; ++pn) {
-      const routing::Port& port = t.port(v, static_cast<PortNum>(pn));
-      if (!port.connected()) continue;
-      want.emplace(victim, static_cast<PortNum>(pn));
-      want.emplace(t.node(port.remote_node).description, port.remote_port);
-    }
-    EXPECT_EQ(ends(f, *id), want);
+    EXPECT_EQ(ends(f, *id), links_of_switch(f, victim));
     EXPECT_EQ(id->smps, id->targeted_smps);
     EXPECT_EQ(id->explained, 4U);
     EXPECT_LE(id->smps, 6U);  // two suspects asked, three more links of the dead one
