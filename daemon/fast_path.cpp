@@ -84,8 +84,7 @@ Result<std::unique_ptr<FastPath>> FastPath::build(
   fp->attempts_.resize(blocks);
   fp->answered_.resize(blocks);
   fp->order_.reserve(n);
-  fp->path_buf_.resize(std::min<std::size_t>(n, blocks));
-  fp->tmpl_buf_.resize(fp->path_buf_.size());
+  fp->tmpl_buf_.resize(std::min<std::size_t>(n, blocks));
   fp->refresh_paths();
   return fp;
 }
@@ -259,44 +258,44 @@ Result<Identified> FastPath::identify(std::span<const std::uint32_t> issuer_lids
       if (link_up_now(s, l.port)) f(l);
     }
   };
-  // A trapping switch with no trapping neighbour ("lonely") points at a
-  // neighbour that did not trap; one that two or more lonely switches point
-  // at is suspicious (a dead switch sends no trap).
   const auto n_trapped = sws.size();
-  std::vector<std::uint8_t> lonely(n_trapped, 1);
-  for (std::size_t i = 0; i < n_trapped; ++i) {
-    for_each_live(sws[i], [&](const SwitchLink& l) { lonely[i] &= trapped(l.peer) ? 0 : 1; });
-  }
-  std::uint32_t most = 0;
-  for (std::size_t i = 0; i < n_trapped; ++i) {
-    if (lonely[i] == 0) continue;
-    for_each_live(sws[i], [&](const SwitchLink& l) {
-      const std::uint32_t x = l.peer;
-      if (near_mark_[x] != epoch) {
-        near_mark_[x] = epoch;
-        near_count_[x] = 0;
-      }
-      most = std::max(most, ++near_count_[x]);
-    });
-  }
-  // Only the switches most lonely trappers point at: a dead switch's
-  // neighbours all trap, while a switch that merely shares some of them
-  // (a sibling in a fat tree's pod) has fewer.
-  auto suspicious = [&](std::uint32_t x) {
-    return most >= 2 && near_mark_[x] == epoch && near_count_[x] == most;
-  };
-  // A tree path that crosses no link between two trapping switches and no
-  // suspicious switch: no failure the traps point at can be on it.
-  auto safe = [&](std::uint32_t s) {
-    if (s != root_ && parent_[s] == kNone) return false;
-    for (std::uint32_t x = s; x != root_; x = parent_[x]) {
-      const std::uint32_t up = parent_[x];
-      if (up == kNone || !link_up_now(up, parent_port_[x])) return false;  // tree out of date
-      if ((trapped(x) && trapped(up)) || suspicious(up)) return false;
-    }
-    return true;
-  };
   if (n_trapped >= 2) {
+    // A trapping switch with no trapping neighbour ("lonely") points at a
+    // neighbour that did not trap; one that two or more lonely switches point
+    // at is suspicious (a dead switch sends no trap).
+    std::vector<std::uint8_t> lonely(n_trapped, 1);
+    for (std::size_t i = 0; i < n_trapped; ++i) {
+      for_each_live(sws[i], [&](const SwitchLink& l) { lonely[i] &= trapped(l.peer) ? 0 : 1; });
+    }
+    std::uint32_t most = 0;
+    for (std::size_t i = 0; i < n_trapped; ++i) {
+      if (lonely[i] == 0) continue;
+      for_each_live(sws[i], [&](const SwitchLink& l) {
+        const std::uint32_t x = l.peer;
+        if (near_mark_[x] != epoch) {
+          near_mark_[x] = epoch;
+          near_count_[x] = 0;
+        }
+        most = std::max(most, ++near_count_[x]);
+      });
+    }
+    // Only the switches most lonely trappers point at: a dead switch's
+    // neighbours all trap, while a switch that merely shares some of them
+    // (a sibling in a fat tree's pod) has fewer.
+    auto suspicious = [&](std::uint32_t x) {
+      return most >= 2 && near_mark_[x] == epoch && near_count_[x] == most;
+    };
+    // A tree path that crosses no link between two trapping switches and no
+    // suspicious switch: no failure the traps point at can be on it.
+    auto safe = [&](std::uint32_t s) {
+      if (s != root_ && parent_[s] == kNone) return false;
+      for (std::uint32_t x = s; x != root_; x = parent_[x]) {
+        const std::uint32_t up = parent_[x];
+        if (up == kNone || !link_up_now(up, parent_port_[x])) return false;  // tree out of date
+        if ((trapped(x) && trapped(up)) || suspicious(up)) return false;
+      }
+      return true;
+    };
     // A safe directed route to each trapping switch: its tree path, or one
     // hop from a neighbour with a safe tree path over a link the traps do
     // not point at (a dead switch's neighbours often hang below it in the
@@ -515,20 +514,18 @@ Result<PushOutcome> FastPath::repair_and_push(std::span<const routing::FailedLin
     path_len_.resize(topo_.num_switches());
     path_slot_.resize(topo_.num_switches());
   }
-  if (path_buf_.size() < order.size()) {
-    path_buf_.resize(order.size());
-    tmpl_buf_.resize(order.size());
-  }
+  if (tmpl_buf_.size() < order.size()) tmpl_buf_.resize(order.size());
+  std::array<std::uint8_t, 64> route{};
   for (std::uint32_t k = 0; k < order.size(); ++k) {
     path_slot_[order[k]] = k;
     // A tree path (or one hop off one), else the repaired tables' own route
     // to the switch's LID, which avoids every failed link.
-    std::size_t len = path(order[k], path_buf_[k]);
-    if (len == 0) len = table_path(order[k], path_buf_[k]);
+    std::size_t len = path(order[k], route);
+    if (len == 0) len = table_path(order[k], route);
     path_len_[order[k]] = static_cast<std::uint8_t>(len);
     if (len != 0) {
-      const mad::Smp smp = mad::make_dr_smp(
-          mad::Method::kSet, attr, 0, std::span<const std::uint8_t>(path_buf_[k].data(), len), 0);
+      const mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, 0,
+                                            std::span<const std::uint8_t>(route.data(), len), 0);
       mad::encode_smp(smp, std::span<std::uint8_t, discovery::kMadSize>(tmpl_buf_[k]));
     }
   }

@@ -231,9 +231,8 @@ class FastPath {
   std::vector<std::uint8_t> attempts_;                          // per block
   std::vector<std::uint8_t> answered_;                          // per block
   std::vector<std::uint32_t> order_;                            // switches being programmed
-  std::vector<std::uint8_t> path_len_;                          // per switch
-  std::vector<std::uint32_t> path_slot_;                        // per switch: index into path_buf_
-  std::vector<std::array<std::uint8_t, 64>> path_buf_;
+  std::vector<std::uint8_t> path_len_;                          // per switch: 0 = no route
+  std::vector<std::uint32_t> path_slot_;                        // per switch: index into tmpl_buf_
   // Per switch being programmed: its LFT Set encoded once (directed route
   // and all); each block patches TID, block number and entries into a copy.
   std::vector<std::array<std::uint8_t, discovery::kMadSize>> tmpl_buf_;

@@ -298,11 +298,13 @@ class Bench {
     // 17 million blocks are dirty, and queueing them all at once would hold
     // gigabytes of pending SMPs.
     constexpr std::size_t kSlice = 65536;
+    std::vector<std::uint8_t> path;
     for (std::size_t from = 0; from < dirty.size(); from += kSlice) {
       const std::size_t to = std::min(dirty.size(), from + kSlice);
       for (std::size_t i = from; i < to; ++i) {
         const std::uint32_t s = dirty[i].sw, b = dirty[i].block;
-        const std::vector<std::uint8_t> path = fast_->path_to(s);
+        // Dirty blocks come by switch: one path per switch.
+        if (i == 0 || dirty[i - 1].sw != s) path = fast_->path_to(s);
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, b, path, 0);
         mad::LinearForwardingTable t;
         const auto blk = base.lfts[s].block(b);
