@@ -9,8 +9,7 @@ namespace subnetd::api {
 using routing::NodeType;
 using routing::PortState;
 
-FabricView::FabricView(std::shared_ptr<const daemon::FabricState> state)
-    : state_(std::move(state)) {
+FabricView::FabricView(std::shared_ptr<const state::FabricState> state) : state_(std::move(state)) {
   if (!has_fabric()) return;
   const routing::Topology& t = topo();
   const auto n_nodes = static_cast<std::uint32_t>(t.num_nodes());
@@ -226,21 +225,21 @@ v1::PortState to_proto(PortState s) {
   return v1::PORT_STATE_UNSPECIFIED;
 }
 
-v1::SmState to_proto(daemon::SmState s) {
+v1::SmState to_proto(state::SmState s) {
   switch (s) {
-    case daemon::SmState::kStarting:
-    case daemon::SmState::kDiscovering:
+    case state::SmState::kStarting:
+    case state::SmState::kDiscovering:
       return v1::SM_STATE_DISCOVERING;
-    case daemon::SmState::kMaster:
+    case state::SmState::kMaster:
       return v1::SM_STATE_MASTER;
-    case daemon::SmState::kFailed:
+    case state::SmState::kFailed:
       return v1::SM_STATE_NOT_ACTIVE;
   }
   return v1::SM_STATE_UNSPECIFIED;
 }
 
-v1::EventKind to_proto(daemon::EventKind k) {
-  using K = daemon::EventKind;
+v1::EventKind to_proto(state::EventKind k) {
+  using K = state::EventKind;
   switch (k) {
     case K::kLinkDown:
       return v1::EVENT_KIND_LINK_DOWN;
@@ -268,8 +267,8 @@ v1::EventKind to_proto(daemon::EventKind k) {
   return v1::EVENT_KIND_UNSPECIFIED;
 }
 
-std::optional<daemon::EventKind> from_proto(v1::EventKind k) {
-  using K = daemon::EventKind;
+std::optional<state::EventKind> from_proto(v1::EventKind k) {
+  using K = state::EventKind;
   switch (k) {
     case v1::EVENT_KIND_LINK_DOWN:
       return K::kLinkDown;

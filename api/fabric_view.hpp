@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/fabric_state.hpp"
 #include "daemon/store.hpp"
 #include "routing/ids.hpp"
 #include "routing/result.hpp"
+#include "state/fabric_state.hpp"
 #include "subnet/v1/subnet.pb.h"
 
 namespace subnetd::api {
@@ -39,9 +39,9 @@ struct LinkRef {
 
 class FabricView {
  public:
-  explicit FabricView(std::shared_ptr<const daemon::FabricState> state);
+  explicit FabricView(std::shared_ptr<const state::FabricState> state);
 
-  const daemon::FabricState& state() const { return *state_; }
+  const state::FabricState& state() const { return *state_; }
   // True once a sweep has produced a topology and LIDs.
   bool has_fabric() const { return state_->topology && state_->lids; }
   bool has_routes() const { return has_fabric() && state_->routes; }
@@ -83,7 +83,7 @@ class FabricView {
   void fill_link(PortRef first, PortRef second, v1::Link* out) const;
 
  private:
-  std::shared_ptr<const daemon::FabricState> state_;
+  std::shared_ptr<const state::FabricState> state_;
   std::vector<NodeId> by_guid_;  // all nodes, ascending node GUID
   std::unordered_map<std::uint64_t, NodeId> node_guid_;
   std::unordered_map<std::uint64_t, PortRef> port_guid_;  // CA/router ports
@@ -97,11 +97,11 @@ class FabricView {
 // Thread-safe.
 class ViewCache {
  public:
-  explicit ViewCache(const daemon::StatePublisher& publisher) : publisher_(publisher) {}
+  explicit ViewCache(const state::StatePublisher& publisher) : publisher_(publisher) {}
   std::shared_ptr<const FabricView> current();
 
  private:
-  const daemon::StatePublisher& publisher_;
+  const state::StatePublisher& publisher_;
   std::mutex mu_;
   std::shared_ptr<const FabricView> view_;
 };
@@ -109,9 +109,9 @@ class ViewCache {
 // Wire conversions shared by the service and tests.
 v1::NodeType to_proto(routing::NodeType t);
 v1::PortState to_proto(routing::PortState s);
-v1::SmState to_proto(daemon::SmState s);
-v1::EventKind to_proto(daemon::EventKind k);
-std::optional<daemon::EventKind> from_proto(v1::EventKind k);
+v1::SmState to_proto(state::SmState s);
+v1::EventKind to_proto(state::EventKind k);
+std::optional<state::EventKind> from_proto(v1::EventKind k);
 // IBA LinkWidthActive bits -> lanes (0 = unknown).
 std::uint32_t width_lanes(std::uint8_t width_active);
 // IBA LinkSpeedActive -> LinkSpeed.

@@ -113,7 +113,7 @@ std::string describe(const PeerCredentials& c) {
 
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::start(const daemon::ApiConfig& cfg, ServiceDeps deps,
+Result<std::unique_ptr<Server>> Server::start(const ListenOptions& cfg, ServiceDeps deps,
                                               ServiceOptions opts) {
   if (deps.state == nullptr || deps.sm == nullptr || deps.events == nullptr) {
     return Error{Errc::kInvalidArgument,
@@ -148,7 +148,7 @@ Result<std::unique_ptr<Server>> Server::start(const daemon::ApiConfig& cfg, Serv
   return server;
 }
 
-Result<void> Server::start_unix(const daemon::ApiConfig& cfg) {
+Result<void> Server::start_unix(const ListenOptions& cfg) {
   const std::string& path = cfg.socket;
   if (path.size() >= sizeof(sockaddr_un::sun_path)) {
     return Error{Errc::kInvalidArgument,
@@ -210,7 +210,7 @@ Result<void> Server::start_unix(const daemon::ApiConfig& cfg) {
   return ok_result();
 }
 
-Result<void> Server::start_tcp(const daemon::ApiConfig& cfg) {
+Result<void> Server::start_tcp(const ListenOptions& cfg) {
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
     return Error{Errc::kInvalidArgument, "api.tls_cert and api.tls_key: set both or neither"};

@@ -31,7 +31,6 @@
 #include <unordered_map>
 
 #include "api/service.hpp"
-#include "daemon/config.hpp"
 #include "routing/result.hpp"
 
 namespace grpc {
@@ -40,12 +39,23 @@ class Server;
 
 namespace subnetd::api {
 
+// Where and how the API listens: the daemon fills it from its `api:` YAML
+// section (the field names are those keys; errors name them as api.<key>).
+struct ListenOptions {
+  std::string socket;        // unix socket path; empty = none
+  std::string socket_group;  // group allowed mutating calls on the socket
+  std::string tcp;           // "host:port"; empty = no TCP listener
+  std::string tls_cert;      // PEM files for TCP; both or neither
+  std::string tls_key;
+  std::string token_file;  // bearer token for mutating calls over TCP
+};
+
 class Server {
  public:
   // Everything in `cfg` is checked before anything listens: the token file
   // (mode), TLS files, the socket group, the socket path. Errors name the
   // config key and the file.
-  static Result<std::unique_ptr<Server>> start(const daemon::ApiConfig& cfg, ServiceDeps deps,
+  static Result<std::unique_ptr<Server>> start(const ListenOptions& cfg, ServiceDeps deps,
                                                ServiceOptions opts = {});
   ~Server();
   Server(const Server&) = delete;
@@ -63,8 +73,8 @@ class Server {
 
  private:
   Server() = default;
-  Result<void> start_unix(const daemon::ApiConfig& cfg);
-  Result<void> start_tcp(const daemon::ApiConfig& cfg);
+  Result<void> start_unix(const ListenOptions& cfg);
+  Result<void> start_tcp(const ListenOptions& cfg);
   void accept_loop();
   std::string describe_peer(const std::string& peer) const;
 

@@ -45,11 +45,11 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
       : core(c), after(after_id), wanted(std::move(kinds)) {}
 
   void drive();
-  bool wants(daemon::EventKind k) const {
+  bool wants(state::EventKind k) const {
     return wanted.empty() || wanted[static_cast<std::size_t>(k)];
   }
-  void take(std::vector<daemon::Event>& batch) {
-    for (daemon::Event& e : batch) {
+  void take(std::vector<state::Event>& batch) {
+    for (state::Event& e : batch) {
       after = std::max(after, e.id);
       if (wants(e.kind)) pending.push_back(std::move(e));
     }
@@ -66,8 +66,8 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   bool stopping = false;
   std::optional<Status> error;
   std::int64_t after;        // highest id taken from the log
-  std::vector<bool> wanted;  // by daemon::EventKind; empty = all kinds
-  std::deque<daemon::Event> pending;
+  std::vector<bool> wanted;  // by state::EventKind; empty = all kinds
+  std::deque<state::Event> pending;
   v1::Event msg;  // the message being written
 };
 
@@ -75,7 +75,7 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
 // One thread, waiting on the EventLog; the SM strand never calls into gRPC.
 class WatchHub {
  public:
-  explicit WatchHub(const daemon::EventLog& log) : log_(log), thread_([this] { run(); }) {}
+  explicit WatchHub(const state::EventLog& log) : log_(log), thread_([this] { run(); }) {}
   ~WatchHub() { stop(); }
 
   // False when the hub is stopping (the stream should end at once).
@@ -131,7 +131,7 @@ class WatchHub {
     }
   }
 
-  const daemon::EventLog& log_;
+  const state::EventLog& log_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -187,7 +187,7 @@ google::protobuf::Timestamp to_timestamp(Clock::time_point tp) {
       std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count());
 }
 
-void fill_event(const daemon::Event& e, const FabricView& view, v1::Event* out) {
+void fill_event(const state::Event& e, const FabricView& view, v1::Event* out) {
   out->Clear();
   out->set_id(e.id);
   *out->mutable_time() =
@@ -238,7 +238,7 @@ void StreamState::drive() {
         fetching = true;
         const std::int64_t from = after;
         auto task = [self, from] {
-          const daemon::EventLog& log = *self->core.deps().events;
+          const state::EventLog& log = *self->core.deps().events;
           auto older = log.since(from, self->core.options().watch_batch);
           {
             std::lock_guard lock(self->mu);
@@ -306,7 +306,7 @@ Status refused(const BlockingPool& pool) {
 Status no_fabric(const FabricView& v) {
   return Status(StatusCode::FAILED_PRECONDITION,
                 fmt::format("no sweep has finished yet (SM state {}{}{})",
-                            daemon::sm_state_name(v.state().state),
+                            state::sm_state_name(v.state().state),
                             v.state().last_error.empty() ? "" : ": ", v.state().last_error));
 }
 
@@ -412,7 +412,7 @@ std::optional<T> await_sm(std::future<T>& f, Clock::time_point deadline, const B
 }
 
 void fill_sweep_summary(const FabricView& view, v1::SweepSummary* out) {
-  const daemon::FabricState& s = view.state();
+  const state::FabricState& s = view.state();
   const auto us = [](std::chrono::nanoseconds d) {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(d).count());
@@ -438,7 +438,7 @@ void fill_sweep_summary(const FabricView& view, v1::SweepSummary* out) {
     p->set_name(name);
     p->set_duration_us(us(d));
   }
-  const bool failed = s.state == daemon::SmState::kFailed || !s.last_error.empty();
+  const bool failed = s.state == state::SmState::kFailed || !s.last_error.empty();
   out->set_outcome(failed ? v1::SWEEP_OUTCOME_FAILED : v1::SWEEP_OUTCOME_OK);
   out->set_message(s.last_error);
 }
@@ -562,7 +562,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerCo
                                                           const v1::GetStatusRequest*,
                                                           v1::GetStatusResponse* resp) {
   auto view = core_.view();
-  const daemon::FabricState& s = view->state();
+  const state::FabricState& s = view->state();
   const auto us = [](std::chrono::nanoseconds d) {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(d).count());
@@ -890,7 +890,7 @@ grpc::ServerWriteReactor<v1::Event>* SubnetManagerService::WatchEvents(
     auto kind = from_proto(static_cast<v1::EventKind>(k));
     if (!kind) return new W(invalid(fmt::format("kinds: {} is not an event kind", k)));
     if (kinds.empty())
-      kinds.assign(static_cast<std::size_t>(daemon::EventKind::kSmState) + 1, false);
+      kinds.assign(static_cast<std::size_t>(state::EventKind::kSmState) + 1, false);
     kinds[static_cast<std::size_t>(*kind)] = true;
   }
   const std::int64_t after =
@@ -906,13 +906,13 @@ namespace {
 // The response to a sweep that the SM answered: the heavy sweep's summary
 // (also when a light sweep found a change and started one), or the light
 // sweep's own when it found nothing.
-void fill_sweep_response(const FabricView& view, const daemon::SweepReply& r,
+void fill_sweep_response(const FabricView& view, const state::SweepReply& r,
                          v1::TriggerSweepResponse* resp) {
   v1::SweepSummary* sw = resp->mutable_sweep();
   fill_sweep_summary(view, sw);
   resp->set_generation(r.generation);
   if (r.light && !r.light->found_change()) {
-    const daemon::LightSweepReport& l = *r.light;
+    const state::LightSweepReport& l = *r.light;
     sw->set_kind(v1::SWEEP_KIND_LIGHT);
     *sw->mutable_started_at() = to_timestamp(l.started_at);
     *sw->mutable_ended_at() =
@@ -950,7 +950,7 @@ void finish_sweep(ServiceCore& core, grpc::ServerUnaryReactor* reactor,
   }
   auto outcome = await_sm(fut, deadline, core.pool(), "the sweep", reactor);
   if (!outcome) return;
-  const Result<daemon::SweepReply> r = std::move(*outcome);
+  const Result<state::SweepReply> r = std::move(*outcome);
   if (!r.ok()) {
     reactor->Finish(to_status(r.error()));
     return;
@@ -983,7 +983,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
   spdlog::info("gRPC TriggerSweep {} by {}", light ? "light" : "heavy", caller);
   ServiceCore& core = core_;
   const bool posted = core.pool().post([&core, reactor, resp, wait, deadline, caller, light] {
-    daemon::SmControl& sm = *core.deps().sm;
+    state::SmControl& sm = *core.deps().sm;
     const std::string reason = "TriggerSweep by " + caller;
     if (light) {
       finish_sweep(core, reactor, resp, wait, deadline, sm.trigger_light_sweep(reason));
@@ -1037,7 +1037,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
       resp->set_message(e.message);
     }
     auto after = core.view();
-    const daemon::FabricState& s = after->state();
+    const state::FabricState& s = after->state();
     if (after->has_routes()) {
       resp->set_switches(static_cast<std::uint32_t>(after->topo().num_switches()));
       resp->set_virtual_lanes(s.routes->num_vls);
@@ -1260,7 +1260,7 @@ grpc::ServerUnaryReactor* SimulatorService::GetStats(grpc::CallbackServerContext
                                                      const v1::GetStatsRequest*,
                                                      v1::GetStatsResponse* resp) {
   if (core_.deps().sim == nullptr) return reply(ctx, no_simulator());
-  const daemon::SimCounters c = core_.deps().sim->counters();
+  const state::SimCounters c = core_.deps().sim->counters();
   resp->set_smps_handled(c.smps_handled);
   resp->set_drops_total(c.smps_dropped);
   resp->set_traps_sent(c.traps_sent);

@@ -26,9 +26,9 @@
 
 #include "api/blocking_pool.hpp"
 #include "api/fabric_view.hpp"
-#include "daemon/control.hpp"
-#include "daemon/event_log.hpp"
-#include "daemon/fabric_state.hpp"
+#include "state/control.hpp"
+#include "state/event_log.hpp"
+#include "state/fabric_state.hpp"
 #include "subnet/v1/subnet.grpc.pb.h"
 
 namespace grpc {
@@ -39,11 +39,11 @@ namespace subnetd::api {
 
 // What the daemon plugs in. The referenced objects must outlive the Server.
 struct ServiceDeps {
-  const daemon::StatePublisher* state = nullptr;  // required
-  daemon::SmControl* sm = nullptr;                // required
-  daemon::SimControl* sim = nullptr;              // null unless fabric.transport is sim
-  const daemon::EventLog* events = nullptr;       // required
-  std::string version;                            // reported by GetStatus
+  const state::StatePublisher* state = nullptr;  // required
+  state::SmControl* sm = nullptr;                // required
+  state::SimControl* sim = nullptr;              // null unless fabric.transport is sim
+  const state::EventLog* events = nullptr;       // required
+  std::string version;                           // reported by GetStatus
   std::chrono::system_clock::time_point started_at{};
 };
 

@@ -33,20 +33,6 @@ std::string_view to_string(SweepOutcome o) {
 
 namespace {
 
-constexpr std::pair<EventKind, std::string_view> kEventKinds[] = {
-    {EventKind::kLinkDown, "link_down"},
-    {EventKind::kLinkUp, "link_up"},
-    {EventKind::kReroute, "reroute"},
-    {EventKind::kSweep, "sweep"},
-    {EventKind::kConfigReload, "config_reload"},
-    {EventKind::kError, "error"},
-    {EventKind::kPortDisable, "port_disable"},
-    {EventKind::kPortEnable, "port_enable"},
-    {EventKind::kSwitchDown, "switch_down"},
-    {EventKind::kSwitchUp, "switch_up"},
-    {EventKind::kSmState, "sm_state"},
-};
-
 // PRAGMA application_id of a subnetd store ("SBND"): tells our file apart
 // from some other program's SQLite database at the same path.
 constexpr std::int32_t kApplicationId = 0x53424e44;
@@ -57,11 +43,11 @@ std::int64_t to_db(Guid g) {
 Guid guid_from_db(std::int64_t v) {
   return Guid{static_cast<std::uint64_t>(v)};
 }
-std::int64_t to_db(WallTime t) {
+std::int64_t to_db(state::WallTime t) {
   return t.time_since_epoch().count();
 }
-WallTime time_from_db(std::int64_t us) {
-  return WallTime{std::chrono::microseconds{us}};
+state::WallTime time_from_db(std::int64_t us) {
+  return state::WallTime{std::chrono::microseconds{us}};
 }
 
 std::string column_text(sqlite3_stmt* s, int col) {
@@ -100,7 +86,7 @@ bool valid_phase_name(std::string_view n) {
   });
 }
 
-std::string utc_stamp(WallTime t) {
+std::string utc_stamp(state::WallTime t) {
   const auto secs = std::chrono::floor<std::chrono::seconds>(t);
   return fmt::format("{:%Y%m%dT%H%M%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(secs)));
 }
@@ -142,7 +128,7 @@ Result<void> precheck_file(const std::string& path) {
 // Renames the database and its WAL/SHM companions to <path>.corrupt-<stamp>.
 // The WAL must move too: left behind, SQLite would replay its frames into
 // the new, empty database.
-Result<std::optional<std::string>> move_aside(const std::string& path, WallTime now) {
+Result<std::optional<std::string>> move_aside(const std::string& path, state::WallTime now) {
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   const bool wal_exists = fs::exists(path + "-wal", ec);
@@ -164,20 +150,6 @@ Result<std::optional<std::string>> move_aside(const std::string& path, WallTime 
 }
 
 }  // namespace
-
-std::string_view to_string(EventKind k) {
-  for (const auto& [kind, name] : kEventKinds) {
-    if (kind == k) return name;
-  }
-  return "?";
-}
-
-std::optional<EventKind> event_kind_from_string(std::string_view s) {
-  for (const auto& [kind, name] : kEventKinds) {
-    if (name == s) return kind;
-  }
-  return std::nullopt;
-}
 
 // A prepared statement, finalized on destruction.
 class Store::Stmt {
@@ -238,7 +210,7 @@ int Store::latest_schema_version() {
   return static_cast<int>(std::size(schema::kSqliteMigrations));
 }
 
-WallTime Store::now() const {
+state::WallTime Store::now() const {
   if (opts_.clock) return opts_.clock();
   return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
 }
@@ -659,7 +631,7 @@ Result<std::vector<SweepRecord>> Store::recent_sweeps(std::size_t limit) {
   return out;
 }
 
-Result<void> Store::append_event(const Event& ev) {
+Result<void> Store::append_event(const state::Event& ev) {
   UseGuard guard(in_use_);
   if (ev.id < 1) {
     return Error{Errc::kInvalidArgument,
@@ -702,7 +674,7 @@ Result<void> Store::append_event(const Event& ev) {
 
 // Names the refused id and why: a duplicate, or an id that pruning removed
 // (or that was skipped) below the highest one stored.
-Error Store::event_id_conflict(const Event& ev) {
+Error Store::event_id_conflict(const state::Event& ev) {
   const std::string where = fmt::format("{}: append {} event {}", path_, to_string(ev.kind), ev.id);
   sqlite3_stmt* q = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT EXISTS (SELECT 1 FROM events WHERE id = ?1)", -1, &q,
@@ -722,7 +694,7 @@ Error Store::event_id_conflict(const Event& ev) {
                            where, ev.id, last.ok() ? fmt::format("{}", *last) : "unknown")};
 }
 
-Result<std::vector<Event>> Store::events_since(std::int64_t after_id, std::size_t limit) {
+Result<std::vector<state::Event>> Store::events_since(std::int64_t after_id, std::size_t limit) {
   UseGuard guard(in_use_);
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_,
@@ -733,14 +705,14 @@ Result<std::vector<Event>> Store::events_since(std::int64_t after_id, std::size_
   }
   sqlite3_bind_int64(s, 1, after_id);
   sqlite3_bind_int64(s, 2, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
-  std::vector<Event> out;
+  std::vector<state::Event> out;
   int rc = 0;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    Event e;
+    state::Event e;
     e.id = sqlite3_column_int64(s, 0);
     e.ts = time_from_db(sqlite3_column_int64(s, 1));
     const std::string kind = column_text(s, 2);
-    auto k = event_kind_from_string(kind);
+    auto k = state::event_kind_from_string(kind);
     if (!k) {
       sqlite3_finalize(s);
       return Error{Errc::kParse,
@@ -757,7 +729,7 @@ Result<std::vector<Event>> Store::events_since(std::int64_t after_id, std::size_
     e.details_json = column_text(s, 6);
     out.push_back(std::move(e));
   }
-  Result<std::vector<Event>> result = std::move(out);
+  Result<std::vector<state::Event>> result = std::move(out);
   if (rc != SQLITE_DONE) result = sql_error("read events");
   sqlite3_finalize(s);
   return result;
@@ -843,7 +815,7 @@ void StoreWriter::record_sweep(SweepRecord sweep) {
   });
 }
 
-void StoreWriter::append_event(Event event) {
+void StoreWriter::append_event(state::Event event) {
   enqueue([this, event = std::move(event)](Store& s) {
     if (auto r = s.append_event(event); !r && on_error_) on_error_(r.error());
   });

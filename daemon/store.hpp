@@ -45,35 +45,18 @@
 #include "routing/ids.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/result.hpp"
+#include "state/event.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace subnetd::daemon {
 
-using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
-
 enum class SweepKind : std::uint8_t { kHeavy, kLight };
 enum class SweepOutcome : std::uint8_t { kOk, kFailed, kCancelled };
 
-enum class EventKind : std::uint8_t {
-  kLinkDown,
-  kLinkUp,
-  kReroute,
-  kSweep,
-  kConfigReload,
-  kError,
-  kPortDisable,
-  kPortEnable,
-  kSwitchDown,
-  kSwitchUp,
-  kSmState,
-};
-
 std::string_view to_string(SweepKind k);
 std::string_view to_string(SweepOutcome o);
-std::string_view to_string(EventKind k);
-std::optional<EventKind> event_kind_from_string(std::string_view s);
 
 struct SweepPhase {
   std::string name;  // [a-z0-9_]+, e.g. "discover", "route"
@@ -83,8 +66,8 @@ struct SweepPhase {
 
 struct SweepRecord {
   std::int64_t id = 0;  // assigned by the store; ignored by record_sweep
-  WallTime started_at{};
-  WallTime ended_at{};
+  state::WallTime started_at{};
+  state::WallTime ended_at{};
   SweepKind kind = SweepKind::kHeavy;
   std::uint32_t nodes = 0;
   std::uint32_t switches = 0;
@@ -94,19 +77,6 @@ struct SweepRecord {
   SweepOutcome outcome = SweepOutcome::kOk;
   std::string message;
   bool operator==(const SweepRecord&) const = default;
-};
-
-struct Event {
-  // Assigned by the daemon's EventLog (>= 1) and stored as given, so the
-  // store and WatchEvents agree on every id; a failed write leaves a gap.
-  std::int64_t id = 0;
-  WallTime ts{};
-  EventKind kind = EventKind::kError;
-  std::optional<Guid> node_guid;
-  std::optional<PortNum> port;
-  std::string message;
-  std::string details_json;  // empty = none; otherwise must be valid JSON
-  bool operator==(const Event&) const = default;
 };
 
 struct OpenOptions {
@@ -120,7 +90,7 @@ struct OpenOptions {
   std::int64_t max_events = 1'000'000;
   std::int64_t max_sweeps = 100'000;
   // Clock for lids.updated_at and the reset file suffix; injected for tests.
-  std::function<WallTime()> clock;
+  std::function<state::WallTime()> clock;
 };
 
 class Store {
@@ -163,12 +133,12 @@ class Store {
   // error that names it (and says whether it is already stored); an id < 1
   // is kInvalidArgument. The schema enforces the same rule (a trigger), so
   // no other writer can break it either.
-  Result<void> append_event(const Event& event);
+  Result<void> append_event(const state::Event& event);
   // Events with id > `after_id`, oldest first, at most `limit`. Page by
   // passing the last id received.
-  Result<std::vector<Event>> events_since(std::int64_t after_id, std::size_t limit);
+  Result<std::vector<state::Event>> events_since(std::int64_t after_id, std::size_t limit);
   // The highest event id ever stored, pruned ones included (0 when none):
-  // the daemon's EventLog continues after it.
+  // the daemon's state::EventLog continues after it.
   Result<std::int64_t> last_event_id();
 
   // Runs a PRAGMA quick_check now; used at open and by tests.
@@ -182,9 +152,9 @@ class Store {
   Result<void> migrate();
   Result<void> prune(std::string_view table, std::int64_t keep);
   Result<std::int64_t> read_last_event_id();
-  Error event_id_conflict(const Event& event);
+  Error event_id_conflict(const state::Event& event);
   Error sql_error(std::string_view what) const;
-  WallTime now() const;
+  state::WallTime now() const;
 
   std::string path_;
   sqlite3* db_ = nullptr;
@@ -222,7 +192,7 @@ class StoreWriter {
   void save_lids(std::vector<routing::LidRecord> lids, std::uint8_t lmc,
                  std::vector<Guid> node_guids = {});
   void record_sweep(SweepRecord sweep);
-  void append_event(Event event);
+  void append_event(state::Event event);
 
   // Runs `fn(Store&)` on the writer thread after everything queued before it
   // and returns its result. Use for reads that must see earlier writes.

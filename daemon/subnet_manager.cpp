@@ -65,8 +65,8 @@ std::vector<LinkKey> links_of(const routing::Topology& t) {
 
 SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle transport,
                              StoreWriter* store, std::vector<routing::LidRecord> remembered,
-                             StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool,
-                             Hooks hooks, FastPathOptions fast)
+                             state::StatePublisher& publisher, state::EventLog& events,
+                             routing::WorkerPool& pool, Hooks hooks, FastPathOptions fast)
     : io_(io),
       strand_(asio::make_strand(io)),
       cfg_(std::move(cfg)),
@@ -87,7 +87,7 @@ SubnetManager::~SubnetManager() = default;
 
 void SubnetManager::start() {
   asio::post(strand_, [this] {
-    publish(SmState::kDiscovering, {});
+    publish(state::SmState::kDiscovering, {});
     if (int fd = transport_->event_fd(); fd >= 0) {
       transport_fd_.emplace(strand_, ::dup(fd));
     }
@@ -110,8 +110,8 @@ void SubnetManager::stop() {
   });
 }
 
-void SubnetManager::publish(SmState state, std::string last_error) {
-  auto s = std::make_shared<FabricState>();
+void SubnetManager::publish(state::SmState state, std::string last_error) {
+  auto s = std::make_shared<state::FabricState>();
   s->generation = ++generation_;
   s->state = state;
   s->transport = transport_name_;
@@ -131,8 +131,8 @@ void SubnetManager::publish(SmState state, std::string last_error) {
     s->sm_port = c.sweep.sm_port;
     s->sm_lid = c.lids.map.base_lid(c.sweep.topology, c.sweep.sm_node, c.sweep.sm_port);
     s->engine = c.routes->engine;
-    s->last_bringup = PhaseTimings{c.times.sweep,  c.times.lids,    c.times.route,
-                                   c.times.verify, c.times.program, c.times.total};
+    s->last_bringup = state::PhaseTimings{c.times.sweep,  c.times.lids,    c.times.route,
+                                          c.times.verify, c.times.program, c.times.total};
     s->verification.ok = true;
     s->verification.message = fmt::format(
         "complete, loop-free, deadlock-free: {} switch/LID pairs, {} VL(s), {} channels, {} "
@@ -152,7 +152,7 @@ void SubnetManager::publish(SmState state, std::string last_error) {
           reroutes_);
     }
   }
-  if (state == SmState::kMaster && s->last_error.empty()) s->last_sweep_at = s->published_at;
+  if (state == state::SmState::kMaster && s->last_error.empty()) s->last_sweep_at = s->published_at;
   publisher_.publish(s);
   if (hooks_.published) hooks_.published(*s);
 }
@@ -182,9 +182,9 @@ void SubnetManager::schedule_light_sweep() {
   });
 }
 
-SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
+state::SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
   spdlog::info("heavy sweep ({})", reason);
-  if (current_) publish(SmState::kDiscovering, {});
+  if (current_) publish(state::SmState::kDiscovering, {});
   const auto started = std::chrono::system_clock::now();
 
   BringUpOptions opts = bring_up_options(cfg_);
@@ -195,12 +195,12 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
   const auto ended = std::chrono::system_clock::now();
 
   SweepRecord rec;
-  rec.started_at = std::chrono::time_point_cast<WallTime::duration>(started);
-  rec.ended_at = std::chrono::time_point_cast<WallTime::duration>(ended);
+  rec.started_at = std::chrono::time_point_cast<state::WallTime::duration>(started);
+  rec.ended_at = std::chrono::time_point_cast<state::WallTime::duration>(ended);
   rec.kind = SweepKind::kHeavy;
 
   if (!result.ok() && result.error().code == Errc::kCancelled) {
-    return SweepReply{false, generation_, "cancelled: subnetd is stopping", {}};
+    return state::SweepReply{false, generation_, "cancelled: subnetd is stopping", {}};
   }
   if (!result.ok()) {
     const std::string msg = result.error().message;
@@ -208,12 +208,12 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
     rec.outcome = SweepOutcome::kFailed;
     rec.message = msg;
     if (store_ != nullptr) store_->record_sweep(std::move(rec));
-    events_.append(EventKind::kError, std::nullopt, std::nullopt, "bring-up failed: " + msg);
-    publish(current_ ? SmState::kMaster : SmState::kFailed, msg);
+    events_.append(state::EventKind::kError, std::nullopt, std::nullopt, "bring-up failed: " + msg);
+    publish(current_ ? state::SmState::kMaster : state::SmState::kFailed, msg);
     // The previous programming stands; try again later.
     schedule_heavy_sweep(retry_backoff_, "retry after failure");
     retry_backoff_ = std::min(kMaxBackoff, retry_backoff_ * 2);
-    return SweepReply{false, generation_, msg, {}};
+    return state::SweepReply{false, generation_, msg, {}};
   }
   retry_backoff_ = std::chrono::milliseconds{500};
 
@@ -277,12 +277,12 @@ SweepReply SubnetManager::heavy_sweep(const std::string& reason) {
   routes_now_.reset();
   topology_now_.reset();
   fast_.reset();
-  publish(SmState::kMaster, {});
-  events_.append(EventKind::kSweep, std::nullopt, std::nullopt,
+  publish(state::SmState::kMaster, {});
+  events_.append(state::EventKind::kSweep, std::nullopt, std::nullopt,
                  fmt::format("heavy sweep ({}): {}", reason, summary));
   build_fast_path();
   schedule_light_sweep();
-  return SweepReply{true, generation_, summary, {}};
+  return state::SweepReply{true, generation_, summary, {}};
 }
 
 void SubnetManager::build_fast_path() {
@@ -321,7 +321,7 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
     }
     if (++reported <= 1000) {
       events_.append(
-          EventKind::kLinkDown, k.a, k.pa,
+          state::EventKind::kLinkDown, k.a, k.pa,
           fmt::format("link down: {}[{}] - {}[{}]", guid_str(k.a), k.pa, guid_str(k.b), k.pb));
     }
   }
@@ -329,15 +329,15 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
     if (seen) continue;
     if (++reported <= 1000) {
       events_.append(
-          EventKind::kLinkUp, k.a, k.pa,
+          state::EventKind::kLinkUp, k.a, k.pa,
           fmt::format("link up: {}[{}] - {}[{}]", guid_str(k.a), k.pa, guid_str(k.b), k.pb));
     }
   }
 }
 
 // Runs on: SM strand. The caller makes sure current_ is set.
-LightSweepReport SubnetManager::light_sweep() {
-  LightSweepReport report;
+state::LightSweepReport SubnetManager::light_sweep() {
+  state::LightSweepReport report;
   report.started_at = std::chrono::system_clock::now();
   const auto t0 = Clock::now();
   const BringUpResult& c = *current_;
@@ -390,7 +390,7 @@ void SubnetManager::periodic_light_sweep() {
     schedule_light_sweep();
     return;
   }
-  const LightSweepReport found = light_sweep();
+  const state::LightSweepReport found = light_sweep();
   if (found.found_change()) {
     spdlog::info("light sweep: {}", found.change);
     schedule_heavy_sweep(std::chrono::milliseconds{0}, "light sweep: " + found.change);
@@ -523,7 +523,7 @@ bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
   const PushOutcome& o = *pushed;
   if (o.verdict != routing::RepairReport::Verdict::kRepaired) {
     spdlog::warn("fast path: repair refused, full recompute: {}", o.reason);
-    events_.append(EventKind::kError, std::nullopt, std::nullopt,
+    events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
                    "incremental repair refused, full recompute follows: " + o.reason);
     return false;
   }
@@ -541,7 +541,7 @@ bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
   }
   ++reroutes_;
   last_reroute_ = o.latency;
-  publish(SmState::kMaster, {});
+  publish(state::SmState::kMaster, {});
   if (!cfg_.dump_dir.empty()) {
     // What the switches hold now, for ibdmchk and the interop checks.
     if (auto d = write_dump_files(cfg_.dump_dir, *topology_now_, current_->lids.map, *routes_now_,
@@ -560,7 +560,7 @@ bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
             std::pair(topo.node(node).guid.value, f.port)) {
       continue;  // once per link, from its smaller end
     }
-    events_.append(EventKind::kLinkDown, topo.node(node).guid, f.port,
+    events_.append(state::EventKind::kLinkDown, topo.node(node).guid, f.port,
                    fmt::format("link down: {}[{}] - {}[{}]", guid_str(topo.node(node).guid), f.port,
                                guid_str(topo.node(port.remote_node).guid), port.remote_port));
   }
@@ -573,7 +573,7 @@ bool SubnetManager::fast_reroute(const std::vector<TrapEvent>& traps) {
       us_of(o.latency - o.repaired), us_of(o.repaired - o.compute - found->duration), o.orphans);
   spdlog::info("{}", msg);
   events_.append(
-      EventKind::kReroute, std::nullopt, std::nullopt, msg,
+      state::EventKind::kReroute, std::nullopt, std::nullopt, msg,
       fmt::format("{{\"latency_us\":{:.1f},\"repair_us\":{:.1f},\"confirmed_us\":{:.1f},"
                   "\"switch_links\":{},\"ca_links\":{},\"entries\":{},\"blocks\":{},"
                   "\"switches\":{},\"orphans\":{},\"blocks_failed\":{},\"probe_smps\":{}}}",
@@ -618,7 +618,7 @@ void SubnetManager::reload(Config cfg, std::string source) {
                          fmt::join(ignored, ", "));
     }
     spdlog::info("{}", msg);
-    events_.append(EventKind::kConfigReload, std::nullopt, std::nullopt, msg);
+    events_.append(state::EventKind::kConfigReload, std::nullopt, std::nullopt, msg);
     light_timer_.cancel();
     schedule_light_sweep();
     if (reroute)
@@ -626,12 +626,12 @@ void SubnetManager::reload(Config cfg, std::string source) {
   });
 }
 
-std::future<SweepReply> SubnetManager::trigger_sweep(std::string reason) {
-  auto promise = std::make_shared<std::promise<SweepReply>>();
+std::future<state::SweepReply> SubnetManager::trigger_sweep(std::string reason) {
+  auto promise = std::make_shared<std::promise<state::SweepReply>>();
   auto fut = promise->get_future();
   asio::post(strand_, [this, promise, reason = std::move(reason)] {
     if (stopped_) {
-      promise->set_value(SweepReply{false, generation_, "subnetd is stopping", {}});
+      promise->set_value(state::SweepReply{false, generation_, "subnetd is stopping", {}});
       return;
     }
     heavy_timer_.cancel();
@@ -641,8 +641,8 @@ std::future<SweepReply> SubnetManager::trigger_sweep(std::string reason) {
   return fut;
 }
 
-std::future<Result<SweepReply>> SubnetManager::trigger_light_sweep(std::string reason) {
-  auto promise = std::make_shared<std::promise<Result<SweepReply>>>();
+std::future<Result<state::SweepReply>> SubnetManager::trigger_light_sweep(std::string reason) {
+  auto promise = std::make_shared<std::promise<Result<state::SweepReply>>>();
   auto fut = promise->get_future();
   asio::post(strand_, [this, promise, reason = std::move(reason)] {
     if (stopped_) {
@@ -657,7 +657,7 @@ std::future<Result<SweepReply>> SubnetManager::trigger_light_sweep(std::string r
     }
     // This sweep takes the periodic one's turn; the period restarts after it.
     light_timer_.cancel();
-    LightSweepReport found = light_sweep();
+    state::LightSweepReport found = light_sweep();
     if (!found.found_change()) {
       const std::string msg = fmt::format(
           "light sweep: no change; all {} switches answered, none reports a port state change",
@@ -668,7 +668,7 @@ std::future<Result<SweepReply>> SubnetManager::trigger_light_sweep(std::string r
       if (store_ != nullptr) {
         const routing::Topology& t = current_->sweep.topology;
         SweepRecord rec;
-        rec.started_at = std::chrono::time_point_cast<WallTime::duration>(found.started_at);
+        rec.started_at = std::chrono::time_point_cast<state::WallTime::duration>(found.started_at);
         rec.ended_at = rec.started_at + found.took;
         rec.kind = SweepKind::kLight;
         rec.nodes = static_cast<std::uint32_t>(t.num_nodes());
@@ -681,14 +681,15 @@ std::future<Result<SweepReply>> SubnetManager::trigger_light_sweep(std::string r
         store_->record_sweep(std::move(rec));
       }
       schedule_light_sweep();
-      promise->set_value(SweepReply{true, generation_, msg, std::move(found)});
+      promise->set_value(state::SweepReply{true, generation_, msg, std::move(found)});
       return;
     }
     spdlog::info("light sweep ({}): {}", reason, found.change);
     // The heavy sweep runs now, in place of any that was pending.
     heavy_timer_.cancel();
     heavy_pending_ = false;
-    SweepReply reply = heavy_sweep(fmt::format("light sweep ({}): {}", reason, found.change));
+    state::SweepReply reply =
+        heavy_sweep(fmt::format("light sweep ({}): {}", reason, found.change));
     reply.light = std::move(found);
     promise->set_value(std::move(reply));
   });
@@ -774,7 +775,8 @@ std::future<Result<void>> SubnetManager::set_port_enabled(Guid node_guid, PortNu
       promise->set_value(outcome);
       return;
     }
-    events_.append(enabled ? EventKind::kPortEnable : EventKind::kPortDisable, node_guid, port,
+    events_.append(enabled ? state::EventKind::kPortEnable : state::EventKind::kPortDisable,
+                   node_guid, port,
                    fmt::format("port {} of \"{}\" {} by {}", port, t.node(*node).description,
                                enabled ? "enabled" : "disabled", who));
     promise->set_value(Result<void>{});

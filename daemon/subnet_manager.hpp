@@ -4,9 +4,9 @@
 // Owner: run_daemon (subnetd_main.cpp). Threads: everything here runs on one
 // Boost.Asio strand (the "SM strand") — topology, LIDs, routes and the sweep
 // state machine are touched nowhere else. Other threads (gRPC handlers,
-// signal handling) reach it only through SmControl, whose calls post onto the
+// signal handling) reach it only through state::SmControl, whose calls post onto the
 // strand and return futures. Heavy routing uses the WorkerPool; SQLite writes
-// go to the StoreWriter thread; readers see only published FabricState.
+// go to the StoreWriter thread; readers see only published state::FabricState.
 //
 // Life cycle: start() posts the first heavy sweep (bring-up). Then:
 //  - traps (trap 128 link state change) are repressed at once and queued;
@@ -40,14 +40,14 @@
 
 #include "daemon/bringup.hpp"
 #include "daemon/config.hpp"
-#include "daemon/control.hpp"
-#include "daemon/event_log.hpp"
-#include "daemon/fabric_state.hpp"
 #include "daemon/fast_path.hpp"
 #include "daemon/store.hpp"
 #include "daemon/transport_factory.hpp"
 #include "discovery/mad/smp.hpp"
 #include "routing/worker_pool.hpp"
+#include "state/control.hpp"
+#include "state/event_log.hpp"
+#include "state/fabric_state.hpp"
 
 namespace subnetd::daemon {
 
@@ -69,11 +69,11 @@ struct FastPathOptions {
   std::chrono::milliseconds timeout{20};
 };
 
-class SubnetManager final : public SmControl {
+class SubnetManager final : public state::SmControl {
  public:
   struct Hooks {
     // After every publish, on the strand (systemd STATUS/READY, logging).
-    std::function<void(const FabricState&)> published;
+    std::function<void(const state::FabricState&)> published;
     // Optional override, consulted first for every trap 128. Returns true
     // when it handled the trap itself; false lets the built-in fast path
     // (and, failing that, a heavy sweep) take it.
@@ -82,8 +82,8 @@ class SubnetManager final : public SmControl {
 
   SubnetManager(boost::asio::io_context& io, Config cfg, TransportBundle transport,
                 StoreWriter* store, std::vector<routing::LidRecord> remembered,
-                StatePublisher& publisher, EventLog& events, routing::WorkerPool& pool, Hooks hooks,
-                FastPathOptions fast = {});
+                state::StatePublisher& publisher, state::EventLog& events,
+                routing::WorkerPool& pool, Hooks hooks, FastPathOptions fast = {});
   ~SubnetManager() override;
 
   void start();
@@ -94,23 +94,23 @@ class SubnetManager final : public SmControl {
   // restart (fabric, addressing, store, api) are reported and ignored.
   void reload(Config cfg, std::string source);
 
-  // SmControl (any thread).
-  std::future<SweepReply> trigger_sweep(std::string reason) override;
-  std::future<Result<SweepReply>> trigger_light_sweep(std::string reason) override;
+  // state::SmControl (any thread).
+  std::future<state::SweepReply> trigger_sweep(std::string reason) override;
+  std::future<Result<state::SweepReply>> trigger_light_sweep(std::string reason) override;
   std::future<Result<std::string>> verify_routing() override;
   std::future<Result<void>> set_port_enabled(Guid node_guid, PortNum port, bool enabled,
                                              std::string who) override;
 
-  SimControl* sim_control() { return sim_control_.get(); }
+  state::SimControl* sim_control() { return sim_control_.get(); }
   const std::string& transport_name() const { return transport_name_; }
 
  private:
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
-  SweepReply heavy_sweep(const std::string& reason);
+  state::SweepReply heavy_sweep(const std::string& reason);
   // One SwitchInfo Get of every switch of current_ (which must be set);
   // what it found. Shared by the periodic and the on-demand light sweep.
-  LightSweepReport light_sweep();
+  state::LightSweepReport light_sweep();
   void periodic_light_sweep();
   void schedule_light_sweep();
   void schedule_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
@@ -123,19 +123,19 @@ class SubnetManager final : public SmControl {
   void process_traps();
   bool fast_reroute(const std::vector<TrapEvent>& traps);
   void build_fast_path();
-  void publish(SmState state, std::string last_error);
+  void publish(state::SmState state, std::string last_error);
   void log_link_changes(const routing::Topology& before, const routing::Topology& after);
 
   boost::asio::io_context& io_;
   Strand strand_;
   Config cfg_;
   std::unique_ptr<discovery::Transport> transport_;
-  std::unique_ptr<SimControl> sim_control_;
+  std::unique_ptr<state::SimControl> sim_control_;
   std::string transport_name_;
   StoreWriter* store_;
   std::vector<routing::LidRecord> remembered_;
-  StatePublisher& publisher_;
-  EventLog& events_;
+  state::StatePublisher& publisher_;
+  state::EventLog& events_;
   routing::WorkerPool& pool_;
   Hooks hooks_;
 

@@ -13,7 +13,7 @@
 namespace subnetd::daemon {
 namespace {
 
-class SimControlAdapter final : public SimControl {
+class SimControlAdapter final : public state::SimControl {
  public:
   explicit SimControlAdapter(discovery::sim::SimFabric& sim) : sim_(sim) {}
 
@@ -29,10 +29,10 @@ class SimControlAdapter final : public SimControl {
       return Error{Errc::kNotFound, fmt::format("no node with GUID {:#018x}", node_guid.value)};
     return up ? sim_.switch_up(*node) : sim_.switch_down(*node);
   }
-  SimCounters counters() const override {
+  state::SimCounters counters() const override {
     const discovery::sim::SimStats s = sim_.stats();
     using discovery::sim::DropReason;
-    SimCounters c;
+    state::SimCounters c;
     c.smps_handled = s.smps_handled;
     c.smps_dropped = s.drops_total();
     c.traps_sent = s.traps_sent;

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "daemon/config.hpp"
-#include "daemon/control.hpp"
 #include "discovery/transport.hpp"
 #include "routing/topology.hpp"
+#include "state/control.hpp"
 
 namespace subnetd::daemon {
 
@@ -18,8 +18,8 @@ Result<routing::Topology> load_topology(const std::string& spec_or_path);
 
 struct TransportBundle {
   std::unique_ptr<discovery::Transport> transport;
-  // Non-null for the simulator: the same object, seen as SimControl.
-  std::unique_ptr<SimControl> sim_control;
+  // Non-null for the simulator: the same object, seen as state::SimControl.
+  std::unique_ptr<state::SimControl> sim_control;
 };
 
 Result<TransportBundle> make_transport(const Config& config);

@@ -50,8 +50,8 @@ using grpc::StatusCode;
 // Fakes and fixtures
 
 // Null (with the reason as a test failure) if any step fails.
-std::shared_ptr<const daemon::FabricState> make_state(std::string_view spec) {
-  auto s = std::make_shared<daemon::FabricState>();
+std::shared_ptr<const state::FabricState> make_state(std::string_view spec) {
+  auto s = std::make_shared<state::FabricState>();
   auto topo = discovery::topo::generate(spec);
   if (!topo.ok()) {
     ADD_FAILURE() << spec << ": " << topo.error().message;
@@ -78,7 +78,7 @@ std::shared_ptr<const daemon::FabricState> make_state(std::string_view spec) {
     return nullptr;
   }
   s->generation = 7;
-  s->state = daemon::SmState::kMaster;
+  s->state = state::SmState::kMaster;
   s->transport = "sim";
   s->engine = "updn";
   s->sm_node = t->port(*t->find_by_name("leaf0"), 1).remote_node;
@@ -99,7 +99,7 @@ std::shared_ptr<const daemon::FabricState> make_state(std::string_view spec) {
   return s;
 }
 
-class FakeSim final : public daemon::SimControl {
+class FakeSim final : public state::SimControl {
  public:
   Result<void> set_link_state(Guid node, PortNum port, bool up) override {
     std::lock_guard lock(mu);
@@ -112,7 +112,7 @@ class FakeSim final : public daemon::SimControl {
     switches.push_back({node, up});
     return ok_result();
   }
-  daemon::SimCounters counters() const override { return {1234, 5, 6, 2}; }
+  state::SimCounters counters() const override { return {1234, 5, 6, 2}; }
 
   // How many changes the fabric has seen, and the node of the last one.
   std::pair<std::size_t, Guid> changes() const {
@@ -137,11 +137,11 @@ class FakeSim final : public daemon::SimControl {
 // looks at the FakeSim's fabric and sees every change made since the last
 // sweep (whose traps, in this fake, never reach the SM), and then runs a
 // heavy sweep, like SubnetManager.
-class FakeSm final : public daemon::SmControl {
+class FakeSm final : public state::SmControl {
  public:
-  std::future<daemon::SweepReply> trigger_sweep(std::string reason) override {
+  std::future<state::SweepReply> trigger_sweep(std::string reason) override {
     std::lock_guard lock(mu);
-    std::promise<daemon::SweepReply> p;
+    std::promise<state::SweepReply> p;
     if (hold_sweeps) {
       sweeps.push_back(std::move(reason));
     } else {
@@ -150,28 +150,28 @@ class FakeSm final : public daemon::SmControl {
     held.push_back(std::move(p));
     return held.back().get_future();
   }
-  std::future<Result<daemon::SweepReply>> trigger_light_sweep(std::string reason) override {
+  std::future<Result<state::SweepReply>> trigger_light_sweep(std::string reason) override {
     std::lock_guard lock(mu);
     light_sweeps.push_back(reason);
-    std::promise<Result<daemon::SweepReply>> p;
+    std::promise<Result<state::SweepReply>> p;
     if (!ready) {
       p.set_value(
           Error{Errc::kUnreachable, "no routing yet: the first heavy sweep has not finished"});
       return p.get_future();
     }
-    daemon::LightSweepReport l;
+    state::LightSweepReport l;
     l.started_at = std::chrono::system_clock::now();
     l.switches = switch_count;
     l.answered = switch_count;
     l.took = 850us;
     const auto [changes, last] = sim != nullptr ? sim->changes() : std::pair<std::size_t, Guid>{};
     if (changes == changes_seen) {
-      p.set_value(daemon::SweepReply{true, generation, "light sweep: no change", l});
+      p.set_value(state::SweepReply{true, generation, "light sweep: no change", l});
       return p.get_future();
     }
     l.changed = 1;
     l.change = fmt::format("port state change on switch {:#018x}", last.value);
-    daemon::SweepReply r = heavy_locked("light sweep (" + reason + "): " + l.change);
+    state::SweepReply r = heavy_locked("light sweep (" + reason + "): " + l.change);
     r.light = std::move(l);
     p.set_value(std::move(r));
     return p.get_future();
@@ -205,7 +205,7 @@ class FakeSm final : public daemon::SmControl {
   bool hold_sweeps = false;      // never answer (deadline tests)
   std::uint64_t generation = 7;  // as published by the fixture
   std::size_t changes_seen = 0;  // FakeSim changes the last heavy sweep saw
-  std::vector<std::promise<daemon::SweepReply>> held;
+  std::vector<std::promise<state::SweepReply>> held;
   std::vector<std::string> sweeps;  // heavy sweeps' reasons
   std::vector<std::string> light_sweeps;
   Result<std::string> verify_result = std::string("complete, loop-free, deadlock-free");
@@ -213,11 +213,11 @@ class FakeSm final : public daemon::SmControl {
 
  private:
   // A heavy sweep sees the whole fabric and publishes (also when it fails).
-  daemon::SweepReply heavy_locked(std::string reason) {
+  state::SweepReply heavy_locked(std::string reason) {
     sweeps.push_back(std::move(reason));
     if (sim != nullptr) changes_seen = sim->changes().first;
     ++generation;
-    return daemon::SweepReply{sweep_ok, generation, sweep_ok ? "" : "sweep: timeout", {}};
+    return state::SweepReply{sweep_ok, generation, sweep_ok ? "" : "sweep: timeout", {}};
   }
 };
 
@@ -225,19 +225,19 @@ class FakeSm final : public daemon::SmControl {
 // served back by the history reader.
 struct FakeStore {
   std::mutex mu;
-  std::vector<daemon::Event> rows;
+  std::vector<state::Event> rows;
   std::atomic<int> reads = 0;
-  daemon::EventLog::PersistHook hook() {
-    return [this](const daemon::Event& e) {
+  state::EventLog::PersistHook hook() {
+    return [this](const state::Event& e) {
       std::lock_guard lock(mu);
       rows.push_back(e);
     };
   }
-  daemon::EventLog::HistoryReader reader() {
-    return [this](std::int64_t after, std::size_t limit) -> Result<std::vector<daemon::Event>> {
+  state::EventLog::HistoryReader reader() {
+    return [this](std::int64_t after, std::size_t limit) -> Result<std::vector<state::Event>> {
       ++reads;
       std::lock_guard lock(mu);
-      std::vector<daemon::Event> out;
+      std::vector<state::Event> out;
       for (const auto& e : rows) {
         if (e.id > after && out.size() < limit) out.push_back(e);
       }
@@ -280,7 +280,7 @@ class Api : public ::testing::Test {
     publisher_.publish(state_);
     sm_.sim = &sim_;
     sm_.switch_count = static_cast<std::uint32_t>(state_->topology->num_switches());
-    log_ = std::make_unique<daemon::EventLog>(0, store_.hook(), store_.reader(), log_opts());
+    log_ = std::make_unique<state::EventLog>(0, store_.hook(), store_.reader(), log_opts());
     cfg_.socket = (dir_ / "api.sock").string();
     cfg_.tcp = "127.0.0.1:0";
     cfg_.token_file = (dir_ / "token").string();
@@ -292,8 +292,8 @@ class Api : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  static daemon::EventLogOptions log_opts() {
-    daemon::EventLogOptions o;
+  static state::EventLogOptions log_opts() {
+    state::EventLogOptions o;
     o.ring_capacity = 8;  // small, so WatchEvents replays go to the store
     return o;
   }
@@ -338,13 +338,13 @@ class Api : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
-  std::shared_ptr<const daemon::FabricState> state_;
-  daemon::StatePublisher publisher_;
+  std::shared_ptr<const state::FabricState> state_;
+  state::StatePublisher publisher_;
   FakeStore store_;
-  std::unique_ptr<daemon::EventLog> log_;
+  std::unique_ptr<state::EventLog> log_;
   FakeSm sm_;
   FakeSim sim_;
-  daemon::ApiConfig cfg_;
+  ListenOptions cfg_;
   std::unique_ptr<Server> server_;
 };
 
@@ -525,7 +525,7 @@ TEST_F(Api, UnixPeerCredentialsAreChecked) {
 // Reads
 
 TEST_F(Api, GetStatus) {
-  log_->append(daemon::EventKind::kSweep, std::nullopt, std::nullopt, "bring-up");
+  log_->append(state::EventKind::kSweep, std::nullopt, std::nullopt, "bring-up");
   start();
   auto stub = unix_stub();
   grpc::ClientContext ctx;
@@ -844,7 +844,7 @@ TEST_F(Api, TracePathEqualsPathTrace) {
 
 TEST_F(Api, TracePathReportsWhereAPacketIsLost) {
   // Publish tables with a drop entry at leaf2 for h-l6-1's LID.
-  auto broken = std::make_shared<daemon::FabricState>(*state_);
+  auto broken = std::make_shared<state::FabricState>(*state_);
   auto routes = std::make_shared<routing::Routes>(*state_->routes);
   routes->lfts[topo().node(node("leaf2")).switch_index].set(lid_of("h-l6-1"), routing::kDropPort);
   broken->routes = routes;
@@ -870,7 +870,7 @@ TEST_F(Api, TracePathReportsWhereAPacketIsLost) {
 // Before the first sweep
 
 TEST_F(Api, FailedPreconditionBeforeTheFirstSweep) {
-  publisher_.publish(std::make_shared<daemon::FabricState>());
+  publisher_.publish(std::make_shared<state::FabricState>());
   start();
   auto stub = unix_stub();
   {
@@ -956,7 +956,7 @@ std::vector<std::int64_t> range(std::int64_t from, std::int64_t to) {
 
 TEST_F(Api, WatchEventsReplaysFromTheStoreThenFollowsAndResumes) {
   for (int i = 1; i <= 20; ++i) {
-    log_->append(i % 2 ? daemon::EventKind::kLinkDown : daemon::EventKind::kLinkUp, guid("leaf1"),
+    log_->append(i % 2 ? state::EventKind::kLinkDown : state::EventKind::kLinkUp, guid("leaf1"),
                  PortNum(i % 8 + 1), "event " + std::to_string(i));
   }
   ASSERT_EQ(log_->oldest_in_memory(), 13);  // ids 1..12 only in the "store"
@@ -978,8 +978,8 @@ TEST_F(Api, WatchEventsReplaysFromTheStoreThenFollowsAndResumes) {
     EXPECT_TRUE(evs[0].has_port());
     EXPECT_GT(evs[0].time().seconds(), 1'600'000'000);
     // Live: appended after the replay.
-    log_->append(daemon::EventKind::kReroute, std::nullopt, std::nullopt, "live 21");
-    log_->append(daemon::EventKind::kSweep, std::nullopt, std::nullopt, "live 22");
+    log_->append(state::EventKind::kReroute, std::nullopt, std::nullopt, "live 21");
+    log_->append(state::EventKind::kSweep, std::nullopt, std::nullopt, "live 22");
     EXPECT_EQ(read_events(*rd, 2, &evs), range(21, 22));
     EXPECT_FALSE(evs.back().has_port());
     ctx.TryCancel();
@@ -1006,8 +1006,8 @@ TEST_F(Api, WatchEventsReplaysFromTheStoreThenFollowsAndResumes) {
     req.add_kinds(v1::EVENT_KIND_PORT_DISABLE);
     auto rd = stub->WatchEvents(&ctx, req);
     rd->WaitForInitialMetadata();  // subscribed: what follows reaches us
-    log_->append(daemon::EventKind::kLinkDown, std::nullopt, std::nullopt, "not wanted");
-    log_->append(daemon::EventKind::kPortDisable, guid("leaf2"), PortNum{5}, "disabled");
+    log_->append(state::EventKind::kLinkDown, std::nullopt, std::nullopt, "not wanted");
+    log_->append(state::EventKind::kPortDisable, guid("leaf2"), PortNum{5}, "disabled");
     std::vector<v1::Event> evs;
     EXPECT_EQ(read_events(*rd, 1, &evs), range(24, 24));
     EXPECT_EQ(evs[0].kind(), v1::EVENT_KIND_PORT_DISABLE);
@@ -1255,7 +1255,7 @@ TEST_F(Api, TriggerSweepFailureAndDeadline) {
   std::lock_guard lock(sm_.mu);
   for (auto& p : sm_.held) {
     try {
-      p.set_value(daemon::SweepReply{});
+      p.set_value(state::SweepReply{});
     } catch (const std::future_error&) {
     }
   }

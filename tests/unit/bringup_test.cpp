@@ -23,6 +23,8 @@
 namespace subnetd::daemon {
 namespace {
 
+using namespace subnetd::state;
+
 using bringup_testing::diff_topologies;
 using bringup_testing::join_lines;
 using bringup_testing::lid_routed_drops;

@@ -7,14 +7,14 @@
 #include <functional>
 #include <thread>
 
-#include "daemon/fabric_state.hpp"
 #include "daemon/subnet_manager.hpp"
+#include "state/fabric_state.hpp"
 
 namespace subnetd::daemon::testing {
 
 // Polls the published state until `pred` holds (true) or `limit` passes.
-inline bool wait_for_state(const StatePublisher& publisher,
-                           const std::function<bool(const FabricState&)>& pred,
+inline bool wait_for_state(const state::StatePublisher& publisher,
+                           const std::function<bool(const state::FabricState&)>& pred,
                            std::chrono::milliseconds limit = std::chrono::seconds{20}) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -1,9 +1,9 @@
-// daemon::EventLog: id assignment, the bounded ring, persistence order through
+// state::EventLog: id assignment, the bounded ring, persistence order through
 // a real Store + StoreWriter (the store keeps the log's ids, also past a failed
 // write), reads that fall back to the store (and jump a gap), waiting and
 // closing.
 
-#include "daemon/event_log.hpp"
+#include "state/event_log.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -19,6 +19,8 @@
 
 namespace subnetd::daemon {
 namespace {
+
+using namespace subnetd::state;
 
 using namespace std::chrono_literals;
 

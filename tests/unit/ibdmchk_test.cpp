@@ -29,6 +29,8 @@
 namespace subnetd::daemon {
 namespace {
 
+using namespace subnetd::state;
+
 using routing::Topology;
 
 bool have_ibdmchk() {

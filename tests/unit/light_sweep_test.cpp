@@ -21,14 +21,16 @@
 #include <memory>
 #include <thread>
 
-#include "daemon/event_log.hpp"
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
 #include "daemon_test_support.hpp"
+#include "state/event_log.hpp"
 
 namespace subnetd::daemon {
 namespace {
+
+using namespace subnetd::state;
 
 using namespace std::chrono_literals;
 

@@ -23,14 +23,16 @@
 #include <thread>
 
 #include "bringup_test_support.hpp"
-#include "daemon/event_log.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon_test_support.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/topo/generators.hpp"
+#include "state/event_log.hpp"
 
 namespace subnetd::daemon {
 namespace {
+
+using namespace subnetd::state;
 
 using bringup_testing::lid_routed_drops;
 using bringup_testing::probe_every_lid;

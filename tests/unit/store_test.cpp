@@ -19,6 +19,8 @@
 namespace subnetd::daemon {
 namespace {
 
+using namespace subnetd::state;
+
 namespace fs = std::filesystem;
 using routing::LidRecord;
 

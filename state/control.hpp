@@ -12,7 +12,7 @@
 #include "routing/ids.hpp"
 #include "routing/result.hpp"
 
-namespace subnetd::daemon {
+namespace subnetd::state {
 
 // What one light sweep saw: a SwitchInfo Get of every switch of the last
 // heavy sweep, looking for PortStateChange (a port went up or down and no
@@ -80,4 +80,4 @@ class SimControl {
   virtual SimCounters counters() const = 0;
 };
 
-}  // namespace subnetd::daemon
+}  // namespace subnetd::state

@@ -17,7 +17,7 @@
 #include "routing/lid_map.hpp"
 #include "routing/topology.hpp"
 
-namespace subnetd::daemon {
+namespace subnetd::state {
 
 enum class SmState : std::uint8_t {
   kStarting,     // no sweep finished yet
@@ -76,4 +76,4 @@ class StatePublisher {
   std::shared_ptr<const FabricState> current_;
 };
 
-}  // namespace subnetd::daemon
+}  // namespace subnetd::state

@@ -22,16 +22,17 @@
 #include "daemon/bringup.hpp"
 #include "daemon/config.hpp"
 #include "daemon/dump_files.hpp"
-#include "daemon/event_log.hpp"
 #include "daemon/proc_stats.hpp"
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
+#include "state/event_log.hpp"
 
 namespace {
 
 using namespace subnetd;
 using namespace subnetd::daemon;
+using namespace subnetd::state;
 
 // Exit codes: 0 ok, 1 bring-up failed, 2 usage, 3 config, 4 store, 5 transport, 6 API.
 constexpr int kExitBringUp = 1;
@@ -138,13 +139,13 @@ void setup_logging(LogLevel level) {
   spdlog::set_level(spd_level(level));
 }
 
-std::string status_line(const FabricState& s) {
+std::string status_line(const state::FabricState& s) {
   if (!s.topology) {
-    return fmt::format("{}: {}", sm_state_name(s.state),
+    return fmt::format("{}: {}", state::sm_state_name(s.state),
                        s.last_error.empty() ? "sweeping the fabric" : s.last_error);
   }
   std::string line =
-      fmt::format("{}: {} CAs, {} switches, routed in {:.1f} ms", sm_state_name(s.state),
+      fmt::format("{}: {} CAs, {} switches, routed in {:.1f} ms", state::sm_state_name(s.state),
                   s.topology->num_cas(), s.topology->num_switches(),
                   std::chrono::duration<double, std::milli>(s.last_bringup.route).count());
   if (!s.last_error.empty()) line += "; last sweep failed: " + s.last_error;
@@ -170,8 +171,8 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
   spdlog::info("store {}: {} remembered LIDs", cfg.store.path, remembered->size());
   StoreWriter writer(std::move(store),
                      [](const Error& e) { spdlog::error("store: {}", e.message); });
-  EventLog events(
-      *last_event, [&writer](const Event& e) { writer.append_event(e); },
+  state::EventLog events(
+      *last_event, [&writer](const state::Event& e) { writer.append_event(e); },
       [&writer](std::int64_t after, std::size_t limit) {
         return writer.call([after, limit](Store& s) { return s.events_since(after, limit); }).get();
       });
@@ -187,12 +188,12 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
                                ? cfg.routing.threads
                                : std::max(1U, std::thread::hardware_concurrency()));
   boost::asio::io_context io;
-  StatePublisher publisher;
+  state::StatePublisher publisher;
   bool ready = false;
   SubnetManager::Hooks hooks;
-  hooks.published = [&ready](const FabricState& s) {
+  hooks.published = [&ready](const state::FabricState& s) {
     const std::string status = status_line(s);
-    if (s.state == SmState::kMaster && !ready) {
+    if (s.state == state::SmState::kMaster && !ready) {
       ready = true;
       sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
       spdlog::info("READY: {}", status);
@@ -233,7 +234,7 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
           spdlog::error("reload of {} failed, keeping the running configuration: {}", config_path,
                         next.error().message);
           events.append(
-              EventKind::kError, std::nullopt, std::nullopt,
+              state::EventKind::kError, std::nullopt, std::nullopt,
               "configuration reload failed, running configuration kept: " + next.error().message);
         }
         sd_notify(0, "READY=1");
@@ -259,9 +260,16 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
   deps.sm = &sm;
   deps.sim = sm.sim_control();
   deps.events = &events;
-  deps.version = "0.1.0";
+  deps.version = SUBNETD_VERSION;
   deps.started_at = std::chrono::system_clock::now();
-  auto server = api::Server::start(cfg.api, deps);
+  api::ListenOptions listen;
+  listen.socket = cfg.api.socket;
+  listen.socket_group = cfg.api.socket_group;
+  listen.tcp = cfg.api.tcp;
+  listen.tls_cert = cfg.api.tls_cert;
+  listen.tls_key = cfg.api.tls_key;
+  listen.token_file = cfg.api.token_file;
+  auto server = api::Server::start(listen, deps);
   if (!server.ok()) {
     spdlog::critical("api: {}", server.error().message);
     return kExitApi;
@@ -298,7 +306,7 @@ int main(int argc, char** argv) {
   app.add_option("--dump-dir", dump_dir,
                  "write OpenSM-format dump files here (overrides dump_dir)");
   app.add_option("--engine", engine, "routing engine (overrides routing.engine)");
-  app.set_version_flag("--version", "subnetd 0.1.0");
+  app.set_version_flag("--version", "subnetd " SUBNETD_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

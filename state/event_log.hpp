@@ -44,11 +44,11 @@
 #include <string>
 #include <vector>
 
-#include "daemon/store.hpp"
 #include "routing/ids.hpp"
 #include "routing/result.hpp"
+#include "state/event.hpp"
 
-namespace subnetd::daemon {
+namespace subnetd::state {
 
 struct EventLogOptions {
   std::size_t ring_capacity = 10'000;  // >= 1
@@ -111,4 +111,4 @@ class EventLog {
   bool closed_ = false;
 };
 
-}  // namespace subnetd::daemon
+}  // namespace subnetd::state

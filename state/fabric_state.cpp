@@ -1,6 +1,6 @@
-#include "daemon/fabric_state.hpp"
+#include "state/fabric_state.hpp"
 
-namespace subnetd::daemon {
+namespace subnetd::state {
 
 const char* sm_state_name(SmState s) {
   switch (s) {
@@ -16,4 +16,4 @@ const char* sm_state_name(SmState s) {
   return "?";
 }
 
-}  // namespace subnetd::daemon
+}  // namespace subnetd::state

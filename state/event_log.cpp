@@ -1,9 +1,9 @@
-#include "daemon/event_log.hpp"
+#include "state/event_log.hpp"
 
 #include <algorithm>
 #include <utility>
 
-namespace subnetd::daemon {
+namespace subnetd::state {
 
 EventLog::EventLog(std::int64_t last_id, PersistHook persist, HistoryReader history,
                    EventLogOptions opts)
@@ -102,4 +102,4 @@ bool EventLog::closed() const {
   return closed_;
 }
 
-}  // namespace subnetd::daemon
+}  // namespace subnetd::state
