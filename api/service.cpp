@@ -379,6 +379,15 @@ Status wait_failure(WaitEnd end, std::string_view what, std::chrono::millisecond
                             waited.count()));
 }
 
+// Bridges an SmControl completion to a future (transitional).
+template <class T, class Call>
+std::future<T> sm_future(Call call) {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto fut = promise->get_future();
+  call([promise](T value) { promise->set_value(std::move(value)); });
+  return fut;
+}
+
 // Takes the result of an SmControl future; a broken promise means the SM
 // went away without answering.
 template <class T>
@@ -986,9 +995,13 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
     state::SmControl& sm = *core.deps().sm;
     const std::string reason = "TriggerSweep by " + caller;
     if (light) {
-      finish_sweep(core, reactor, resp, wait, deadline, sm.trigger_light_sweep(reason));
+      finish_sweep(core, reactor, resp, wait, deadline,
+                   sm_future<Result<state::SweepReply>>(
+                       [&](auto done) { sm.trigger_light_sweep(reason, std::move(done)); }));
     } else {
-      finish_sweep(core, reactor, resp, wait, deadline, sm.trigger_sweep(reason));
+      finish_sweep(core, reactor, resp, wait, deadline,
+                   sm_future<state::SweepReply>(
+                       [&](auto done) { sm.trigger_sweep(reason, std::move(done)); }));
     }
   });
   if (!posted) {
@@ -1010,9 +1023,23 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
   ServiceCore& core = core_;
   const bool posted = core.pool().post([&core, reactor, resp, deadline, before = std::move(view)] {
     const auto started = Clock::now();
-    auto fut = core.deps().sm->verify_routing();
-    auto result = await_sm(fut, deadline, core.pool(), "verification", reactor);
-    if (!result) return;
+    auto fut = sm_future<Result<state::VerifyReply>>([&](auto done) {
+      core.deps().sm->verify_routing(state::VerifyRequest{}, std::move(done));
+    });
+    auto reply = await_sm(fut, deadline, core.pool(), "verification", reactor);
+    if (!reply) return;
+    std::optional<Result<std::string>> result;
+    if (!reply->ok()) {
+      result = reply->error();
+    } else if ((*reply)->verdict == state::Verdict::kOk) {
+      result = Result<std::string>((*reply)->message);
+    } else {
+      const state::Verdict v = (*reply)->verdict;
+      result = Error{v == state::Verdict::kIncomplete ? Errc::kIncomplete
+                     : v == state::Verdict::kLoop     ? Errc::kForwardingLoop
+                                                      : Errc::kCdgCycle,
+                     (*reply)->message};
+    }
     const auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
     if (result->ok()) {
       resp->set_verdict(v1::VERDICT_OK);
@@ -1091,7 +1118,9 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
   ServiceCore& core = core_;
   const bool posted =
       core.pool().post([&core, reactor, resp, deadline, caller, guid, port, enable, was_disabled] {
-        auto fut = core.deps().sm->set_port_enabled(guid, port, enable, caller);
+        auto fut = sm_future<Result<void>>([&](auto done) {
+          core.deps().sm->set_port_enabled(guid, port, enable, caller, std::move(done));
+        });
         auto result = await_sm(fut, deadline, core.pool(), "the port change", reactor);
         if (!result) return;
         if (!result->ok()) {

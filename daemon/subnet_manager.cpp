@@ -626,33 +626,29 @@ void SubnetManager::reload(Config cfg, std::string source) {
   });
 }
 
-std::future<state::SweepReply> SubnetManager::trigger_sweep(std::string reason) {
-  auto promise = std::make_shared<std::promise<state::SweepReply>>();
-  auto fut = promise->get_future();
-  asio::post(strand_, [this, promise, reason = std::move(reason)] {
+void SubnetManager::trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) {
+  asio::post(strand_, [this, done = std::move(done), reason = std::move(reason)] {
     if (stopped_) {
-      promise->set_value(state::SweepReply{false, generation_, "subnetd is stopping", {}});
+      done(state::SweepReply{false, generation_, "subnetd is stopping", {}});
       return;
     }
     heavy_timer_.cancel();
     heavy_pending_ = false;
-    promise->set_value(heavy_sweep(reason));
+    done(heavy_sweep(reason));
   });
-  return fut;
 }
 
-std::future<Result<state::SweepReply>> SubnetManager::trigger_light_sweep(std::string reason) {
-  auto promise = std::make_shared<std::promise<Result<state::SweepReply>>>();
-  auto fut = promise->get_future();
-  asio::post(strand_, [this, promise, reason = std::move(reason)] {
+void SubnetManager::trigger_light_sweep(std::string reason,
+                                        state::Completion<Result<state::SweepReply>> done) {
+  asio::post(strand_, [this, done = std::move(done), reason = std::move(reason)] {
     if (stopped_) {
-      promise->set_value(Error{Errc::kCancelled, "subnetd is stopping"});
+      done(Error{Errc::kCancelled, "subnetd is stopping"});
       return;
     }
     if (!current_) {
-      promise->set_value(Error{Errc::kUnreachable,
-                               "no routing yet: the first heavy sweep has not finished, so a "
-                               "light sweep has nothing to compare with"});
+      done(Error{Errc::kUnreachable,
+                 "no routing yet: the first heavy sweep has not finished, so a "
+                 "light sweep has nothing to compare with"});
       return;
     }
     // This sweep takes the periodic one's turn; the period restarts after it.
@@ -681,7 +677,7 @@ std::future<Result<state::SweepReply>> SubnetManager::trigger_light_sweep(std::s
         store_->record_sweep(std::move(rec));
       }
       schedule_light_sweep();
-      promise->set_value(state::SweepReply{true, generation_, msg, std::move(found)});
+      done(state::SweepReply{true, generation_, msg, std::move(found)});
       return;
     }
     spdlog::info("light sweep ({}): {}", reason, found.change);
@@ -691,101 +687,121 @@ std::future<Result<state::SweepReply>> SubnetManager::trigger_light_sweep(std::s
     state::SweepReply reply =
         heavy_sweep(fmt::format("light sweep ({}): {}", reason, found.change));
     reply.light = std::move(found);
-    promise->set_value(std::move(reply));
+    done(std::move(reply));
   });
-  return fut;
 }
 
-std::future<Result<std::string>> SubnetManager::verify_routing() {
-  auto promise = std::make_shared<std::promise<Result<std::string>>>();
-  auto fut = promise->get_future();
-  asio::post(strand_, [this, promise] {
+void SubnetManager::verify_routing(state::VerifyRequest request,
+                                   state::Completion<Result<state::VerifyReply>> done) {
+  asio::post(strand_, [this, done = std::move(done), request] {
     if (!current_) {
-      promise->set_value(
-          Error{Errc::kUnreachable, "no routing yet: the first sweep has not finished"});
+      done(Error{Errc::kUnreachable, "no routing yet: the first sweep has not finished"});
+      return;
+    }
+    if (request.read_back) {
+      done(Error{Errc::kUnsupported, "read-back verification is not available yet"});
       return;
     }
     const BringUpResult& c = *current_;
     auto v = routing::verify(topology_now_ ? *topology_now_ : c.sweep.topology, c.lids.map,
                              routes_now_ ? *routes_now_ : *c.routes, pool_, {});
+    state::VerifyReply reply;
+    reply.generation = generation_;
     if (!v.ok()) {
-      promise->set_value(v.error());
+      switch (v.error().code) {
+        case Errc::kIncomplete:
+          reply.verdict = state::Verdict::kIncomplete;
+          break;
+        case Errc::kForwardingLoop:
+          reply.verdict = state::Verdict::kLoop;
+          break;
+        case Errc::kCdgCycle:
+          reply.verdict = state::Verdict::kCreditLoop;
+          break;
+        default:
+          done(v.error());
+          return;
+      }
+      reply.message = v.error().message;
+      done(std::move(reply));
       return;
     }
-    promise->set_value(fmt::format(
+    reply.pairs_checked = v->pairs_checked;
+    reply.num_vls = v->num_vls;
+    reply.channels = v->channels;
+    reply.dependencies = v->dependencies;
+    reply.took = std::chrono::microseconds(static_cast<std::int64_t>(v->total_seconds * 1e6));
+    reply.message = fmt::format(
         "complete, loop-free, deadlock-free: {} switch/LID pairs, {} VL(s), {} channels, {} "
         "dependencies, {:.1f} ms",
-        v->pairs_checked, v->num_vls, v->channels, v->dependencies, v->total_seconds * 1000.0));
+        v->pairs_checked, v->num_vls, v->channels, v->dependencies, v->total_seconds * 1000.0);
+    done(std::move(reply));
   });
-  return fut;
 }
 
-std::future<Result<void>> SubnetManager::set_port_enabled(Guid node_guid, PortNum port,
-                                                          bool enabled, std::string who) {
-  auto promise = std::make_shared<std::promise<Result<void>>>();
-  auto fut = promise->get_future();
-  asio::post(strand_, [this, promise, node_guid, port, enabled, who = std::move(who)] {
-    if (!current_) {
-      promise->set_value(Error{Errc::kUnreachable, "the first sweep has not finished"});
-      return;
-    }
-    const BringUpResult& c = *current_;
-    const routing::Topology& t = c.sweep.topology;
-    auto node = t.find_by_guid(node_guid);
-    if (!node) {
-      promise->set_value(
-          Error{Errc::kNotFound, fmt::format("no node with GUID {}", guid_str(node_guid))});
-      return;
-    }
-    if (port == 0 || port > t.node(*node).num_ports) {
-      promise->set_value(Error{Errc::kOutOfRange, fmt::format("\"{}\" has ports 1..{}, not {}",
-                                                              t.node(*node).description,
-                                                              t.node(*node).num_ports, port)});
-      return;
-    }
-    if (*node == c.sweep.sm_node && port == c.sweep.sm_port && !enabled) {
-      promise->set_value(Error{Errc::kInvalidArgument, "refusing to disable the SM's own port"});
-      return;
-    }
-    // Disabling via PortPhysicalState (as ibportstate does); keep the LID
-    // fields of an endpoint port as they are.
-    mad::PortInfo pi;
-    pi.local_port_num = port;
-    pi.port_phys_state = enabled ? kPhysPolling : kPhysDisabled;
-    if (t.node(*node).type != routing::NodeType::kSwitch) {
-      pi.lid = static_cast<std::uint16_t>(
-          std::min<std::uint32_t>(c.lids.map.base_lid(t, *node, port).value, 0xFFFF));
-      pi.master_sm_lid = static_cast<std::uint16_t>(std::min<std::uint32_t>(
-          c.lids.map.base_lid(t, c.sweep.sm_node, c.sweep.sm_port).value, 0xFFFF));
-      pi.lmc = c.lids.map.lmc;
-    }
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, port,
-                                    c.sweep.path_to_port(*node, port), 0);
-    pi.encode(mad::data_of(smp));
-    discovery::PipelineOptions popts;
-    popts.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
-    popts.retries = cfg_.sweep.retries;
-    discovery::SmpPipeline pipe(*transport_, popts);
-    Result<void> outcome;
-    pipe.submit(smp, 0, [&outcome](Result<mad::Smp> r) {
-      if (!r.ok()) outcome = r.error();
-    });
-    if (auto r = pipe.run(); !r.ok()) outcome = r.error();
-    if (!outcome.ok()) {
-      promise->set_value(outcome);
-      return;
-    }
-    events_.append(enabled ? state::EventKind::kPortEnable : state::EventKind::kPortDisable,
-                   node_guid, port,
-                   fmt::format("port {} of \"{}\" {} by {}", port, t.node(*node).description,
-                               enabled ? "enabled" : "disabled", who));
-    promise->set_value(Result<void>{});
-    heavy_timer_.cancel();
-    heavy_pending_ = false;
-    heavy_sweep(fmt::format("port {} of \"{}\" {}", port, t.node(*node).description,
-                            enabled ? "enabled" : "disabled"));
-  });
-  return fut;
+void SubnetManager::set_port_enabled(Guid node_guid, PortNum port, bool enabled, std::string who,
+                                     state::Completion<Result<void>> done) {
+  asio::post(
+      strand_, [this, done = std::move(done), node_guid, port, enabled, who = std::move(who)] {
+        if (!current_) {
+          done(Error{Errc::kUnreachable, "the first sweep has not finished"});
+          return;
+        }
+        const BringUpResult& c = *current_;
+        const routing::Topology& t = c.sweep.topology;
+        auto node = t.find_by_guid(node_guid);
+        if (!node) {
+          done(Error{Errc::kNotFound, fmt::format("no node with GUID {}", guid_str(node_guid))});
+          return;
+        }
+        if (port == 0 || port > t.node(*node).num_ports) {
+          done(Error{Errc::kOutOfRange,
+                     fmt::format("\"{}\" has ports 1..{}, not {}", t.node(*node).description,
+                                 t.node(*node).num_ports, port)});
+          return;
+        }
+        if (*node == c.sweep.sm_node && port == c.sweep.sm_port && !enabled) {
+          done(Error{Errc::kInvalidArgument, "refusing to disable the SM's own port"});
+          return;
+        }
+        // Disabling via PortPhysicalState (as ibportstate does); keep the LID
+        // fields of an endpoint port as they are.
+        mad::PortInfo pi;
+        pi.local_port_num = port;
+        pi.port_phys_state = enabled ? kPhysPolling : kPhysDisabled;
+        if (t.node(*node).type != routing::NodeType::kSwitch) {
+          pi.lid = static_cast<std::uint16_t>(
+              std::min<std::uint32_t>(c.lids.map.base_lid(t, *node, port).value, 0xFFFF));
+          pi.master_sm_lid = static_cast<std::uint16_t>(std::min<std::uint32_t>(
+              c.lids.map.base_lid(t, c.sweep.sm_node, c.sweep.sm_port).value, 0xFFFF));
+          pi.lmc = c.lids.map.lmc;
+        }
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, port,
+                                        c.sweep.path_to_port(*node, port), 0);
+        pi.encode(mad::data_of(smp));
+        discovery::PipelineOptions popts;
+        popts.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
+        popts.retries = cfg_.sweep.retries;
+        discovery::SmpPipeline pipe(*transport_, popts);
+        Result<void> outcome;
+        pipe.submit(smp, 0, [&outcome](Result<mad::Smp> r) {
+          if (!r.ok()) outcome = r.error();
+        });
+        if (auto r = pipe.run(); !r.ok()) outcome = r.error();
+        if (!outcome.ok()) {
+          done(outcome);
+          return;
+        }
+        events_.append(enabled ? state::EventKind::kPortEnable : state::EventKind::kPortDisable,
+                       node_guid, port,
+                       fmt::format("port {} of \"{}\" {} by {}", port, t.node(*node).description,
+                                   enabled ? "enabled" : "disabled", who));
+        done(Result<void>{});
+        heavy_timer_.cancel();
+        heavy_pending_ = false;
+        heavy_sweep(fmt::format("port {} of \"{}\" {}", port, t.node(*node).description,
+                                enabled ? "enabled" : "disabled"));
+      });
 }
 
 }  // namespace subnetd::daemon

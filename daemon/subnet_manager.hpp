@@ -95,11 +95,13 @@ class SubnetManager final : public state::SmControl {
   void reload(Config cfg, std::string source);
 
   // state::SmControl (any thread).
-  std::future<state::SweepReply> trigger_sweep(std::string reason) override;
-  std::future<Result<state::SweepReply>> trigger_light_sweep(std::string reason) override;
-  std::future<Result<std::string>> verify_routing() override;
-  std::future<Result<void>> set_port_enabled(Guid node_guid, PortNum port, bool enabled,
-                                             std::string who) override;
+  void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override;
+  void trigger_light_sweep(std::string reason,
+                           state::Completion<Result<state::SweepReply>> done) override;
+  void verify_routing(state::VerifyRequest request,
+                      state::Completion<Result<state::VerifyReply>> done) override;
+  void set_port_enabled(Guid node_guid, PortNum port, bool enabled, std::string who,
+                        state::Completion<Result<void>> done) override;
 
   state::SimControl* sim_control() { return sim_control_.get(); }
   const std::string& transport_name() const { return transport_name_; }

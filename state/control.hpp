@@ -1,13 +1,15 @@
 #pragma once
 // Commands that reach the SubnetManager from outside (gRPC, signals). Each is
-// posted onto the SM strand; the returned future completes when the SM has
-// acted. Implemented by SubnetManager; the gRPC service holds a reference.
+// posted onto the SM strand and answered through a Completion once the SM
+// has acted: nobody waits or polls. Implemented by SubnetManager; the gRPC
+// service holds a reference and finishes its call from the completion.
 
 #include <chrono>
 #include <cstdint>
-#include <future>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "routing/ids.hpp"
 #include "routing/result.hpp"
@@ -44,22 +46,76 @@ struct SweepReply {
   std::optional<LightSweepReport> light;
 };
 
+// Called exactly once with the outcome, on the SM's thread (its strand).
+// It must be quick: hand the result on (finish a gRPC call, fulfil a
+// promise) and never block or call back into the SM synchronously. When
+// subnetd stops first, it is called with Errc::kCancelled (or, for
+// trigger_sweep, a reply saying so).
+template <class T>
+using Completion = std::function<void(T)>;
+
+struct VerifyRequest {
+  // Also read every LFT block back from the switches and compare it with the
+  // published tables (what the switches actually hold, not what the SM
+  // believes they hold).
+  bool read_back = false;
+};
+
+enum class Verdict : std::uint8_t {
+  kOk,
+  kIncomplete,    // a reachable pair has no route
+  kLoop,          // a forwarding loop
+  kCreditLoop,    // a cycle in a VL's channel dependency graph
+  kTablesDiffer,  // read back: a switch holds other entries than published
+};
+
+struct ReadBackReport {
+  std::uint32_t switches = 0;         // switches asked
+  std::uint32_t switches_silent = 0;  // of those, switches that did not answer every block
+  std::uint64_t blocks_read = 0;
+  std::uint64_t blocks_differ = 0;
+  // The first differences, e.g. "switch \"leaf0\" (0x...) block 3: LID 0xc5
+  // -> port 255, published 7"; at most kMaxDifferences.
+  std::vector<std::string> differences;
+  static constexpr std::size_t kMaxDifferences = 20;
+};
+
+struct VerifyReply {
+  std::uint64_t generation = 0;  // the published snapshot that was verified
+  Verdict verdict = Verdict::kOk;
+  std::string message;  // the summary, or the failing pair / loop / cycle
+  std::uint64_t pairs_checked = 0;
+  std::uint32_t num_vls = 0;
+  std::uint64_t channels = 0;
+  std::uint64_t dependencies = 0;
+  std::chrono::microseconds took{};
+  // True when this answer came from a verification of the same generation
+  // that another caller had already started or finished: concurrent and
+  // repeated requests for unchanged tables share one run.
+  bool shared = false;
+  std::optional<ReadBackReport> read_back;  // set when asked for
+};
+
 class SmControl {
  public:
   virtual ~SmControl() = default;
-  // Runs a heavy sweep (bring-up) now.
-  virtual std::future<SweepReply> trigger_sweep(std::string reason) = 0;
+  // Runs a heavy sweep (bring-up). Requested while one runs, it is queued:
+  // the next heavy sweep, which starts after this request, answers it (and
+  // every other request queued meanwhile).
+  virtual void trigger_sweep(std::string reason, Completion<SweepReply> done) = 0;
   // Runs a light sweep now (and restarts the periodic light-sweep timer);
-  // when it finds a change, runs the heavy sweep at once and answers with
-  // that sweep's outcome. Errc::kUnreachable before the first heavy sweep
-  // has finished (there is nothing to compare with); Errc::kCancelled once
-  // subnetd is stopping.
-  virtual std::future<Result<SweepReply>> trigger_light_sweep(std::string reason) = 0;
-  // Runs the full verifier on the current tables.
-  virtual std::future<Result<std::string>> verify_routing() = 0;
-  // Disables (state DOWN) or re-enables a port of a node, then repairs routing.
-  virtual std::future<Result<void>> set_port_enabled(Guid node_guid, PortNum port, bool enabled,
-                                                     std::string who) = 0;
+  // when it finds a change, runs the heavy sweep and answers with that
+  // sweep's outcome. Errc::kUnreachable before the first heavy sweep has
+  // finished (there is nothing to compare with).
+  virtual void trigger_light_sweep(std::string reason, Completion<Result<SweepReply>> done) = 0;
+  // Runs the full verifier on the published tables (off the SM's thread);
+  // see VerifyReply::shared. Errc::kUnreachable without tables. A verdict
+  // other than kOk is a reply, not an error.
+  virtual void verify_routing(VerifyRequest request, Completion<Result<VerifyReply>> done) = 0;
+  // Disables (state DOWN) or re-enables a port of a node, then repairs
+  // routing; answers once the port has been set.
+  virtual void set_port_enabled(Guid node_guid, PortNum port, bool enabled, std::string who,
+                                Completion<Result<void>> done) = 0;
 };
 
 // Operator control of the embedded simulated fabric ("pull a cable"). Thread-

@@ -139,25 +139,22 @@ class FakeSim final : public state::SimControl {
 // heavy sweep, like SubnetManager.
 class FakeSm final : public state::SmControl {
  public:
-  std::future<state::SweepReply> trigger_sweep(std::string reason) override {
+  void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override {
     std::lock_guard lock(mu);
-    std::promise<state::SweepReply> p;
     if (hold_sweeps) {
       sweeps.push_back(std::move(reason));
-    } else {
-      p.set_value(heavy_locked(std::move(reason)));
+      held.push_back(std::move(done));
+      return;
     }
-    held.push_back(std::move(p));
-    return held.back().get_future();
+    done(heavy_locked(std::move(reason)));
   }
-  std::future<Result<state::SweepReply>> trigger_light_sweep(std::string reason) override {
+  void trigger_light_sweep(std::string reason,
+                           state::Completion<Result<state::SweepReply>> done) override {
     std::lock_guard lock(mu);
     light_sweeps.push_back(reason);
-    std::promise<Result<state::SweepReply>> p;
     if (!ready) {
-      p.set_value(
-          Error{Errc::kUnreachable, "no routing yet: the first heavy sweep has not finished"});
-      return p.get_future();
+      done(Error{Errc::kUnreachable, "no routing yet: the first heavy sweep has not finished"});
+      return;
     }
     state::LightSweepReport l;
     l.started_at = std::chrono::system_clock::now();
@@ -166,29 +163,49 @@ class FakeSm final : public state::SmControl {
     l.took = 850us;
     const auto [changes, last] = sim != nullptr ? sim->changes() : std::pair<std::size_t, Guid>{};
     if (changes == changes_seen) {
-      p.set_value(state::SweepReply{true, generation, "light sweep: no change", l});
-      return p.get_future();
+      done(state::SweepReply{true, generation, "light sweep: no change", l});
+      return;
     }
     l.changed = 1;
     l.change = fmt::format("port state change on switch {:#018x}", last.value);
     state::SweepReply r = heavy_locked("light sweep (" + reason + "): " + l.change);
     r.light = std::move(l);
-    p.set_value(std::move(r));
-    return p.get_future();
+    done(std::move(r));
   }
-  std::future<Result<std::string>> verify_routing() override {
-    std::promise<Result<std::string>> p;
+  void verify_routing(state::VerifyRequest,
+                      state::Completion<Result<state::VerifyReply>> done) override {
     std::lock_guard lock(mu);
-    p.set_value(verify_result);
-    return p.get_future();
+    if (!verify_result.ok()) {
+      state::VerifyReply r;
+      r.generation = generation;
+      r.message = verify_result.error().message;
+      switch (verify_result.error().code) {
+        case Errc::kIncomplete:
+          r.verdict = state::Verdict::kIncomplete;
+          break;
+        case Errc::kForwardingLoop:
+          r.verdict = state::Verdict::kLoop;
+          break;
+        case Errc::kCdgCycle:
+          r.verdict = state::Verdict::kCreditLoop;
+          break;
+        default:
+          done(verify_result.error());
+          return;
+      }
+      done(std::move(r));
+      return;
+    }
+    state::VerifyReply r;
+    r.generation = generation;
+    r.message = *verify_result;
+    done(std::move(r));
   }
-  std::future<Result<void>> set_port_enabled(Guid node, PortNum port, bool enabled,
-                                             std::string who) override {
+  void set_port_enabled(Guid node, PortNum port, bool enabled, std::string who,
+                        state::Completion<Result<void>> done) override {
     std::lock_guard lock(mu);
     port_calls.push_back({node, port, enabled, std::move(who)});
-    std::promise<Result<void>> p;
-    p.set_value(ok_result());
-    return p.get_future();
+    done(ok_result());
   }
 
   struct PortCall {
@@ -205,7 +222,7 @@ class FakeSm final : public state::SmControl {
   bool hold_sweeps = false;      // never answer (deadline tests)
   std::uint64_t generation = 7;  // as published by the fixture
   std::size_t changes_seen = 0;  // FakeSim changes the last heavy sweep saw
-  std::vector<std::promise<state::SweepReply>> held;
+  std::vector<state::Completion<state::SweepReply>> held;
   std::vector<std::string> sweeps;  // heavy sweeps' reasons
   std::vector<std::string> light_sweeps;
   Result<std::string> verify_result = std::string("complete, loop-free, deadlock-free");
@@ -1253,12 +1270,8 @@ TEST_F(Api, TriggerSweepFailureAndDeadline) {
     EXPECT_NE(st.error_message().find("still running"), std::string::npos) << st.error_message();
   }
   std::lock_guard lock(sm_.mu);
-  for (auto& p : sm_.held) {
-    try {
-      p.set_value(state::SweepReply{});
-    } catch (const std::future_error&) {
-    }
-  }
+  for (auto& done : sm_.held) done(state::SweepReply{});
+  sm_.held.clear();
 }
 
 TEST_F(Api, VerifyRoutingVerdicts) {

@@ -5,6 +5,8 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "daemon/subnet_manager.hpp"
@@ -22,6 +24,16 @@ inline bool wait_for_state(const state::StatePublisher& publisher,
     std::this_thread::sleep_for(std::chrono::milliseconds{2});
   }
   return false;
+}
+
+// The outcome of an SmControl call as a future: `call` receives the
+// completion to pass on, e.g. [&](auto done) { sm.verify_routing({}, done); }.
+template <class T, class Call>
+std::future<T> sm_call(Call call) {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto fut = promise->get_future();
+  call([promise](T value) { promise->set_value(std::move(value)); });
+  return fut;
 }
 
 // Stops the SM, lets its strand run the stop, then ends the io loop and

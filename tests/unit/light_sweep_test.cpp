@@ -91,7 +91,8 @@ class Daemon {
   }
 
   Result<SweepReply> light_sweep() {
-    auto fut = sm->trigger_light_sweep("test");
+    auto fut = testing::sm_call<Result<SweepReply>>(
+        [&](auto done) { sm->trigger_light_sweep("test", std::move(done)); });
     if (fut.wait_for(20s) != std::future_status::ready) {
       return Error{Errc::kTimeout, "no answer to the light sweep in 20 s"};
     }
@@ -157,7 +158,8 @@ bool connected(const FabricState& s, Guid node, PortNum port) {
 TEST(LightSweep, RefusedBeforeTheFirstHeavySweep) {
   Daemon d(0ms);
   // Queued on the strand ahead of start()'s bring-up.
-  auto early = d.sm->trigger_light_sweep("test");
+  auto early = testing::sm_call<Result<SweepReply>>(
+      [&](auto done) { d.sm->trigger_light_sweep("test", std::move(done)); });
   d.start();
   ASSERT_EQ(early.wait_for(20s), std::future_status::ready);
   auto r = early.get();
