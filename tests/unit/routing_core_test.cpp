@@ -4,6 +4,7 @@
 
 #include "routing/huge_buffer.hpp"
 #include "routing/lft.hpp"
+#include "routing/text.hpp"
 #include "routing/topology.hpp"
 #include "routing/worker_pool.hpp"
 
@@ -92,3 +93,18 @@ TEST(WorkerPool, CoversEveryIndexOnce) {
 
 }  // namespace
 }  // namespace subnetd::routing
+
+TEST(Printable, EscapesControlBytesAndCutsLongText) {
+  EXPECT_EQ(subnetd::printable("leaf0"), "leaf0");
+  EXPECT_EQ(subnetd::printable("a\x1b[31mred\n"), "a\\x1b[31mred\\n");
+  EXPECT_EQ(subnetd::printable(std::string_view("nul\0byte", 8)), "nul\\x00byte");
+  EXPECT_EQ(subnetd::printable("back\\slash\t"), "back\\\\slash\\t");
+  EXPECT_EQ(subnetd::printable("caf\xc3\xa9"), "caf\xc3\xa9");  // valid UTF-8 kept
+  EXPECT_EQ(subnetd::printable("bad\xc3("), "bad\\xc3(");       // cut sequence escaped
+  EXPECT_EQ(subnetd::printable("\xc0\xaf"), "\\xc0\\xaf");      // overlong form escaped
+  EXPECT_EQ(subnetd::printable("\x7f"), "\\x7f");
+  const std::string big(1'048'576, 'x');
+  const std::string shown = subnetd::printable(big);
+  EXPECT_EQ(shown, std::string(256, 'x') + "... (1048576 bytes)");
+  EXPECT_EQ(subnetd::printable("abcdef", 3), "abc... (6 bytes)");
+}
