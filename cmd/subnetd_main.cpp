@@ -15,7 +15,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "api/server.hpp"
@@ -40,6 +42,8 @@ constexpr int kExitConfig = 3;
 constexpr int kExitStore = 4;
 constexpr int kExitTransport = 5;
 constexpr int kExitApi = 6;
+// How long SIGTERM waits for the SM to wind down before ending the loop.
+constexpr std::chrono::seconds kStopGrace{10};
 
 Result<std::unique_ptr<Store>> open_store(const Config& cfg, bool reset) {
   std::error_code ec;
@@ -77,17 +81,17 @@ int run_once(const Config& cfg, bool reset_store) {
                                : std::max(1U, std::thread::hardware_concurrency()));
   BringUpOptions opts = bring_up_options(cfg);
   opts.remembered_lids = std::move(remembered).value();
-  BringUp bring_up(transport, pool);
-  auto result = bring_up.run(opts, nullptr);
+  // The LIDs are on disk before any port is programmed with them.
+  bool store_failed = false;
+  opts.persist_lids = [&store, &store_failed](const routing::LidAssignment& lids) -> Result<void> {
+    auto saved = (*store)->save_lids(lids.changed, std::span<const std::uint8_t>(lids.changed_lmc));
+    store_failed = !saved.ok();
+    return saved;
+  };
+  auto result = BringUp::run_blocking(transport, pool, opts);
   if (!result.ok()) {
-    fmt::print(stderr, "subnetd: {}\n", result.error().message);
-    return kExitBringUp;
-  }
-  if (auto saved = (*store)->save_lids(result->lids.changed,
-                                       std::span<const std::uint8_t>(result->lids.changed_lmc));
-      !saved.ok()) {
-    fmt::print(stderr, "subnetd: store: {}\n", saved.error().message);
-    return kExitStore;
+    fmt::print(stderr, "subnetd: {}{}\n", store_failed ? "store: " : "", result.error().message);
+    return store_failed ? kExitStore : kExitBringUp;
   }
   fmt::print("{}", summarize(*result, transport.name()));
   if (!cfg.dump_dir.empty()) {
@@ -220,6 +224,9 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
   }
 
   bool stopping = false;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool wound_down = false;
   boost::asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
   std::function<void()> wait_signal = [&] {
     signals.async_wait([&](boost::system::error_code ec, int sig) {
@@ -249,8 +256,15 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
       watchdog.cancel();
       signals.cancel();
       events.close();
-      // Let the strand finish what it is doing, then end the loop.
-      io.stop();
+      // io.run() returns once the SM has wound down (nothing left waiting);
+      // should something not, the loop is ended after a grace period.
+      std::thread([&io, &stop_mu, &stop_cv, &wound_down] {
+        std::unique_lock lock(stop_mu);
+        if (!stop_cv.wait_for(lock, kStopGrace, [&] { return wound_down; })) {
+          spdlog::warn("the SM did not wind down in {} s; stopping anyway", kStopGrace.count());
+          io.stop();
+        }
+      }).detach();
     });
   };
   wait_signal();
@@ -279,11 +293,15 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
       (*server)->tcp_port() != 0 ? fmt::format(" and TCP port {}", (*server)->tcp_port()) : "");
 
   sm.start();
-  // Two threads: the SM strand can be busy in a bring-up while signals are
-  // still handled on the other.
-  std::thread second([&io] { io.run(); });
+  // One thread: nothing on the SM strand blocks (compute steps run on the
+  // SM's compute thread), and a post is taken up by the thread that is
+  // already awake.
   io.run();
-  second.join();
+  {
+    std::lock_guard lock(stop_mu);
+    wound_down = true;
+  }
+  stop_cv.notify_all();
   (*server)->stop(std::chrono::milliseconds{1000});
   writer.close();
   spdlog::info("stopped");

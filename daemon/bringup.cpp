@@ -5,7 +5,7 @@
 namespace subnetd::daemon {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 double ms(std::chrono::nanoseconds d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -29,59 +29,65 @@ const char* phase_name(Phase p) {
   return "?";
 }
 
-Result<BringUpResult> BringUp::run(const BringUpOptions& opts, const discovery::HeldTables* held,
-                                   std::stop_token stop) {
-  BringUpResult out;
-  const auto t0 = Clock::now();
-  auto fail = [this](Phase p, const Error& e) -> Error {
-    failed_phase_ = p;
-    return Error{e.code, fmt::format("{} failed: {}", phase_name(p), e.message)};
-  };
+Error phase_error(Phase p, const Error& e) {
+  return Error{e.code, fmt::format("{} failed: {}", phase_name(p), e.message)};
+}
 
-  auto t = Clock::now();
-  discovery::Sweeper sweeper(transport_, opts.sweep);
-  auto swept = sweeper.run(stop);
-  if (!swept.ok()) return fail(Phase::kSweep, swept.error());
-  out.sweep = std::move(swept).value();
-  out.times.sweep = Clock::now() - t;
+boost::asio::awaitable<Result<discovery::SweepResult>> sweep_step(discovery::MadEngine& engine,
+                                                                  const BringUpOptions& opts) {
+  discovery::Sweeper sweeper(opts.sweep);
+  auto swept = co_await sweeper.run(engine);
+  if (!swept.ok()) co_return phase_error(Phase::kSweep, swept.error());
+  co_return std::move(swept).value();
+}
 
-  t = Clock::now();
+Result<routing::LidAssignment> lids_step(const discovery::SweepResult& sweep,
+                                         const BringUpOptions& opts) {
   auto lids = routing::assign_lids(
-      out.sweep.topology, routing::LidAssignOptions{opts.space, opts.lmc, opts.remembered_lids});
-  if (!lids.ok()) return fail(Phase::kLids, lids.error());
-  out.lids = std::move(lids).value();
-  out.times.lids = Clock::now() - t;
+      sweep.topology, routing::LidAssignOptions{opts.space, opts.lmc, opts.remembered_lids});
+  if (!lids.ok()) return phase_error(Phase::kLids, lids.error());
+  return lids;
+}
 
-  t = Clock::now();
+Result<std::shared_ptr<const routing::Routes>> route_step(const routing::Topology& topo,
+                                                          const routing::LidMap& lids,
+                                                          const BringUpOptions& opts,
+                                                          routing::WorkerPool& pool,
+                                                          std::stop_token stop) {
   auto engine = routing::make_engine(opts.engine);
-  if (!engine.ok()) return fail(Phase::kRoute, engine.error());
-  auto routes =
-      (*engine)->compute(out.sweep.topology, out.lids.map, opts.engine_options, pool_, stop);
-  if (!routes.ok()) return fail(Phase::kRoute, routes.error());
-  out.routes = std::make_shared<const routing::Routes>(std::move(routes).value());
-  out.times.route = Clock::now() - t;
+  if (!engine.ok()) return phase_error(Phase::kRoute, engine.error());
+  auto routes = (*engine)->compute(topo, lids, opts.engine_options, pool, stop);
+  if (!routes.ok()) return phase_error(Phase::kRoute, routes.error());
+  return std::make_shared<const routing::Routes>(std::move(routes).value());
+}
 
-  t = Clock::now();
-  auto verdict = routing::verify(out.sweep.topology, out.lids.map, *out.routes, pool_, stop);
+Result<routing::VerifyReport> verify_step(const routing::Topology& topo,
+                                          const routing::LidMap& lids,
+                                          const routing::Routes& routes, routing::WorkerPool& pool,
+                                          std::stop_token stop) {
+  auto verdict = routing::verify(topo, lids, routes, pool, stop);
   if (!verdict.ok()) {
     Error e = verdict.error();
     e.message += "; nothing was programmed";
-    return fail(Phase::kVerify, e);
+    return phase_error(Phase::kVerify, e);
   }
-  out.verify = std::move(verdict).value();
-  out.times.verify = Clock::now() - t;
+  return verdict;
+}
 
-  t = Clock::now();
-  discovery::Programmer programmer(transport_, opts.program);
-  auto programmed = programmer.program(out.sweep, out.lids.map, *out.routes, held, stop);
-  if (!programmed.ok()) return fail(Phase::kProgram, programmed.error());
+boost::asio::awaitable<Result<void>> program_step(discovery::MadEngine& engine,
+                                                  const BringUpOptions& opts, BringUpResult& out,
+                                                  const discovery::HeldTables* held,
+                                                  discovery::ProgramLive live) {
+  discovery::Programmer programmer(opts.program);
+  auto programmed =
+      co_await programmer.program(engine, out.sweep, out.lids.map, *out.routes, held, live);
+  if (!programmed.ok()) co_return phase_error(Phase::kProgram, programmed.error());
   out.program = std::move(programmed).value();
-  out.times.program = Clock::now() - t;
   if (!out.program.ok()) {
-    std::string first = out.program.failures.front();
-    return fail(Phase::kProgram,
-                Error{Errc::kTimeout, fmt::format("{} SMPs failed, first: {}",
-                                                  out.program.failures.size(), first)});
+    const std::string& first = out.program.failures.front();
+    co_return phase_error(Phase::kProgram,
+                          Error{Errc::kTimeout, fmt::format("{} SMPs failed, first: {}",
+                                                            out.program.failures.size(), first)});
   }
   // The topology we publish says what the fabric now is: the Programmer
   // moved every cabled port to ACTIVE and wrote the LIDs.
@@ -102,13 +108,73 @@ Result<BringUpResult> BringUp::run(const BringUpOptions& opts, const discovery::
       }
     }
   }
-  out.times.total = Clock::now() - t0;
-  return out;
+  co_return Result<void>{};
+}
+
+boost::asio::awaitable<Result<BringUpResult>> BringUp::run(const BringUpOptions& opts,
+                                                           const discovery::HeldTables* held) {
+  BringUpResult out;
+  const auto t0 = Steady::now();
+
+  auto t = Steady::now();
+  auto swept = co_await sweep_step(engine_, opts);
+  if (!swept.ok()) co_return failed(Phase::kSweep, swept.error());
+  out.sweep = std::move(swept).value();
+  out.times.sweep = Steady::now() - t;
+
+  t = Steady::now();
+  auto lids = co_await compute_.run([&] { return lids_step(out.sweep, opts); });
+  if (!lids.ok()) co_return failed(Phase::kLids, lids.error());
+  out.lids = std::move(lids).value();
+  if (opts.persist_lids) {
+    if (auto saved = opts.persist_lids(out.lids); !saved.ok()) {
+      co_return failed(Phase::kLids, phase_error(Phase::kLids, Error{saved.error().code,
+                                                                     "saving the LIDs failed: " +
+                                                                         saved.error().message}));
+    }
+  }
+  out.times.lids = Steady::now() - t;
+
+  t = Steady::now();
+  auto routes = co_await compute_.run(
+      [&] { return route_step(out.sweep.topology, out.lids.map, opts, pool_, {}); });
+  if (!routes.ok()) co_return failed(Phase::kRoute, routes.error());
+  out.routes = std::move(routes).value();
+  out.times.route = Steady::now() - t;
+
+  t = Steady::now();
+  auto verdict = co_await compute_.run(
+      [&] { return verify_step(out.sweep.topology, out.lids.map, *out.routes, pool_, {}); });
+  if (!verdict.ok()) co_return failed(Phase::kVerify, verdict.error());
+  out.verify = std::move(verdict).value();
+  out.times.verify = Steady::now() - t;
+
+  t = Steady::now();
+  if (auto programmed = co_await program_step(engine_, opts, out, held); !programmed.ok()) {
+    co_return failed(Phase::kProgram, programmed.error());
+  }
+  out.times.program = Steady::now() - t;
+  out.times.total = Steady::now() - t0;
+  co_return out;
+}
+
+Result<BringUpResult> BringUp::run_blocking(discovery::Transport& transport,
+                                            routing::WorkerPool& pool, const BringUpOptions& opts,
+                                            const discovery::HeldTables* held, Phase* failed) {
+  ComputeRunner compute;
+  return discovery::run_blocking<Result<BringUpResult>>(
+      transport,
+      [&](discovery::MadEngine& engine) -> boost::asio::awaitable<Result<BringUpResult>> {
+        BringUp bring_up(engine, compute, pool);
+        auto r = co_await bring_up.run(opts, held);
+        if (failed != nullptr) *failed = bring_up.failed_phase();
+        co_return r;
+      });
 }
 
 BringUpOptions bring_up_options(const Config& cfg) {
   BringUpOptions o;
-  discovery::PipelineOptions pipe;
+  discovery::FlowOptions pipe;
   pipe.window = cfg.sweep.smp_window;
   pipe.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg.sweep.timeout);
   pipe.retries = cfg.sweep.retries;

@@ -2,17 +2,24 @@
 // One bring-up pass, in DESIGN.md order: sweep -> LIDs -> route -> verify ->
 // program. Nothing reaches a switch unless the verifier passed.
 //
-// Used by `subnetd --once` and by the SubnetManager's heavy sweep. Runs on the
-// calling thread (the SM strand); routing and verification use the given
-// WorkerPool. Pure orchestration: persistence and publishing are the caller's.
+// The steps are separate so the SubnetManager can compose them with what it
+// learns meanwhile (links the fast path found down are folded into the swept
+// topology; see subnet_manager.hpp); BringUp::run composes them plainly for
+// `subnetd --once` and tests. I/O steps are coroutines on the MAD engine's
+// strand; compute steps are plain functions the caller runs where it likes
+// (the SM: on its ComputeRunner). Pure orchestration: persistence and
+// publishing are the caller's.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "daemon/compute.hpp"
 #include "daemon/config.hpp"
+#include "discovery/mad_engine.hpp"
 #include "discovery/programmer.hpp"
 #include "discovery/sweeper.hpp"
 #include "routing/engine.hpp"
@@ -30,6 +37,10 @@ struct BringUpOptions {
   std::string engine = "auto";
   routing::EngineOptions engine_options;
   std::vector<routing::LidRecord> remembered_lids;  // from the store
+  // BringUp::run calls it once the LIDs are assigned, before anything is
+  // programmed; an error fails the bring-up (LIDs must be durable before a
+  // port carries them). The daemon persists through its own step instead.
+  std::function<Result<void>(const routing::LidAssignment&)> persist_lids;
 };
 
 // Wall-clock time of each phase.
@@ -46,29 +57,65 @@ struct BringUpResult {
   PhaseTimes times;
 };
 
-// Which phase failed, for messages and exit codes.
+// Which phase failed (or is running), for messages, exit codes and tests.
 enum class Phase { kSweep, kLids, kRoute, kVerify, kProgram };
 const char* phase_name(Phase p);
 
-struct BringUpError {
-  Phase phase;
-  Error error;
-};
+// "routing failed: ..." — the error of a step, naming its phase.
+Error phase_error(Phase p, const Error& e);
+
+// The steps. Each returns what it made or an error naming its phase.
+boost::asio::awaitable<Result<discovery::SweepResult>> sweep_step(discovery::MadEngine& engine,
+                                                                  const BringUpOptions& opts);
+Result<routing::LidAssignment> lids_step(const discovery::SweepResult& sweep,
+                                         const BringUpOptions& opts);
+Result<std::shared_ptr<const routing::Routes>> route_step(const routing::Topology& topo,
+                                                          const routing::LidMap& lids,
+                                                          const BringUpOptions& opts,
+                                                          routing::WorkerPool& pool,
+                                                          std::stop_token stop);
+Result<routing::VerifyReport> verify_step(const routing::Topology& topo,
+                                          const routing::LidMap& lids,
+                                          const routing::Routes& routes, routing::WorkerPool& pool,
+                                          std::stop_token stop);
+// Programs, and on success updates out.sweep.topology to what the fabric
+// now is (ports ACTIVE, LIDs written). A pass with failed SMPs is an error
+// naming the first (the report is kept in `out.program` either way).
+boost::asio::awaitable<Result<void>> program_step(discovery::MadEngine& engine,
+                                                  const BringUpOptions& opts, BringUpResult& out,
+                                                  const discovery::HeldTables* held,
+                                                  discovery::ProgramLive live = {});
 
 class BringUp {
  public:
-  BringUp(discovery::Transport& transport, routing::WorkerPool& pool)
-      : transport_(transport), pool_(pool) {}
+  BringUp(discovery::MadEngine& engine, ComputeRunner& compute, routing::WorkerPool& pool)
+      : engine_(engine), compute_(compute), pool_(pool) {}
 
   // `held`: what the switches hold from an earlier pass (null = unknown).
-  // On failure `error()` says which phase and why; a failure before the
-  // program phase leaves the fabric untouched.
-  Result<BringUpResult> run(const BringUpOptions& opts, const discovery::HeldTables* held,
-                            std::stop_token stop = {});
+  // On failure the error names the phase; a failure before the program
+  // phase leaves the fabric untouched.
+  boost::asio::awaitable<Result<BringUpResult>> run(const BringUpOptions& opts,
+                                                    const discovery::HeldTables* held);
+
+  // The same on a private event loop over `transport` (`subnetd --once`,
+  // tests, benchmarks).
+  // `failed` (optional) receives the phase that failed.
+  static Result<BringUpResult> run_blocking(discovery::Transport& transport,
+                                            routing::WorkerPool& pool, const BringUpOptions& opts,
+                                            const discovery::HeldTables* held = nullptr,
+                                            Phase* failed = nullptr);
+  // The phase the last run() failed in.
   Phase failed_phase() const { return failed_phase_; }
 
  private:
-  discovery::Transport& transport_;
+  // Records the phase of a failure for failed_phase().
+  Error failed(Phase p, Error e) {
+    failed_phase_ = p;
+    return e;
+  }
+
+  discovery::MadEngine& engine_;
+  ComputeRunner& compute_;
   routing::WorkerPool& pool_;
   Phase failed_phase_ = Phase::kSweep;
 };

@@ -15,12 +15,19 @@
 //                         ->  repair_and_push() Rerouter::repair, then every
 //                                               changed LFT block as a DR Set
 //                                               (Ext)LinearForwardingTable,
-//                                               handed to the transport at
-//                                               once, answers collected after
-//                                               (stragglers resent).
+//                                               handed to the MAD engine at
+//                                               once; it returns when all are
+//                                               transmitted, and the answers
+//                                               are collected after
+//                                               (PushInFlight::confirmed()).
 // Latency = from the trap's receipt to the last changed block handed to the
 // transport; what comes after (collecting answers, exporting the repaired
 // tables, publishing, logging) is off that path.
+//
+// Every SMP goes through the MAD engine (discovery/mad_engine.hpp): the
+// probes as a few Flows of PortInfo Gets, the push as one Flow of encoded
+// LFT Sets (one template per switch, patched per block) with a window per
+// switch.
 //
 // Directed routes: a BFS tree from the SM's switch over the links the
 // rerouter believes up, rebuilt by refresh_paths() after each repair (off the
@@ -52,9 +59,9 @@
 // window costs nothing.
 //
 // Owner: the SubnetManager (one per successful heavy sweep) or the reroute
-// benchmark. Threads: the SM strand only (it uses the Transport, whose
-// send/receive are single-threaded). It keeps references to the Topology and
-// LidMap it was built from; the owner keeps them alive.
+// benchmark. build() runs anywhere (the SM runs it as a compute step off its
+// strand); after that, Runs on: the MAD engine's strand. It keeps references
+// to the Topology and LidMap it was built from; the owner keeps them alive.
 
 #include <array>
 #include <chrono>
@@ -66,7 +73,7 @@
 #include <vector>
 
 #include "discovery/mad/smp.hpp"
-#include "discovery/transport.hpp"
+#include "discovery/mad_engine.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/rerouter.hpp"
@@ -99,6 +106,25 @@ struct Identified {
   std::chrono::nanoseconds duration{};  // wall
 };
 
+// The answers to a push still outstanding after repair_and_push returned.
+// Owned by whoever awaits confirmed(); the FastPath that pushed need not be
+// alive by then.
+class PushInFlight {
+ public:
+  PushInFlight(discovery::MadEngine& engine, discovery::FlowOptions opts) : flow(engine, opts) {}
+  // Completes when every block is answered or given up; then the fields
+  // below are final.
+  boost::asio::awaitable<void> confirmed();
+
+  discovery::Flow flow;
+  std::uint32_t switches = 0;  // switches sent blocks
+  std::uint64_t blocks_failed = 0;
+  // switch_index whose blocks did not all land (sorted, once confirmed).
+  std::vector<std::uint32_t> failed_switches;
+  std::chrono::steady_clock::time_point confirmed_at{};
+  std::chrono::nanoseconds transport_confirmed_at{};  // transport clock
+};
+
 struct PushOutcome {
   routing::RepairReport::Verdict verdict = routing::RepairReport::Verdict::kRepaired;
   std::string reason;  // why the rerouter refused
@@ -110,48 +136,53 @@ struct PushOutcome {
   std::uint64_t dead_ends = 0;
   std::uint32_t switches_programmed = 0;
   // Wall clock, from the trap's receipt (`start`).
-  std::chrono::nanoseconds repaired{};   // tables repaired and checked
-  std::chrono::nanoseconds latency{};    // last changed block handed to the transport
-  std::chrono::nanoseconds confirmed{};  // every block answered (or given up)
-  // Transport clock, from `start_transport` to the last answer: with the
-  // simulator's latency model, when the last switch holds its new table
-  // (plus the answer's way back).
-  std::chrono::nanoseconds transport_confirmed{};
+  std::chrono::nanoseconds repaired{};       // tables repaired and checked
+  std::chrono::nanoseconds latency{};        // last changed block handed to the transport
   std::chrono::nanoseconds compute{};        // Rerouter::repair alone
   std::chrono::nanoseconds compute_route{};  // of which worklist and orphan fill
   std::chrono::nanoseconds compute_check{};  // of which check_changes
-  std::uint64_t blocks_failed = 0;
-  std::vector<std::uint32_t> failed_switches;  // switch_index whose blocks did not all land
+  // The answers still to come (null when nothing was sent).
+  std::shared_ptr<PushInFlight> in_flight;
 };
 
 class FastPath {
  public:
   using Clock = std::chrono::steady_clock;
-  using Unsolicited = std::function<void(const discovery::mad::Smp&, const discovery::Mad&)>;
 
   // Fails when the routes carry no up/down order (kUnsupported) or do not
   // fit the topology; `sm_node`/`sm_port` is the SM's own CA port.
-  static Result<std::unique_ptr<FastPath>> build(discovery::Transport& transport,
-                                                 const routing::Topology& topo,
+  static Result<std::unique_ptr<FastPath>> build(const routing::Topology& topo,
                                                  const routing::LidMap& lids,
                                                  std::shared_ptr<const routing::Routes> routes,
                                                  NodeId sm_node, PortNum sm_port,
-                                                 FastPathConfig config, routing::WorkerPool& pool);
+                                                 FastPathConfig config, routing::WorkerPool& pool,
+                                                 std::stop_token stop = {});
   ~FastPath();
 
   // Probes the ports of the switches that sent trap 128 (their LIDs): the
   // targeted ports first, then every port of the unexplained ones (see the
-  // top). MADs that are not answers to the probes go to `unsolicited`.
-  Result<Identified> identify(std::span<const std::uint32_t> issuer_lids,
-                              const Unsolicited& unsolicited);
+  // top). Fails only when the engine stops.
+  boost::asio::awaitable<Result<Identified>> identify(discovery::MadEngine& engine,
+                                                      std::span<const std::uint32_t> issuer_lids);
 
-  // Repairs the tables for `failed` and pushes the changed blocks. An error
-  // means a transport failure; a refusal is an outcome with
-  // Verdict::kNeedsFullRecompute (nothing was sent).
-  Result<PushOutcome> repair_and_push(std::span<const routing::FailedLink> failed,
-                                      Clock::time_point start,
-                                      std::chrono::nanoseconds start_transport,
-                                      const Unsolicited& unsolicited);
+  // Repairs the tables for `failed` and pushes the changed blocks; returns
+  // once every block has been handed to the transport (answers are awaited
+  // through PushOutcome::in_flight). A refusal is an outcome with
+  // Verdict::kNeedsFullRecompute (nothing was sent); an error means a bad
+  // argument or a stopped engine.
+  boost::asio::awaitable<Result<PushOutcome>> repair_and_push(
+      discovery::MadEngine& engine, std::span<const routing::FailedLink> failed,
+      Clock::time_point start);
+
+  // Repairs the tables for `failed` without pushing anything (the caller
+  // pushes the report's blocks, or keeps them for a programming pass).
+  // The report's spans are valid until the next repair.
+  Result<routing::RepairReport> repair(std::span<const routing::FailedLink> failed);
+
+  // Pushes blocks a repair already changed (e.g. applied while the tables
+  // were being programmed) the same way, without a new repair.
+  std::shared_ptr<PushInFlight> push(discovery::MadEngine& engine,
+                                     std::span<const routing::DirtyBlock> blocks);
 
   // Recomputes the directed-route tree over the links believed up.
   void refresh_paths();
@@ -163,6 +194,9 @@ class FastPath {
   }
   // The topology as built, minus the links that failed since.
   routing::Topology live_topology() const;
+  // Keeps what the references given to build() point into alive as long
+  // as this FastPath (e.g. the bring-up result owning the topology).
+  void keep_alive(std::shared_ptr<const void> owner) { owner_ = std::move(owner); }
   routing::Rerouter& rerouter() { return *rerouter_; }
   const routing::Rerouter& rerouter() const { return *rerouter_; }
   // Directed-route path (ports of hops 1..n) to switch `sw` over links
@@ -170,8 +204,8 @@ class FastPath {
   std::vector<std::uint8_t> path_to(std::uint32_t sw) const;
 
  private:
-  FastPath(discovery::Transport& transport, const routing::Topology& topo,
-           const routing::LidMap& lids, NodeId sm_node, PortNum sm_port, FastPathConfig config);
+  FastPath(const routing::Topology& topo, const routing::LidMap& lids, NodeId sm_node,
+           PortNum sm_port, FastPathConfig config);
 
   bool link_up_now(std::uint32_t sw, PortNum port) const;
   bool intact(std::uint32_t sw) const;
@@ -186,9 +220,10 @@ class FastPath {
   // The route the (repaired) tables give from the SM's switch to sw's LID.
   std::size_t table_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
   bool descends_from(std::uint32_t sw, std::uint32_t ancestor) const;
-  void deliver_unsolicited(const discovery::Mad& m, const Unsolicited& unsolicited);
+  // PortInfo Get of port `p` of switch `s` along `route`, judged by `judge`.
+  discovery::mad::Smp probe_smp(PortNum p, std::span<const std::uint8_t> route) const;
 
-  discovery::Transport& transport_;
+  std::shared_ptr<const void> owner_;
   const routing::Topology& topo_;
   const routing::LidMap& lids_;
   NodeId sm_node_;
@@ -226,18 +261,35 @@ class FastPath {
   std::uint32_t mark_epoch_ = 0;
 
   // LFT push scratch (kept across calls: no allocation once grown).
-  std::vector<std::uint32_t> next_in_switch_;  // per block: next block of its switch
-  std::vector<std::uint32_t> head_, tail_, in_flight_, stamp_;  // per switch
-  std::vector<std::uint8_t> attempts_;                          // per block
-  std::vector<std::uint8_t> answered_;                          // per block
-  std::vector<std::uint32_t> order_;                            // switches being programmed
-  std::vector<std::uint8_t> path_len_;                          // per switch: 0 = no route
-  std::vector<std::uint32_t> path_slot_;                        // per switch: index into tmpl_buf_
+  std::vector<std::uint32_t> stamp_;      // per switch: epoch_ when its template is built
+  std::vector<std::uint8_t> path_len_;    // per switch: 0 = no route
+  std::vector<std::uint32_t> path_slot_;  // per switch: index into tmpl_buf_
   // Per switch being programmed: its LFT Set encoded once (directed route
-  // and all); each block patches TID, block number and entries into a copy.
+  // and all); each block patches block number and entries into a copy (the
+  // engine sets the TID).
   std::vector<std::array<std::uint8_t, discovery::kMadSize>> tmpl_buf_;
   std::uint32_t epoch_ = 0;
-  std::uint32_t next_tid_ = 0x40000000;
 };
+
+// Used by fast_path.cpp and fast_path_probe.cpp.
+template <class Accept>
+inline std::size_t FastPath::one_hop_off(std::uint32_t sw, Accept&& accept,
+                                         std::array<std::uint8_t, 64>& out) const {
+  std::uint32_t best = kNone;
+  PortNum best_port = 0;
+  for (const SwitchLink& l : links_of(sw)) {
+    const std::uint32_t nb = l.peer;
+    if (!link_up_now(sw, l.port) || depth_[nb] + 2U > discovery::mad::kMaxHopCount || !accept(nb))
+      continue;
+    if (best == kNone || depth_[nb] < depth_[best]) {
+      best = nb;
+      best_port = l.peer_port;
+    }
+  }
+  if (best == kNone) return 0;
+  const std::size_t len = tree_path(best, out);
+  out[len] = best_port;
+  return len + 1;
+}
 
 }  // namespace subnetd::daemon

@@ -1,49 +1,69 @@
 #pragma once
-// SubnetManager: the SM state machine of the long-running daemon.
+// SubnetManager: the SM of the long-running daemon.
 //
-// Owner: run_daemon (subnetd_main.cpp). Threads: everything here runs on one
-// Boost.Asio strand (the "SM strand") — topology, LIDs, routes and the sweep
-// state machine are touched nowhere else. Other threads (gRPC handlers,
-// signal handling) reach it only through state::SmControl, whose calls post onto the
-// strand and return futures. Heavy routing uses the WorkerPool; SQLite writes
-// go to the StoreWriter thread; readers see only published state::FabricState.
+// Owner: the daemon's main (cmd/subnetd_main.cpp) or a test. Runs on: one
+// strand of the io_context given at construction (the "SM strand"):
+// topology, LIDs, routes and every decision are touched only there, and
+// nothing there blocks. I/O goes through the MAD engine (one per SM; traps
+// are heard in every phase), compute steps (routing, verification, rerouter
+// builds) run on the ComputeRunner's thread and come back to the strand,
+// SQLite writes go to the StoreWriter's thread, and readers see only the
+// published FabricState. Other threads (gRPC, signals) reach it through
+// SmControl: each call is posted onto the strand and answered through its
+// completion.
 //
-// Life cycle: start() posts the first heavy sweep (bring-up). Then:
-//  - traps (trap 128 link state change) are repressed at once and queued;
-//    the queue is drained in one go (traps that arrive together are one
-//    repair) and handed to the fast path (daemon/fast_path.hpp: probe the
-//    trapping switches' ports, Rerouter::repair, push the changed LFT
-//    blocks). After a repair the repaired tables are published and a heavy
-//    sweep is scheduled to re-balance (it replaces them only once the full
-//    verifier passes). Link up, a refused repair, or anything the fast path
-//    cannot tell schedules a heavy sweep (debounced, so a burst of traps
-//    costs one sweep). The fast path is rebuilt after every successful heavy
-//    sweep (engines without an up/down order, minhop, have none);
-//  - a periodic light sweep reads every switch's SwitchInfo:PortStateChange
-//    (and notices silent switches) and escalates to a heavy sweep on change.
-//    trigger_light_sweep runs the same probe on demand (and restarts the
-//    period); the periodic one skips its turn while a heavy sweep is pending;
-//  - a failed bring-up keeps the previous programming and published state
-//    and retries with backoff.
+// Files: subnet_manager.cpp (life cycle, publishing, what the switches hold,
+// reload, commands), sm_sweeps.cpp (heavy and light sweeps and their
+// scheduling), sm_traps.cpp (traps and the fast path), sm_verify.cpp
+// (verification on demand, read-back of the switches' tables).
+//
+// A heavy sweep is a sequence of steps (coroutine): discover -> fold in the
+// links found down since it began -> LIDs (made durable before anything is
+// programmed) -> route -> verify -> program, while the rerouter for the new
+// tables is built alongside -> publish. Traps keep arriving meanwhile; each
+// batch goes to the fast path:
+//  - before the programming step, the published tables are repaired and
+//    pushed (the switches hold them), and the sweep in progress folds the
+//    failure in: found before its route step, it is left out of the topology
+//    it routes; found later, it is repaired in the new tables as soon as
+//    their rerouter exists;
+//  - during the programming step, the switches are moving to the new
+//    tables: the failure is repaired there (the programmer reads blocks as
+//    repaired, and sends again those it sent before the repair), and in the
+//    published tables without pushing them (what readers see never routes
+//    through a link known down).
+// After every repair a heavy sweep re-balances (rebalance_delay later). Link
+// up, a refused repair, or what the fast path cannot tell asks for a heavy
+// sweep; requests while one runs are queued (coalesced) and served by the
+// next one. A periodic light sweep reads every switch's SwitchInfo
+// (PortStateChange, a switch that lost its tables) and asks for a heavy sweep
+// on a change. A failed bring-up keeps the published state and retries with
+// backoff.
+//
+// What the switches hold: the published tables (the fast path's rerouter,
+// kept current by every repair), minus switches whose blocks did not all
+// land and switches found rebooted (their port-0 LID or LinearFDBTop reset):
+// those get every block at the next programming.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <vector>
 
 #include "daemon/bringup.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/compute.hpp"
 #include "daemon/config.hpp"
 #include "daemon/fast_path.hpp"
+#include "daemon/signal.hpp"
 #include "daemon/store.hpp"
 #include "daemon/transport_factory.hpp"
-#include "discovery/mad/smp.hpp"
+#include "discovery/mad_engine.hpp"
 #include "routing/worker_pool.hpp"
 #include "state/control.hpp"
 #include "state/event_log.hpp"
@@ -78,23 +98,28 @@ class SubnetManager final : public state::SmControl {
     // when it handled the trap itself; false lets the built-in fast path
     // (and, failing that, a heavy sweep) take it.
     std::function<bool(const TrapEvent&)> fast_path;
+    // Called on the strand as each step of a heavy sweep begins (tests
+    // inject failures into a given phase through it).
+    std::function<void(Phase)> phase;
   };
 
+  // `clock` drives the SM's own timers (null = the steady clock).
   SubnetManager(boost::asio::io_context& io, Config cfg, TransportBundle transport,
                 StoreWriter* store, std::vector<routing::LidRecord> remembered,
                 state::StatePublisher& publisher, state::EventLog& events,
-                routing::WorkerPool& pool, Hooks hooks, FastPathOptions fast = {});
+                routing::WorkerPool& pool, Hooks hooks, FastPathOptions fast = {},
+                Clock* clock = nullptr);
   ~SubnetManager() override;
 
   void start();
-  // Stops timers and I/O and cancels a bring-up in progress (it returns
-  // kCancelled at its next check). Any thread.
+  // Stops timers and I/O; a sweep in progress ends at its next step. Any
+  // thread. Pending SmControl calls are answered (cancelled).
   void stop();
   // Applies a new, already validated config (SIGHUP). Keys that need a
   // restart (fabric, addressing, store, api) are reported and ignored.
   void reload(Config cfg, std::string source);
 
-  // state::SmControl (any thread).
+  // SmControl (any thread).
   void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override;
   void trigger_light_sweep(std::string reason,
                            state::Completion<Result<state::SweepReply>> done) override;
@@ -107,26 +132,79 @@ class SubnetManager final : public state::SmControl {
   const std::string& transport_name() const { return transport_name_; }
 
  private:
-  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using Strand = discovery::Strand;
+  template <class T>
+  using awaitable = boost::asio::awaitable<T>;
 
-  state::SweepReply heavy_sweep(const std::string& reason);
-  // One SwitchInfo Get of every switch of current_ (which must be set);
-  // what it found. Shared by the periodic and the on-demand light sweep.
-  state::LightSweepReport light_sweep();
-  void periodic_light_sweep();
-  void schedule_light_sweep();
-  void schedule_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
-  void watch_transport();
-  void drain_transport();
-  // drain_transport(), then the traps it queued at once on this thread.
-  void drain_and_handle_traps();
-  void handle_unsolicited(const discovery::mad::Smp& smp, const discovery::Mad& mad);
-  // Fast path (issue 7).
-  void process_traps();
-  bool fast_reroute(const std::vector<TrapEvent>& traps);
-  void build_fast_path();
+  // A link found down by the fast path, by its ends' identities (so any
+  // topology can find it), in the order found.
+  struct KnownDown {
+    std::uint64_t seq = 0;
+    Guid a;  // a switch
+    PortNum pa = 0;
+    Guid b;  // its peer (switch or CA)
+    PortNum pb = 0;
+  };
+
+  // The heavy sweep in progress, as far as the trap path needs to know.
+  struct SweepInProgress {
+    explicit SweepInProgress(Strand s) : built(std::move(s)) {}
+    std::shared_ptr<BringUpResult> result;  // being built (its topology: the new indices)
+    Phase phase = Phase::kSweep;
+    std::uint64_t route_seq = 0;  // failures after this are not in its topology
+    bool programming = false;
+    // The new tables' fast path, once its build is done (during programming).
+    std::shared_ptr<FastPath> fast;
+    Signal built;                             // set when that build finished (fast may stay null)
+    std::uint64_t applied_seq = 0;            // failures up to this are repaired in `fast`
+    std::vector<routing::DirtyBlock> resend;  // for the programmer (ProgramLive)
+    bool repaired = false;                    // `fast` changed since its build
+    std::uint64_t pushes_failed = 0;
+    std::vector<Guid> push_failed_switches;
+  };
+
+  // ---- subnet_manager.cpp
   void publish(state::SmState state, std::string last_error);
+  discovery::HeldTables held_tables() const;
+  void forget_held(Guid switch_guid);
+  void post(std::function<void()> fn);
   void log_link_changes(const routing::Topology& before, const routing::Topology& after);
+
+  // ---- sm_sweeps.cpp
+  void request_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
+  void start_heavy_sweep();
+  awaitable<void> heavy_sweep_task(std::string reason,
+                                   std::vector<state::Completion<state::SweepReply>> waiters);
+  awaitable<state::SweepReply> heavy_sweep(const std::string& reason);
+  // Removes from `topo` every link found down after `since`; how many.
+  std::size_t fold(routing::Topology& topo, std::uint64_t since) const;
+  // Builds the new tables' fast path on the compute thread, then applies
+  // the failures found since the route step (in ctx.fast) and pushes them.
+  awaitable<void> build_new_fast_path(std::shared_ptr<SweepInProgress> ctx,
+                                      std::shared_ptr<BringUpResult> result);
+  awaitable<void> persist_lids(const routing::LidAssignment& lids);
+  void detect_reboots(const discovery::SweepResult& sweep, const routing::Routes* expected);
+  awaitable<state::LightSweepReport> light_sweep();
+  void schedule_light_sweep();
+  awaitable<void> periodic_light_sweep();
+  void enter_phase(Phase p);
+
+  // ---- sm_traps.cpp
+  void on_unsolicited(const discovery::mad::Smp& smp, const discovery::Mad& mad);
+  awaitable<void> trap_worker();
+  awaitable<void> handle_traps(std::vector<TrapEvent> traps);
+  // Applies failures (GUID ends) found after ctx->applied_seq to ctx->fast.
+  void apply_to_new_tables(SweepInProgress& ctx);
+  awaitable<void> confirm_push(std::shared_ptr<PushInFlight> push, std::shared_ptr<FastPath> fast,
+                               std::string message, std::string details);
+  std::vector<routing::FailedLink> to_failed_links(const FastPath& fast, std::uint64_t since) const;
+  void remember_down(const FastPath& fast, const std::vector<routing::FailedLink>& failed);
+  void publish_repaired(FastPath& fast);
+
+  // ---- sm_verify.cpp
+  void start_verify();
+  awaitable<void> verify_task(bool read_back);
+  awaitable<state::ReadBackReport> read_back(std::shared_ptr<const state::FabricState> s);
 
   boost::asio::io_context& io_;
   Strand strand_;
@@ -134,41 +212,68 @@ class SubnetManager final : public state::SmControl {
   std::unique_ptr<discovery::Transport> transport_;
   std::unique_ptr<state::SimControl> sim_control_;
   std::string transport_name_;
+  std::unique_ptr<SteadyClock> own_clock_;
+  Clock& clock_;
+  discovery::MadEngine engine_;
+  ComputeRunner compute_;
   StoreWriter* store_;
   std::vector<routing::LidRecord> remembered_;
   state::StatePublisher& publisher_;
   state::EventLog& events_;
-  routing::WorkerPool& pool_;
+  routing::WorkerPool& pool_;           // compute steps only (on the ComputeRunner)
+  routing::WorkerPool strand_pool_{1};  // the strand's own copies (no worker threads)
   Hooks hooks_;
-
-  std::optional<boost::asio::posix::stream_descriptor> transport_fd_;
-  boost::asio::steady_timer light_timer_;
-  boost::asio::steady_timer heavy_timer_;
-  bool heavy_pending_ = false;
-  std::string heavy_reason_;
-  bool stopped_ = false;
-  // Cancels a running bring-up at shutdown (requested from any thread).
-  std::stop_source stop_source_;
-  std::chrono::milliseconds retry_backoff_{500};
-
-  // The last successful bring-up: what the switches hold.
-  std::shared_ptr<const BringUpResult> current_;
-  discovery::HeldTables held_;
-  std::uint64_t generation_ = 0;
-  std::uint64_t sweeps_ = 0;
-
-  // Fast path. fast_ is built from current_ (which keeps its Topology and
-  // LidMap alive); routes_now_/topology_now_ are what a repair left (null
-  // until the first repair after a heavy sweep).
   FastPathOptions fast_opts_;
-  std::unique_ptr<FastPath> fast_;
-  std::vector<TrapEvent> pending_traps_;
-  bool draining_ = false;  // drain_and_handle_traps is reading the transport
-  bool traps_posted_ = false;
+  bool stopped_ = false;
+  std::stop_source stop_source_;  // cancels compute steps at shutdown
+
+  // Published: the last successful bring-up, its fast path (null when the
+  // engine has no up/down order), and what repairs left since.
+  std::shared_ptr<const BringUpResult> current_;
+  std::shared_ptr<FastPath> fast_;
   std::shared_ptr<const routing::Routes> routes_now_;
   std::shared_ptr<const routing::Topology> topology_now_;
+  std::uint64_t generation_ = 0;
+  std::uint64_t sweeps_ = 0;
   std::uint64_t reroutes_ = 0;
   std::chrono::nanoseconds last_reroute_{};
+  // Switches whose tables are unknown (see the top).
+  std::set<Guid> held_unknown_;
+
+  // Heavy sweeps.
+  Timer heavy_timer_;
+  Timer light_timer_;
+  std::string heavy_reason_;
+  bool heavy_running_ = false;
+  bool heavy_again_ = false;  // asked for while one ran
+  std::string heavy_again_reason_;
+  std::vector<state::Completion<state::SweepReply>> heavy_waiters_;  // for the next sweep
+  std::shared_ptr<SweepInProgress> sweep_;                           // the one running
+  std::chrono::milliseconds retry_backoff_{500};
+  bool light_running_ = false;
+
+  // Failures the fast path found (see KnownDown), newest last.
+  std::vector<KnownDown> known_down_;
+  std::uint64_t failure_seq_ = 0;
+
+  // Traps waiting for the fast path; the worker drains them in batches.
+  std::vector<TrapEvent> pending_traps_;
+  bool trap_worker_running_ = false;
+
+  // Verification on demand: one run at a time; requests for the generation
+  // it verifies join it, the others wait for the next run; the last result
+  // answers repeated requests until the published generation changes.
+  struct VerifyWaiter {
+    state::Completion<Result<state::VerifyReply>> done;
+    bool read_back = false;
+  };
+  bool verify_running_ = false;
+  bool verify_running_read_back_ = false;
+  std::uint64_t verify_generation_ = 0;
+  std::vector<VerifyWaiter> verify_joined_;     // answered by the run in progress
+  std::vector<VerifyWaiter> verify_queue_;      // answered by the next run
+  std::optional<state::VerifyReply> verified_;  // last verifier result (generation inside)
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);
 };
 
 }  // namespace subnetd::daemon

@@ -17,30 +17,41 @@ std::string target(const routing::Topology& t, NodeId n, PortNum p) {
 }  // namespace
 
 Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routing::LidMap& lids,
-                                          const routing::Routes& routes, const HeldTables* held,
-                                          std::stop_token stop) {
+                                          const routing::Routes& routes, const HeldTables* held) {
+  return run_blocking<Result<ProgramReport>>(
+      *transport_, [&](MadEngine& engine) { return program(engine, sweep, lids, routes, held); });
+}
+
+boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
+    MadEngine& engine, const SweepResult& sweep, const routing::LidMap& lids,
+    const routing::Routes& routes, const HeldTables* held, ProgramLive live) {
+  Transport& transport = engine.transport();
   const routing::Topology& t = sweep.topology;
   const bool extended = lids.space.extended();
   const std::uint32_t sm_lid = lids.base_lid(t, sweep.sm_node, sweep.sm_port).value;
   ProgramReport report;
-  const auto start = transport_.now();
-  PipelineOptions popts = opts_.pipeline;
+  const auto start = transport.now();
+  FlowOptions popts = opts_.pipeline;
   popts.sm_lid = sm_lid;
-  SmpPipeline pipeline(transport_, popts);
-  // Requests are handed to the pipeline in batches: each queued SMP holds
-  // its MAD and callback, and a full-scale fabric has ~17 million LFT blocks
-  // (5+ GB queued at once). A batch boundary costs one round trip.
-  constexpr std::uint32_t kBatch = 16384;
-  std::uint32_t batched = 0;
-  auto run_if_full = [&]() -> Result<void> {
-    if (++batched < kBatch) return {};
-    batched = 0;
-    return pipeline.run(stop);
+  Flow pipeline(engine, popts);
+  // Requests are handed to the flow a bounded number at a time: each queued
+  // SMP holds its MAD and callback, and a full-scale fabric has ~17 million
+  // LFT blocks (5+ GB queued at once). Refilled at half, so the window
+  // never runs dry.
+  constexpr std::size_t kQueued = 16384;
+  auto stopped = [&engine]() -> Error {
+    return engine.error()
+               ? *engine.error()
+               : Error{Errc::kCancelled, "programming cancelled: the MAD engine stopped"};
   };
 
   auto fail_to = [&report, &t](NodeId n, PortNum p) {
     return [&report, &t, n, p](Result<mad::Smp> r) {
-      if (!r.ok()) report.failures.push_back(target(t, n, p) + ": " + r.error().message);
+      if (r.ok()) return;
+      report.failures.push_back(target(t, n, p) + ": " + r.error().message);
+      if (t.node(n).type == NodeType::kSwitch && p == 0) {
+        report.switches_failed.push_back(t.node(n).guid);
+      }
     };
   };
   auto path = [&sweep](NodeId n) { return sweep.paths.path(n); };
@@ -121,46 +132,73 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
       }
     }
   }
-  SUBNETD_TRY(pipeline.run(stop));
+  co_await pipeline.drained();
+  if (engine.stopped()) co_return stopped();
 
   // Phase 2: LFT blocks that differ from what the switch holds.
   auto lft_failure = [&report, &t](NodeId n, std::uint32_t b, const Error& e) {
     report.failures.push_back(fmt::format("{}: LFT block {}: {}", target(t, n, 0), b, e.message));
+    report.switches_failed.push_back(t.node(n).guid);
   };
   const mad::AttrId lft_attr =
       extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
+  auto want_row = [&](std::uint32_t s) -> std::span<const std::uint8_t> {
+    if (live.want_row) return live.want_row(s);
+    const routing::Lft& lft = routes.lfts[s];
+    return {lft.data(), lft.size()};
+  };
+  auto send_block = [&](NodeId n, std::uint32_t b, std::span<const std::uint8_t> want) {
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, lft_attr, b, path(n), 0);
+    mad::LinearForwardingTable block;
+    std::copy(want.begin(), want.end(), block.ports.begin());
+    block.encode(mad::data_of(smp));
+    // Two words of capture: std::function keeps them inline (no heap
+    // allocation for each of the millions of blocks).
+    const std::uint64_t node_block = (std::uint64_t{n.value} << 32) | b;
+    pipeline.submit(smp, 0, [&lft_failure, node_block](Result<mad::Smp> r) {
+      if (!r.ok()) {
+        lft_failure(NodeId{static_cast<std::uint32_t>(node_block >> 32)},
+                    static_cast<std::uint32_t>(node_block), r.error());
+      }
+    });
+  };
+  const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
     const NodeId n = t.switch_node(s);
-    const routing::Lft& lft = routes.lfts[s];
-    const routing::Lft* old = held != nullptr ? held->find(t.node(n).guid) : nullptr;
-    const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
+    const std::span<const std::uint8_t> have_row =
+        held != nullptr && held->row ? held->row(t.node(n).guid) : std::span<const std::uint8_t>{};
     for (std::uint32_t b = 0; b < blocks; ++b) {
-      auto want = lft.block(b);
-      if (old != nullptr && b < old->num_blocks()) {
-        auto have = old->block(b);
-        if (std::equal(want.begin(), want.end(), have.begin())) {
-          ++report.lft_blocks_unchanged;
-          continue;
-        }
+      const std::size_t at = std::size_t{b} * routing::kLftBlockSize;
+      // Read now: the row may have been repaired since the last block.
+      const auto want = want_row(s).subspan(at, routing::kLftBlockSize);
+      if (have_row.size() >= at + routing::kLftBlockSize &&
+          std::equal(want.begin(), want.end(),
+                     have_row.begin() + static_cast<std::ptrdiff_t>(at))) {
+        ++report.lft_blocks_unchanged;
+        continue;
       }
-      mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, lft_attr, b, path(n), 0);
-      mad::LinearForwardingTable block;
-      std::copy(want.begin(), want.end(), block.ports.begin());
-      block.encode(mad::data_of(smp));
       ++report.lft_blocks_sent;
-      // Two words of capture: std::function keeps them inline (no heap
-      // allocation for each of the millions of blocks).
-      const std::uint64_t node_block = (std::uint64_t{n.value} << 32) | b;
-      pipeline.submit(smp, 0, [&lft_failure, node_block](Result<mad::Smp> r) {
-        if (!r.ok()) {
-          lft_failure(NodeId{static_cast<std::uint32_t>(node_block >> 32)},
-                      static_cast<std::uint32_t>(node_block), r.error());
-        }
-      });
-      SUBNETD_TRY(run_if_full());
+      send_block(n, b, want);
+      if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+      if (engine.stopped()) co_return stopped();
     }
   }
-  SUBNETD_TRY(pipeline.run(stop));
+  co_await pipeline.drained();
+  if (engine.stopped()) co_return stopped();
+  // Blocks a repair changed while this pass ran, as they stand now.
+  while (live.resend != nullptr && !live.resend->empty()) {
+    std::vector<routing::DirtyBlock> again;
+    again.swap(*live.resend);
+    for (const routing::DirtyBlock& d : again) {
+      if (d.sw >= t.num_switches() || d.block >= blocks) continue;
+      ++report.lft_blocks_resent;
+      send_block(t.switch_node(d.sw), d.block,
+                 want_row(d.sw).subspan(std::size_t{d.block} * routing::kLftBlockSize,
+                                        routing::kLftBlockSize));
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
+  }
 
   // Phase 3: INIT -> ARMED -> ACTIVE on every live port.
   if (opts_.activate && report.failures.empty()) {
@@ -174,15 +212,21 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
           if (step == PortState::kArmed && port.state != PortState::kInit) continue;
           ++(step == PortState::kArmed ? report.ports_armed : report.ports_activated);
           send_port_info(n, p, step);
-          SUBNETD_TRY(run_if_full());
+          if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+          if (engine.stopped()) co_return stopped();
         }
       }
-      SUBNETD_TRY(pipeline.run(stop));
+      co_await pipeline.drained();
+      if (engine.stopped()) co_return stopped();
     }
   }
   report.smps = pipeline.stats();
-  report.duration = transport_.now() - start;
-  return report;
+  report.duration = transport.now() - start;
+  std::sort(report.switches_failed.begin(), report.switches_failed.end());
+  report.switches_failed.erase(
+      std::unique(report.switches_failed.begin(), report.switches_failed.end()),
+      report.switches_failed.end());
+  co_return report;
 }
 
 }  // namespace subnetd::discovery

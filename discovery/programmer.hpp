@@ -7,41 +7,55 @@
 // every live port INIT -> ARMED -> ACTIVE. Each phase completes before the
 // next starts, so no port goes ACTIVE before the tables are in place.
 //
-// Owner: the SubnetManager / `subnetd --once`, on the SM strand. It never sees
+// Owner: the SubnetManager / `subnetd --once`. Runs on: the MAD engine's
+// strand (one Flow; traps are heard while it programs). It never sees
 // unverified tables: callers program only Routes that passed the verifier.
 // All SMPs are directed-route, so programming works before any LFT exists.
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "discovery/smp_pipeline.hpp"
+#include "discovery/mad_engine.hpp"
 #include "discovery/sweeper.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/rerouter.hpp"
 
 namespace subnetd::discovery {
 
 struct ProgramOptions {
-  PipelineOptions pipeline;
+  FlowOptions pipeline;
   std::uint64_t subnet_prefix = 0xfe80000000000000ULL;
   std::uint8_t subnet_timeout = 18;
   bool activate = true;  // move live ports to ARMED and ACTIVE
 };
 
-// What the switches are known to hold, from an earlier successful run.
+// What the switches are known to hold, from earlier programming and repairs:
+// `row(switch GUID)` is that switch's whole LFT (64 entries a block), or an
+// empty span when what it holds is unknown (never programmed by us, a
+// programming that failed half-way, a switch that rebooted).
 struct HeldTables {
-  std::shared_ptr<const routing::Routes> routes;
-  std::unordered_map<Guid, std::uint32_t> switch_index_by_guid;  // into routes->lfts
-  const routing::Lft* find(Guid switch_guid) const {
-    if (!routes) return nullptr;
-    auto it = switch_index_by_guid.find(switch_guid);
-    return it == switch_index_by_guid.end() ? nullptr : &routes->lfts[it->second];
-  }
+  std::function<std::span<const std::uint8_t>(Guid switch_guid)> row;
+};
+
+// Optional inputs of a programming pass that the SM changes while it runs.
+struct ProgramLive {
+  // The LFT row of switch `sw` (switch_index of the sweep's topology) to
+  // program, instead of the Routes' own. Blocks are read from it when they
+  // are handed to the engine, so a table the fast path repairs while the
+  // pass runs is programmed as repaired.
+  std::function<std::span<const std::uint8_t>(std::uint32_t sw)> want_row;
+  // Blocks repaired after the pass may already have sent them: the SM
+  // appends them here, and the pass sends them (again) once its LFT phase is
+  // through, until the list stays empty.
+  std::vector<routing::DirtyBlock>* resend = nullptr;
 };
 
 struct ProgramReport {
@@ -49,25 +63,38 @@ struct ProgramReport {
   std::uint64_t switch_info_sets = 0;
   std::uint64_t lft_blocks_sent = 0;
   std::uint64_t lft_blocks_unchanged = 0;
+  std::uint64_t lft_blocks_resent = 0;  // ProgramLive::resend
   std::uint64_t ports_armed = 0;
   std::uint64_t ports_activated = 0;
-  PipelineStats smps;
+  FlowStats smps;
   std::chrono::nanoseconds duration{};
   std::vector<std::string> failures;  // SMPs that failed after retries, with the target
+  // Switches that did not acknowledge every SwitchInfo and LFT block sent
+  // (what they hold is unknown), by GUID, sorted.
+  std::vector<Guid> switches_failed;
   bool ok() const { return failures.empty(); }
 };
 
 class Programmer {
  public:
-  Programmer(Transport& transport, ProgramOptions opts) : transport_(transport), opts_(opts) {}
+  explicit Programmer(ProgramOptions opts) : opts_(opts) {}
+  // For the blocking program() without an engine of the caller's.
+  Programmer(Transport& transport, ProgramOptions opts) : transport_(&transport), opts_(opts) {}
 
   // `held` may be null (nothing known: every block up to max_lid is sent).
+  // Fails only when the engine stops (kCancelled or its transport error);
+  // SMPs that fail are listed in the report.
+  boost::asio::awaitable<Result<ProgramReport>> program(MadEngine& engine, const SweepResult& sweep,
+                                                        const routing::LidMap& lids,
+                                                        const routing::Routes& routes,
+                                                        const HeldTables* held,
+                                                        ProgramLive live = {});
+  // The same on a private event loop over the transport given at construction.
   Result<ProgramReport> program(const SweepResult& sweep, const routing::LidMap& lids,
-                                const routing::Routes& routes, const HeldTables* held,
-                                std::stop_token stop = {});
+                                const routing::Routes& routes, const HeldTables* held);
 
  private:
-  Transport& transport_;
+  Transport* transport_ = nullptr;
   ProgramOptions opts_;
 };
 

@@ -21,17 +21,26 @@ std::string describe(const routing::Topology& t, NodeId n) {
 // State of one sweep; callbacks capture a pointer to it.
 class Sweep {
  public:
-  Sweep(Transport& transport, const SweepOptions& opts)
-      : opts_(opts), pipeline_(transport, opts.pipeline) {}
+  Sweep(MadEngine& engine, const SweepOptions& opts)
+      : opts_(opts), pipeline_(engine, opts.pipeline) {}
 
-  Result<SweepResult> run(std::stop_token stop, Transport& transport) {
+  boost::asio::awaitable<Result<SweepResult>> run(MadEngine& engine) {
+    Transport& transport = engine.transport();
     const auto start = transport.now();
+    const std::uint64_t malformed0 = engine.stats().malformed;
     // Our own node: a zero-hop directed-route NodeInfo.
     probe({}, kNoNode, 0);
-    pipeline_.set_unsolicited_handler([](const mad::Smp&, const Mad&) {
-      // Traps during a sweep are re-detected by the sweep itself.
-    });
-    SUBNETD_TRY(pipeline_.run(stop));
+    co_await pipeline_.drained();
+    if (engine.stopped()) {
+      co_return engine.error() ? *engine.error()
+                               : Error{Errc::kCancelled, "sweep cancelled: the MAD engine stopped"};
+    }
+    out_.malformed = engine.stats().malformed - malformed0;
+    co_return finish(transport, start);
+  }
+
+ private:
+  Result<SweepResult> finish(Transport& transport, std::chrono::nanoseconds start) {
     if (!fatal_.empty()) return Error{Errc::kUnreachable, fatal_};
     if (!out_.sm_node.valid())
       return Error{Errc::kInternal, "sweep ended without the SM's own node"};
@@ -56,7 +65,6 @@ class Sweep {
     return std::move(out_);
   }
 
- private:
   std::vector<std::uint8_t> extend(std::span<const std::uint8_t> path, PortNum p) {
     std::vector<std::uint8_t> v(path.begin(), path.end());
     v.push_back(p);
@@ -175,13 +183,29 @@ class Sweep {
   }
 
   void request_switch_info(NodeId node) {
+    if (out_.lft_top.size() <= node.value) {
+      out_.lft_top.resize(node.value + 1, SweepResult::kUnknownTop);
+    }
     mad::Smp smp =
         mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kSwitchInfo, 0, out_.paths.path(node), 0);
     pipeline_.submit(smp, 0, [this, node](Result<mad::Smp> r) {
       if (!r.ok()) {
         out_.warnings.push_back(
             fmt::format("{}: SwitchInfo: {}", describe(out_.topology, node), r.error().message));
+        return;
       }
+      if (!opts_.extended_lids) {
+        out_.lft_top[node.value] = mad::SwitchInfo::decode(mad::data_of(*r)).linear_fdb_top;
+      }
+    });
+    if (!opts_.extended_lids) return;
+    mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtSwitchInfo, 0,
+                                    out_.paths.path(node), 0);
+    pipeline_.submit(ext, 0, [this, node](Result<mad::Smp> r) {
+      // A switch not yet in an extended mode answers with a status: its
+      // table holds nothing we wrote.
+      out_.lft_top[node.value] =
+          r.ok() ? mad::ExtSwitchInfo::decode(mad::data_of(*r)).linear_fdb_top : 0;
     });
   }
 
@@ -244,16 +268,21 @@ class Sweep {
   }
 
   SweepOptions opts_;
-  SmpPipeline pipeline_;
+  Flow pipeline_;
   SweepResult out_;
   std::string fatal_;
 };
 
 }  // namespace
 
-Result<SweepResult> Sweeper::run(std::stop_token stop) {
-  auto sweep = std::make_unique<Sweep>(transport_, opts_);
-  return sweep->run(stop, transport_);
+boost::asio::awaitable<Result<SweepResult>> Sweeper::run(MadEngine& engine) {
+  auto sweep = std::make_unique<Sweep>(engine, opts_);
+  co_return co_await sweep->run(engine);
+}
+
+Result<SweepResult> Sweeper::run() {
+  return run_blocking<Result<SweepResult>>(*transport_,
+                                           [this](MadEngine& engine) { return run(engine); });
 }
 
 }  // namespace subnetd::discovery

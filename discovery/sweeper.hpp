@@ -2,8 +2,10 @@
 // Sweeper: directed-route breadth-first discovery of the fabric from the SM's
 // own port, building a routing::Topology.
 //
-// Owner: the SubnetManager (or `subnetd --once`), one run at a time, on the
-// SM strand. Many SMPs are kept in flight (SmpPipeline window). Nodes are
+// Owner: the SubnetManager (or `subnetd --once`), one run at a time. Runs on:
+// the MAD engine's strand; many SMPs are kept in flight (one Flow with the
+// configured window), and traps keep reaching the engine's handler while the
+// sweep runs. Nodes are
 // deduplicated by node GUID, so loops, parallel links and dual-ported CAs on
 // two switches collapse to one node with several links. A neighbour that
 // never answers is recorded as unreachable (not fatal); only the SM's own
@@ -17,14 +19,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "discovery/smp_pipeline.hpp"
+#include "discovery/mad_engine.hpp"
 #include "discovery/transport.hpp"
 #include "routing/topology.hpp"
 
 namespace subnetd::discovery {
 
 struct SweepOptions {
-  PipelineOptions pipeline;
+  FlowOptions pipeline;
   bool extended_lids = false;  // also read ExtPortInfo (lid_bits 17/24)
 };
 
@@ -50,19 +52,29 @@ class DrPaths {
 
 struct SweepResult {
   routing::Topology topology;
-  DrPaths paths;        // by NodeId: the path each node was first reached by
+  DrPaths paths;  // by NodeId: the path each node was first reached by
   // CA/router ports reached by another path than their node's (a dual-ported
   // CA on two switches), by Topology port index. An SMA answers port-specific
   // Sets only for the port an SMP arrives through (IBA; ibsim enforces it).
   std::unordered_map<std::uint32_t, std::vector<std::uint8_t>> port_paths;
   NodeId sm_node;       // the SM's own CA
   PortNum sm_port = 0;  // the port the SM sends from
-  PipelineStats smps;
+  FlowStats smps;
+  // MADs that did not decode while the sweep ran (counted by the engine).
+  std::uint64_t malformed = 0;
   std::chrono::nanoseconds duration{};  // transport time
   // "switch "sw-3" (0x...) port 7: no answer after 4 tries" — neighbours left out.
   std::vector<std::string> unreachable;
   std::vector<std::string> warnings;
   std::uint32_t max_hops = 0;
+  // By NodeId, switches only: the LinearFDBTop each switch reported
+  // (ExtSwitchInfo's in the 17/24-bit modes); kUnknownTop when it did not
+  // answer. A switch that lost its tables (power cycle) reports 0.
+  static constexpr std::uint32_t kUnknownTop = UINT32_MAX;
+  std::vector<std::uint32_t> lft_top;
+  std::uint32_t lft_top_of(NodeId n) const {
+    return n.value < lft_top.size() ? lft_top[n.value] : kUnknownTop;
+  }
 
   // The directed route to use for an SMP about port `p` of node `n`.
   std::span<const std::uint8_t> path_to_port(NodeId n, PortNum p) const {
@@ -73,11 +85,20 @@ struct SweepResult {
 
 class Sweeper {
  public:
-  Sweeper(Transport& transport, SweepOptions opts) : transport_(transport), opts_(opts) {}
-  Result<SweepResult> run(std::stop_token stop = {});
+  explicit Sweeper(SweepOptions opts) : opts_(opts) {}
+  // For run() without an engine of the caller's.
+  Sweeper(Transport& transport, SweepOptions opts) : transport_(&transport), opts_(opts) {}
+
+  // One sweep over `engine` (on its strand). Fails only when the SM's own
+  // node does not answer, there is no subnet behind the SM's port, or the
+  // engine stops (kCancelled, or its transport error).
+  boost::asio::awaitable<Result<SweepResult>> run(MadEngine& engine);
+  // The same on a private event loop over the transport given at
+  // construction (tools, tests, `subnetd --once`).
+  Result<SweepResult> run();
 
  private:
-  Transport& transport_;
+  Transport* transport_ = nullptr;
   SweepOptions opts_;
 };
 

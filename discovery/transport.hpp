@@ -64,6 +64,11 @@ class Transport {
   // (for an event loop); -1 if the backend has none.
   virtual int event_fd() const { return -1; }
 
+  // True when now() is a virtual clock that receive(timeout) moves forward
+  // instead of waiting (the simulator): the MAD engine then drives time
+  // itself rather than setting timers.
+  virtual bool virtual_time() const { return false; }
+
   // Short name for logs ("sim", "umad:mlx5_0:1").
   virtual std::string name() const = 0;
 };

@@ -247,6 +247,17 @@ void patch_smp(std::span<std::uint8_t, kSmpSize> bytes, std::uint64_t tid, std::
   std::memcpy(b + kSmpDataOffset, data.data(), kSmpDataSize);
 }
 
+void set_smp_tid(std::span<std::uint8_t, kSmpSize> bytes, std::uint64_t tid) {
+  store_be64(bytes.data() + hdr::kTid, tid);
+}
+
+std::string describe_smp(std::span<const std::uint8_t, kSmpSize> bytes) {
+  const std::uint8_t* b = bytes.data();
+  return fmt::format("{} {} (modifier {:#x})", method_name(static_cast<Method>(b[hdr::kMethod])),
+                     attr_name(static_cast<AttrId>(load_be16(b + hdr::kAttrId))),
+                     load_be32(b + hdr::kAttrMod));
+}
+
 std::optional<SmpPeek> peek_smp(std::span<const std::uint8_t> bytes) {
   if (bytes.size() < kSmpSize) return std::nullopt;
   const std::uint8_t* b = bytes.data();

@@ -118,6 +118,11 @@ std::array<std::uint8_t, kSmpSize> encode_smp(const Smp& smp);
 //    path checks are decode_smp's: decode what you keep.
 void patch_smp(std::span<std::uint8_t, kSmpSize> bytes, std::uint64_t tid, std::uint32_t attr_mod,
                std::span<const std::uint8_t, kSmpDataSize> data);
+// Rewrites only the TID of an encoded SMP (the MAD engine numbers requests).
+void set_smp_tid(std::span<std::uint8_t, kSmpSize> bytes, std::uint64_t tid);
+// "Get PortInfo (modifier 0x3)" of an encoded SMP, for error messages; the
+// method and attribute names are those of method_name/attr_name.
+std::string describe_smp(std::span<const std::uint8_t, kSmpSize> bytes);
 struct SmpPeek {
   bool response = false;
   std::uint64_t tid = 0;

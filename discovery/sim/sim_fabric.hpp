@@ -57,6 +57,7 @@ class SimFabric final : public Transport {
   std::chrono::nanoseconds now() const override;
   LocalPort local_port() const override;
   int event_fd() const override { return event_fd_; }
+  bool virtual_time() const override { return true; }
   std::string name() const override { return "sim"; }
 
   // ---- fault injection (thread-safe; effective at the current transport time)

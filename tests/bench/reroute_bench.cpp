@@ -38,9 +38,9 @@
 
 #include "bench_util.hpp"
 #include "daemon/fast_path.hpp"
+#include "discovery/mad_engine.hpp"
 #include "discovery/programmer.hpp"
 #include "discovery/sim/sim_fabric.hpp"
-#include "discovery/smp_pipeline.hpp"
 #include "discovery/topo/generators.hpp"
 #include "discovery/trap_repress.hpp"
 #include "routing/engine.hpp"
@@ -178,10 +178,44 @@ void print_run(const Run& r, bool latency_model) {
   }
 }
 
+// What the switches hold: the fast path's working tables (every repair was pushed).
+discovery::HeldTables held_of(const daemon::FastPath& fast) {
+  discovery::HeldTables held;
+  held.row = [&fast](Guid g) -> std::span<const std::uint8_t> {
+    const routing::Topology& t = fast.rerouter().topology();
+    auto n = t.find_by_guid(g);
+    if (!n) return {};
+    const routing::Rerouter& rr = fast.rerouter();
+    return {rr.row(t.node(*n).switch_index), rr.lft_entries()};
+  };
+  return held;
+}
+
 class Bench {
  public:
   Bench(discovery::sim::SimFabric& sim, daemon::FastPath& fast, bool extended)
-      : sim_(sim), fast_(&fast), extended_(extended) {}
+      : sim_(sim), fast_(&fast), extended_(extended), engine_(strand_, sim) {
+    // Traps that come while the fast path probes or pushes (repeats of lost
+    // ones) are repressed, as the SM does.
+    engine_.set_unsolicited_handler(
+        [this](const mad::Smp&, const discovery::Mad& m) { (void)take_trap(m); });
+  }
+
+  // Runs one coroutine on the engine's event loop to its end. The engine is
+  // not started (nothing watches the simulator between calls: collect_traps
+  // reads it directly, to time the traps' arrival).
+  template <class T, class Make>
+  T on_engine(Make make) {
+    std::optional<T> out;
+    boost::asio::co_spawn(
+        strand_, [&]() -> boost::asio::awaitable<void> { out.emplace(co_await make()); },
+        [](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+        });
+    io_.restart();
+    io_.run();
+    return std::move(*out);
+  }
 
   // The fast path in use (a full recompute brings a new one).
   daemon::FastPath& fast() { return *fast_; }
@@ -232,17 +266,25 @@ class Bench {
       ++run.no_trap;
       return {};
     }
-    const daemon::FastPath::Unsolicited unsolicited =
-        [this](const mad::Smp&, const discovery::Mad& m) { (void)take_trap(m); };
     daemon::Identified found;
-    SUBNETD_TRY_ASSIGN(found, fast_->identify(traps.lids, unsolicited));
+    SUBNETD_TRY_ASSIGN(found, on_engine<Result<daemon::Identified>>(
+                                  [&] { return fast_->identify(engine_, traps.lids); }));
     if (found.failed.empty()) {
       ++run.missed;
       return {};
     }
     const auto t_probed = sim_.now();
     daemon::PushOutcome o;
-    SUBNETD_TRY_ASSIGN(o, fast_->repair_and_push(found.failed, traps.t0, traps.tt0, unsolicited));
+    SUBNETD_TRY_ASSIGN(o, on_engine<Result<daemon::PushOutcome>>(
+                              [&]() -> boost::asio::awaitable<Result<daemon::PushOutcome>> {
+                                auto pushed = co_await fast_->repair_and_push(engine_, found.failed,
+                                                                              traps.t0);
+                                // Off the latency path: the answers (the SM awaits them
+                                // in the background).
+                                if (pushed.ok() && pushed->in_flight)
+                                  co_await pushed->in_flight->confirmed();
+                                co_return pushed;
+                              }));
     // Off the latency path, as the SM does after every reroute: directed
     // routes over the links believed up now.
     fast_->refresh_paths();
@@ -258,8 +300,12 @@ class Bench {
     s.route_ms = ms(o.compute_route);
     s.check_ms = ms(o.compute_check);
     s.probe_ms = ms(found.duration);
-    s.confirmed_ms = ms(o.confirmed);
-    s.transport_ms = ms(o.transport_confirmed);
+    if (o.in_flight) {
+      s.confirmed_ms = ms(o.in_flight->confirmed_at - traps.t0);
+      s.transport_ms = ms(o.in_flight->transport_confirmed_at - traps.tt0);
+    } else {
+      s.confirmed_ms = s.latency_ms;
+    }
     s.probe_sim_ms = ms(t_probed - traps.tt0);
     s.entries = o.changed_entries;
     s.blocks = o.blocks;
@@ -286,11 +332,9 @@ class Bench {
     const std::vector<routing::DirtyBlock> dirty = fast_->rerouter().changed_blocks();
     const routing::Routes& base = *fast_->rerouter().base_routes();
     fast_->reset();
-    discovery::PipelineOptions po;
+    discovery::FlowOptions po;
     po.window = 64;
-    discovery::SmpPipeline pipe(sim_, po);
-    pipe.set_unsolicited_handler(
-        [this](const mad::Smp&, const discovery::Mad& m) { (void)take_trap(m); });
+    discovery::Flow pipe(engine_, po);
     const mad::AttrId attr =
         extended_ ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
     std::uint64_t failed = 0;
@@ -312,7 +356,10 @@ class Bench {
         t.encode(mad::data_of(smp));
         pipe.submit(smp, 0, [&failed](Result<mad::Smp> r) { failed += r.ok() ? 0 : 1; });
       }
-      SUBNETD_TRY(pipe.run());
+      on_engine<int>([&]() -> boost::asio::awaitable<int> {
+        co_await pipe.drained();
+        co_return 0;
+      });
     }
     if (failed != 0) {
       return Error{Errc::kTimeout, fmt::format("{} blocks not restored", failed)};
@@ -328,6 +375,9 @@ class Bench {
   discovery::sim::SimFabric& sim_;
   daemon::FastPath* fast_;
   bool extended_;
+  boost::asio::io_context io_;
+  discovery::Strand strand_ = boost::asio::make_strand(io_);
+  discovery::MadEngine engine_;
   bool refused_ = false;
   std::string last_refusal_;
 };
@@ -447,7 +497,7 @@ int main(int argc, char** argv) {
   fc.sm_lid = lids.base_lid(topo, sm_node, sm_port).value;
   fc.timeout = std::chrono::milliseconds{20};
   t0 = Clock::now();
-  auto built = daemon::FastPath::build(sim, topo, lids, routes, sm_node, sm_port, fc, pool);
+  auto built = daemon::FastPath::build(topo, lids, routes, sm_node, sm_port, fc, pool);
   if (!built.ok()) return fail("fast path", built.error());
   daemon::FastPath& fast = **built;
   const routing::RerouterStats& st = fast.rerouter().stats();
@@ -538,10 +588,7 @@ int main(int argc, char** argv) {
         auto rerouted = (*engine)->compute(*live, lids, {}, pool, {});
         if (!rerouted.ok()) return fail("full recompute", rerouted.error());
         const auto new_routes = std::make_shared<const routing::Routes>(std::move(*rerouted));
-        discovery::HeldTables held;
-        held.routes = std::make_shared<const routing::Routes>(bench.fast().export_routes(pool));
-        for (std::uint32_t s = 0; s < live->num_switches(); ++s)
-          held.switch_index_by_guid.emplace(live->node(live->switch_node(s)).guid, s);
+        const discovery::HeldTables held = held_of(bench.fast());
         discovery::SweepResult now;
         now.topology = *live;
         now.paths = bfs_paths(*live, sm_node, sm_port);
@@ -549,8 +596,7 @@ int main(int argc, char** argv) {
         now.sm_port = sm_port;
         auto reprogrammed = programmer.program(now, lids, *new_routes, &held);
         if (!reprogrammed.ok()) return fail("reprogram", reprogrammed.error());
-        auto rebuilt =
-            daemon::FastPath::build(sim, *live, lids, new_routes, sm_node, sm_port, fc, pool);
+        auto rebuilt = daemon::FastPath::build(*live, lids, new_routes, sm_node, sm_port, fc, pool);
         if (!rebuilt.ok()) return fail("fast path", rebuilt.error());
         bench.use(**rebuilt);
         std::printf(
@@ -571,10 +617,7 @@ int main(int argc, char** argv) {
       // Back to the built fabric and tables.
       for (const PortRef& r : down) check(sim.link_up(r), "link up");
       for (int i = 0; i < 3; ++i) (void)bench.collect_traps(std::chrono::milliseconds{110});
-      discovery::HeldTables held;
-      held.routes = std::make_shared<const routing::Routes>(bench.fast().export_routes(pool));
-      for (std::uint32_t s = 0; s < topo.num_switches(); ++s)
-        held.switch_index_by_guid.emplace(topo.node(topo.switch_node(s)).guid, s);
+      const discovery::HeldTables held = held_of(bench.fast());
       auto back = programmer.program(sweep, lids, *routes, &held);
       if (!back.ok()) return fail("reprogram", back.error());
       fast.reset();

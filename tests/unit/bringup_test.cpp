@@ -152,8 +152,8 @@ TEST_P(FamilyEngine, BringsUpOrFailsVerificationUntouched) {
   auto sim = make_sim(truth);
   ASSERT_TRUE(sim);
   routing::WorkerPool pool(2);
-  BringUp bring_up(*sim, pool);
-  auto r = bring_up.run(options(c.engine), nullptr);
+  Phase failed_phase{};
+  auto r = BringUp::run_blocking(*sim, pool, options(c.engine), nullptr, &failed_phase);
   const Expect want = expectation(c);
   if (r.ok()) {
     EXPECT_NE(want, Expect::kCreditLoop) << "minhop passed verification where it must loop";
@@ -168,7 +168,7 @@ TEST_P(FamilyEngine, BringsUpOrFailsVerificationUntouched) {
     return;
   }
   EXPECT_NE(want, Expect::kSucceeds) << r.error().message;
-  EXPECT_EQ(bring_up.failed_phase(), Phase::kVerify) << r.error().message;
+  EXPECT_EQ(failed_phase, Phase::kVerify) << r.error().message;
   EXPECT_EQ(r.error().code, Errc::kCdgCycle) << r.error().message;
   EXPECT_NE(r.error().message.find("credit loop"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("nothing was programmed"), std::string::npos);
@@ -188,10 +188,10 @@ TEST(BringUp, MinhopOnARingNamesTheCycle) {
   auto sim = make_sim(truth);
   ASSERT_TRUE(sim);
   routing::WorkerPool pool(1);
-  BringUp bring_up(*sim, pool);
-  auto r = bring_up.run(options("minhop"), nullptr);
+  Phase failed_phase{};
+  auto r = BringUp::run_blocking(*sim, pool, options("minhop"), nullptr, &failed_phase);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(bring_up.failed_phase(), Phase::kVerify);
+  EXPECT_EQ(failed_phase, Phase::kVerify);
   const std::string& m = r.error().message;
   EXPECT_EQ(m.rfind("verification failed: ", 0), 0U) << m;
   // "sw-0-0-0[3] -> sw-1-0-0[3] -> ..." : at least three switches of the ring.
@@ -234,7 +234,7 @@ TEST(BringUp, LidsStableAcrossRestartsWithRememberedLids) {
   auto first_sim = make_sim(truth);
   ASSERT_TRUE(first_sim);
   ASSERT_TRUE(first_sim->link_down({late, 1}).ok());
-  auto first = BringUp(*first_sim, pool).run(options("updn", 1), nullptr);
+  auto first = BringUp::run_blocking(*first_sim, pool, options("updn", 1), nullptr);
   ASSERT_TRUE(first.ok()) << first.error().message;
   const auto before = lids_by_port_guid(*first);
   EXPECT_EQ(first->lids.changed.size(), before.size()) << "all new to an empty store";
@@ -247,7 +247,7 @@ TEST(BringUp, LidsStableAcrossRestartsWithRememberedLids) {
   ASSERT_TRUE(second_sim);
   BringUpOptions o = options("updn", 1);
   o.remembered_lids = first->lids.changed;
-  auto second = BringUp(*second_sim, pool).run(o, nullptr);
+  auto second = BringUp::run_blocking(*second_sim, pool, o, nullptr);
   ASSERT_TRUE(second.ok()) << second.error().message;
   auto after = lids_by_port_guid(*second);
   ASSERT_EQ(second->lids.changed.size(), 1U);
@@ -259,7 +259,7 @@ TEST(BringUp, LidsStableAcrossRestartsWithRememberedLids) {
 
   auto control_sim = make_sim(truth, elsewhere);
   ASSERT_TRUE(control_sim);
-  auto control = BringUp(*control_sim, pool).run(options("updn", 1), nullptr);
+  auto control = BringUp::run_blocking(*control_sim, pool, options("updn", 1), nullptr);
   ASSERT_TRUE(control.ok());
   auto shifted = lids_by_port_guid(*control);
   shifted.erase(truth.port(late, 1).guid.value);
@@ -278,7 +278,7 @@ TEST(BringUp, RememberedLidConflictIsResolvedAndReported) {
   BringUpOptions o = options("updn");
   o.remembered_lids = {{b, Lid{0x40}}, {a, Lid{0x40}}};
   routing::WorkerPool pool(1);
-  auto r = BringUp(*sim, pool).run(o, nullptr);
+  auto r = BringUp::run_blocking(*sim, pool, o, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   const auto lids = lids_by_port_guid(*r);
   EXPECT_EQ(lids.at(a.value), 0x40U);
@@ -300,7 +300,7 @@ TEST(BringUp, LidSpaceExhaustionIsAClearError) {
     const Topology fits = load("fat-tree:levels=2,radix=32,hosts=383");
     auto sim = make_sim(fits);
     ASSERT_TRUE(sim);
-    auto r = BringUp(*sim, pool).run(options("updn", 7), nullptr);
+    auto r = BringUp::run_blocking(*sim, pool, options("updn", 7), nullptr);
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->lids.map.max_lid.value, 0xBFFFU);
     EXPECT_EQ(r->lids.lids_used, 48U + 383U * 128U);
@@ -308,10 +308,10 @@ TEST(BringUp, LidSpaceExhaustionIsAClearError) {
   const Topology full = load("fat-tree:levels=2,radix=32,hosts=384");
   auto sim = make_sim(full);
   ASSERT_TRUE(sim);
-  BringUp bring_up(*sim, pool);
-  auto r = bring_up.run(options("updn", 7), nullptr);
+  Phase failed_phase{};
+  auto r = BringUp::run_blocking(*sim, pool, options("updn", 7), nullptr, &failed_phase);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(bring_up.failed_phase(), Phase::kLids);
+  EXPECT_EQ(failed_phase, Phase::kLids);
   EXPECT_EQ(r.error().code, Errc::kLidsExhausted);
   const std::string& m = r.error().message;
   EXPECT_NE(m.find("LID assignment failed"), std::string::npos) << m;
@@ -369,7 +369,7 @@ TEST_P(RandomCuts, UpdnBringsUpTheConnectedRemainder) {
     Topology expected = truth;
     const std::string cut = cut_cables(*sim, expected, count, seed);
     SCOPED_TRACE(fmt::format("{} seed {} cut {} cables:{}", GetParam(), seed, count, cut));
-    auto r = BringUp(*sim, pool).run(options("updn"), nullptr);
+    auto r = BringUp::run_blocking(*sim, pool, options("updn"), nullptr);
     ASSERT_TRUE(r.ok()) << r.error().message;
     expect_complete(*sim, expected, *r);
     EXPECT_TRUE(r->sweep.unreachable.empty()) << join_lines(r->sweep.unreachable);
@@ -406,7 +406,7 @@ TEST(BringUp, SucceedsUnderRandomLoss) {
     o.sweep.pipeline.timeout = std::chrono::milliseconds{1};
     o.program.pipeline = o.sweep.pipeline;
     routing::WorkerPool pool(2);
-    auto r = BringUp(*sim, pool).run(o, nullptr);
+    auto r = BringUp::run_blocking(*sim, pool, o, nullptr);
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_GT(r->sweep.smps.retries + r->program.smps.retries, 0U);
     EXPECT_GT(sim->stats().drops_of(discovery::sim::DropReason::kRandomLoss), 0U);
@@ -430,7 +430,7 @@ TEST(BringUp, RoutesAroundASilentSwitch) {
   BringUpOptions o = options("updn");
   o.sweep.pipeline.timeout = std::chrono::milliseconds{1};
   routing::WorkerPool pool(2);
-  auto r = BringUp(*sim, pool).run(o, nullptr);
+  auto r = BringUp::run_blocking(*sim, pool, o, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   Topology expected = truth;
   for (unsigned p = 1; p <= truth.node(agg).num_ports; ++p) {
@@ -453,7 +453,7 @@ TEST(BringUp, LidRoutedThroughActivePortsOnly) {
   auto sim = make_sim(truth, so);
   ASSERT_TRUE(sim);
   routing::WorkerPool pool(2);
-  auto r = BringUp(*sim, pool).run(options("updn"), nullptr);
+  auto r = BringUp::run_blocking(*sim, pool, options("updn"), nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   expect_complete(*sim, truth, *r);
   EXPECT_EQ(sim->stats().drops_of(discovery::sim::DropReason::kPortNotActive), 0U);
@@ -473,7 +473,7 @@ TEST(BringUp, BackToBackCasWithoutASwitch) {
   for (const char* engine : {"minhop", "updn", "auto"}) {
     SCOPED_TRACE(engine);
     routing::WorkerPool pool(1);
-    auto r = BringUp(*sim, pool).run(options(engine), nullptr);
+    auto r = BringUp::run_blocking(*sim, pool, options(engine), nullptr);
     ASSERT_TRUE(r.ok()) << r.error().message;
     expect_complete(*sim, t, *r);
     EXPECT_EQ(sim->port_view({b, 2})->state, PortState::kActive);
@@ -490,11 +490,11 @@ TEST(BringUp, SmCableDownIsAClearError) {
   const PortRef sm = sm_port_of(*sim);
   ASSERT_TRUE(sim->link_down(sm).ok());
   routing::WorkerPool pool(1);
-  BringUp bring_up(*sim, pool);
-  auto r = bring_up.run(options("updn"), nullptr);
+  Phase failed_phase{};
+  auto r = BringUp::run_blocking(*sim, pool, options("updn"), nullptr, &failed_phase);
   ASSERT_FALSE(r.ok()) << "came up with " << r->sweep.topology.num_nodes() << " nodes:\n"
                        << summarize(*r, "sim");
-  EXPECT_EQ(bring_up.failed_phase(), Phase::kSweep);
+  EXPECT_EQ(failed_phase, Phase::kSweep);
   EXPECT_NE(r.error().message.find(truth.node(sm.node).description), std::string::npos)
       << r.error().message;
   EXPECT_NE(r.error().message.find("port 1"), std::string::npos) << r.error().message;
@@ -505,9 +505,9 @@ TEST(BringUp, SmCableDownIsAClearError) {
   ASSERT_TRUE(sim->set_node_silent(truth.port(sm).remote_node, true).ok());
   BringUpOptions o = options("updn");
   o.sweep.pipeline.timeout = std::chrono::milliseconds{1};
-  r = bring_up.run(o, nullptr);
+  r = BringUp::run_blocking(*sim, pool, o, nullptr, &failed_phase);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(bring_up.failed_phase(), Phase::kSweep);
+  EXPECT_EQ(failed_phase, Phase::kSweep);
   EXPECT_NE(r.error().message.find("does not answer"), std::string::npos) << r.error().message;
 }
 

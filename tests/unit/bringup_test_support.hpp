@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "discovery/mad/smp.hpp"
+#include "discovery/mad_engine.hpp"
 #include "discovery/sim/sim_fabric.hpp"
-#include "discovery/smp_pipeline.hpp"
 #include "discovery/sweeper.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/topology.hpp"
@@ -267,6 +267,11 @@ struct LrProbe {
   std::vector<std::string> failures;
 };
 
+inline boost::asio::awaitable<LrProbe> probe_every_lid_on(discovery::MadEngine& engine,
+                                                          const Topology& t,
+                                                          const routing::LidMap& lids,
+                                                          discovery::FlowOptions po);
+
 // Sends a LID-routed Get NodeInfo from the SM to every LID of `lids` that has
 // an owner (all 2^LMC LIDs of each CA port), `window` at a time, with no
 // retries, so one wrong table entry is one failure. An answer counts when
@@ -274,12 +279,21 @@ struct LrProbe {
 // port the SMP entered by).
 inline LrProbe probe_every_lid(discovery::Transport& transport, const Topology& t,
                                const routing::LidMap& lids, Lid sm_lid, unsigned window = 64) {
-  discovery::PipelineOptions po;
+  discovery::FlowOptions po;
   po.window = window;
   po.retries = 0;
   po.timeout = std::chrono::milliseconds{5};
   po.sm_lid = sm_lid.value;
-  discovery::SmpPipeline pipe(transport, po);
+  return discovery::run_blocking<LrProbe>(transport, [&](discovery::MadEngine& engine) {
+    return probe_every_lid_on(engine, t, lids, po);
+  });
+}
+
+inline boost::asio::awaitable<LrProbe> probe_every_lid_on(discovery::MadEngine& engine,
+                                                          const Topology& t,
+                                                          const routing::LidMap& lids,
+                                                          discovery::FlowOptions po) {
+  discovery::Flow pipe(engine, po);
   LrProbe out;
   for (std::uint32_t l = 1; l <= lids.max_lid.value; ++l) {
     const PortRef owner = lids.owner_of(Lid{l});
@@ -306,8 +320,9 @@ inline LrProbe probe_every_lid(discovery::Transport& transport, const Topology& 
                   ++out.answered;
                 });
   }
-  if (auto r = pipe.run(); !r.ok()) out.failures.push_back("pipeline: " + r.error().message);
-  return out;
+  co_await pipe.drained();
+  if (engine.stopped()) out.failures.push_back("the MAD engine stopped");
+  co_return out;
 }
 
 }  // namespace subnetd::bringup_testing

@@ -44,12 +44,12 @@ struct Fixture {
     sim = std::move(s).value();
     BringUpOptions opts;
     opts.engine = engine;
-    auto r = BringUp(*sim, pool).run(opts, nullptr);
+    auto r = BringUp::run_blocking(*sim, pool, opts, nullptr);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
     up = std::move(r).value();
     FastPathConfig fc;
     fc.sm_lid = up.lids.map.base_lid(up.sweep.topology, up.sweep.sm_node, up.sweep.sm_port).value;
-    auto f = FastPath::build(*sim, up.sweep.topology, up.lids.map, up.routes, up.sweep.sm_node,
+    auto f = FastPath::build(up.sweep.topology, up.lids.map, up.routes, up.sweep.sm_node,
                              up.sweep.sm_port, fc, pool);
     EXPECT_TRUE(f.ok()) << (f.ok() ? "" : f.error().message);
     fast = std::move(f).value();
@@ -85,6 +85,28 @@ struct Fixture {
     }
     return lids;
   }
+  // identify() over the MAD engine; traps arriving meanwhile are repressed.
+  Result<Identified> identify(const std::vector<std::uint32_t>& issuers) {
+    return discovery::run_blocking<Result<Identified>>(
+        *sim, [&](discovery::MadEngine& engine) -> boost::asio::awaitable<Result<Identified>> {
+          engine.set_unsolicited_handler([&engine](const mad::Smp& smp, const discovery::Mad& m) {
+            if (smp.method == mad::Method::kTrap) {
+              (void)engine.send_unsolicited(discovery::trap_repress(smp, m));
+            }
+          });
+          co_return co_await fast->identify(engine, issuers);
+        });
+  }
+  // repair_and_push, and the answers to the push collected.
+  Result<PushOutcome> repair_and_push(const std::vector<routing::FailedLink>& failed) {
+    return discovery::run_blocking<Result<PushOutcome>>(
+        *sim, [&](discovery::MadEngine& engine) -> boost::asio::awaitable<Result<PushOutcome>> {
+          auto o = co_await fast->repair_and_push(engine, failed, FastPath::Clock::now());
+          if (o.ok() && o->in_flight) co_await o->in_flight->confirmed();
+          co_return o;
+        });
+  }
+
   std::uint32_t lid_of(std::uint32_t s) const {
     return up.lids.map.base_lid(topo(), topo().switch_node(s), 0).value;
   }
@@ -126,7 +148,7 @@ TEST(FastPathIdentify, CableWhoseEndsBothTrappedCostsOneProbe) {
     const std::vector<std::uint32_t> issuers = f.traps();
     if (issuers.size() != 2) continue;
     tried = true;
-    auto id = f.fast->identify(issuers, {});
+    auto id = f.identify(issuers);
     ASSERT_TRUE(id.ok()) << id.error().message;
     EXPECT_EQ(ends(f, *id), (std::set<std::pair<std::string, PortNum>>{{a, f.port_to(a, b)},
                                                                        {b, f.port_to(b, a)}}));
@@ -149,7 +171,7 @@ TEST(FastPathIdentify, OneTrapAloneGetsEveryPortProbed) {
   // As if core-1's trap had been lost: agg-p2-0 alone points at nothing in
   // particular, so all four of its ports are read.
   const std::uint32_t issuer = f.lid_of(f.sw("agg-p2-0"));
-  auto id = f.fast->identify(std::vector<std::uint32_t>{issuer}, {});
+  auto id = f.identify(std::vector<std::uint32_t>{issuer});
   ASSERT_TRUE(id.ok()) << id.error().message;
   EXPECT_EQ(ends(f, *id), (std::set<std::pair<std::string, PortNum>>{
                               {"agg-p2-0", p}, {"core-1", f.port_to("core-1", "agg-p2-0")}}));
@@ -169,7 +191,7 @@ TEST(FastPathIdentify, TwoUnrelatedTrapsAreEachProbedWhole) {
   ASSERT_TRUE(f.sim->link_down("core-2", p2).ok());
   (void)f.traps();
   const std::vector<std::uint32_t> issuers = {f.lid_of(f.sw("agg-p1-0")), f.lid_of(f.sw("core-2"))};
-  auto id = f.fast->identify(issuers, {});
+  auto id = f.identify(issuers);
   ASSERT_TRUE(id.ok()) << id.error().message;
   EXPECT_EQ(ends(f, *id), (std::set<std::pair<std::string, PortNum>>{
                               {"agg-p1-0", p1},
@@ -190,7 +212,7 @@ TEST(FastPathIdentify, DeadSwitchIsFoundThroughItsNeighboursLinks) {
     ASSERT_TRUE(f.sim->switch_down(victim).ok());
     const std::vector<std::uint32_t> issuers = f.traps();
     ASSERT_GE(issuers.size(), 2U);
-    auto id = f.fast->identify(issuers, {});
+    auto id = f.identify(issuers);
     ASSERT_TRUE(id.ok()) << id.error().message;
     // Every switch link of the dead switch, at both ends, including links
     // to neighbours whose own trap was lost.
@@ -217,7 +239,7 @@ TEST(FastPathIdentify, DeadCoreTiedWithItsTwinIsFound) {
     ASSERT_TRUE(f.sim->switch_down(victim).ok());
     const std::vector<std::uint32_t> issuers = f.traps();
     ASSERT_EQ(issuers.size(), 4U);
-    auto id = f.fast->identify(issuers, {});
+    auto id = f.identify(issuers);
     ASSERT_TRUE(id.ok()) << id.error().message;
     EXPECT_EQ(ends(f, *id), links_of_switch(f, victim));
     EXPECT_EQ(id->smps, id->targeted_smps);
@@ -233,13 +255,14 @@ TEST(FastPathIdentify, RepairAfterTargetedProbesKeepsEveryLidRouted) {
   Fixture f("fat-tree:levels=3,k=4");
   ASSERT_TRUE(f.fast);
   ASSERT_TRUE(f.sim->switch_down("agg-p3-1").ok());
-  auto id = f.fast->identify(f.traps(), {});
+  auto id = f.identify(f.traps());
   ASSERT_TRUE(id.ok()) << id.error().message;
-  auto pushed = f.fast->repair_and_push(id->failed, FastPath::Clock::now(), f.sim->now(), {});
+  auto pushed = f.repair_and_push(id->failed);
   ASSERT_TRUE(pushed.ok()) << pushed.error().message;
   EXPECT_EQ(pushed->verdict, routing::RepairReport::Verdict::kRepaired) << pushed->reason;
   EXPECT_EQ(pushed->switch_links, 4U);
-  EXPECT_EQ(pushed->blocks_failed, 0U);
+  ASSERT_TRUE(pushed->in_flight);
+  EXPECT_EQ(pushed->in_flight->blocks_failed, 0U);
   const routing::Rerouter& rr = f.fast->rerouter();
   for (const routing::FailedLink& l : id->failed) {
     for (std::uint32_t lid = 1; lid < rr.lft_entries(); ++lid) {

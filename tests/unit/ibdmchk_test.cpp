@@ -110,7 +110,7 @@ TEST_P(UpdnPasses, NoCreditLoopsNoTraversalErrors) {
   routing::WorkerPool pool(2);
   BringUpOptions o;
   o.engine = "updn";
-  auto r = BringUp(**sim, pool).run(o, nullptr);
+  auto r = BringUp::run_blocking(**sim, pool, o, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   const Topology& t = r->sweep.topology;
   const std::string dir = scratch_dir(GetParam());

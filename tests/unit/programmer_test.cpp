@@ -89,7 +89,7 @@ void bring_up(const Case& s, Up& up) {
   ASSERT_TRUE(made.ok()) << made.error().message;
   up.sim = std::move(made).value();
   routing::WorkerPool pool(2);
-  auto r = daemon::BringUp(*up.sim, pool).run(opts, nullptr);
+  auto r = daemon::BringUp::run_blocking(*up.sim, pool, opts, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   up.r = std::move(r).value();
   up.sm_lid = up.r.lids.map.base_lid(up.r.sweep.topology, up.r.sweep.sm_node, up.r.sweep.sm_port);
@@ -104,15 +104,26 @@ const ProgramOptions kTablesOnly = [] {
   return o;
 }();
 
-HeldTables held_from(const Up& up) {
-  HeldTables h;
-  h.routes = up.r.routes;
-  const Topology& t = up.r.sweep.topology;
-  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
-    h.switch_index_by_guid[t.node(t.switch_node(s)).guid] = s;
+// What the switches hold: `routes` (the tests replace it as they program).
+struct TestHeld : HeldTables {
+  explicit TestHeld(const Up& up) : routes(up.r.routes) {
+    const Topology& t = up.r.sweep.topology;
+    for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+      index[t.node(t.switch_node(s)).guid] = s;
+    }
+    row = [this](Guid g) -> std::span<const std::uint8_t> {
+      auto it = index.find(g);
+      if (it == index.end()) return {};
+      const routing::Lft& lft = routes->lfts[it->second];
+      return {lft.data(), lft.size()};
+    };
   }
-  return h;
-}
+  TestHeld(const TestHeld&) = delete;
+  TestHeld& operator=(const TestHeld&) = delete;
+
+  std::shared_ptr<const routing::Routes> routes;
+  std::unordered_map<Guid, std::uint32_t> index;
+};
 
 NodeId sim_node(const Up& up, NodeId found) {
   return *up.sim->topology().find_by_guid(up.r.sweep.topology.node(found).guid);
@@ -206,10 +217,10 @@ TEST(Programmer, SecondRunWithHeldTablesSendsNothingNew) {
   bring_up({"fat-tree:levels=3,k=4", 16, 2, 0}, up);
   if (HasFatalFailure()) return;
   EXPECT_GT(up.r.program.lft_blocks_sent, 0U);
-  const HeldTables held = held_from(up);
+  const TestHeld held(up);
   routing::WorkerPool pool(2);
   daemon::BringUpOptions opts = options({"", 16, 2, 0}, {});
-  auto again = daemon::BringUp(*up.sim, pool).run(opts, &held);
+  auto again = daemon::BringUp::run_blocking(*up.sim, pool, opts, &held);
   ASSERT_TRUE(again.ok()) << again.error().message;
   // The LIDs found on the ports are kept.
   const Topology& t1 = up.r.sweep.topology;
@@ -245,7 +256,7 @@ TEST(Programmer, ChangedEntriesSendOnlyTheirBlocks) {
   if (HasFatalFailure()) return;
   const Topology& t = up.r.sweep.topology;
   ASSERT_GT(up.r.routes->max_lid.value, routing::kLftBlockSize);
-  HeldTables held = held_from(up);
+  TestHeld held(up);
 
   // Switch 0 (a leaf): re-point the LID of a CA on another leaf to another
   // up-port (still a valid route, though the Programmer does not care).
@@ -311,7 +322,7 @@ TEST(Programmer, AWrongEntryLosesTheSmpForThatLid) {
   bring_up({"fat-tree:levels=2,radix=8", 16, 0, 0}, up);
   if (HasFatalFailure()) return;
   const Topology& t = up.r.sweep.topology;
-  HeldTables held = held_from(up);
+  TestHeld held(up);
   // A CA that is not the SM, and its leaf.
   PortRef victim;
   for (std::uint32_t l = up.r.lids.map.max_lid.value; l >= 1 && !victim.node.valid(); --l) {

@@ -50,6 +50,7 @@ class Borrowed final : public discovery::Transport {
   std::chrono::nanoseconds now() const override { return s_.now(); }
   discovery::LocalPort local_port() const override { return s_.local_port(); }
   int event_fd() const override { return s_.event_fd(); }
+  bool virtual_time() const override { return s_.virtual_time(); }
   std::string name() const override { return "sim"; }
 
  private:
