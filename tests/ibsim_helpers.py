@@ -1,13 +1,14 @@
 """ibsim for the scripts that run subnetd on it (stdlib only).
 
-Shared by tests/interop/interop.py (ctest), tests/bench/opensm_side_by_side.py
-and tests/bench/reroute_ibsim.py. Each of them is run as a file, from ctest's
+Shared by tests/interop/interop.py (ctest), tests/opensm/opensm_runner.py
+(OpenSM on ibsim), tests/bench/opensm_side_by_side.py and
+tests/bench/reroute_ibsim.py. Each of them is run as a file, from ctest's
 working directory or any other, and finds this module through its own path:
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import ibsim_helpers
 
-What is here and why (TESTING.md has the background):
+What is here and why (tests/opensm/README.md has the background):
   - Ibsim: one `ibsim -s` with its own socket name and its console on a pipe
     held open (stdin at /dev/null makes ibsim spin), started once its control
     socket is listening, stopped with `quit`;
@@ -15,12 +16,16 @@ What is here and why (TESTING.md has the background):
     that ibsim instead of /dev/infiniband (umad2sim preload);
   - netfile: a generator spec or an existing net file, as a net file plus the
     ibsim size options that fit it (interop_netfile computes them);
+  - read_net / ibsim_sizing / pick_link: a net file read without our
+    tools (nodes, links, the size options), and the switch-to-switch cable a
+    benchmark pulls, chosen the same way for every SM that is compared;
   - write_subnetd_config: the YAML for subnetd on the umad transport;
   - track: every process a script starts is killed when the script exits, so
     no ibsim or daemon outlives a failed run.
 """
 import atexit
 import os
+import re
 import subprocess
 import time
 
@@ -136,6 +141,97 @@ def netfile(netfile_tool, spec, out):
     if p.returncode != 0 or len(lines) < 2:
         raise RuntimeError("net file for %s: %s" % (spec, (p.stderr or p.stdout).strip()))
     return path, lines[0].split(), lines[1]
+
+
+# A record header ("Switch 36 "id"", "Hca 1 "id"", "Ca"/"Rt" alike) and a
+# port line ("[3] "id"[5]", "[3](portguid) "id"[5](guid) ..." as
+# ibnetdiscover writes it); everything else (GUID lines, comments) is skipped.
+_NET_HEADER = re.compile(r'^(Switch|Hca|Ca|Rt)\s+(\d+)\s+"([^"]+)"')
+_NET_PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-Fx]+\))?\s*"([^"]+)"\[(\d+)\]')
+
+
+class Net:
+    """A net file's nodes and links, read without our tools.
+
+    `nodes` maps a node id to {"switch": bool, "ports": N, "links": {port:
+    (peer id, peer port)}}; `order` is the order of the records in the file.
+    Links listed on one side only (ibsim's examples) are filled in on the
+    other; a link to a node the file never declares is left out."""
+
+    def __init__(self, path):
+        self.path, self.nodes, self.order = path, {}, []
+        cur = None
+        with open(path) as f:
+            for line in f:
+                m = _NET_HEADER.match(line)
+                if m:
+                    cur = m.group(3)
+                    self.nodes[cur] = {"switch": m.group(1) == "Switch", "ports": int(m.group(2)),
+                                       "links": {}}
+                    self.order.append(cur)
+                    continue
+                m = _NET_PORT.match(line)
+                if m and cur is not None:
+                    self.nodes[cur]["links"][int(m.group(1))] = (m.group(2), int(m.group(3)))
+                elif not line.strip():
+                    cur = None  # a blank line ends the record
+        for nid in self.order:
+            for port, (peer, pport) in list(self.nodes[nid]["links"].items()):
+                if peer not in self.nodes:
+                    del self.nodes[nid]["links"][port]
+                else:
+                    self.nodes[peer]["links"].setdefault(pport, (nid, port))
+
+    def switches(self):
+        return [n for n in self.order if self.nodes[n]["switch"]]
+
+    def cas(self):
+        return [n for n in self.order if not self.nodes[n]["switch"]]
+
+    def switch_links(self):
+        """Every switch-to-switch link once, as (a, port, b, port) named from
+        the end whose (id, port) sorts first, in file order of that end."""
+        out = []
+        for a in self.switches():
+            for pa, (b, pb) in sorted(self.nodes[a]["links"].items()):
+                if self.nodes[b]["switch"] and (a, pa) < (b, pb):
+                    out.append((a, pa, b, pb))
+        return out
+
+    def sm_switch(self):
+        """The switch the SM sits on or next to: ibsim attaches its clients
+        (the SM too) to the first node of the file."""
+        first = self.order[0] if self.order else None
+        if first is None or self.nodes[first]["switch"]:
+            return first
+        peers = [p for _, (p, _) in sorted(self.nodes[first]["links"].items())]
+        return peers[0] if peers else None
+
+
+def read_net(path):
+    return Net(path)
+
+
+def ibsim_sizing(net):
+    """ibsim's size options for a Net, the rule discovery/topo/netfile.cpp
+    applies (interop_netfile --sizing): -N nodes, -S switches, -P ports (a
+    switch counts port 0), and -L 49152 once the LIDs reach 0x7800."""
+    ports = sum(n["ports"] + (1 if n["switch"] else 0) for n in net.nodes.values())
+    lids = sum(1 if n["switch"] else n["ports"] for n in net.nodes.values())
+    args = ["-N", str(len(net.nodes)), "-S", str(len(net.switches())), "-P", str(ports)]
+    if lids >= 0x7800:
+        args += ["-L", str(0xC000)]
+    return args
+
+
+def pick_link(net):
+    """The switch-to-switch cable a benchmark pulls: the middle one of
+    Net.switch_links() once the links of the SM's own switch are left out (so
+    the SM keeps its way into the fabric). (a, port, b, port), or None when
+    the fabric has no switch-to-switch link."""
+    links = net.switch_links()
+    away = [l for l in links if net.sm_switch() not in (l[0], l[2])] or links
+    return away[len(away) // 2] if away else None
 
 
 def write_subnetd_config(path, engine, store, api_socket, threads=None, log_level=None):
