@@ -1,16 +1,18 @@
 #!/usr/bin/python3
 """Routing time of subnetd's engines next to OpenSM's, on the same net files.
 
-  ftree_opensm_routing.py --build BUILD_DIR [--ks 24,36] [--engines ftree,updn]
-                          [--outdir DIR] [--repeat 3] [--skip-opensm]
+  ftree_opensm_routing.py --build BUILD_DIR [--ks 24,36] [--fabric SPEC ...]
+                          [--engines ftree,updn] [--outdir DIR] [--repeat 3]
+                          [--skip-opensm]
 
-For every k: `interop_netfile "fat-tree:levels=3,k=K" OUT/ft3-kK.net` writes the
-fabric as an ibsim net file (subnetd's own generator, a CA port first). Then,
-per engine:
-  - OpenSM: ../shared/tools/opensm/run_opensm.py NET -R ENGINE --cycles 0
-    (ibsim + OpenSM under umad2sim); its routing time is route_s from its own
-    log: "building routing with '<engine>'" -> "<engine> tables configured on
-    all switches" (min-hop matrices, the engine's LFTs, queuing the LFT MADs);
+For every k (or every --fabric spec instead): `interop_netfile
+"fat-tree:levels=3,k=K" OUT/ft3-kK.net` writes the fabric as an ibsim net
+file (subnetd's own generator, a CA port first). Then, per engine:
+  - OpenSM: tests/opensm/opensm_runner.py NET -R ENGINE --cycles 0 (ibsim +
+    OpenSM under umad2sim, see tests/opensm/README.md); its routing time is
+    route_s from its own log: "building routing with '<engine>'" ->
+    "<engine> tables configured on all switches" (min-hop matrices, the
+    engine's LFTs, queuing the LFT MADs);
   - subnetd: `ftree_scale_bench NET engines=ENGINE cuts=0` reads the same net
     file, assigns LIDs and times the engine's compute() (switch graph, hop
     tables, every LFT; the best of --repeat runs), then verifies the tables.
@@ -25,7 +27,7 @@ import re
 import subprocess
 import sys
 
-HARNESS = "/work/shared/tools/opensm/run_opensm.py"
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "opensm", "opensm_runner.py")
 ROUTE = re.compile(r"^\s+(\S+)\s+route\s+([0-9.]+) s\s+verify\s+([0-9.]+) s.*?max (\d+) mean ([0-9.]+)"
                    r" ideal ([0-9.]+)\s+(\S.*)$")
 
@@ -53,9 +55,11 @@ def ours(bench, net, engine, repeat):
     return best
 
 
-def opensm(net, engine, outdir):
-    subprocess.run([sys.executable, HARNESS, net, "-R", engine, "--outdir", outdir, "--cycles", "0"],
-                   check=True, stdout=subprocess.DEVNULL)
+def opensm(net, engine, outdir, netfile_tool):
+    p = subprocess.run([sys.executable, RUNNER, net, "-R", engine, "--outdir", outdir, "--cycles", "0",
+                        "--netfile-tool", netfile_tool], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("opensm_runner.py (rc %d): %s" % (p.returncode, (p.stdout + p.stderr).strip()[-400:]))
     with open(os.path.join(outdir, "result.json")) as f:
         return json.load(f)
 
@@ -64,7 +68,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="CMake build dir with bin/interop_netfile and "
                     "bin/ftree_scale_bench")
-    ap.add_argument("--ks", default="24,36")
+    ap.add_argument("--ks", default="24,36", help="3-level fat trees fat-tree:levels=3,k=K")
+    ap.add_argument("--fabric", action="append", help="generator spec instead of --ks (repeatable)")
     ap.add_argument("--engines", default="ftree,updn")
     ap.add_argument("--outdir", default="run/bench/opensm_routing")
     ap.add_argument("--repeat", type=int, default=3)
@@ -74,30 +79,34 @@ def main():
     bench = os.path.join(a.build, "bin", "ftree_scale_bench")
     os.makedirs(a.outdir, exist_ok=True)
     rows = []
-    for k in a.ks.split(","):
-        spec = "fat-tree:levels=3,k=%s" % k
-        net = os.path.abspath(os.path.join(a.outdir, "ft3-k%s.net" % k))
-        subprocess.run([netfile_tool, spec, net], check=True, stdout=subprocess.DEVNULL)
+    for prog in (netfile_tool, bench):
+        if not os.access(prog, os.X_OK):
+            sys.exit("%s is not an executable (build it: see tests/bench/README.md)" % prog)
+    specs = a.fabric or ["fat-tree:levels=3,k=%s" % k for k in a.ks.split(",")]
+    for spec in specs:
+        tag = re.sub(r"[^A-Za-z0-9]+", "-", spec.replace("fat-tree:levels=3,k=", "ft3-k")).strip("-")
+        net = os.path.abspath(os.path.join(a.outdir, tag + ".net"))
+        made = subprocess.run([netfile_tool, spec, net], check=True, capture_output=True, text=True)
+        cas = int(re.search(r"cas (\d+)", made.stdout).group(1))
         for engine in a.engines.split(","):
             print("%s %s: load average %s" % (spec, engine, load_average()), flush=True)
-            row = {"spec": spec, "engine": engine, "load_before": load_average(),
+            row = {"spec": spec, "cas": cas, "engine": engine, "load_before": load_average(),
                    "subnetd": ours(bench, net, engine, a.repeat)}
             if not a.skip_opensm:
-                res = opensm(net, engine, os.path.join(a.outdir, "k%s-%s" % (k, engine)))
-                row["opensm"] = res
+                row["opensm"] = opensm(net, engine, os.path.join(a.outdir, "%s-%s" % (tag, engine)),
+                                       netfile_tool)
             rows.append(row)
     with open(os.path.join(a.outdir, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
     print("\n| fabric | CAs | engine | OpenSM routing | subnetd routing | ratio | subnetd verify |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        cas = int(r["spec"].split("k=")[1]) ** 3 // 4
         ours_s = r["subnetd"]["route_s"]
         osm = r.get("opensm", {})
         osm_s = osm.get("route_s")
         ratio = "%.0fx" % (osm_s / ours_s) if osm_s and ours_s > 0 else "-"
         print("| `%s` | %d | %s | %s | %.3f s | %s | %.3f s (%s) |" % (
-            r["spec"], cas, r["engine"], "%.2f s" % osm_s if osm_s else "-", ours_s, ratio,
+            r["spec"], r["cas"], r["engine"], "%.3f s" % osm_s if osm_s else "-", ours_s, ratio,
             r["subnetd"]["verify_s"], r["subnetd"]["verdict"]))
 
 

@@ -1,16 +1,19 @@
 #!/usr/bin/python3
 """subnetd and OpenSM side by side on the same ibsim fabrics (stdlib only).
 
-  opensm_side_by_side.py --subnetd BIN --netfile-tool BIN [--outdir DIR]
+  opensm_side_by_side.py --bin BUILD/bin [--outdir DIR]
       [--fabric SPEC ...] [--opensm-engines ftree,updn] [--engine auto]
-      [--cycles 3] [--opensm-harness PATH/run_opensm.py] [--skip-opensm]
+      [--cycles 3] [--quiet S] [--skip-opensm]
+
+(--subnetd BIN and --netfile-tool BIN instead of --bin name the two
+programs one by one.)
 
 For every fabric (default: fat-tree:levels=2,radix=36 / levels=3,k=16 /
 levels=3,k=24, written as ibsim net files by interop_netfile from
 subnetd's own generator, so both SMs manage the very same file):
 
-OpenSM, once per engine, through ../shared/tools/opensm/run_opensm.py (the
-harness TESTING.md describes): time from process start to the first
+OpenSM, once per engine, through tests/opensm/opensm_runner.py on the same
+net file (see tests/opensm/README.md): time from process start to the first
 "SUBNET UP", routing time from its own log ("building routing with" ->
 "tables configured"), recovery = console `Unlink` of one switch-to-switch
 link until the last "SUBNET UP" it causes, peak RSS (VmHWM).
@@ -19,7 +22,8 @@ subnetd, on a fresh ibsim each (umad transport under umad2sim, empty store):
   - `subnetd --once`: wall time from process start to programmed, the phase
     times (sweep, LIDs, route, verify, program) and peak RSS it prints;
   - the daemon (`subnetd --config F`): process start -> first "subnet up"
-    log line, then --cycles times: `Unlink` of the same link as OpenSM's ->
+    log line, then --cycles times: `Unlink` of the same link as OpenSM's
+    (ibsim_helpers.pick_link, the runner's default too) ->
     the last "subnet up" it causes (trap 128 -> reroute -> programmed), then
     `ReLink` and settle; peak RSS (VmHWM) at the end. Periodic light sweeps
     are off (sweep.interval 0) so only the trap drives the recovery.
@@ -29,7 +33,6 @@ machine: both SMs and ibsim share the CPUs with whatever else runs.
 """
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import re
@@ -41,13 +44,16 @@ import sys
 import tempfile
 import time
 
-# tests/ibsim_helpers.py, found from this file's place whatever the working
-# directory.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ibsim_helpers import (Ibsim, netfile as make_netfile, preload_env, track,  # noqa: E402
-                           write_subnetd_config)
+# tests/ibsim_helpers.py and tests/opensm/opensm_runner.py, found from this
+# file's place whatever the working directory.
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, TESTS)
+sys.path.insert(0, os.path.join(TESTS, "opensm"))
+from ibsim_helpers import (Ibsim, netfile as make_netfile, pick_link, preload_env,  # noqa: E402
+                           read_net, track, write_subnetd_config)
+from opensm_runner import missing_packages  # noqa: E402
 
-DEFAULT_HARNESS = "/work/shared/tools/opensm/run_opensm.py"
+RUNNER = os.path.join(TESTS, "opensm", "opensm_runner.py")
 DEFAULT_FABRICS = ["fat-tree:levels=2,radix=36", "fat-tree:levels=3,k=16", "fat-tree:levels=3,k=24"]
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) ")
 
@@ -65,25 +71,6 @@ def vm_hwm_kb(pid):
     except OSError:
         pass
     return None
-
-
-def load_harness(path):
-    if not path or not os.path.exists(path):
-        return None
-    spec = importlib.util.spec_from_file_location("run_opensm", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def pick_link(netfile, harness):
-    """The switch-to-switch link to Unlink: the harness's choice when we have
-    it (so OpenSM and subnetd lose the same link)."""
-    if harness is None:
-        return None
-    net = harness.parse_net(netfile)
-    l = harness.pick_link(net)
-    return (l[0], l[1]) if l else None
 
 
 def subnetd_once(args, netfile, sizing, run, sockdir):
@@ -226,19 +213,21 @@ def subnetd_daemon(args, netfile, sizing, run, sockdir, link):
         ib.stop()
 
 
-def opensm(args, harness_path, netfile, engine, run, link):
-    cmd = [sys.executable, harness_path, netfile, "-R", engine, "--outdir", run,
-           "--cycles", str(args.cycles)]
+def opensm(args, netfile, engine, run, link):
+    """OpenSM on the same net file and cable, through the in-repo runner."""
+    cmd = [sys.executable, args.opensm_runner, netfile, "-R", engine, "--outdir", run,
+           "--cycles", str(args.cycles if link else 0), "--quiet", str(args.quiet),
+           "--netfile-tool", args.netfile_tool]
     if link:
         cmd += ["--unlink", '"%s"[%d]' % link]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=7200)
     res_path = os.path.join(run, "result.json")
-    if not os.path.exists(res_path):
-        raise RuntimeError("run_opensm.py wrote no result (rc %d): %s" % (p.returncode, p.stderr[-300:]))
+    if p.returncode not in (0, 1) or not os.path.exists(res_path):
+        raise RuntimeError("opensm_runner.py (rc %d): %s" % (p.returncode, (p.stdout + p.stderr).strip()[-300:]))
     with open(res_path) as f:
         r = json.load(f)
     return {"up_s": r.get("up_s"), "route_s": r.get("route_s"), "engine_used": r.get("engine_used"),
-            "rss_mib": round(r.get("opensm_hwm_kb", 0) / 1024, 1), "error": r.get("error"),
+            "rss_mib": r.get("opensm_rss_mib"), "error": "; ".join(r["errors"]) or None,
             "events": [{"cmd": e.get("cmd"), "first_up_s": e.get("first_up_s"),
                         "last_up_s": e.get("last_up_s")} for e in r.get("events", [])]}
 
@@ -261,25 +250,29 @@ def fmt_s(v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--subnetd", required=True)
-    ap.add_argument("--netfile-tool", required=True)
+    ap.add_argument("--bin", help="build dir's bin/ with subnetd and interop_netfile")
+    ap.add_argument("--subnetd", help="default: BIN/subnetd")
+    ap.add_argument("--netfile-tool", help="default: BIN/interop_netfile")
     ap.add_argument("--outdir", default="side-by-side")
     ap.add_argument("--fabric", action="append", help="generator spec (repeatable)")
     ap.add_argument("--opensm-engines", default="ftree,updn")
     ap.add_argument("--engine", default="auto", help="subnetd routing engine")
     ap.add_argument("--cycles", type=int, default=3)
     ap.add_argument("--quiet", type=float, default=2.0, help="s without sweeps that ends an event")
-    ap.add_argument("--opensm-harness", default=DEFAULT_HARNESS)
+    ap.add_argument("--opensm-runner", default=RUNNER, help="default: the in-repo tests/opensm/opensm_runner.py")
     ap.add_argument("--skip-opensm", action="store_true")
     args = ap.parse_args()
+    for name, prog in (("subnetd", "subnetd"), ("netfile_tool", "interop_netfile")):
+        if getattr(args, name) is None:
+            if args.bin is None:
+                ap.error("give --bin BUILD/bin, or --subnetd and --netfile-tool")
+            setattr(args, name, os.path.join(args.bin, prog))
+        if not os.access(getattr(args, name), os.X_OK):
+            ap.error("%s is not an executable (build the %s target)" % (getattr(args, name), prog))
 
-    for tool in ["ibsim"] + ([] if args.skip_opensm else ["opensm"]):
-        if shutil.which(tool) is None:
-            print("missing %s" % tool)
-            return 2
-    harness = None if args.skip_opensm else load_harness(args.opensm_harness)
-    if not args.skip_opensm and harness is None:
-        print("no OpenSM harness at %s (use --opensm-harness or --skip-opensm)" % args.opensm_harness)
+    missing = missing_packages(["ibsim", "libumad2sim.so"] + ([] if args.skip_opensm else ["opensm"]))
+    if missing:
+        print("missing %s" % ", ".join(missing))
         return 2
 
     outdir = os.path.abspath(args.outdir)
@@ -296,7 +289,8 @@ def main():
             print(e)
             return 1
         cas = int(re.search(r"cas (\d+)", summary).group(1))
-        link = pick_link(netfile, load_harness(args.opensm_harness))
+        link = pick_link(read_net(netfile))
+        link = link[:2] if link else None
         log("== %s: %s; ibsim %s; Unlink %s" % (spec, summary, " ".join(sizing), link))
         row = {"fabric": spec, "cas": cas, "unlink": link, "runs": {}}
         try:
@@ -311,7 +305,7 @@ def main():
         if not args.skip_opensm:
             for eng in args.opensm_engines.split(","):
                 try:
-                    r = opensm(args, args.opensm_harness, netfile, eng, os.path.join(fdir, "opensm-" + eng), link)
+                    r = opensm(args, netfile, eng, os.path.join(fdir, "opensm-" + eng), link)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     r = {"error": str(e)}
                 row["runs"]["OpenSM " + eng] = r
@@ -334,7 +328,7 @@ def main():
                     row["fabric"], f"{row['cas']:,}", eng, fmt_s(r.get("wall_s")),
                     fmt_s(r.get("route_s")), r.get("rss_mib", 0)))
                 continue
-            if r.get("error") and "up_s" not in r:
+            if r.get("error") and r.get("up_s") is None:
                 print("| `%s` | %s | %s | error: %s | | | |" % (row["fabric"], f"{row['cas']:,}", name, r["error"][:80]))
                 continue
             eng = r.get("engine_used") or (args.engine if name == "subnetd" else name.split()[-1])

@@ -2,6 +2,7 @@
 """subnetd's fast path on ibsim, side by side with OpenSM (stdlib only).
 
   reroute_ibsim.py NETFILE ENGINE CYCLES --bin BUILD/bin [--link NAME --port P]
+                   [--opensm OSM_ENGINE]
 
 Starts ibsim on NETFILE (an ibnetdiscover net file, or a generator spec that
 interop_netfile writes as one; own socket name, console on a pipe we hold),
@@ -11,11 +12,17 @@ CYCLES times: `Unlink "NAME"[P]` through the ibsim console, waits for the
 daemon's "reroute:" log line and reads its own figures (trap received -> last
 changed LFT block handed to umad, the repair alone), waits out the
 re-balancing sweep, `ReLink`s and waits for the heavy sweep that link-up
-causes. The default link is the one /work/shared/tools/opensm/run_opensm.py
-picks on gen_topo.py's fat trees (agg-p8-0 port 5 on fattree3 k=16), so the
-two runs cut the same cable. Prints each cycle and the medians.
+causes. The default link is ibsim_helpers.pick_link's (agg-p8-0 port 5 on
+fat-tree:levels=3,k=16), the cable tests/opensm/opensm_runner.py pulls by
+default too. Prints each cycle and the medians.
+
+--opensm OSM_ENGINE then runs OpenSM (-R OSM_ENGINE) through
+tests/opensm/opensm_runner.py on the same net file and cable for the same
+number of cycles, and prints its recovery (Unlink -> the last "SUBNET UP" it
+causes) next to ours.
 """
 import argparse
+import json
 import os
 import re
 import signal
@@ -25,10 +32,36 @@ import tempfile
 import time
 
 # tests/ibsim_helpers.py, found from this file's place whatever the working
-# directory.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ibsim_helpers import (Ibsim, netfile as make_netfile, preload_env, track,  # noqa: E402
-                           write_subnetd_config)
+# directory; the OpenSM runner beside it.
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, TESTS)
+from ibsim_helpers import (Ibsim, netfile as make_netfile, pick_link, preload_env,  # noqa: E402
+                           read_net, track, write_subnetd_config)
+
+RUNNER = os.path.join(TESTS, "opensm", "opensm_runner.py")
+
+
+def opensm(args, netfile, work):
+    """OpenSM's recovery on the same file and cable: the runner's result."""
+    out = os.path.join(work, "opensm-" + args.opensm)
+    p = subprocess.run([sys.executable, RUNNER, netfile, "-R", args.opensm, "--outdir", out,
+                        "--cycles", str(args.cycles), "--unlink", '"%s"[%d]' % (args.link, args.port),
+                        "--netfile-tool", os.path.join(args.bin, "interop_netfile")],
+                       capture_output=True, text=True)
+    print((p.stdout + p.stderr).strip())
+    if p.returncode != 0 or not os.path.exists(os.path.join(out, "result.json")):
+        return 1
+    with open(os.path.join(out, "result.json")) as f:
+        r = json.load(f)
+    unl = [e for e in r["events"] if e["cmd"].startswith("Unlink") and "last_up_s" in e]
+    if not unl:
+        return 0
+    print("OpenSM %s: Unlink %s[%d] -> reprogrammed (last SUBNET UP) median %.1f ms over %d "
+          "(%s), trap forced the sweep in %d" % (
+              args.opensm, args.link, args.port, r["recovery_s"] * 1000, len(unl),
+              ", ".join("%.0f" % (e["last_up_s"] * 1000) for e in unl),
+              sum(e.get("trap_forced_sweep", False) for e in unl)))
+    return 0
 
 
 def main():
@@ -37,13 +70,22 @@ def main():
     ap.add_argument("engine")
     ap.add_argument("cycles", type=int)
     ap.add_argument("--bin", required=True, help="build dir with subnetd and interop_netfile")
-    ap.add_argument("--link", default="agg-p8-0")
-    ap.add_argument("--port", type=int, default=5)
+    ap.add_argument("--link", help="switch whose port to Unlink (default: pick_link's)")
+    ap.add_argument("--port", type=int)
+    ap.add_argument("--opensm", metavar="OSM_ENGINE", help="also measure OpenSM -R OSM_ENGINE")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="reroute-ibsim-")
     netfile, sizing, _ = make_netfile(os.path.join(args.bin, "interop_netfile"), args.netfile,
                                       os.path.join(work, "fabric.net"))
+    if (args.link is None) != (args.port is None):
+        ap.error("give both --link and --port, or neither")
+    if args.link is None:
+        picked = pick_link(read_net(netfile))
+        if picked is None:
+            print("no switch-to-switch link in %s" % netfile)
+            return 2
+        args.link, args.port = picked[:2]
     sock = "rri%d" % os.getpid()
     ib = Ibsim(netfile, sizing, work, sock)
     ib.start()
@@ -118,6 +160,8 @@ def main():
         d.wait(timeout=10)
         ib.stop()
         print("log:", logf)
+    if args.opensm:
+        status = opensm(args, netfile, work) or status
     return status
 
 
