@@ -99,6 +99,11 @@ BUSY = ("up", "heavy", "route_begin", "init_errors")
 # with" and the trap lines, without the per-port VERBOSE flood elsewhere.
 VERBOSE_MODULES = ["osm_state_mgr.c", "osm_ucast_mgr.c", "osm_trap_rcv.c"]
 DUMP_FILES = ["opensm-subnet.lst", "opensm.fdbs", "opensm.mcfdbs"]
+# What a run writes into OUTDIR besides the directories and fabric.net
+# (removed first; fabric.net may be the FABRIC given, it is overwritten when
+# written from a spec).
+RUN_FILES = ["result.json", "opensm.log", "opensm.out", "opensm.conf", "opensm-modules.conf",
+             "ibsim.out", "ibnetdiscover.txt"]
 
 
 def log(msg):
@@ -432,15 +437,15 @@ class Run:
         a = self.a
         try:
             self.start()
-            up = self.wait_up(0, a.timeout)
+            up = self.wait_up(self.t_start, a.timeout)
             if up is None:
                 raise RuntimeError("no SUBNET UP within %s s, see %s" % (a.timeout, self.log.path))
             self.res["up_s"] = round(up[0] - self.t_start, 4)
             self.res["opensm_cpu_s"] = proc_cpu_s(self.osm.pid)
-            self.res.update(routing_of([e for e in self.log.events if e[0] <= up[0]]))
+            self.res.update(routing_of([e for e in self.log.since(self.t_start) if e[0] <= up[0]]))
             if "route_s" not in self.res:
                 self.res["errors"].append("no routing time in OpenSM's log (%s)" % self.log.path)
-            settled = self.settle(0, a.timeout)
+            settled = self.settle(self.t_start, a.timeout)
             if settled is None:
                 raise RuntimeError("OpenSM did not settle within %s s" % a.timeout)
             self.res["settled_s"] = round(settled[0] - self.t_start, 4)
@@ -487,7 +492,9 @@ class Run:
 def fmt_s(v):
     if v is None:
         return "-"
-    return "%.2f ms" % (v * 1000) if v < 1 else "%.2f s" % v
+    if v < 0.01:
+        return "%.2f ms" % (v * 1000)
+    return "%.0f ms" % (v * 1000) if v < 1 else "%.2f s" % v
 
 
 def summary(r):
@@ -513,15 +520,15 @@ def summary(r):
 
 
 def prepare_outdir(path):
-    """OUTDIR, created, without what an earlier run left in it (its cache
-    would hand OpenSM the old LIDs)."""
+    """OUTDIR, created, without what an earlier run left in it: its log would
+    be read before OpenSM erases it, its cache would hand OpenSM the old LIDs."""
     path = os.path.abspath(path) if path else tempfile.mkdtemp(prefix="opensm-run-")
     os.makedirs(path, exist_ok=True)
     for name in os.listdir(path):
         full = os.path.join(path, name)
         if name in ("tmp", "cache", "dump") or name.startswith("dumps-"):
             shutil.rmtree(full, ignore_errors=True)
-        elif name in ("result.json", "ibnetdiscover.txt"):
+        elif name in RUN_FILES:
             os.remove(full)
     for sub in ("tmp", "cache", "dump"):
         os.makedirs(os.path.join(path, sub))
