@@ -5,9 +5,9 @@
 //   opensm.fdbs        unicast LFTs in OpenSM's dump_ucast_routes format
 //                      ("0x0004 : 003  : 02   : yes": LID, port, hops the
 //                      route takes, whether that is a least-hop path), the
-//                      format ibdmchk -f and cdg_check.py parse
+//                      format ibdmchk -f parses
 //   opensm.mcfdbs      multicast FDBs (we program none: an empty file)
-// Formats: ../shared/TESTING.md and OpenSM 3.3's osm_dump.c. The SM's own
+// Formats: tests/opensm/README.md and OpenSM 3.3's osm_dump.c. The SM's own
 // node is marked CA-SM / SW-SM when `sm_node` is given. Only meaningful for
 // 16-bit LIDs (ibdmchk is an IBA tool); wider LIDs get more hex digits.
 

@@ -71,7 +71,7 @@ std::string write_netfile(const routing::Topology& topo);
 // Writes write_netfile(topo) to `path` (kIo on failure).
 Result<void> save_netfile(const routing::Topology& topo, const std::string& path);
 
-// The command-line sizes ibsim needs for a topology (see TESTING.md).
+// The command-line sizes ibsim needs for a topology (tests/opensm/README.md).
 struct IbsimSizing {
   std::uint32_t nodes = 0;     // -N
   std::uint32_t switches = 0;  // -S

@@ -6,7 +6,7 @@
 // bypassing our verifier) must be reported as looping; and a deliberately
 // removed LFT entry must show up as a traversal error — so both verdicts can
 // fail. ibdmchk (1.5.7) may crash after printing its verdict: we read its
-// output, not its exit code (../shared/TESTING.md).
+// output, not its exit code (tests/opensm/README.md).
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
