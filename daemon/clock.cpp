@@ -56,6 +56,11 @@ std::unique_ptr<Clock::Pending> ManualClock::schedule(discovery::Strand strand, 
                                                       std::function<void()> fire) {
   std::lock_guard lock(mu_);
   const auto key = std::make_pair(when, next_id_++);
+  if (when <= now_) {
+    // Due already (a zero delay): no need to wait for advance().
+    asio::post(strand, std::move(fire));
+    return std::make_unique<Handle>(*this, key);
+  }
   timers_.emplace(key, Entry{std::move(strand), std::move(fire)});
   return std::make_unique<Handle>(*this, key);
 }

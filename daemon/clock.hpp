@@ -5,7 +5,8 @@
 //
 // SteadyClock is the real one (a Boost.Asio steady_timer per timer).
 // ManualClock moves only when a test calls advance(): every timer that falls
-// due is then posted to its strand, in order. SMP timeouts are not these
+// due is then posted to its strand, in order (a timer due at once, delay
+// zero, is posted when it is set). SMP timeouts are not these
 // timers: they run on the transport's clock (the MAD engine), which for the
 // simulator is virtual already.
 //

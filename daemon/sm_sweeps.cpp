@@ -70,6 +70,7 @@ asio::awaitable<void> SubnetManager::heavy_sweep_task(
   } else if (!heavy_waiters_.empty()) {
     request_heavy_sweep(std::chrono::milliseconds{0}, "requested during the last sweep");
   }
+  check_idle();
 }
 
 // ---------------------------------------------------------------- heavy sweep
@@ -342,9 +343,11 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
       spdlog::warn("dump files: {}", d.error().message);
     }
   }
-  publish(state::SmState::kMaster, {});
+  // The event before the state that reports it: whoever sees the state sees
+  // its event too.
   events_.append(state::EventKind::kSweep, std::nullopt, std::nullopt,
                  fmt::format("heavy sweep ({}): {}", reason, summary));
+  publish(state::SmState::kMaster, {});
   schedule_light_sweep();
   co_return state::SweepReply{true, generation_, summary, {}};
 }
@@ -465,6 +468,7 @@ asio::awaitable<state::LightSweepReport> SubnetManager::light_sweep() {
   }
   co_await flow.drained();
   light_running_ = false;
+  check_idle();
   if (engine_.stopped() && report.change.empty()) {
     report.change = engine_.error() ? engine_.error()->message : "the MAD engine stopped";
   }

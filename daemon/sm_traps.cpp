@@ -63,6 +63,7 @@ asio::awaitable<void> SubnetManager::trap_worker() {
     if (alive.expired()) co_return;
   }
   trap_worker_running_ = false;
+  check_idle();
 }
 
 std::vector<routing::FailedLink> SubnetManager::to_failed_links(const FastPath& fast,
@@ -137,11 +138,16 @@ void SubnetManager::apply_to_new_tables(SweepInProgress& ctx) {
   auto push = ctx.fast->push(engine_, blocks);
   const std::string msg = fmt::format(
       "reroute (during programming, in the new tables): {} switch link(s), {} CA link(s) down; "
-      "{} LFT entries in {} blocks on {} switches",
+      "{} LFT entries in {} blocks on {} switches handed {:.0f} us after the repair began",
       rep->switch_links_failed, rep->ca_links_failed, rep->changes.size(), blocks.size(),
-      push->switches);
-  asio::co_spawn(strand_, confirm_push(push, ctx.fast, msg, {}), asio::detached);
-  (void)start;
+      push->switches, us_of(Steady::now() - start));
+  spdlog::info("{}", msg);
+  events_.append(state::EventKind::kReroute, std::nullopt, std::nullopt, msg,
+                 fmt::format("{{\"switch_links\":{},\"ca_links\":{},\"entries\":{},"
+                             "\"blocks\":{},\"switches\":{},\"during_programming\":true}}",
+                             rep->switch_links_failed, rep->ca_links_failed, rep->changes.size(),
+                             blocks.size(), push->switches));
+  asio::co_spawn(strand_, confirm_push(push, ctx.fast), asio::detached);
 }
 
 asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) {
@@ -234,7 +240,6 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
   // The latency end-point is behind us: what follows is bookkeeping.
   ++reroutes_;
   last_reroute_ = o.latency;
-  publish_repaired(*fp);
   const std::string msg = fmt::format(
       "reroute: {} switch link(s), {} CA link(s) down; {} LFT entries in {} blocks on {} "
       "switches rewritten in {:.0f} us (probes {:.0f} us for {} SMPs, repair {:.0f} us, blocks "
@@ -242,18 +247,20 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
       o.switch_links, o.ca_links, o.changed_entries, o.blocks, o.switches_programmed,
       us_of(o.latency), us_of(found->duration), found->smps, us_of(o.compute),
       us_of(o.latency - o.repaired), us_of(o.repaired - o.compute - found->duration), o.orphans);
-  const std::string details = fmt::format(
-      "\"latency_us\":{:.1f},\"repair_us\":{:.1f},\"switch_links\":{},\"ca_links\":{},"
-      "\"entries\":{},\"blocks\":{},\"switches\":{},\"orphans\":{},\"probe_smps\":{}",
-      us_of(o.latency), us_of(o.compute), o.switch_links, o.ca_links, o.changed_entries, o.blocks,
-      o.switches_programmed, o.orphans, found->smps);
+  spdlog::info("{}", msg);
+  events_.append(
+      state::EventKind::kReroute, std::nullopt, std::nullopt, msg,
+      fmt::format("{{\"latency_us\":{:.1f},\"repair_us\":{:.1f},\"switch_links\":{},"
+                  "\"ca_links\":{},\"entries\":{},\"blocks\":{},\"switches\":{},"
+                  "\"orphans\":{},\"probe_smps\":{}}}",
+                  us_of(o.latency), us_of(o.compute), o.switch_links, o.ca_links, o.changed_entries,
+                  o.blocks, o.switches_programmed, o.orphans, found->smps));
+  publish_repaired(*fp);
   (void)start_transport;
   if (o.in_flight) {
-    asio::co_spawn(strand_, confirm_push(o.in_flight, fp, msg, details), asio::detached);
-  } else {
-    spdlog::info("{}", msg);
-    events_.append(state::EventKind::kReroute, std::nullopt, std::nullopt, msg,
-                   "{" + details + ",\"blocks_failed\":0}");
+    // The answers come in the background; a switch that did not take its
+    // blocks is reported then and reprogrammed whole by a sweep.
+    asio::co_spawn(strand_, confirm_push(o.in_flight, fp), asio::detached);
   }
   if (more_to_see) {
     sweep_soon("after reroute: some switches did not answer or a link came up");
@@ -281,30 +288,31 @@ void SubnetManager::publish_repaired(FastPath& fast) {
 }
 
 asio::awaitable<void> SubnetManager::confirm_push(std::shared_ptr<PushInFlight> push,
-                                                  std::shared_ptr<FastPath> fast,
-                                                  std::string message, std::string details) {
+                                                  std::shared_ptr<FastPath> fast) {
   const std::weak_ptr<int> alive = life_;
   co_await push->confirmed();
   if (alive.expired() || stopped_) co_return;
-  const routing::Topology& t = fast->rerouter().topology();
-  for (std::uint32_t s : push->failed_switches) {
-    const Guid g = t.node(t.switch_node(s)).guid;
-    // What these switches hold is unknown: the next programming sends them
-    // every block.
-    held_unknown_.insert(g);
-    if (sweep_ && sweep_->fast == fast) sweep_->push_failed_switches.push_back(g);
-  }
-  spdlog::info("{}{}", message,
-               push->blocks_failed != 0
-                   ? fmt::format("; {} blocks not confirmed by {} switches", push->blocks_failed,
-                                 push->failed_switches.size())
-                   : std::string());
-  events_.append(state::EventKind::kReroute, std::nullopt, std::nullopt, message,
-                 fmt::format("{{{}{}\"blocks_failed\":{}}}", details, details.empty() ? "" : ",",
-                             push->blocks_failed));
   if (push->blocks_failed != 0) {
+    const routing::Topology& t = fast->rerouter().topology();
+    std::vector<std::string> names;
+    for (std::uint32_t s : push->failed_switches) {
+      const Guid g = t.node(t.switch_node(s)).guid;
+      // What these switches hold is unknown: the next programming sends
+      // them every block.
+      held_unknown_.insert(g);
+      if (sweep_ && sweep_->fast == fast) sweep_->push_failed_switches.push_back(g);
+      if (names.size() < 5) names.push_back(t.label(t.switch_node(s)));
+    }
+    const std::string msg = fmt::format(
+        "reroute: {} LFT blocks not confirmed by {} switch(es) ({}{}); a sweep "
+        "reprograms them",
+        push->blocks_failed, push->failed_switches.size(), fmt::join(names, ", "),
+        push->failed_switches.size() > names.size() ? ", ..." : "");
+    spdlog::warn("{}", msg);
+    events_.append(state::EventKind::kError, std::nullopt, std::nullopt, msg);
     request_heavy_sweep(kTrapDebounce, "after reroute: some switches did not answer");
   }
+  check_idle();
 }
 
 }  // namespace subnetd::daemon

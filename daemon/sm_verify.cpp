@@ -138,6 +138,7 @@ asio::awaitable<void> SubnetManager::verify_task(bool with_read_back) {
     first = false;
   }
   start_verify();
+  check_idle();
 }
 
 asio::awaitable<state::ReadBackReport> SubnetManager::read_back(

@@ -87,6 +87,27 @@ void SubnetManager::post(std::function<void()> fn) {
   asio::post(strand_, std::move(fn));
 }
 
+bool SubnetManager::idle() const {
+  return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
+         !heavy_running_ && !light_running_ && !verify_running_;
+}
+
+void SubnetManager::check_idle() {
+  if (idle_waiters_.empty()) return;
+  engine_.drain();  // whatever already arrived is handled (and may start work)
+  if (!idle()) return;
+  std::vector<std::function<void()>> waiters;
+  waiters.swap(idle_waiters_);
+  for (auto& w : waiters) w();
+}
+
+void SubnetManager::notify_when_idle_for_test(std::function<void()> done) {
+  post([this, done = std::move(done)]() mutable {
+    idle_waiters_.push_back(std::move(done));
+    check_idle();
+  });
+}
+
 void SubnetManager::start() {
   post([this] {
     publish(state::SmState::kDiscovering, {});

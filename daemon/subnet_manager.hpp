@@ -128,6 +128,11 @@ class SubnetManager final : public state::SmControl {
   void set_port_enabled(Guid node_guid, PortNum port, bool enabled, std::string who,
                         state::Completion<Result<void>> done) override;
 
+  // Calls `done` (on the strand) once the SM is idle: no trap waiting or
+  // being handled, no MAD in flight, no sweep or verification running
+  // (timers may be pending). Tests wait for it instead of sleeping.
+  void notify_when_idle_for_test(std::function<void()> done);
+
   state::SimControl* sim_control() { return sim_control_.get(); }
   const std::string& transport_name() const { return transport_name_; }
 
@@ -168,6 +173,8 @@ class SubnetManager final : public state::SmControl {
   discovery::HeldTables held_tables() const;
   void forget_held(Guid switch_guid);
   void post(std::function<void()> fn);
+  bool idle() const;
+  void check_idle();
   void log_link_changes(const routing::Topology& before, const routing::Topology& after);
 
   // ---- sm_sweeps.cpp
@@ -195,8 +202,7 @@ class SubnetManager final : public state::SmControl {
   awaitable<void> handle_traps(std::vector<TrapEvent> traps);
   // Applies failures (GUID ends) found after ctx->applied_seq to ctx->fast.
   void apply_to_new_tables(SweepInProgress& ctx);
-  awaitable<void> confirm_push(std::shared_ptr<PushInFlight> push, std::shared_ptr<FastPath> fast,
-                               std::string message, std::string details);
+  awaitable<void> confirm_push(std::shared_ptr<PushInFlight> push, std::shared_ptr<FastPath> fast);
   std::vector<routing::FailedLink> to_failed_links(const FastPath& fast, std::uint64_t since) const;
   void remember_down(const FastPath& fast, const std::vector<routing::FailedLink>& failed);
   void publish_repaired(FastPath& fast);
@@ -270,9 +276,10 @@ class SubnetManager final : public state::SmControl {
   bool verify_running_ = false;
   bool verify_running_read_back_ = false;
   std::uint64_t verify_generation_ = 0;
-  std::vector<VerifyWaiter> verify_joined_;     // answered by the run in progress
-  std::vector<VerifyWaiter> verify_queue_;      // answered by the next run
-  std::optional<state::VerifyReply> verified_;  // last verifier result (generation inside)
+  std::vector<VerifyWaiter> verify_joined_;          // answered by the run in progress
+  std::vector<VerifyWaiter> verify_queue_;           // answered by the next run
+  std::optional<state::VerifyReply> verified_;       // last verifier result (generation inside)
+  std::vector<std::function<void()>> idle_waiters_;  // notify_when_idle_for_test
   std::shared_ptr<int> life_ = std::make_shared<int>(0);
 };
 

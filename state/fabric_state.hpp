@@ -8,8 +8,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -65,15 +68,22 @@ struct FabricState {
 };
 
 // Holds the current snapshot. publish() from the SM strand; current() from
-// any thread.
+// any thread, lock-free; wait_for() from any thread that must wait for the
+// SM to publish something (tests, tools), woken by every publish.
 class StatePublisher {
  public:
   StatePublisher() : current_(std::make_shared<const FabricState>()) {}
   std::shared_ptr<const FabricState> current() const { return std::atomic_load(&current_); }
-  void publish(std::shared_ptr<const FabricState> s) { std::atomic_store(&current_, std::move(s)); }
+  void publish(std::shared_ptr<const FabricState> s);
+  // The first state (the current one included) for which `pred` holds, or
+  // null when none did within `limit`.
+  std::shared_ptr<const FabricState> wait_for(const std::function<bool(const FabricState&)>& pred,
+                                              std::chrono::milliseconds limit) const;
 
  private:
   std::shared_ptr<const FabricState> current_;
+  mutable std::mutex mu_;  // for wait_for only
+  mutable std::condition_variable published_;
 };
 
 }  // namespace subnetd::state

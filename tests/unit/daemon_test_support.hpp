@@ -14,16 +14,13 @@
 
 namespace subnetd::daemon::testing {
 
-// Polls the published state until `pred` holds (true) or `limit` passes.
+// Waits for a published state for which `pred` holds (true), woken by each
+// publish; false when none came within `limit` (a failure bound, not a
+// delay: a passing test never waits for it).
 inline bool wait_for_state(const state::StatePublisher& publisher,
                            const std::function<bool(const state::FabricState&)>& pred,
                            std::chrono::milliseconds limit = std::chrono::seconds{20}) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred(*publisher.current())) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds{2});
-  }
-  return false;
+  return publisher.wait_for(pred, limit) != nullptr;
 }
 
 // The outcome of an SmControl call as a future: `call` receives the
@@ -36,14 +33,24 @@ std::future<T> sm_call(Call call) {
   return fut;
 }
 
-// Stops the SM, lets its strand run the stop, then ends the io loop and
-// joins the thread that ran it. Does nothing when the thread is not running.
+// Waits until the SM has nothing left to do (traps handled, no MAD in
+// flight, no sweep running); false after `limit` (a failure bound).
+inline bool wait_idle(SubnetManager& sm,
+                      std::chrono::milliseconds limit = std::chrono::seconds{20}) {
+  auto idle = std::make_shared<std::promise<void>>();
+  auto fut = idle->get_future();
+  sm.notify_when_idle_for_test([idle] { idle->set_value(); });
+  return fut.wait_for(limit) == std::future_status::ready;
+}
+
+// Stops the SM and joins the thread running its io loop, which returns once
+// the SM has wound down (nothing left waiting). Does nothing when the thread
+// is not running.
 inline void stop_on_thread(SubnetManager& sm, boost::asio::io_context& io, std::thread& thread) {
   if (!thread.joinable()) return;
   sm.stop();
-  std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  io.stop();
   thread.join();
+  io.restart();  // the owner may run it again (probes after the SM stopped)
 }
 
 }  // namespace subnetd::daemon::testing

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -275,25 +276,28 @@ TEST(EventLog, HistoryErrorsAreReturned) {
 TEST(EventLog, WaitWakesOnAppendAndOnClose) {
   EventLog log(0, {}, {}, opts_with(10));
   EXPECT_FALSE(log.wait_for(0, 1ms));  // nothing yet: times out
-  std::thread appender([&] {
-    std::this_thread::sleep_for(20ms);
-    log.append(EventKind::kLinkDown, std::nullopt, std::nullopt, "down");
+  // A waiter on another thread; the append comes once it is about to wait
+  // (before or after it blocks, it must see the event either way). The
+  // 10 s bound only fails a broken wake-up; a passing run never waits it.
+  std::promise<void> waiting;
+  std::future<bool> woke = std::async(std::launch::async, [&] {
+    waiting.set_value();
+    return log.wait_for(0, 10s);
   });
-  const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_TRUE(log.wait_for(0, 10s));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-  appender.join();
+  waiting.get_future().wait();
+  log.append(EventKind::kLinkDown, std::nullopt, std::nullopt, "down");
+  EXPECT_TRUE(woke.get());
   EXPECT_TRUE(log.wait_for(0, 0ms));  // already newer: no wait
 
-  std::thread closer([&] {
-    std::this_thread::sleep_for(20ms);
-    log.close();
+  std::promise<void> waiting2;
+  std::future<bool> woke2 = std::async(std::launch::async, [&] {
+    waiting2.set_value();
+    return log.wait_for(1, 10s);
   });
-  const auto t1 = std::chrono::steady_clock::now();
-  EXPECT_FALSE(log.wait_for(1, 10s));
-  EXPECT_LT(std::chrono::steady_clock::now() - t1, 5s);
+  waiting2.get_future().wait();
+  log.close();
+  EXPECT_FALSE(woke2.get());
   EXPECT_TRUE(log.closed());
-  closer.join();
   EXPECT_FALSE(log.wait_for(1, 10s));  // closed: returns at once
 }
 

@@ -65,9 +65,11 @@ class Daemon {
     };
     FastPathOptions fast;
     fast.enabled = false;
+    // The SM's timers (the light-sweep period) run on a manual clock: the
+    // test says when a period has passed.
     sm = std::make_unique<SubnetManager>(io_, cfg, std::move(bundle).value(), store_.get(),
                                          std::vector<routing::LidRecord>{}, publisher, events,
-                                         pool_, std::move(hooks), fast);
+                                         pool_, std::move(hooks), fast, &clock);
   }
   ~Daemon() {
     stop();
@@ -132,6 +134,13 @@ class Daemon {
     return out;
   }
 
+  // One light-sweep period passes; returns once the SM is idle again.
+  bool next_period(std::chrono::milliseconds interval) {
+    clock.advance(interval);
+    return testing::wait_idle(*sm);
+  }
+
+  ManualClock clock;
   StatePublisher publisher;
   EventLog events{0, {}, {}};
   std::unique_ptr<SubnetManager> sm;
@@ -280,6 +289,9 @@ TEST(LightSweep, PeriodicFindsACableWhoseTrapWasLost) {
   ASSERT_TRUE(d.wait_for(master));
   const auto [guid, port] = d.ca_link_of("leaf1");
   ASSERT_TRUE(d.sm->sim_control()->set_link_state(guid, port, false).ok());
+  ASSERT_TRUE(testing::wait_idle(*d.sm));
+  EXPECT_EQ(d.publisher.current()->sweeps, 1u) << "the trap was lost: nothing happens yet";
+  ASSERT_TRUE(d.next_period(30ms));  // the light sweep finds it; the heavy sweep follows
   ASSERT_TRUE(d.wait_for([&](const FabricState& s) {
     return s.sweeps >= 2 && master(s) && !connected(s, guid, port);
   })) << "no periodic light sweep escalated to a heavy sweep";
@@ -290,7 +302,7 @@ TEST(LightSweep, PeriodicFindsACableWhoseTrapWasLost) {
       << sweeps[1].message;
   EXPECT_GT(d.traps_lost.load(), 0);
   // The period goes on after the heavy sweep, finding nothing more.
-  std::this_thread::sleep_for(200ms);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(d.next_period(30ms));
   EXPECT_EQ(d.publisher.current()->sweeps, 2u);
 }
 
