@@ -123,7 +123,8 @@ boost::asio::awaitable<Result<BringUpResult>> BringUp::run(const BringUpOptions&
   out.times.sweep = Steady::now() - t;
 
   t = Steady::now();
-  auto lids = co_await compute_.run([&] { return lids_step(out.sweep, opts); });
+  auto assign = [&] { return lids_step(out.sweep, opts); };
+  auto lids = co_await compute_.run(assign);
   if (!lids.ok()) co_return failed(Phase::kLids, lids.error());
   out.lids = std::move(lids).value();
   if (opts.persist_lids) {
@@ -136,15 +137,17 @@ boost::asio::awaitable<Result<BringUpResult>> BringUp::run(const BringUpOptions&
   out.times.lids = Steady::now() - t;
 
   t = Steady::now();
-  auto routes = co_await compute_.run(
-      [&] { return route_step(out.sweep.topology, out.lids.map, opts, pool_, {}); });
+  auto route = [&] { return route_step(out.sweep.topology, out.lids.map, opts, pool_, {}); };
+  auto routes = co_await compute_.run(route);
   if (!routes.ok()) co_return failed(Phase::kRoute, routes.error());
   out.routes = std::move(routes).value();
   out.times.route = Steady::now() - t;
 
   t = Steady::now();
-  auto verdict = co_await compute_.run(
-      [&] { return verify_step(out.sweep.topology, out.lids.map, *out.routes, pool_, {}); });
+  auto check = [&] {
+    return verify_step(out.sweep.topology, out.lids.map, *out.routes, pool_, {});
+  };
+  auto verdict = co_await compute_.run(check);
   if (!verdict.ok()) co_return failed(Phase::kVerify, verdict.error());
   out.verify = std::move(verdict).value();
   out.times.verify = Steady::now() - t;

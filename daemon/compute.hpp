@@ -31,13 +31,15 @@ class ComputeRunner {
   template <class F>
   boost::asio::awaitable<std::invoke_result_t<F>> run(F fn) {
     using T = std::invoke_result_t<F>;
-    // Through an optional: co_spawn's completion needs a default-constructible value.
-    std::optional<T> out = co_await boost::asio::co_spawn(
-        pool_.get_executor(),
-        [fn = std::move(fn)]() mutable -> boost::asio::awaitable<std::optional<T>> {
-          co_return std::optional<T>(fn());
-        },
-        boost::asio::use_awaitable);
+    // Through an optional: co_spawn's completion needs a default-constructible
+    // value. The step is named before the co_await (discovery/coro.hpp: GCC
+    // 12 would destroy a lambda temporary there twice, and with it `fn`).
+    auto step = [fn = std::move(fn)]() mutable -> boost::asio::awaitable<std::optional<T>> {
+      co_return std::optional<T>(fn());
+    };
+    auto spawned =
+        boost::asio::co_spawn(pool_.get_executor(), std::move(step), boost::asio::use_awaitable);
+    std::optional<T> out = co_await std::move(spawned);
     co_return std::move(*out);
   }
 

@@ -36,8 +36,12 @@ void SubnetManager::request_heavy_sweep(std::chrono::milliseconds delay, std::st
   SUBNETD_ASSERT_ON(strand_);
   if (stopped_) return;
   if (heavy_running_) {
-    // The running sweep began before whatever asks now: one more after it.
-    if (!heavy_again_) heavy_again_reason_ = std::move(reason);
+    // The running sweep began before whatever asks now: one more after it,
+    // as soon as the most urgent request wants it.
+    if (!heavy_again_ || delay < heavy_again_delay_) {
+      heavy_again_reason_ = std::move(reason);
+      heavy_again_delay_ = delay;
+    }
     heavy_again_ = true;
     return;
   }
@@ -66,7 +70,7 @@ asio::awaitable<void> SubnetManager::heavy_sweep_task(
   if (stopped_) co_return;
   if (heavy_again_) {
     heavy_again_ = false;
-    request_heavy_sweep(std::chrono::milliseconds{0}, std::move(heavy_again_reason_));
+    request_heavy_sweep(heavy_again_delay_, std::move(heavy_again_reason_));
   } else if (!heavy_waiters_.empty()) {
     request_heavy_sweep(std::chrono::milliseconds{0}, "requested during the last sweep");
   }
@@ -91,6 +95,30 @@ std::size_t SubnetManager::fold(routing::Topology& topo, std::uint64_t since) co
     ++folded;
   }
   return folded;
+}
+
+void SubnetManager::reroute_sweep_paths(SweepInProgress& ctx) {
+  BringUpResult& r = *ctx.result;
+  const routing::Topology& t = r.sweep.topology;
+  auto usable = [&](NodeId n, PortNum p) {
+    const Guid g = t.node(n).guid;
+    for (const KnownDown& k : known_down_) {
+      if (k.seq > ctx.seq0 && ((k.a == g && k.pa == p) || (k.b == g && k.pb == p))) return false;
+    }
+    return true;
+  };
+  r.sweep.paths = discovery::bfs_paths(t, r.sweep.sm_node, r.sweep.sm_port, usable, &ctx.reached);
+  ++ctx.paths_version;
+}
+
+bool SubnetManager::skip_port(const SweepInProgress& ctx, NodeId n, PortNum p) const {
+  if (n.value < ctx.reached.size() && ctx.reached[n.value] == 0) return true;
+  if (p == 0) return false;
+  const Guid g = ctx.result->sweep.topology.node(n).guid;
+  for (const KnownDown& k : known_down_) {
+    if (k.seq > ctx.seq0 && ((k.a == g && k.pa == p) || (k.b == g && k.pb == p))) return true;
+  }
+  return false;
 }
 
 asio::awaitable<void> SubnetManager::persist_lids(const routing::LidAssignment& lids) {
@@ -173,6 +201,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   auto ctx = std::make_shared<SweepInProgress>(strand_);
   sweep_ = ctx;
   const std::uint64_t seq0 = failure_seq_;
+  ctx->seq0 = seq0;
   BringUpOptions opts = bring_up_options(cfg_);
   opts.remembered_lids = remembered_;
   auto r = std::make_shared<BringUpResult>();
@@ -215,7 +244,8 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   // 2. LIDs, durable before they reach a port.
   enter_phase(Phase::kLids);
   t = Steady::now();
-  auto lids = co_await compute_.run([&] { return lids_step(r->sweep, opts); });
+  auto assign = [&] { return lids_step(r->sweep, opts); };
+  auto lids = co_await compute_.run(assign);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
   if (!lids.ok()) co_return fail(lids.error());
   r->lids = std::move(lids).value();
@@ -231,14 +261,20 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   for (;;) {
     if (const std::size_t n = fold(r->sweep.topology, folded_to); n != 0) {
       spdlog::info("heavy sweep: {} link(s) found down meanwhile are left out", n);
+      // Directed routes found over them go around them now.
+      r->sweep.paths = discovery::bfs_paths(r->sweep.topology, r->sweep.sm_node, r->sweep.sm_port,
+                                            {}, &ctx->reached);
+      ++ctx->paths_version;
     }
     folded_to = failure_seq_;
     ctx->route_seq = folded_to;
     enter_phase(Phase::kRoute);
     t = Steady::now();
     const auto stop = stop_source_.get_token();
-    auto routes = co_await compute_.run(
-        [&] { return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop); });
+    auto route = [&] {
+      return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop);
+    };
+    auto routes = co_await compute_.run(route);
     if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
     if (!routes.ok()) co_return fail(routes.error());
     r->routes = std::move(routes).value();
@@ -246,8 +282,10 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
 
     enter_phase(Phase::kVerify);
     t = Steady::now();
-    auto verdict = co_await compute_.run(
-        [&] { return verify_step(r->sweep.topology, r->lids.map, *r->routes, pool_, stop); });
+    auto check = [&] {
+      return verify_step(r->sweep.topology, r->lids.map, *r->routes, pool_, stop);
+    };
+    auto verdict = co_await compute_.run(check);
     if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
     if (!verdict.ok()) co_return fail(verdict.error());
     r->verify = std::move(verdict).value();
@@ -268,6 +306,8 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   asio::co_spawn(strand_, build_new_fast_path(ctx, r), asio::detached);
   discovery::ProgramLive live;
   live.resend = &ctx->resend;
+  live.paths_version = &ctx->paths_version;
+  live.skip = [this, &ctx = *ctx](NodeId n, PortNum p) { return skip_port(ctx, n, p); };
   live.want_row = [&ctx = *ctx, &routes = *r->routes](std::uint32_t s) {
     if (ctx.fast) {
       const routing::Rerouter& rr = ctx.fast->rerouter();

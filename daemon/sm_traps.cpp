@@ -107,6 +107,8 @@ void SubnetManager::remember_down(const FastPath& fast,
                    fmt::format("link down: {}[{}] - {}[{}]", guid_str(a), f.port, guid_str(b),
                                port.remote_port));
   }
+  // A sweep past its discovery routes its SMPs around them from now on.
+  if (sweep_ && sweep_->result && sweep_->phase != Phase::kSweep) reroute_sweep_paths(*sweep_);
   // A long flap storm must not grow this without bound: what every sweep
   // since has folded in is of no further use.
   constexpr std::size_t kKeep = 65536;

@@ -88,8 +88,9 @@ void SubnetManager::post(std::function<void()> fn) {
 }
 
 bool SubnetManager::idle() const {
+  const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
   return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
-         !heavy_running_ && !light_running_ && !verify_running_;
+         !heavy_running_ && !sweep_due && !light_running_ && !verify_running_;
 }
 
 void SubnetManager::check_idle() {

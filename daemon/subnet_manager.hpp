@@ -160,11 +160,14 @@ class SubnetManager final : public state::SmControl {
     bool programming = false;
     // The new tables' fast path, once its build is done (during programming).
     std::shared_ptr<FastPath> fast;
-    Signal built;                             // set when that build finished (fast may stay null)
-    std::uint64_t applied_seq = 0;            // failures up to this are repaired in `fast`
+    Signal built;                   // set when that build finished (fast may stay null)
+    std::uint64_t applied_seq = 0;  // failures up to this are repaired in `fast`
+    std::uint64_t seq0 = 0;         // failures after this were found while it ran
+    // Directed routes replaced around links found down (ProgramLive).
+    std::uint32_t paths_version = 0;
+    std::vector<std::uint8_t> reached;        // by NodeId, after a replacement
     std::vector<routing::DirtyBlock> resend;  // for the programmer (ProgramLive)
     bool repaired = false;                    // `fast` changed since its build
-    std::uint64_t pushes_failed = 0;
     std::vector<Guid> push_failed_switches;
   };
 
@@ -185,6 +188,12 @@ class SubnetManager final : public state::SmControl {
   awaitable<state::SweepReply> heavy_sweep(const std::string& reason);
   // Removes from `topo` every link found down after `since`; how many.
   std::size_t fold(routing::Topology& topo, std::uint64_t since) const;
+  // The sweep's directed routes, again, around the links found down since
+  // it began (its topology is not changed: a rerouter may be reading it).
+  void reroute_sweep_paths(SweepInProgress& ctx);
+  // Whether (node, port) of the sweep in progress is on a link found down
+  // since it began, or no route reaches the node any more.
+  bool skip_port(const SweepInProgress& ctx, NodeId n, PortNum p) const;
   // Builds the new tables' fast path on the compute thread, then applies
   // the failures found since the route step (in ctx.fast) and pushes them.
   awaitable<void> build_new_fast_path(std::shared_ptr<SweepInProgress> ctx,
@@ -253,6 +262,7 @@ class SubnetManager final : public state::SmControl {
   bool heavy_running_ = false;
   bool heavy_again_ = false;  // asked for while one ran
   std::string heavy_again_reason_;
+  std::chrono::milliseconds heavy_again_delay_{0};
   std::vector<state::Completion<state::SweepReply>> heavy_waiters_;  // for the next sweep
   std::shared_ptr<SweepInProgress> sweep_;                           // the one running
   std::chrono::milliseconds retry_backoff_{500};

@@ -22,6 +22,43 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
       *transport_, [&](MadEngine& engine) { return program(engine, sweep, lids, routes, held); });
 }
 
+namespace {
+
+// One request of a pass, packed into a word so that its callback fits
+// std::function's inline storage (no heap allocation for each of the
+// millions of LFT blocks): what, to which node, the port or block, the
+// port state, and the directed-route version it was sent on.
+enum class Kind : std::uint8_t {
+  kPortLid,
+  kExtPortLid,
+  kSwitchInfo,
+  kExtSwitchInfo,
+  kBlock,
+  kState
+};
+struct Req {
+  Kind kind;
+  NodeId node;
+  std::uint32_t arg;  // port, or LFT block
+  PortState state = PortState::kNoChange;
+  std::uint32_t version = 0;
+
+  static constexpr std::uint32_t kVersionMask = 0x1FFF;  // 13 bits
+  std::uint64_t pack() const {
+    return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 61) |
+           (std::uint64_t{node.value & 0xFFFFF} << 41) | (std::uint64_t{arg & 0xFFFFFF} << 17) |
+           (static_cast<std::uint64_t>(static_cast<std::uint8_t>(state) & 0xF) << 13) | (version & kVersionMask);
+  }
+  static Req unpack(std::uint64_t w) {
+    return Req{static_cast<Kind>(w >> 61), NodeId{static_cast<std::uint32_t>((w >> 41) & 0xFFFFF)},
+               static_cast<std::uint32_t>((w >> 17) & 0xFFFFFF),
+               static_cast<PortState>((w >> 13) & 0xF),
+               static_cast<std::uint32_t>(w & kVersionMask)};
+  }
+};
+
+}  // namespace
+
 boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     MadEngine& engine, const SweepResult& sweep, const routing::LidMap& lids,
     const routing::Routes& routes, const HeldTables* held, ProgramLive live) {
@@ -30,6 +67,10 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   const bool extended = lids.space.extended();
   const std::uint32_t sm_lid = lids.base_lid(t, sweep.sm_node, sweep.sm_port).value;
   ProgramReport report;
+  if (t.num_nodes() > 0xFFFFF) {
+    co_return Error{Errc::kOutOfRange,
+                    fmt::format("programming handles up to 1,048,575 nodes, not {}", t.num_nodes())};
+  }
   const auto start = transport.now();
   FlowOptions popts = opts_.pipeline;
   popts.sm_lid = sm_lid;
@@ -44,19 +85,18 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
                ? *engine.error()
                : Error{Errc::kCancelled, "programming cancelled: the MAD engine stopped"};
   };
-
-  auto fail_to = [&report, &t](NodeId n, PortNum p) {
-    return [&report, &t, n, p](Result<mad::Smp> r) {
-      if (r.ok()) return;
-      report.failures.push_back(target(t, n, p) + ": " + r.error().message);
-      if (t.node(n).type == NodeType::kSwitch && p == 0) {
-        report.switches_failed.push_back(t.node(n).guid);
-      }
-    };
+  auto version = [&live] {
+    return live.paths_version != nullptr ? *live.paths_version & Req::kVersionMask : 0;
   };
-  auto path = [&sweep](NodeId n) { return sweep.paths.path(n); };
   auto is_endpoint = [&t](NodeId n, PortNum p) {
     return t.node(n).type == NodeType::kSwitch ? p == 0 : t.port(n, p).connected();
+  };
+  const mad::AttrId lft_attr =
+      extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
+  auto want_row = [&](std::uint32_t s) -> std::span<const std::uint8_t> {
+    if (live.want_row) return live.want_row(s);
+    const routing::Lft& lft = routes.lfts[s];
+    return {lft.data(), lft.size()};
   };
 
   // The PortInfo we write: our values where we set them, 0 ("no change")
@@ -76,11 +116,101 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     }
     return pi;
   };
-  auto send_port_info = [&](NodeId n, PortNum p, PortState state) {
-    mad::Smp smp =
-        mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p, sweep.path_to_port(n, p), 0);
-    port_info(n, p, state).encode(mad::data_of(smp));
-    pipeline.submit(smp, 0, fail_to(n, p));
+
+  // The SMP a request stands for, on the directed route known now.
+  auto build = [&](const Req& q) {
+    const NodeId n = q.node;
+    const PortNum p = static_cast<PortNum>(q.arg);
+    switch (q.kind) {
+      case Kind::kPortLid:
+      case Kind::kState: {
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p,
+                                        sweep.path_to_port(n, p), 0);
+        port_info(n, p, q.state).encode(mad::data_of(smp));
+        return smp;
+      }
+      case Kind::kExtPortLid: {
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtPortInfo, p,
+                                        sweep.path_to_port(n, p), 0);
+        mad::ExtPortInfo e;
+        e.lid = lids.base_lid(t, n, p).value;
+        e.master_sm_lid = sm_lid;
+        e.lmc = t.node(n).type == NodeType::kSwitch ? 0 : lids.lmc;
+        e.lid_bits = static_cast<std::uint8_t>(lids.space.bits);
+        e.encode(mad::data_of(smp));
+        return smp;
+      }
+      case Kind::kSwitchInfo: {
+        // LinearFDBTop (16-bit mode) and a write of 1 to PortStateChange,
+        // which clears it: this sweep has seen the changes.
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0,
+                                        sweep.paths.path(n), 0);
+        mad::SwitchInfo si;
+        si.linear_fdb_top =
+            static_cast<std::uint16_t>(std::min<std::uint32_t>(routes.max_lid.value, 0xFFFF));
+        si.life_time_value = 18;
+        si.port_state_change = true;
+        si.encode(mad::data_of(smp));
+        return smp;
+      }
+      case Kind::kExtSwitchInfo: {
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtSwitchInfo, 0,
+                                        sweep.paths.path(n), 0);
+        mad::ExtSwitchInfo e;
+        e.linear_fdb_top = routes.max_lid.value;
+        e.encode(mad::data_of(smp));
+        return smp;
+      }
+      case Kind::kBlock:
+        break;
+    }
+    // Read now: the row may have been repaired since the pass began.
+    const std::uint32_t b = q.arg;
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, lft_attr, b, sweep.paths.path(n), 0);
+    const auto want = want_row(t.node(n).switch_index)
+                          .subspan(std::size_t{b} * routing::kLftBlockSize, routing::kLftBlockSize);
+    mad::LinearForwardingTable block;
+    std::copy(want.begin(), want.end(), block.ports.begin());
+    block.encode(mad::data_of(smp));
+    return smp;
+  };
+  auto record_failure = [&report, &t](const Req& q, const Error& e) {
+    const NodeId n = q.node;
+    if (q.kind == Kind::kBlock) {
+      report.failures.push_back(
+          fmt::format("{}: LFT block {}: {}", target(t, n, 0), q.arg, e.message));
+    } else {
+      report.failures.push_back(target(t, n, static_cast<PortNum>(q.arg)) + ": " + e.message);
+    }
+    if (t.node(n).type == NodeType::kSwitch &&
+        (q.kind == Kind::kBlock || q.kind == Kind::kSwitchInfo || q.kind == Kind::kExtSwitchInfo ||
+         q.arg == 0)) {
+      report.switches_failed.push_back(t.node(n).guid);
+    }
+  };
+  // Failed: once more on the new route if the SM replaced the routes since
+  // it went out; else a failure.
+  std::function<void(std::uint64_t, const Error&)> failed;
+  auto issue = [&](Req q) {
+    if (live.skip &&
+        live.skip(q.node, q.kind == Kind::kBlock ? PortNum{0} : static_cast<PortNum>(q.arg))) {
+      ++report.skipped;
+      return;
+    }
+    q.version = version();
+    const std::uint64_t word = q.pack();
+    pipeline.submit(build(q), 0, [&failed, word](Result<mad::Smp> r) {
+      if (!r.ok()) failed(word, r.error());
+    });
+  };
+  failed = [&](std::uint64_t word, const Error& e) {
+    const Req q = Req::unpack(word);
+    if (e.code == Errc::kTimeout && q.version != version()) {
+      ++report.resubmitted;
+      issue(q);
+      return;
+    }
+    record_failure(q, e);
   };
 
   // Phase 1: LIDs on endpoint ports, LinearFDBTop on switches.
@@ -96,72 +226,18 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       const std::uint8_t want_lmc = sw ? 0 : lids.lmc;
       if (port.lid == want && port.lmc == want_lmc && port.master_sm_lid.value == sm_lid) continue;
       ++report.port_lid_sets;
-      if (extended) {
-        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtPortInfo, p,
-                                        sweep.path_to_port(n, p), 0);
-        mad::ExtPortInfo e;
-        e.lid = want.value;
-        e.master_sm_lid = sm_lid;
-        e.lmc = want_lmc;
-        e.lid_bits = static_cast<std::uint8_t>(lids.space.bits);
-        e.encode(mad::data_of(smp));
-        pipeline.submit(smp, 0, fail_to(n, p));
-      } else {
-        send_port_info(n, p, PortState::kNoChange);
-      }
+      issue(Req{extended ? Kind::kExtPortLid : Kind::kPortLid, n, p});
     }
     if (sw) {
-      // SwitchInfo: LinearFDBTop (16-bit mode) and a write of 1 to
-      // PortStateChange, which clears it: this sweep has seen the changes.
       ++report.switch_info_sets;
-      mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0, path(n), 0);
-      mad::SwitchInfo si;
-      si.linear_fdb_top =
-          static_cast<std::uint16_t>(std::min<std::uint32_t>(routes.max_lid.value, 0xFFFF));
-      si.life_time_value = 18;
-      si.port_state_change = true;
-      si.encode(mad::data_of(smp));
-      pipeline.submit(smp, 0, fail_to(n, 0));
-      if (extended) {
-        mad::Smp ext =
-            mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtSwitchInfo, 0, path(n), 0);
-        mad::ExtSwitchInfo e;
-        e.linear_fdb_top = routes.max_lid.value;
-        e.encode(mad::data_of(ext));
-        pipeline.submit(ext, 0, fail_to(n, 0));
-      }
+      issue(Req{Kind::kSwitchInfo, n, 0});
+      if (extended) issue(Req{Kind::kExtSwitchInfo, n, 0});
     }
   }
   co_await pipeline.drained();
   if (engine.stopped()) co_return stopped();
 
   // Phase 2: LFT blocks that differ from what the switch holds.
-  auto lft_failure = [&report, &t](NodeId n, std::uint32_t b, const Error& e) {
-    report.failures.push_back(fmt::format("{}: LFT block {}: {}", target(t, n, 0), b, e.message));
-    report.switches_failed.push_back(t.node(n).guid);
-  };
-  const mad::AttrId lft_attr =
-      extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
-  auto want_row = [&](std::uint32_t s) -> std::span<const std::uint8_t> {
-    if (live.want_row) return live.want_row(s);
-    const routing::Lft& lft = routes.lfts[s];
-    return {lft.data(), lft.size()};
-  };
-  auto send_block = [&](NodeId n, std::uint32_t b, std::span<const std::uint8_t> want) {
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, lft_attr, b, path(n), 0);
-    mad::LinearForwardingTable block;
-    std::copy(want.begin(), want.end(), block.ports.begin());
-    block.encode(mad::data_of(smp));
-    // Two words of capture: std::function keeps them inline (no heap
-    // allocation for each of the millions of blocks).
-    const std::uint64_t node_block = (std::uint64_t{n.value} << 32) | b;
-    pipeline.submit(smp, 0, [&lft_failure, node_block](Result<mad::Smp> r) {
-      if (!r.ok()) {
-        lft_failure(NodeId{static_cast<std::uint32_t>(node_block >> 32)},
-                    static_cast<std::uint32_t>(node_block), r.error());
-      }
-    });
-  };
   const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
     const NodeId n = t.switch_node(s);
@@ -169,7 +245,6 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         held != nullptr && held->row ? held->row(t.node(n).guid) : std::span<const std::uint8_t>{};
     for (std::uint32_t b = 0; b < blocks; ++b) {
       const std::size_t at = std::size_t{b} * routing::kLftBlockSize;
-      // Read now: the row may have been repaired since the last block.
       const auto want = want_row(s).subspan(at, routing::kLftBlockSize);
       if (have_row.size() >= at + routing::kLftBlockSize &&
           std::equal(want.begin(), want.end(),
@@ -178,7 +253,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         continue;
       }
       ++report.lft_blocks_sent;
-      send_block(n, b, want);
+      issue(Req{Kind::kBlock, n, b});
       if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
       if (engine.stopped()) co_return stopped();
     }
@@ -192,9 +267,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     for (const routing::DirtyBlock& d : again) {
       if (d.sw >= t.num_switches() || d.block >= blocks) continue;
       ++report.lft_blocks_resent;
-      send_block(t.switch_node(d.sw), d.block,
-                 want_row(d.sw).subspan(std::size_t{d.block} * routing::kLftBlockSize,
-                                        routing::kLftBlockSize));
+      issue(Req{Kind::kBlock, t.switch_node(d.sw), d.block});
     }
     co_await pipeline.drained();
     if (engine.stopped()) co_return stopped();
@@ -211,7 +284,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
           if (!port.connected() || port.state == PortState::kActive) continue;
           if (step == PortState::kArmed && port.state != PortState::kInit) continue;
           ++(step == PortState::kArmed ? report.ports_armed : report.ports_activated);
-          send_port_info(n, p, step);
+          issue(Req{Kind::kState, n, p, step});
           if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
           if (engine.stopped()) co_return stopped();
         }

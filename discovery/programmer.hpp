@@ -56,6 +56,14 @@ struct ProgramLive {
   // appends them here, and the pass sends them (again) once its LFT phase is
   // through, until the list stays empty.
   std::vector<routing::DirtyBlock>* resend = nullptr;
+  // Bumped by the SM whenever it replaces the sweep's directed routes
+  // (SweepResult::paths, read at each submission) to go around links found
+  // down while the pass runs: an SMP that failed on a route since replaced
+  // is sent once more, on the new one.
+  const std::uint32_t* paths_version = nullptr;
+  // Ports to leave alone: their link was found down while the pass runs, or
+  // no route reaches them any more (not counted as failures).
+  std::function<bool(NodeId, PortNum)> skip;
 };
 
 struct ProgramReport {
@@ -64,6 +72,8 @@ struct ProgramReport {
   std::uint64_t lft_blocks_sent = 0;
   std::uint64_t lft_blocks_unchanged = 0;
   std::uint64_t lft_blocks_resent = 0;  // ProgramLive::resend
+  std::uint64_t resubmitted = 0;        // failed SMPs sent again on a new route
+  std::uint64_t skipped = 0;            // SMPs left out (ProgramLive::skip)
   std::uint64_t ports_armed = 0;
   std::uint64_t ports_activated = 0;
   FlowStats smps;

@@ -275,6 +275,36 @@ class Sweep {
 
 }  // namespace
 
+DrPaths bfs_paths(const routing::Topology& t, NodeId sm_node, PortNum sm_port,
+                  const std::function<bool(NodeId, PortNum)>& usable,
+                  std::vector<std::uint8_t>* reached) {
+  std::vector<std::vector<std::uint8_t>> path(t.num_nodes());
+  std::vector<std::uint8_t> seen(t.num_nodes(), 0);
+  std::vector<NodeId> queue{sm_node};
+  seen[sm_node.value] = 1;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const NodeId n = queue[i];
+    // Only switches forward directed-route SMPs; the SM looks out of its own port.
+    if (n != sm_node && t.node(n).type != routing::NodeType::kSwitch) continue;
+    for (unsigned pn = 1; pn <= t.node(n).num_ports; ++pn) {
+      const auto p = static_cast<PortNum>(pn);
+      if (n == sm_node && p != sm_port) continue;
+      const routing::Port& port = t.port(n, p);
+      if (!port.connected() || seen[port.remote_node.value] != 0) continue;
+      if (usable && (!usable(n, p) || !usable(port.remote_node, port.remote_port))) continue;
+      if (path[n.value].size() + 1 > mad::kMaxHopCount) continue;
+      seen[port.remote_node.value] = 1;
+      path[port.remote_node.value] = path[n.value];
+      path[port.remote_node.value].push_back(p);
+      queue.push_back(port.remote_node);
+    }
+  }
+  DrPaths out;
+  for (const auto& p : path) out.add(p);
+  if (reached != nullptr) *reached = std::move(seen);
+  return out;
+}
+
 boost::asio::awaitable<Result<SweepResult>> Sweeper::run(MadEngine& engine) {
   auto sweep = std::make_unique<Sweep>(engine, opts_);
   co_return co_await sweep->run(engine);

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -82,6 +83,14 @@ struct SweepResult {
     return it != port_paths.end() ? std::span<const std::uint8_t>(it->second) : paths.path(n);
   }
 };
+
+// Directed routes from the SM's port to every node, breadth first over the
+// cabled ports `usable` accepts (all when empty): to route around links
+// found down after a sweep. Nodes no route reaches get an empty path and
+// `reached` (if given) says which did.
+DrPaths bfs_paths(const routing::Topology& t, NodeId sm_node, PortNum sm_port,
+                  const std::function<bool(NodeId, PortNum)>& usable = {},
+                  std::vector<std::uint8_t>* reached = nullptr);
 
 class Sweeper {
  public:

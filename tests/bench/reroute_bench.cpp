@@ -72,30 +72,7 @@ struct Args {
 
 // Directed-route paths from the SM's CA to every node (BFS), for the
 // Programmer's initial programming of the simulator.
-discovery::DrPaths bfs_paths(const routing::Topology& t, NodeId sm, PortNum sm_port) {
-  std::vector<std::vector<std::uint8_t>> path(t.num_nodes());
-  std::vector<std::uint8_t> seen(t.num_nodes(), 0);
-  std::vector<NodeId> queue{sm};
-  seen[sm.value] = 1;
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    const NodeId n = queue[i];
-    const bool expand = n == sm || t.node(n).type == routing::NodeType::kSwitch;
-    if (!expand) continue;
-    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
-      if (n == sm && p != sm_port) continue;
-      const routing::Port& port = t.port(n, static_cast<PortNum>(p));
-      if (!port.connected() || seen[port.remote_node.value] != 0) continue;
-      if (path[n.value].size() + 1 > mad::kMaxHopCount) continue;
-      seen[port.remote_node.value] = 1;
-      path[port.remote_node.value] = path[n.value];
-      path[port.remote_node.value].push_back(static_cast<std::uint8_t>(p));
-      queue.push_back(port.remote_node);
-    }
-  }
-  discovery::DrPaths out;
-  for (const auto& p : path) out.add(p);
-  return out;
-}
+using discovery::bfs_paths;
 
 struct Sample {
   double latency_ms = 0, repair_ms = 0, probe_ms = 0, confirmed_ms = 0, transport_ms = 0;
