@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/store.hpp"
 #include "routing/ids.hpp"
 #include "routing/result.hpp"
+#include "state/event.hpp"
 #include "state/fabric_state.hpp"
 #include "subnet/v1/subnet.pb.h"
 
