@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "routing/text.hpp"
+
 namespace subnetd::api::cli {
 
 namespace v1 = ::subnet::v1;
@@ -42,7 +44,7 @@ Result<v1::NodeRef> guid_ref(std::string_view text, std::string_view word) {
   std::uint64_t g = 0;
   if (text.size() > 16 || !parse_u64(text, 16, g) || g == 0) {
     return Error{Errc::kInvalidArgument,
-                 fmt::format("\"{}\": a GUID is 1 to 16 hex digits and not zero", word)};
+                 fmt::format("\"{}\": a GUID is 1 to 16 hex digits and not zero", printable(word))};
   }
   v1::NodeRef ref;
   ref.set_guid(g);
@@ -52,8 +54,9 @@ Result<v1::NodeRef> guid_ref(std::string_view text, std::string_view word) {
 Result<v1::NodeRef> lid_ref(std::string_view text, std::string_view word) {
   std::uint64_t l = 0;
   if (!parse_u64(text, 10, l) || l == 0 || l > 0xFFFFFF) {
-    return Error{Errc::kInvalidArgument,
-                 fmt::format("\"{}\": a LID is a decimal number from 1 to 16777215", word)};
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("\"{}\": a LID is a decimal number from 1 to 16777215", printable(word))};
   }
   v1::NodeRef ref;
   ref.set_lid(static_cast<std::uint32_t>(l));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "routing/text.hpp"
+
 namespace subnetd::api {
 
 using routing::NodeType;
@@ -80,7 +82,8 @@ Result<FabricView::Target> FabricView::resolve(const v1::NodeRef& ref) const {
       if (ref.name().empty()) return Error{Errc::kInvalidArgument, "empty name"};
       auto it = names_.find(ref.name());
       if (it == names_.end()) {
-        return Error{Errc::kNotFound, fmt::format("no node is named \"{}\"", ref.name())};
+        return Error{Errc::kNotFound,
+                     fmt::format("no node is named \"{}\"", printable(ref.name()))};
       }
       if (it->second.size() > 1) {
         std::string guids;
@@ -89,7 +92,7 @@ Result<FabricView::Target> FabricView::resolve(const v1::NodeRef& ref) const {
         }
         return Error{Errc::kInvalidArgument,
                      fmt::format("{} nodes are named \"{}\" ({}); name one by GUID",
-                                 it->second.size(), ref.name(), guids)};
+                                 it->second.size(), printable(ref.name()), guids)};
       }
       return Target{it->second.front(), std::nullopt};
     }

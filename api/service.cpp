@@ -15,6 +15,7 @@
 
 #include "api/auth.hpp"
 #include "routing/path_trace.hpp"
+#include "routing/text.hpp"
 
 namespace subnetd::api {
 
@@ -1167,7 +1168,8 @@ Result<Guid> sim_node_guid(ServiceCore& core, const FabricView& view, const v1::
     }
     case v1::NodeRef::kName:
       if (auto g = core.remembered_guid(ref.name())) return *g;
-      return Error{Errc::kNotFound, fmt::format("node: no node is named \"{}\"", ref.name())};
+      return Error{Errc::kNotFound,
+                   fmt::format("node: no node is named \"{}\"", printable(ref.name()))};
     case v1::NodeRef::kLid:
     case v1::NodeRef::REF_NOT_SET:
       break;

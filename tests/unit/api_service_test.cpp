@@ -37,6 +37,7 @@
 #include "routing/engine.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/path_trace.hpp"
+#include "routing/text.hpp"
 #include "routing/worker_pool.hpp"
 #include "subnet/v1/subnet.grpc.pb.h"
 
@@ -1428,6 +1429,79 @@ TEST_F(Api, SimulatorCalls) {
     req.set_state(v1::SIM_STATE_UP);
     v1::SetSwitchStateResponse r;
     EXPECT_EQ(tcp_sim->SetSwitchState(&ctx, req, &r).error_code(), StatusCode::PERMISSION_DENIED);
+  }
+}
+
+// True when `text` holds no control byte (what a terminal would interpret).
+bool no_control_bytes(std::string_view text) {
+  return std::none_of(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b < 0x20 || b == 0x7f;
+  });
+}
+
+// Issue 12.6: request text reaches error messages escaped (control bytes as
+// \xNN) and cut after 256 bytes with its length, never raw or whole.
+TEST_F(Api, RequestTextInErrorsIsEscapedAndCut) {
+  start();
+  auto stub = unix_stub();
+  auto sim = v1::Simulator::NewStub(unix_channel());
+  const std::string evil = "leaf\x1b[2J\x1b]0;owned\x07\n";
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer makes moving 3 MB through gRPC take minutes; the cut
+  // is the same for any length past 256 bytes.
+  const std::string huge(300 * 1024, 'n');
+#else
+  const std::string huge(3 * 1024 * 1024, 'n');
+#endif
+  const std::string evil_shown = "leaf\\x1b[2J\\x1b]0;owned\\x07\\n";
+  const std::string huge_shown = std::string(256, 'n') + fmt::format("... ({} bytes)", huge.size());
+  for (const auto& [name, shown] : {std::pair{evil, evil_shown}, std::pair{huge, huge_shown}}) {
+    std::vector<std::pair<std::string, grpc::Status>> answers;
+    {
+      grpc::ClientContext ctx;
+      set_deadline(ctx);
+      v1::GetNodeRequest req;
+      req.mutable_node()->set_name(name);
+      v1::GetNodeResponse r;
+      answers.emplace_back("GetNode", stub->GetNode(&ctx, req, &r));
+    }
+    {
+      grpc::ClientContext ctx;
+      set_deadline(ctx);
+      v1::TracePathRequest req;
+      req.mutable_source()->set_name("leaf0");
+      req.mutable_destination()->set_name(name);
+      v1::TracePathResponse r;
+      answers.emplace_back("TracePath", stub->TracePath(&ctx, req, &r));
+    }
+    {
+      grpc::ClientContext ctx;
+      set_deadline(ctx);
+      v1::SetPortStateRequest req;
+      req.mutable_node()->set_name(name);
+      req.set_port(1);
+      req.set_state(v1::PORT_ADMIN_STATE_DISABLED);
+      v1::SetPortStateResponse r;
+      answers.emplace_back("SetPortState", stub->SetPortState(&ctx, req, &r));
+    }
+    {
+      grpc::ClientContext ctx;
+      set_deadline(ctx);
+      v1::SetLinkStateRequest req;
+      req.mutable_node()->set_name(name);
+      req.set_port(1);
+      req.set_state(v1::SIM_STATE_DOWN);
+      v1::SetLinkStateResponse r;
+      answers.emplace_back("Simulator.SetLinkState", sim->SetLinkState(&ctx, req, &r));
+    }
+    for (const auto& [rpc, st] : answers) {
+      EXPECT_EQ(st.error_code(), StatusCode::NOT_FOUND) << rpc << ": " << st.error_code();
+      const std::string& msg = st.error_message();
+      EXPECT_TRUE(no_control_bytes(msg)) << rpc << ": " << printable(msg);
+      EXPECT_LT(msg.size(), 1024u) << rpc;
+      EXPECT_NE(msg.find("\"" + shown + "\""), std::string::npos) << rpc << ": " << printable(msg);
+    }
   }
 }
 

@@ -46,6 +46,20 @@ TEST(SubnetctlCli, NodeRefWords) {
   }
 }
 
+// Issue 12.6: a word echoed in an error is escaped and cut.
+TEST(SubnetctlCli, NodeRefErrorsEchoTheWordEscapedAndCut) {
+  auto evil = parse_node_ref("guid:\x1b[31mbeef\n");
+  ASSERT_FALSE(evil.ok());
+  EXPECT_EQ(evil.error().message,
+            "\"guid:\\x1b[31mbeef\\n\": a GUID is 1 to 16 hex digits and not zero");
+  const std::string huge = "lid:" + std::string(3 * 1024 * 1024, '9');
+  auto big = parse_node_ref(huge);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message, "\"lid:" + std::string(252, '9') +
+                                     "... (3145732 bytes)\": a LID is a decimal number from 1 "
+                                     "to 16777215");
+}
+
 TEST(SubnetctlCli, ExitCodes) {
   EXPECT_EQ(exit_code_for(grpc::Status::OK), kExitOk);
   EXPECT_EQ(exit_code_for({grpc::StatusCode::NOT_FOUND, ""}), kExitNotFound);
