@@ -18,6 +18,11 @@
 // every WatchEvents stream with OK and makes waiting calls give up with
 // UNAVAILABLE, then the gRPC servers are shut down, then the core is
 // destroyed.
+//
+// The files: service_core.cpp (ServiceCore, shared helpers, authorisation),
+// subnet_manager_service.cpp (reads), control_calls.cpp (the calls that
+// wait for the SM), simulator_service.cpp, watch_events.cpp; the helpers
+// they share are declared in service_internal.hpp.
 
 #include <chrono>
 #include <functional>

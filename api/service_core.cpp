@@ -1,0 +1,189 @@
+// ServiceCore (what every listener shares), the status helpers and the
+// authorisation of mutating calls.
+
+#include <fmt/format.h>
+#include <google/protobuf/util/time_util.h>
+
+#include "api/auth.hpp"
+#include "api/service_internal.hpp"
+
+namespace subnetd::api {
+
+using grpc::Status;
+using grpc::StatusCode;
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+google::protobuf::Timestamp to_timestamp(Clock::time_point tp) {
+  return google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(
+      std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count());
+}
+
+grpc::ServerUnaryReactor* reply(grpc::CallbackServerContext* ctx, Status s) {
+  auto* r = ctx->DefaultReactor();
+  r->Finish(std::move(s));
+  return r;
+}
+
+Status invalid(std::string msg) {
+  return Status(StatusCode::INVALID_ARGUMENT, std::move(msg));
+}
+
+// Why the BlockingPool refused a task.
+Status refused(const BlockingPool& pool) {
+  if (pool.stopping()) return Status(StatusCode::UNAVAILABLE, "subnetd is stopping");
+  return Status(StatusCode::RESOURCE_EXHAUSTED,
+                "too many calls are waiting on the subnet manager; retry later");
+}
+
+Status no_fabric(const FabricView& v) {
+  return Status(StatusCode::FAILED_PRECONDITION,
+                fmt::format("no sweep has finished yet (SM state {}{}{})",
+                            state::sm_state_name(v.state().state),
+                            v.state().last_error.empty() ? "" : ": ", v.state().last_error));
+}
+
+void fill_sweep_summary(const FabricView& view, v1::SweepSummary* out) {
+  const state::FabricState& s = view.state();
+  const auto us = [](std::chrono::nanoseconds d) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+  };
+  out->set_kind(v1::SWEEP_KIND_HEAVY);
+  *out->mutable_ended_at() = to_timestamp(s.last_sweep_at);
+  *out->mutable_started_at() = to_timestamp(
+      s.last_sweep_at - std::chrono::duration_cast<Clock::duration>(s.last_bringup.total));
+  if (view.has_fabric()) {
+    out->set_nodes(static_cast<std::uint32_t>(view.topo().num_nodes()));
+    out->set_switches(static_cast<std::uint32_t>(view.topo().num_switches()));
+    out->set_cas(static_cast<std::uint32_t>(view.topo().num_cas()));
+    out->set_lids(view.lids_in_use());
+  }
+  const std::pair<const char*, std::chrono::nanoseconds> phases[] = {
+      {"discover", s.last_bringup.sweep},
+      {"lids", s.last_bringup.lids},
+      {"route", s.last_bringup.route},
+      {"verify", s.last_bringup.verify},
+      {"program", s.last_bringup.program}};
+  for (const auto& [name, d] : phases) {
+    auto* p = out->add_phases();
+    p->set_name(name);
+    p->set_duration_us(us(d));
+  }
+  const bool failed = s.state == state::SmState::kFailed || !s.last_error.empty();
+  out->set_outcome(failed ? v1::SWEEP_OUTCOME_FAILED : v1::SWEEP_OUTCOME_OK);
+  out->set_message(s.last_error);
+}
+
+Status to_status(const Error& e, std::string_view field) {
+  StatusCode code = StatusCode::INTERNAL;
+  switch (e.code) {
+    case Errc::kInvalidArgument:
+    case Errc::kParse:
+    case Errc::kOutOfRange:
+      code = StatusCode::INVALID_ARGUMENT;
+      break;
+    case Errc::kNotFound:
+      code = StatusCode::NOT_FOUND;
+      break;
+    case Errc::kConflict:
+    case Errc::kUnreachable:
+    case Errc::kIncomplete:
+    case Errc::kForwardingLoop:
+    case Errc::kCdgCycle:
+    case Errc::kUnsupported:
+      code = StatusCode::FAILED_PRECONDITION;
+      break;
+    case Errc::kTimeout:
+      code = StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case Errc::kCancelled:
+      code = StatusCode::ABORTED;
+      break;
+    case Errc::kIo:
+      code = StatusCode::UNAVAILABLE;
+      break;
+    case Errc::kLidsExhausted:
+      code = StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case Errc::kMalformedMad:
+    case Errc::kInternal:
+      code = StatusCode::INTERNAL;
+      break;
+  }
+  return Status(code, field.empty() ? e.message : fmt::format("{}: {}", field, e.message));
+}
+
+// ---------------------------------------------------------------------------
+// ServiceCore
+
+ServiceCore::ServiceCore(ServiceDeps deps, ServiceOptions opts)
+    : deps_(std::move(deps)),
+      opts_(std::move(opts)),
+      views_(*deps_.state),
+      pool_(opts_.blocking_threads, opts_.max_blocking_queue),
+      hub_(std::make_unique<WatchHub>(*deps_.events)) {}
+
+ServiceCore::~ServiceCore() {
+  shutdown();
+}
+
+void ServiceCore::shutdown() {
+  hub_->stop();
+  pool_.stop();
+}
+
+std::string ServiceCore::describe_peer(const std::string& peer) const {
+  return opts_.describe_peer ? opts_.describe_peer(peer) : peer;
+}
+
+std::optional<Guid> ServiceCore::remembered_guid(const std::string& name) {
+  auto v = view();
+  std::lock_guard lock(names_mu_);
+  if (v->has_fabric() && (!names_seeded_ || v->state().generation != names_generation_)) {
+    for (const routing::Node& n : v->topo().nodes()) names_[n.description] = n.guid;
+    names_generation_ = v->state().generation;
+    names_seeded_ = true;
+  }
+  auto it = names_.find(name);
+  if (it == names_.end()) return std::nullopt;
+  return it->second;
+}
+
+// Checks a mutating call. Unix-socket connections were vetted at accept.
+Status authorize(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core,
+                 std::string_view method) {
+  if (trust == Trust::kUnixPeer) return Status::OK;
+  const std::string& token = core.options().token;
+  if (token.empty()) {
+    return Status(StatusCode::PERMISSION_DENIED,
+                  fmt::format("{} changes the fabric; over TCP that needs a bearer token and this "
+                              "daemon has no api.token_file (use the unix socket)",
+                              method));
+  }
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) {
+    return Status(StatusCode::PERMISSION_DENIED,
+                  fmt::format("{} changes the fabric: send \"authorization: Bearer <token>\" "
+                              "(subnetctl --token-file) or use the unix socket",
+                              method));
+  }
+  const auto presented = bearer_token(std::string_view(it->second.data(), it->second.size()));
+  if (!presented) {
+    return Status(StatusCode::PERMISSION_DENIED, "authorization: expected \"Bearer <token>\"");
+  }
+  if (!constant_time_equal(*presented, token)) {
+    return Status(StatusCode::PERMISSION_DENIED,
+                  "authorization: the bearer token does not match api.token_file");
+  }
+  return Status::OK;
+}
+
+std::string who(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core) {
+  return fmt::format("{}{}", core.describe_peer(ctx->peer()),
+                     trust == Trust::kBearerToken ? " (bearer token)" : "");
+}
+
+}  // namespace subnetd::api
