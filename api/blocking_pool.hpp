@@ -1,12 +1,12 @@
 #pragma once
-// BlockingPool: a few threads for the API work that has to block — waiting
-// on an SmControl future, reading old events from the store — so that it
-// never runs on gRPC's callback threads (which must not block).
+// BlockingPool: a few threads for the API work that has to block — reading
+// old events from the store for WatchEvents — so that it never runs on
+// gRPC's callback threads (which must not block). Calls that wait for the
+// SM do not use it: their completions finish them (waiting_call.hpp).
 //
-// Owner: the api::Service. Any thread may post(); the queue is bounded and a
-// full queue (or a stopped pool) refuses work, which the caller turns into
-// RESOURCE_EXHAUSTED / UNAVAILABLE. stop() lets queued and running tasks
-// finish (tasks watch stopping() to give up waits early) and joins.
+// Owner: ServiceCore. Any thread may post(); the queue is bounded and a full queue (or a stopped
+// pool) refuses work, which the caller turns into RESOURCE_EXHAUSTED /
+// UNAVAILABLE. stop() lets queued and running tasks finish and joins.
 
 #include <condition_variable>
 #include <cstddef>

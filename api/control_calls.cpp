@@ -1,94 +1,21 @@
 // subnet.v1.SubnetManager's calls that wait for the SM: TriggerSweep (with
-// wait), VerifyRouting, SetPortState. They wait on a BlockingPool thread for
-// the SmControl completion (bridged to a future), bounded by the client's
-// deadline and a cap.
+// wait), VerifyRouting, SetPortState. Each is checked and admitted on the
+// gRPC thread, handed to SmControl with a completion, and finished by that
+// completion (or its wait limit, the client or shutdown: waiting_call.hpp).
+// No thread waits.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <future>
 #include <optional>
 
 #include "api/service_internal.hpp"
+#include "api/waiting_call.hpp"
 
 namespace subnetd::api {
 
-using namespace std::chrono_literals;
 using grpc::Status;
 using grpc::StatusCode;
-
-namespace {
-
-Clock::time_point wait_deadline(const grpc::CallbackServerContext* ctx,
-                                std::chrono::milliseconds cap) {
-  return std::min(ctx->deadline(), Clock::now() + cap);
-}
-
-enum class WaitEnd { kReady, kDeadline, kStopping };
-
-// Waits on a future from a BlockingPool thread, giving up at the deadline or
-// when the pool stops (daemon shutdown).
-template <class T>
-WaitEnd wait_on(std::future<T>& f, Clock::time_point deadline, const BlockingPool& pool) {
-  for (;;) {
-    if (f.wait_for(50ms) == std::future_status::ready) return WaitEnd::kReady;
-    if (pool.stopping()) return WaitEnd::kStopping;
-    if (Clock::now() >= deadline) return WaitEnd::kDeadline;
-  }
-}
-
-Status wait_failure(WaitEnd end, std::string_view what, std::chrono::milliseconds waited) {
-  if (end == WaitEnd::kStopping) {
-    return Status(StatusCode::UNAVAILABLE,
-                  fmt::format("subnetd is stopping; {} was not awaited", what));
-  }
-  return Status(StatusCode::DEADLINE_EXCEEDED,
-                fmt::format("{} still running after {} ms; it continues in the background", what,
-                            waited.count()));
-}
-
-// Bridges an SmControl completion to a future (transitional).
-template <class T, class Call>
-std::future<T> sm_future(Call call) {
-  auto promise = std::make_shared<std::promise<T>>();
-  auto fut = promise->get_future();
-  call([promise](T value) { promise->set_value(std::move(value)); });
-  return fut;
-}
-
-// Takes the result of an SmControl future; a broken promise means the SM
-// went away without answering.
-template <class T>
-std::optional<T> take(std::future<T>& f, Status& failure) {
-  try {
-    return f.get();
-  } catch (const std::future_error& e) {
-    failure = Status(StatusCode::UNAVAILABLE,
-                     fmt::format("the subnet manager stopped before answering ({})", e.what()));
-    return std::nullopt;
-  }
-}
-
-// Waits for an SmControl future on a BlockingPool thread and returns its
-// value; or finishes `reactor` with why there is none (the deadline passed,
-// subnetd is stopping, the SM went away) and returns nullopt.
-template <class T>
-std::optional<T> await_sm(std::future<T>& f, Clock::time_point deadline, const BlockingPool& pool,
-                          std::string_view what, grpc::ServerUnaryReactor* reactor) {
-  const auto started = Clock::now();
-  const WaitEnd end = wait_on(f, deadline, pool);
-  if (end != WaitEnd::kReady) {
-    reactor->Finish(wait_failure(
-        end, what, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)));
-    return std::nullopt;
-  }
-  Status failure;
-  auto value = take(f, failure);
-  if (!value) reactor->Finish(failure);
-  return value;
-}
-
-}  // namespace
 
 namespace {
 
@@ -125,27 +52,86 @@ void fill_sweep_response(const FabricView& view, const state::SweepReply& r,
   }
 }
 
-// Finishes TriggerSweep from the SM's future, on a BlockingPool thread: at
-// once when the caller did not ask to wait, else with the outcome. `Reply` is
-// SweepReply (heavy) or Result<SweepReply> (light, which the SM may refuse).
-template <class Reply>
-void finish_sweep(ServiceCore& core, grpc::ServerUnaryReactor* reactor,
-                  v1::TriggerSweepResponse* resp, bool wait, Clock::time_point deadline,
-                  std::future<Reply> fut) {
+// Hands a sweep to the SM. Without `wait` the call is answered at once (the
+// sweep is queued; its outcome goes to the event log); with it, the sweep's
+// completion finishes the call.
+template <class Reply, class Start>
+grpc::ServerUnaryReactor* sweep(ServiceCore& core, grpc::CallbackServerContext* ctx, bool wait,
+                                v1::TriggerSweepResponse* resp, Start start) {
   if (!wait) {
     resp->set_generation(core.view()->state().generation);
-    reactor->Finish(Status::OK);
-    return;
+    start([](Reply) {});
+    return reply(ctx, Status::OK);
   }
-  auto outcome = await_sm(fut, deadline, core.pool(), "the sweep", reactor);
-  if (!outcome) return;
-  const Result<state::SweepReply> r = std::move(*outcome);
-  if (!r.ok()) {
-    reactor->Finish(to_status(r.error()));
-    return;
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto call = WaitingCall::start(core, ctx, "the sweep", core.options().sweep_wait_limit, &reactor);
+  if (call) {
+    // `Reply` is SweepReply (heavy) or Result<SweepReply> (light, which the
+    // SM may refuse).
+    start(call->completion<Reply>([resp](ServiceCore& c, Reply outcome) {
+      const Result<state::SweepReply> r = std::move(outcome);
+      if (!r.ok()) return to_status(r.error());
+      fill_sweep_response(*c.view(), *r, resp);
+      return Status::OK;
+    }));
   }
-  fill_sweep_response(*core.view(), *r, resp);
-  reactor->Finish(Status::OK);
+  return reactor;
+}
+
+// The SM's verification answer, as the response has carried it so far: the
+// verdict and message from the reply, the counts from the snapshot's own
+// verification when no new tables were published meanwhile.
+Status fill_verify_response(const FabricView& before, const FabricView& after,
+                            Result<state::VerifyReply> reply, std::chrono::microseconds took,
+                            v1::VerifyRoutingResponse* resp) {
+  std::optional<Result<std::string>> result;
+  if (!reply.ok()) {
+    result = reply.error();
+  } else if (reply->verdict == state::Verdict::kOk) {
+    result = Result<std::string>(reply->message);
+  } else {
+    const state::Verdict v = reply->verdict;
+    result = Error{v == state::Verdict::kIncomplete ? Errc::kIncomplete
+                   : v == state::Verdict::kLoop     ? Errc::kForwardingLoop
+                                                    : Errc::kCdgCycle,
+                   reply->message};
+  }
+  if (result->ok()) {
+    resp->set_verdict(v1::VERDICT_OK);
+    resp->set_message(result->value());
+  } else {
+    const Error& e = result->error();
+    switch (e.code) {
+      case Errc::kIncomplete:
+        resp->set_verdict(v1::VERDICT_INCOMPLETE);
+        break;
+      case Errc::kForwardingLoop:
+        resp->set_verdict(v1::VERDICT_LOOP);
+        break;
+      case Errc::kCdgCycle:
+        resp->set_verdict(v1::VERDICT_CREDIT_LOOP);
+        break;
+      default:
+        // The verifier could not run (cancelled, no tables): not a verdict.
+        return to_status(e);
+    }
+    resp->set_message(e.message);
+  }
+  const state::FabricState& s = after.state();
+  if (after.has_routes()) {
+    resp->set_switches(static_cast<std::uint32_t>(after.topo().num_switches()));
+    resp->set_virtual_lanes(s.routes->num_vls);
+  }
+  // The counts come with the SM's verification of the published tables;
+  // they describe what was just verified only if no new tables arrived.
+  if (result->ok() && s.generation == before.state().generation && s.verification.ok) {
+    resp->set_pairs_checked(s.verification.pairs_checked);
+    resp->set_cdg_channels(s.verification.channels);
+    resp->set_cdg_dependencies(s.verification.dependencies);
+  }
+  resp->set_duration_us(static_cast<std::uint64_t>(took.count()));
+  resp->set_generation(s.generation);
+  return Status::OK;
 }
 
 }  // namespace
@@ -164,30 +150,20 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
     auto view = core_.view();
     if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   }
-  auto* reactor = ctx->DefaultReactor();
-  const bool wait = req->wait();
-  const auto cap = core_.options().sweep_wait_limit;
-  const auto deadline = wait_deadline(ctx, cap);
-  std::string caller = who(ctx, trust_, core_);
+  const std::string caller = who(ctx, trust_, core_);
   spdlog::info("gRPC TriggerSweep {} by {}", light ? "light" : "heavy", caller);
-  ServiceCore& core = core_;
-  const bool posted = core.pool().post([&core, reactor, resp, wait, deadline, caller, light] {
-    state::SmControl& sm = *core.deps().sm;
-    const std::string reason = "TriggerSweep by " + caller;
-    if (light) {
-      finish_sweep(core, reactor, resp, wait, deadline,
-                   sm_future<Result<state::SweepReply>>(
-                       [&](auto done) { sm.trigger_light_sweep(reason, std::move(done)); }));
-    } else {
-      finish_sweep(core, reactor, resp, wait, deadline,
-                   sm_future<state::SweepReply>(
-                       [&](auto done) { sm.trigger_sweep(reason, std::move(done)); }));
-    }
-  });
-  if (!posted) {
-    reactor->Finish(refused(core.pool()));
+  state::SmControl& sm = *core_.deps().sm;
+  std::string reason = "TriggerSweep by " + caller;
+  if (light) {
+    return sweep<Result<state::SweepReply>>(
+        core_, ctx, req->wait(), resp, [&](state::Completion<Result<state::SweepReply>> done) {
+          sm.trigger_light_sweep(std::move(reason), std::move(done));
+        });
   }
-  return reactor;
+  return sweep<state::SweepReply>(core_, ctx, req->wait(), resp,
+                                  [&](state::Completion<state::SweepReply> done) {
+                                    sm.trigger_sweep(std::move(reason), std::move(done));
+                                  });
 }
 
 grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServerContext* ctx,
@@ -195,74 +171,20 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
                                                               v1::VerifyRoutingResponse* resp) {
   auto view = core_.view();
   if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
-  if (!view->has_routes()) {
-    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION, "no routing has been computed yet"));
-  }
-  auto* reactor = ctx->DefaultReactor();
-  const auto deadline = wait_deadline(ctx, core_.options().control_wait_limit);
-  ServiceCore& core = core_;
-  const bool posted = core.pool().post([&core, reactor, resp, deadline, before = std::move(view)] {
-    const auto started = Clock::now();
-    auto fut = sm_future<Result<state::VerifyReply>>([&](auto done) {
-      core.deps().sm->verify_routing(state::VerifyRequest{}, std::move(done));
-    });
-    auto reply = await_sm(fut, deadline, core.pool(), "verification", reactor);
-    if (!reply) return;
-    std::optional<Result<std::string>> result;
-    if (!reply->ok()) {
-      result = reply->error();
-    } else if ((*reply)->verdict == state::Verdict::kOk) {
-      result = Result<std::string>((*reply)->message);
-    } else {
-      const state::Verdict v = (*reply)->verdict;
-      result = Error{v == state::Verdict::kIncomplete ? Errc::kIncomplete
-                     : v == state::Verdict::kLoop     ? Errc::kForwardingLoop
-                                                      : Errc::kCdgCycle,
-                     (*reply)->message};
-    }
-    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
-    if (result->ok()) {
-      resp->set_verdict(v1::VERDICT_OK);
-      resp->set_message(result->value());
-    } else {
-      const Error& e = result->error();
-      switch (e.code) {
-        case Errc::kIncomplete:
-          resp->set_verdict(v1::VERDICT_INCOMPLETE);
-          break;
-        case Errc::kForwardingLoop:
-          resp->set_verdict(v1::VERDICT_LOOP);
-          break;
-        case Errc::kCdgCycle:
-          resp->set_verdict(v1::VERDICT_CREDIT_LOOP);
-          break;
-        default:
-          // The verifier could not run (cancelled, no tables): not a verdict.
-          reactor->Finish(to_status(e));
-          return;
-      }
-      resp->set_message(e.message);
-    }
-    auto after = core.view();
-    const state::FabricState& s = after->state();
-    if (after->has_routes()) {
-      resp->set_switches(static_cast<std::uint32_t>(after->topo().num_switches()));
-      resp->set_virtual_lanes(s.routes->num_vls);
-    }
-    // The counts come with the SM's verification of the published tables;
-    // they describe what was just verified only if no new tables arrived.
-    if (result->ok() && s.generation == before->state().generation && s.verification.ok) {
-      resp->set_pairs_checked(s.verification.pairs_checked);
-      resp->set_cdg_channels(s.verification.channels);
-      resp->set_cdg_dependencies(s.verification.dependencies);
-    }
-    resp->set_duration_us(static_cast<std::uint64_t>(took.count()));
-    resp->set_generation(s.generation);
-    reactor->Finish(Status::OK);
-  });
-  if (!posted) {
-    reactor->Finish(refused(core.pool()));
-  }
+  if (!view->has_routes()) return reply(ctx, no_routes());
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto call =
+      WaitingCall::start(core_, ctx, "verification", core_.options().control_wait_limit, &reactor);
+  if (!call) return reactor;
+  core_.deps().sm->verify_routing(
+      state::VerifyRequest{},
+      call->completion<Result<state::VerifyReply>>(
+          [resp, before = std::move(view), started = Clock::now()](ServiceCore& c,
+                                                                   Result<state::VerifyReply> r) {
+            const auto took =
+                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+            return fill_verify_response(*before, *c.view(), std::move(r), took, resp);
+          }));
   return reactor;
 }
 
@@ -290,36 +212,28 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
   const auto port = static_cast<PortNum>(req->port());
   const bool enable = req->state() == v1::PORT_ADMIN_STATE_ENABLED;
   const bool was_disabled = t.port(n, port).phys_state == 3;
-  auto* reactor = ctx->DefaultReactor();
-  const auto deadline = wait_deadline(ctx, core_.options().control_wait_limit);
-  std::string caller = who(ctx, trust_, core_);
+  const std::string caller = who(ctx, trust_, core_);
   spdlog::info("gRPC SetPortState {} port {} {} by {}", t.label(n), port,
                enable ? "enable" : "disable", caller);
-  ServiceCore& core = core_;
-  const bool posted =
-      core.pool().post([&core, reactor, resp, deadline, caller, guid, port, enable, was_disabled] {
-        auto fut = sm_future<Result<void>>([&](auto done) {
-          core.deps().sm->set_port_enabled(guid, port, enable, caller, std::move(done));
-        });
-        auto result = await_sm(fut, deadline, core.pool(), "the port change", reactor);
-        if (!result) return;
-        if (!result->ok()) {
-          reactor->Finish(to_status(result->error()));
-          return;
-        }
-        auto after = core.view();
-        if (after->has_fabric()) {
-          if (auto node = after->node_by_guid(guid);
-              node && port <= after->topo().node(*node).num_ports) {
-            after->fill_port(*node, port, resp->mutable_port());
-          }
-        }
-        resp->set_changed(was_disabled == enable);
-        reactor->Finish(Status::OK);
-      });
-  if (!posted) {
-    reactor->Finish(refused(core.pool()));
-  }
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto call = WaitingCall::start(core_, ctx, "the port change", core_.options().control_wait_limit,
+                                 &reactor);
+  if (!call) return reactor;
+  core_.deps().sm->set_port_enabled(
+      guid, port, enable, caller,
+      call->completion<Result<void>>(
+          [resp, guid, port, enable, was_disabled](ServiceCore& c, Result<void> r) {
+            if (!r.ok()) return to_status(r.error());
+            auto after = c.view();
+            if (after->has_fabric()) {
+              if (auto node = after->node_by_guid(guid);
+                  node && port <= after->topo().node(*node).num_ports) {
+                after->fill_port(*node, port, resp->mutable_port());
+              }
+            }
+            resp->set_changed(was_disabled == enable);
+            return Status::OK;
+          }));
   return reactor;
 }
 

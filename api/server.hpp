@@ -18,7 +18,8 @@
 //
 // Threads: start() and stop() from the daemon's main thread (never from a
 // gRPC thread: stop() waits for gRPC's threads). The accept loop has its own
-// thread; gRPC has its own; blocking API work runs on ServiceCore's pool.
+// thread; gRPC has its own; calls that wait for the SM hold no thread, and
+// the little API work that blocks (stored events) runs on ServiceCore's pool.
 
 #include <sys/types.h>
 

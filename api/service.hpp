@@ -4,32 +4,41 @@
 //
 // Reads are answered from the StatePublisher's current snapshot (through a
 // per-generation FabricView) on gRPC's threads; they never wait for the SM.
-// Calls that must wait — TriggerSweep(wait), VerifyRouting, SetPortState and
-// the Simulator's state changes wait on an SmControl future; WatchEvents
-// replaying events older than memory reads the store — run on a small
-// BlockingPool, never on a gRPC callback thread, and are bounded by the
-// client's deadline and a cap.
+// Calls that wait for the SM — TriggerSweep(wait), VerifyRouting and
+// SetPortState — hold no thread while they wait: each is a WaitingCall that
+// the SmControl completion finishes (or its wait limit, the client's cancel
+// or shutdown, whichever comes first). Simulator changes call SimControl
+// directly (a mutex and the simulator's due events). Only WatchEvents'
+// reads of events older than memory block (on the store), and they run on a
+// BlockingPool.
 //
 // Threads and ownership. A ServiceCore holds what every listener shares (the
-// view cache, the blocking pool, the WatchEvents hub). The Server (server.hpp)
-// owns one core and, per listener, a SubnetManagerService and a
-// SimulatorService bound to it with that listener's Trust. Everything here is
-// thread-safe. Shutdown order (Server::stop): ServiceCore::shutdown() ends
-// every WatchEvents stream with OK and makes waiting calls give up with
-// UNAVAILABLE, then the gRPC servers are shut down, then the core is
-// destroyed.
+// view cache, the wait-limit timer, the waiting calls, the blocking pool,
+// the WatchEvents hub). The Server (server.hpp) owns one core and, per
+// listener, a SubnetManagerService and a SimulatorService bound to it with
+// that listener's Trust. Everything here is thread-safe. Shutdown order
+// (Server::stop): ServiceCore::shutdown() ends every WatchEvents stream with
+// OK and every waiting call with UNAVAILABLE, then the gRPC servers are shut
+// down, then the core is destroyed. A completion the SM calls after that
+// finds its call finished and touches nothing else.
 //
 // The files: service_core.cpp (ServiceCore, shared helpers, authorisation),
 // subnet_manager_service.cpp (reads), control_calls.cpp (the calls that
-// wait for the SM), simulator_service.cpp, watch_events.cpp; the helpers
-// they share are declared in service_internal.hpp.
+// wait for the SM), simulator_service.cpp, watch_events.cpp; waiting_call.hpp
+// and call_timer.hpp; the helpers they share are declared in
+// service_internal.hpp.
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "api/blocking_pool.hpp"
+#include "api/call_timer.hpp"
 #include "api/fabric_view.hpp"
 #include "state/control.hpp"
 #include "state/event_log.hpp"
@@ -58,8 +67,9 @@ struct ServiceOptions {
   // Longest a TriggerSweep(wait=true) call waits (also bounded by the
   // client's deadline); the sweep itself continues past it.
   std::chrono::milliseconds sweep_wait_limit{std::chrono::minutes{10}};
-  // Longest VerifyRouting, SetPortState and Simulator calls wait.
+  // Longest VerifyRouting and SetPortState wait.
   std::chrono::milliseconds control_wait_limit{std::chrono::minutes{2}};
+  // WatchEvents' reads of stored events: the blocking pool's threads and queue.
   unsigned blocking_threads = 4;
   std::size_t max_blocking_queue = 64;
   // Events a WatchEvents stream reads from memory or the store at a time.
@@ -70,6 +80,7 @@ struct ServiceOptions {
 };
 
 class WatchHub;
+class WaitingCall;
 
 class ServiceCore {
  public:
@@ -78,9 +89,10 @@ class ServiceCore {
   ServiceCore(const ServiceCore&) = delete;
   ServiceCore& operator=(const ServiceCore&) = delete;
 
-  // Ends WatchEvents streams cleanly, refuses new blocking work and waits for
-  // the running tasks to finish their calls. Idempotent. Call before the
-  // gRPC servers' Shutdown, from a thread that is not a gRPC thread.
+  // Ends WatchEvents streams cleanly, ends waiting calls with UNAVAILABLE
+  // (and refuses new ones), waits until no call is being finished, stops the
+  // timer and the blocking pool. Idempotent. Call before the gRPC servers'
+  // Shutdown, from a thread that is not a gRPC thread.
   void shutdown();
 
   const ServiceDeps& deps() const { return deps_; }
@@ -88,7 +100,15 @@ class ServiceCore {
   std::shared_ptr<const FabricView> view() { return views_.current(); }
   BlockingPool& pool() { return pool_; }
   WatchHub& hub() { return *hub_; }
+  CallTimer& timer() { return timer_; }
   std::string describe_peer(const std::string& peer) const;
+
+  // The waiting calls, so that shutdown can end them. add() is false once
+  // shutdown has begun; remove() is the last thing a finishing call does
+  // with the core.
+  bool add_waiting(std::shared_ptr<WaitingCall> call);
+  void remove_waiting(const WaitingCall* call);
+
   // GUIDs of every node name seen in any snapshot so far, so the Simulator
   // can bring back by name a switch the SM no longer sees.
   std::optional<Guid> remembered_guid(const std::string& name);
@@ -97,8 +117,15 @@ class ServiceCore {
   ServiceDeps deps_;
   ServiceOptions opts_;
   ViewCache views_;
+  CallTimer timer_;
   BlockingPool pool_;
   std::unique_ptr<WatchHub> hub_;
+
+  std::mutex waiting_mu_;
+  std::condition_variable waiting_cv_;  // a call left `waiting_`
+  bool stopping_ = false;
+  std::unordered_map<const WaitingCall*, std::shared_ptr<WaitingCall>> waiting_;
+
   std::mutex names_mu_;
   std::uint64_t names_generation_ = 0;
   bool names_seeded_ = false;

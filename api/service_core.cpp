@@ -6,6 +6,7 @@
 
 #include "api/auth.hpp"
 #include "api/service_internal.hpp"
+#include "api/waiting_call.hpp"
 
 namespace subnetd::api {
 
@@ -30,18 +31,15 @@ Status invalid(std::string msg) {
   return Status(StatusCode::INVALID_ARGUMENT, std::move(msg));
 }
 
-// Why the BlockingPool refused a task.
-Status refused(const BlockingPool& pool) {
-  if (pool.stopping()) return Status(StatusCode::UNAVAILABLE, "subnetd is stopping");
-  return Status(StatusCode::RESOURCE_EXHAUSTED,
-                "too many calls are waiting on the subnet manager; retry later");
-}
-
 Status no_fabric(const FabricView& v) {
   return Status(StatusCode::FAILED_PRECONDITION,
                 fmt::format("no sweep has finished yet (SM state {}{}{})",
                             state::sm_state_name(v.state().state),
                             v.state().last_error.empty() ? "" : ": ", v.state().last_error));
+}
+
+Status no_routes() {
+  return Status(StatusCode::FAILED_PRECONDITION, "no routing has been computed yet");
 }
 
 void fill_sweep_summary(const FabricView& view, v1::SweepSummary* out) {
@@ -131,7 +129,44 @@ ServiceCore::~ServiceCore() {
 
 void ServiceCore::shutdown() {
   hub_->stop();
+  std::vector<std::shared_ptr<WaitingCall>> calls;
+  {
+    std::lock_guard lock(waiting_mu_);
+    stopping_ = true;
+    for (const auto& [key, call] : waiting_) calls.push_back(call);
+  }
+  for (auto& call : calls) {
+    call->finish(Status(StatusCode::UNAVAILABLE,
+                        fmt::format("subnetd is stopping; {} was not awaited", call->what())));
+  }
+  calls.clear();
+  {
+    // A call another thread is finishing right now uses the core until it
+    // has left the set.
+    std::unique_lock lock(waiting_mu_);
+    waiting_cv_.wait(lock, [this] { return waiting_.empty(); });
+  }
+  timer_.stop();
   pool_.stop();
+}
+
+bool ServiceCore::add_waiting(std::shared_ptr<WaitingCall> call) {
+  std::lock_guard lock(waiting_mu_);
+  if (stopping_) return false;
+  const WaitingCall* key = call.get();
+  waiting_.emplace(key, std::move(call));
+  return true;
+}
+
+void ServiceCore::remove_waiting(const WaitingCall* call) {
+  std::shared_ptr<WaitingCall> last;  // released after the lock
+  std::lock_guard lock(waiting_mu_);
+  if (auto it = waiting_.find(call); it != waiting_.end()) {
+    last = std::move(it->second);
+    waiting_.erase(it);
+  }
+  // Under the lock: once shutdown sees the set empty it may destroy the core.
+  waiting_cv_.notify_all();
 }
 
 std::string ServiceCore::describe_peer(const std::string& peer) const {

@@ -8,6 +8,7 @@
 //   control_calls.cpp           TriggerSweep, VerifyRouting, SetPortState
 //   simulator_service.cpp       Simulator
 //   watch_events.cpp            WatchEvents and its hub
+//   waiting_call.{hpp,cpp}      a unary call finished by a completion
 
 #include <google/protobuf/timestamp.pb.h>
 #include <grpcpp/grpcpp.h>
@@ -30,11 +31,9 @@ using Clock = std::chrono::system_clock;
 // Finishes a call at once with `s` (the default reactor).
 grpc::ServerUnaryReactor* reply(grpc::CallbackServerContext* ctx, grpc::Status s);
 grpc::Status invalid(std::string msg);
-// Why the BlockingPool refused a task: UNAVAILABLE when stopping, else
-// RESOURCE_EXHAUSTED.
-grpc::Status refused(const BlockingPool& pool);
-// FAILED_PRECONDITION before the first sweep.
+// FAILED_PRECONDITION before the first sweep / before the first routing.
 grpc::Status no_fabric(const FabricView& v);
+grpc::Status no_routes();
 
 google::protobuf::Timestamp to_timestamp(Clock::time_point tp);
 // The last heavy sweep of the view's snapshot.

@@ -1,4 +1,8 @@
 // subnet.v1.Simulator: operator control of the embedded simulated fabric.
+// SimControl is thread-safe and quick (the simulator's mutex and its due
+// events; it does not wait for the SM), so the calls run on gRPC's thread.
+// What the answers say about the fabric before the change comes from the
+// daemon's snapshot taken just before the call (see the proto).
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -55,8 +59,9 @@ Result<Guid> sim_node_guid(ServiceCore& core, const FabricView& view, const v1::
 grpc::ServerUnaryReactor* SimulatorService::SetLinkState(grpc::CallbackServerContext* ctx,
                                                          const v1::SetLinkStateRequest* req,
                                                          v1::SetLinkStateResponse* resp) {
-  if (Status s = authorize(ctx, trust_, core_, "Simulator.SetLinkState"); !s.ok())
+  if (Status s = authorize(ctx, trust_, core_, "Simulator.SetLinkState"); !s.ok()) {
     return reply(ctx, s);
+  }
   if (core_.deps().sim == nullptr) return reply(ctx, no_simulator());
   if (!req->has_node()) return reply(ctx, invalid("node: required"));
   if (req->port() == 0 || req->port() > 254) {
@@ -82,22 +87,12 @@ grpc::ServerUnaryReactor* SimulatorService::SetLinkState(grpc::CallbackServerCon
   }
   spdlog::info("gRPC Simulator.SetLinkState {:#018x} port {} {} by {}", guid->value, port,
                up ? "up" : "down", who(ctx, trust_, core_));
-  auto* reactor = ctx->DefaultReactor();
-  ServiceCore& core = core_;
-  const Guid g = *guid;
-  const bool posted = core.pool().post([&core, reactor, resp, g, port, up, was_up] {
-    Result<void> r = core.deps().sim->set_link_state(g, port, up);
-    if (!r.ok()) {
-      reactor->Finish(to_status(r.error()));
-      return;
-    }
-    resp->set_changed(was_up != up);
-    reactor->Finish(Status::OK);
-  });
-  if (!posted) {
-    reactor->Finish(refused(core.pool()));
+  if (Result<void> r = core_.deps().sim->set_link_state(*guid, port, up); !r.ok()) {
+    resp->clear_peer();
+    return reply(ctx, to_status(r.error()));
   }
-  return reactor;
+  resp->set_changed(was_up != up);
+  return reply(ctx, Status::OK);
 }
 
 grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerContext* ctx,
@@ -131,24 +126,13 @@ grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerC
   }
   spdlog::info("gRPC Simulator.SetSwitchState {:#018x} {} by {}", guid->value, up ? "up" : "down",
                who(ctx, trust_, core_));
-  auto* reactor = ctx->DefaultReactor();
-  ServiceCore& core = core_;
-  const Guid g = *guid;
-  const bool posted = core.pool().post([&core, reactor, resp, g, up, in_view, links] {
-    Result<void> r = core.deps().sim->set_switch_state(g, up);
-    if (!r.ok()) {
-      reactor->Finish(to_status(r.error()));
-      return;
-    }
-    // A switch the SM sees is up; one it does not see is down (or unknown).
-    resp->set_changed(in_view != up);
-    resp->set_links_affected(links);
-    reactor->Finish(Status::OK);
-  });
-  if (!posted) {
-    reactor->Finish(refused(core.pool()));
+  if (Result<void> r = core_.deps().sim->set_switch_state(*guid, up); !r.ok()) {
+    return reply(ctx, to_status(r.error()));
   }
-  return reactor;
+  // A switch the SM sees is up; one it does not see is down (or unknown).
+  resp->set_changed(in_view != up);
+  resp->set_links_affected(links);
+  return reply(ctx, Status::OK);
 }
 
 grpc::ServerUnaryReactor* SimulatorService::GetStats(grpc::CallbackServerContext* ctx,

@@ -286,9 +286,7 @@ grpc::ServerWriteReactor<v1::ForwardingTableBlock>* SubnetManagerService::GetFor
     return new W(Status(StatusCode::NOT_FOUND,
                         fmt::format("node: {} is not a switch", view->topo().label(target->node))));
   }
-  if (!view->has_routes()) {
-    return new W(Status(StatusCode::FAILED_PRECONDITION, "no routing has been computed yet"));
-  }
+  if (!view->has_routes()) return new W(no_routes());
   if (view->topo().node(target->node).switch_index >= view->state().routes->lfts.size()) {
     return new W(
         Status(StatusCode::INTERNAL, fmt::format("node: the published routes have no table for {}",
@@ -304,9 +302,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
   if (!req->has_destination()) return reply(ctx, invalid("destination: required"));
   auto view = core_.view();
   if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
-  if (!view->has_routes()) {
-    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION, "no routing has been computed yet"));
-  }
+  if (!view->has_routes()) return reply(ctx, no_routes());
   const routing::Topology& t = view->topo();
 
   // A port of a node: the one the reference names, else NodeRef.port, else

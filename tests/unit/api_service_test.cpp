@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +146,7 @@ class FakeSm final : public state::SmControl {
     if (hold_sweeps) {
       sweeps.push_back(std::move(reason));
       held.push_back(std::move(done));
+      changed.notify_all();
       return;
     }
     done(heavy_locked(std::move(reason)));
@@ -176,6 +178,11 @@ class FakeSm final : public state::SmControl {
   void verify_routing(state::VerifyRequest,
                       state::Completion<Result<state::VerifyReply>> done) override {
     std::lock_guard lock(mu);
+    if (hold_verifications) {
+      held_verifies.push_back(std::move(done));
+      changed.notify_all();
+      return;
+    }
     if (!verify_result.ok()) {
       state::VerifyReply r;
       r.generation = generation;
@@ -209,6 +216,24 @@ class FakeSm final : public state::SmControl {
     done(ok_result());
   }
 
+  // Waits until `pred` holds (checked under `mu` whenever a call is held);
+  // false after `limit`, which only a broken server reaches.
+  template <class Pred>
+  bool wait_until(Pred pred, std::chrono::seconds limit = 30s) {
+    std::unique_lock lock(mu);
+    return changed.wait_for(lock, limit, pred);
+  }
+  // Answers every held verification as verify_routing would now.
+  void release_verifications() {
+    std::vector<state::Completion<Result<state::VerifyReply>>> waiting;
+    {
+      std::lock_guard lock(mu);
+      hold_verifications = false;
+      waiting.swap(held_verifies);
+    }
+    for (auto& done : waiting) verify_routing({}, std::move(done));
+  }
+
   struct PortCall {
     Guid node;
     PortNum port;
@@ -216,9 +241,10 @@ class FakeSm final : public state::SmControl {
     std::string who;
   };
   std::mutex mu;
-  const FakeSim* sim = nullptr;    // the fabric light sweeps look at
-  std::uint32_t switch_count = 0;  // of that fabric
-  bool ready = true;               // false: as before the first heavy sweep
+  std::condition_variable changed;  // a call was held
+  const FakeSim* sim = nullptr;     // the fabric light sweeps look at
+  std::uint32_t switch_count = 0;   // of that fabric
+  bool ready = true;                // false: as before the first heavy sweep
   bool sweep_ok = true;
   bool hold_sweeps = false;      // never answer (deadline tests)
   std::uint64_t generation = 7;  // as published by the fixture
@@ -227,6 +253,8 @@ class FakeSm final : public state::SmControl {
   std::vector<std::string> sweeps;  // heavy sweeps' reasons
   std::vector<std::string> light_sweeps;
   Result<std::string> verify_result = std::string("complete, loop-free, deadlock-free");
+  bool hold_verifications = false;  // keep them until release_verifications()
+  std::vector<state::Completion<Result<state::VerifyReply>>> held_verifies;
   std::vector<PortCall> port_calls;
 
  private:
@@ -1354,6 +1382,171 @@ TEST_F(Api, SetPortState) {
   EXPECT_EQ(set(req, &r, tcp.get()).error_code(), StatusCode::PERMISSION_DENIED);
   std::lock_guard lock(sm_.mu);
   EXPECT_EQ(sm_.port_calls.size(), 1u);
+}
+
+// ---------------------------------------------------------------------------
+// Waiting calls: finished from the SM's completion, never holding a thread
+
+// Unary calls issued at once through the callback stub: a context each and
+// their outcomes. `poke` runs after each outcome is recorded (to wake a
+// waiter that also watches something else).
+class Concurrent {
+ public:
+  explicit Concurrent(int n, std::function<void()> poke = {})
+      : ctxs_(static_cast<std::size_t>(n)), poke_(std::move(poke)) {
+    for (auto& c : ctxs_) {
+      c = std::make_unique<grpc::ClientContext>();
+      c->set_deadline(std::chrono::system_clock::now() + 60s);
+    }
+  }
+  grpc::ClientContext* ctx(int i) { return ctxs_[static_cast<std::size_t>(i)].get(); }
+  std::function<void(grpc::Status)> done() {
+    return [this](grpc::Status s) {
+      {
+        std::lock_guard lock(mu_);
+        codes_.push_back(s.error_code());
+        messages_.push_back(s.error_message());
+      }
+      if (poke_) poke_();
+      // Last: once wait_finished() has seen every callback here, the test
+      // may destroy this object.
+      std::lock_guard lock(mu_);
+      ++returned_;
+      cv_.notify_all();
+    };
+  }
+  // Waits until `n` calls have finished; false after 60 s.
+  bool wait_finished(std::size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 60s, [&] { return returned_ >= n; });
+  }
+  std::size_t count(StatusCode code) const {
+    std::lock_guard lock(mu_);
+    return static_cast<std::size_t>(std::count(codes_.begin(), codes_.end(), code));
+  }
+  std::size_t finished() const {
+    std::lock_guard lock(mu_);
+    return codes_.size();
+  }
+  std::string first_message(StatusCode code) const {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < codes_.size(); ++i) {
+      if (codes_[i] == code) return messages_[i];
+    }
+    return {};
+  }
+
+ private:
+  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs_;
+  std::function<void()> poke_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<StatusCode> codes_;
+  std::vector<std::string> messages_;
+  std::size_t returned_ = 0;  // callbacks that are done with this object
+};
+
+TEST_F(Api, WaitingCallsHoldNoThread) {
+  // One blocking thread and one queue slot: were a waiting call parked on
+  // a thread, the second one could not even reach the SM.
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.hold_sweeps = true;
+  }
+  ServiceOptions o;
+  o.blocking_threads = 1;
+  o.max_blocking_queue = 1;
+  auto s = Server::start(cfg_, deps(), o);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  server_ = std::move(s).value();
+  auto stub = unix_stub();
+  constexpr int kCalls = 20;
+  Concurrent calls(kCalls);
+  std::vector<v1::TriggerSweepRequest> reqs(kCalls);
+  std::vector<v1::TriggerSweepResponse> resps(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    reqs[static_cast<std::size_t>(i)].set_wait(true);
+    stub->async()->TriggerSweep(calls.ctx(i), &reqs[static_cast<std::size_t>(i)],
+                                &resps[static_cast<std::size_t>(i)], calls.done());
+  }
+  ASSERT_TRUE(sm_.wait_until([&] { return sm_.held.size() == kCalls; }))
+      << "the SM was asked " << sm_.held.size() << " times; " << calls.finished()
+      << " calls ended first: " << calls.first_message(StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(calls.finished(), 0u);
+  std::vector<state::Completion<state::SweepReply>> held;
+  {
+    std::lock_guard lock(sm_.mu);
+    held.swap(sm_.held);
+  }
+  for (auto& done : held) done(state::SweepReply{true, 8, "", {}});
+  ASSERT_TRUE(calls.wait_finished(kCalls));
+  EXPECT_EQ(calls.count(StatusCode::OK), static_cast<std::size_t>(kCalls));
+  for (const auto& r : resps) EXPECT_EQ(r.generation(), 8u);
+}
+
+TEST_F(Api, LateCompletionsAfterCancelDeadlineAndShutdown) {
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.hold_sweeps = true;
+    sm_.hold_verifications = true;
+  }
+  ServiceOptions o;
+  o.control_wait_limit = 200ms;
+  auto started = Server::start(cfg_, deps(), o);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  server_ = std::move(started).value();
+  auto stub = unix_stub();
+
+  // 1. The client cancels while the SM works.
+  {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, 60s);
+    v1::TriggerSweepRequest req;
+    req.set_wait(true);
+    v1::TriggerSweepResponse r;
+    std::promise<grpc::Status> done;
+    stub->async()->TriggerSweep(&ctx, &req, &r, [&](grpc::Status st) { done.set_value(st); });
+    ASSERT_TRUE(sm_.wait_until([&] { return sm_.held.size() == 1; }));
+    ctx.TryCancel();
+    EXPECT_EQ(done.get_future().get().error_code(), StatusCode::CANCELLED);
+  }
+  // 2. The wait limit passes: DEADLINE_EXCEEDED, the verification goes on.
+  {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, 60s);
+    v1::VerifyRoutingResponse r;
+    auto st = stub->VerifyRouting(&ctx, {}, &r);
+    EXPECT_EQ(st.error_code(), StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_NE(st.error_message().find("verification still running after"), std::string::npos)
+        << st.error_message();
+    EXPECT_NE(st.error_message().find("it continues in the background"), std::string::npos)
+        << st.error_message();
+  }
+  // 3. The server stops while a sweep is awaited: UNAVAILABLE.
+  {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, 60s);
+    v1::TriggerSweepRequest req;
+    req.set_wait(true);
+    v1::TriggerSweepResponse r;
+    std::promise<grpc::Status> done;
+    stub->async()->TriggerSweep(&ctx, &req, &r, [&](grpc::Status st) { done.set_value(st); });
+    ASSERT_TRUE(sm_.wait_until([&] { return sm_.held.size() == 2; }));
+    server_->stop(1s);
+    auto st = done.get_future().get();
+    EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE);
+    EXPECT_NE(st.error_message().find("stopping"), std::string::npos) << st.error_message();
+  }
+  server_.reset();
+  // The SM answers all of them after the calls ended and the server is
+  // gone: nothing may touch a finished call (ASan watches).
+  std::vector<state::Completion<state::SweepReply>> held;
+  {
+    std::lock_guard lock(sm_.mu);
+    held.swap(sm_.held);
+  }
+  for (auto& done : held) done(state::SweepReply{true, 8, "", {}});
+  sm_.release_verifications();
 }
 
 // ---------------------------------------------------------------------------
