@@ -4,7 +4,8 @@
 // gRPC's callback threads (which must not block). Calls that wait for the
 // SM do not use it: their completions finish them (waiting_call.hpp).
 //
-// Owner: ServiceCore. Any thread may post(); the queue is bounded and a full queue (or a stopped
+// Owner: ServiceCore (one pool for trusted callers, one for anonymous ones).
+// Any thread may post(); the queue is bounded and a full queue (or a stopped
 // pool) refuses work, which the caller turns into RESOURCE_EXHAUSTED /
 // UNAVAILABLE. stop() lets queued and running tasks finish and joins.
 

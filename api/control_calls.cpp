@@ -56,15 +56,23 @@ void fill_sweep_response(const FabricView& view, const state::SweepReply& r,
 // sweep is queued; its outcome goes to the event log); with it, the sweep's
 // completion finishes the call.
 template <class Reply, class Start>
-grpc::ServerUnaryReactor* sweep(ServiceCore& core, grpc::CallbackServerContext* ctx, bool wait,
-                                v1::TriggerSweepResponse* resp, Start start) {
+grpc::ServerUnaryReactor* sweep(ServiceCore& core, grpc::CallbackServerContext* ctx,
+                                const Caller& caller, bool wait, v1::TriggerSweepResponse* resp,
+                                Start start) {
   if (!wait) {
     resp->set_generation(core.view()->state().generation);
     start([](Reply) {});
     return reply(ctx, Status::OK);
   }
+  Ticket ticket;
+  if (Status s = core.limits().admit(CallKind::kWaiting, caller.trusted, caller.peer.client,
+                                     "TriggerSweep", ticket);
+      !s.ok()) {
+    return reply(ctx, std::move(s));
+  }
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto call = WaitingCall::start(core, ctx, "the sweep", core.options().sweep_wait_limit, &reactor);
+  auto call = WaitingCall::start(core, ctx, "the sweep", core.options().sweep_wait_limit,
+                                 std::move(ticket), &reactor);
   if (call) {
     // `Reply` is SweepReply (heavy) or Result<SweepReply> (light, which the
     // SM may refuse).
@@ -139,7 +147,8 @@ Status fill_verify_response(const FabricView& before, const FabricView& after,
 grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServerContext* ctx,
                                                              const v1::TriggerSweepRequest* req,
                                                              v1::TriggerSweepResponse* resp) {
-  if (Status s = authorize(ctx, trust_, core_, "TriggerSweep"); !s.ok()) return reply(ctx, s);
+  const Caller caller = identify(ctx, trust_, core_, "TriggerSweep");
+  if (!caller.trusted) return reply(ctx, caller.refusal);
   if (!v1::SweepKind_IsValid(req->kind())) {
     return reply(
         ctx, invalid(fmt::format("kind: {} is not a SweepKind", static_cast<int>(req->kind()))));
@@ -150,17 +159,18 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
     auto view = core_.view();
     if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   }
-  const std::string caller = who(ctx, trust_, core_);
-  spdlog::info("gRPC TriggerSweep {} by {}", light ? "light" : "heavy", caller);
+  const std::string who = caller.who();
+  spdlog::info("gRPC TriggerSweep {} by {}", light ? "light" : "heavy", who);
   state::SmControl& sm = *core_.deps().sm;
-  std::string reason = "TriggerSweep by " + caller;
+  std::string reason = "TriggerSweep by " + who;
   if (light) {
-    return sweep<Result<state::SweepReply>>(
-        core_, ctx, req->wait(), resp, [&](state::Completion<Result<state::SweepReply>> done) {
-          sm.trigger_light_sweep(std::move(reason), std::move(done));
-        });
+    return sweep<Result<state::SweepReply>>(core_, ctx, caller, req->wait(), resp,
+                                            [&](state::Completion<Result<state::SweepReply>> done) {
+                                              sm.trigger_light_sweep(std::move(reason),
+                                                                     std::move(done));
+                                            });
   }
-  return sweep<state::SweepReply>(core_, ctx, req->wait(), resp,
+  return sweep<state::SweepReply>(core_, ctx, caller, req->wait(), resp,
                                   [&](state::Completion<state::SweepReply> done) {
                                     sm.trigger_sweep(std::move(reason), std::move(done));
                                   });
@@ -172,9 +182,18 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
   auto view = core_.view();
   if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   if (!view->has_routes()) return reply(ctx, no_routes());
+  // The whole verifier runs for this: limited per client, and anonymous
+  // callers share their capacity.
+  const Caller caller = identify(ctx, trust_, core_, "VerifyRouting");
+  Ticket ticket;
+  if (Status s = core_.limits().admit(CallKind::kVerify, caller.trusted, caller.peer.client,
+                                      "VerifyRouting", ticket);
+      !s.ok()) {
+    return reply(ctx, std::move(s));
+  }
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto call =
-      WaitingCall::start(core_, ctx, "verification", core_.options().control_wait_limit, &reactor);
+  auto call = WaitingCall::start(core_, ctx, "verification", core_.options().control_wait_limit,
+                                 std::move(ticket), &reactor);
   if (!call) return reactor;
   core_.deps().sm->verify_routing(
       state::VerifyRequest{},
@@ -191,7 +210,8 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
 grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServerContext* ctx,
                                                              const v1::SetPortStateRequest* req,
                                                              v1::SetPortStateResponse* resp) {
-  if (Status s = authorize(ctx, trust_, core_, "SetPortState"); !s.ok()) return reply(ctx, s);
+  const Caller caller = identify(ctx, trust_, core_, "SetPortState");
+  if (!caller.trusted) return reply(ctx, caller.refusal);
   if (!req->has_node()) return reply(ctx, invalid("node: required"));
   if (req->state() != v1::PORT_ADMIN_STATE_ENABLED &&
       req->state() != v1::PORT_ADMIN_STATE_DISABLED) {
@@ -212,15 +232,21 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
   const auto port = static_cast<PortNum>(req->port());
   const bool enable = req->state() == v1::PORT_ADMIN_STATE_ENABLED;
   const bool was_disabled = t.port(n, port).phys_state == 3;
-  const std::string caller = who(ctx, trust_, core_);
+  Ticket ticket;
+  if (Status s = core_.limits().admit(CallKind::kWaiting, caller.trusted, caller.peer.client,
+                                      "SetPortState", ticket);
+      !s.ok()) {
+    return reply(ctx, std::move(s));
+  }
+  const std::string who = caller.who();
   spdlog::info("gRPC SetPortState {} port {} {} by {}", t.label(n), port,
-               enable ? "enable" : "disable", caller);
+               enable ? "enable" : "disable", who);
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto call = WaitingCall::start(core_, ctx, "the port change", core_.options().control_wait_limit,
-                                 &reactor);
+                                 std::move(ticket), &reactor);
   if (!call) return reactor;
   core_.deps().sm->set_port_enabled(
-      guid, port, enable, caller,
+      guid, port, enable, who,
       call->completion<Result<void>>(
           [resp, guid, port, enable, was_disabled](ServiceCore& c, Result<void> r) {
             if (!r.ok()) return to_status(r.error());

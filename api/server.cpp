@@ -130,7 +130,7 @@ Result<std::unique_ptr<Server>> Server::start(const ListenOptions& cfg, ServiceD
   }
   std::unique_ptr<Server> server(new Server());
   Server* self = server.get();
-  opts.describe_peer = [self](const std::string& peer) { return self->describe_peer(peer); };
+  opts.identify_peer = [self](const std::string& peer) { return self->identify_peer(peer); };
   server->core_ = std::make_unique<ServiceCore>(std::move(deps), std::move(opts));
   init_grpc_plugins();
   if (!cfg.socket.empty()) {
@@ -232,6 +232,10 @@ Result<void> Server::start_tcp(const ListenOptions& cfg) {
   tcp_sim_ = std::make_unique<SimulatorService>(*core_, Trust::kBearerToken);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(cfg.tcp, creds, &tcp_port_);
+  // HTTP/2 MAX_CONCURRENT_STREAMS: a TCP connection's calls beyond it wait
+  // at the client, costing the server nothing.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(core_->options().max_streams_per_tcp_connection));
   builder.RegisterService(tcp_sm_.get());
   builder.RegisterService(tcp_sim_.get());
   tcp_server_ = builder.BuildAndStart();
@@ -280,23 +284,25 @@ void Server::accept_loop() {
     }
     {
       std::lock_guard lock(peers_mu_);
-      peers_[fd] = describe(*cred);
+      peers_[fd] = *cred;
     }
     grpc::AddInsecureChannelFromFd(unix_server_.get(), fd);
   }
 }
 
-std::string Server::describe_peer(const std::string& peer) const {
+PeerId Server::identify_peer(const std::string& peer) const {
   // gRPC names a connection added from an fd "fd:<n>".
   if (peer.rfind("fd:", 0) == 0) {
     int fd = -1;
     const auto [p, ec] = std::from_chars(peer.data() + 3, peer.data() + peer.size(), fd);
     if (ec == std::errc() && p == peer.data() + peer.size()) {
       std::lock_guard lock(peers_mu_);
-      if (auto it = peers_.find(fd); it != peers_.end()) return "unix peer " + it->second;
+      if (auto it = peers_.find(fd); it != peers_.end()) {
+        return PeerId{"unix peer " + describe(it->second), fmt::format("uid {}", it->second.uid)};
+      }
     }
   }
-  return peer;
+  return PeerId{peer, client_of_peer(peer)};
 }
 
 std::string Server::unix_target() const {

@@ -19,7 +19,7 @@
 // Threads: start() and stop() from the daemon's main thread (never from a
 // gRPC thread: stop() waits for gRPC's threads). The accept loop has its own
 // thread; gRPC has its own; calls that wait for the SM hold no thread, and
-// the little API work that blocks (stored events) runs on ServiceCore's pool.
+// the little API work that blocks (stored events) runs on ServiceCore's pools.
 
 #include <sys/types.h>
 
@@ -31,6 +31,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "api/auth.hpp"
 #include "api/service.hpp"
 #include "routing/result.hpp"
 
@@ -77,7 +78,7 @@ class Server {
   Result<void> start_unix(const ListenOptions& cfg);
   Result<void> start_tcp(const ListenOptions& cfg);
   void accept_loop();
-  std::string describe_peer(const std::string& peer) const;
+  PeerId identify_peer(const std::string& peer) const;
 
   std::unique_ptr<ServiceCore> core_;
 
@@ -92,10 +93,11 @@ class Server {
   std::unique_ptr<grpc::Server> unix_server_;
   std::thread accept_thread_;
   mutable std::mutex peers_mu_;
-  // "fd:N" peer of an accepted connection -> "uid U gid G pid P", for audit
-  // messages only (the fd number is reused once gRPC closes it; the entry
-  // is overwritten by the next connection on that number before any call).
-  std::unordered_map<int, std::string> peers_;
+  // "fd:N" peer of an accepted connection -> its credentials, for audit
+  // messages and per-uid limits (the fd number is reused once gRPC closes
+  // it; the entry is overwritten by the next connection on that number
+  // before any call).
+  std::unordered_map<int, PeerCredentials> peers_;
 
   // TCP listener.
   int tcp_port_ = 0;

@@ -13,19 +13,19 @@
 // BlockingPool.
 //
 // Threads and ownership. A ServiceCore holds what every listener shares (the
-// view cache, the wait-limit timer, the waiting calls, the blocking pool,
-// the WatchEvents hub). The Server (server.hpp) owns one core and, per
-// listener, a SubnetManagerService and a SimulatorService bound to it with
-// that listener's Trust. Everything here is thread-safe. Shutdown order
-// (Server::stop): ServiceCore::shutdown() ends every WatchEvents stream with
-// OK and every waiting call with UNAVAILABLE, then the gRPC servers are shut
-// down, then the core is destroyed. A completion the SM calls after that
-// finds its call finished and touches nothing else.
+// view cache, the call limits, the wait-limit timer, the waiting calls, the
+// blocking pools, the WatchEvents hub). The Server (server.hpp) owns one core
+// and, per listener, a SubnetManagerService and a SimulatorService bound to
+// it with that listener's Trust. Everything here is thread-safe. Shutdown
+// order (Server::stop): ServiceCore::shutdown() ends every WatchEvents stream
+// with OK and every waiting call with UNAVAILABLE, then the gRPC servers are
+// shut down, then the core is destroyed. A completion the SM calls after
+// that finds its call finished and touches nothing else.
 //
-// The files: service_core.cpp (ServiceCore, shared helpers, authorisation),
-// subnet_manager_service.cpp (reads), control_calls.cpp (the calls that
-// wait for the SM), simulator_service.cpp, watch_events.cpp; waiting_call.hpp
-// and call_timer.hpp; the helpers they share are declared in
+// The files: service_core.cpp (ServiceCore, shared helpers, who a caller
+// is), subnet_manager_service.cpp (reads), control_calls.cpp (the calls that
+// wait for the SM), simulator_service.cpp, watch_events.cpp; waiting_call.hpp,
+// call_limits.hpp, call_timer.hpp; the helpers they share are declared in
 // service_internal.hpp.
 
 #include <chrono>
@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "api/blocking_pool.hpp"
+#include "api/call_limits.hpp"
 #include "api/call_timer.hpp"
 #include "api/fabric_view.hpp"
 #include "state/control.hpp"
@@ -61,7 +62,18 @@ struct ServiceDeps {
   std::chrono::system_clock::time_point started_at{};
 };
 
-struct ServiceOptions {
+// Who is at the other end of a call, from ServerContext::peer().
+struct PeerId {
+  std::string who;     // for audit lines: "unix peer uid 0 gid 0 pid 42", "ipv4:10.0.0.7:50712"
+  std::string client;  // what per-client limits count: "uid 0", "ipv4:10.0.0.7"
+};
+
+// The client part of a gRPC peer string: "ipv4:10.0.0.7:50712" ->
+// "ipv4:10.0.0.7", "ipv6:[::1]:50712" -> "ipv6:[::1]"; others unchanged.
+std::string client_of_peer(std::string_view peer);
+
+// The limits (CallLimitOptions, call_limits.hpp) and the rest.
+struct ServiceOptions : CallLimitOptions {
   // The bearer token accepted for mutating calls over TCP; empty = none.
   std::string token;
   // Longest a TriggerSweep(wait=true) call waits (also bounded by the
@@ -69,14 +81,15 @@ struct ServiceOptions {
   std::chrono::milliseconds sweep_wait_limit{std::chrono::minutes{10}};
   // Longest VerifyRouting and SetPortState wait.
   std::chrono::milliseconds control_wait_limit{std::chrono::minutes{2}};
-  // WatchEvents' reads of stored events: the blocking pool's threads and queue.
-  unsigned blocking_threads = 4;
+  // WatchEvents' reads of stored events: threads and queue of each of the two
+  // blocking pools (one for trusted callers, one for anonymous ones).
+  unsigned blocking_threads = 2;
   std::size_t max_blocking_queue = 64;
   // Events a WatchEvents stream reads from memory or the store at a time.
   std::size_t watch_batch = 256;
-  // Describes a caller for audit messages (the `who` of SetPortState) from
-  // ServerContext::peer(); the Server resolves unix peers to uid/pid.
-  std::function<std::string(const std::string& peer)> describe_peer;
+  // Names a caller from ServerContext::peer(); the Server resolves unix
+  // peers to uid/pid. Without it: the peer string and client_of_peer().
+  std::function<PeerId(const std::string& peer)> identify_peer;
 };
 
 class WatchHub;
@@ -91,17 +104,19 @@ class ServiceCore {
 
   // Ends WatchEvents streams cleanly, ends waiting calls with UNAVAILABLE
   // (and refuses new ones), waits until no call is being finished, stops the
-  // timer and the blocking pool. Idempotent. Call before the gRPC servers'
+  // timer and the blocking pools. Idempotent. Call before the gRPC servers'
   // Shutdown, from a thread that is not a gRPC thread.
   void shutdown();
 
   const ServiceDeps& deps() const { return deps_; }
   const ServiceOptions& options() const { return opts_; }
   std::shared_ptr<const FabricView> view() { return views_.current(); }
-  BlockingPool& pool() { return pool_; }
+  // The pool for a caller's blocking work: trusted callers have their own.
+  BlockingPool& pool(bool trusted) { return trusted ? trusted_pool_ : anonymous_pool_; }
   WatchHub& hub() { return *hub_; }
+  CallLimits& limits() { return limits_; }
   CallTimer& timer() { return timer_; }
-  std::string describe_peer(const std::string& peer) const;
+  PeerId identify_peer(const std::string& peer) const;
 
   // The waiting calls, so that shutdown can end them. add() is false once
   // shutdown has begun; remove() is the last thing a finishing call does
@@ -117,8 +132,10 @@ class ServiceCore {
   ServiceDeps deps_;
   ServiceOptions opts_;
   ViewCache views_;
+  CallLimits limits_;
   CallTimer timer_;
-  BlockingPool pool_;
+  BlockingPool trusted_pool_;
+  BlockingPool anonymous_pool_;
   std::unique_ptr<WatchHub> hub_;
 
   std::mutex waiting_mu_;

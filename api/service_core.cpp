@@ -1,5 +1,5 @@
-// ServiceCore (what every listener shares), the status helpers and the
-// authorisation of mutating calls.
+// ServiceCore (what every listener shares), the status helpers, and who a
+// caller is.
 
 #include <fmt/format.h>
 #include <google/protobuf/util/time_util.h>
@@ -120,7 +120,9 @@ ServiceCore::ServiceCore(ServiceDeps deps, ServiceOptions opts)
     : deps_(std::move(deps)),
       opts_(std::move(opts)),
       views_(*deps_.state),
-      pool_(opts_.blocking_threads, opts_.max_blocking_queue),
+      limits_(opts_),
+      trusted_pool_(opts_.blocking_threads, opts_.max_blocking_queue),
+      anonymous_pool_(opts_.blocking_threads, opts_.max_blocking_queue),
       hub_(std::make_unique<WatchHub>(*deps_.events)) {}
 
 ServiceCore::~ServiceCore() {
@@ -147,7 +149,8 @@ void ServiceCore::shutdown() {
     waiting_cv_.wait(lock, [this] { return waiting_.empty(); });
   }
   timer_.stop();
-  pool_.stop();
+  trusted_pool_.stop();
+  anonymous_pool_.stop();
 }
 
 bool ServiceCore::add_waiting(std::shared_ptr<WaitingCall> call) {
@@ -169,8 +172,9 @@ void ServiceCore::remove_waiting(const WaitingCall* call) {
   waiting_cv_.notify_all();
 }
 
-std::string ServiceCore::describe_peer(const std::string& peer) const {
-  return opts_.describe_peer ? opts_.describe_peer(peer) : peer;
+PeerId ServiceCore::identify_peer(const std::string& peer) const {
+  if (opts_.identify_peer) return opts_.identify_peer(peer);
+  return PeerId{peer, client_of_peer(peer)};
 }
 
 std::optional<Guid> ServiceCore::remembered_guid(const std::string& name) {
@@ -186,39 +190,58 @@ std::optional<Guid> ServiceCore::remembered_guid(const std::string& name) {
   return it->second;
 }
 
-// Checks a mutating call. Unix-socket connections were vetted at accept.
-Status authorize(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core,
-                 std::string_view method) {
-  if (trust == Trust::kUnixPeer) return Status::OK;
-  const std::string& token = core.options().token;
-  if (token.empty()) {
-    return Status(StatusCode::PERMISSION_DENIED,
-                  fmt::format("{} changes the fabric; over TCP that needs a bearer token and this "
-                              "daemon has no api.token_file (use the unix socket)",
-                              method));
+// ---------------------------------------------------------------------------
+// Callers
+
+std::string client_of_peer(std::string_view peer) {
+  if (peer.starts_with("ipv4:")) {
+    const auto colon = peer.rfind(':');
+    if (colon > 4) return std::string(peer.substr(0, colon));
+  } else if (peer.starts_with("ipv6:[")) {
+    const auto bracket = peer.find(']');
+    if (bracket != std::string_view::npos) return std::string(peer.substr(0, bracket + 1));
   }
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  if (it == md.end()) {
-    return Status(StatusCode::PERMISSION_DENIED,
-                  fmt::format("{} changes the fabric: send \"authorization: Bearer <token>\" "
-                              "(subnetctl --token-file) or use the unix socket",
-                              method));
-  }
-  const auto presented = bearer_token(std::string_view(it->second.data(), it->second.size()));
-  if (!presented) {
-    return Status(StatusCode::PERMISSION_DENIED, "authorization: expected \"Bearer <token>\"");
-  }
-  if (!constant_time_equal(*presented, token)) {
-    return Status(StatusCode::PERMISSION_DENIED,
-                  "authorization: the bearer token does not match api.token_file");
-  }
-  return Status::OK;
+  return std::string(peer);
 }
 
-std::string who(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core) {
-  return fmt::format("{}{}", core.describe_peer(ctx->peer()),
-                     trust == Trust::kBearerToken ? " (bearer token)" : "");
+std::string Caller::who() const {
+  return trust == Trust::kBearerToken ? peer.who + " (bearer token)" : peer.who;
+}
+
+Caller identify(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core,
+                std::string_view method) {
+  Caller c;
+  c.trust = trust;
+  c.peer = core.identify_peer(ctx->peer());
+  if (trust == Trust::kUnixPeer) {
+    // Vetted at accept.
+    c.trusted = true;
+    return c;
+  }
+  const std::string& token = core.options().token;
+  const auto& md = ctx->client_metadata();
+  const auto it = md.find("authorization");
+  if (token.empty()) {
+    c.refusal = Status(StatusCode::PERMISSION_DENIED,
+                       fmt::format("{} changes the fabric; over TCP that needs a bearer token and "
+                                   "this daemon has no api.token_file (use the unix socket)",
+                                   method));
+  } else if (it == md.end()) {
+    c.refusal = Status(StatusCode::PERMISSION_DENIED,
+                       fmt::format("{} changes the fabric: send \"authorization: Bearer <token>\" "
+                                   "(subnetctl --token-file) or use the unix socket",
+                                   method));
+  } else if (const auto presented =
+                 bearer_token(std::string_view(it->second.data(), it->second.size()));
+             !presented) {
+    c.refusal = Status(StatusCode::PERMISSION_DENIED, "authorization: expected \"Bearer <token>\"");
+  } else if (!constant_time_equal(*presented, token)) {
+    c.refusal = Status(StatusCode::PERMISSION_DENIED,
+                       "authorization: the bearer token does not match api.token_file");
+  } else {
+    c.trusted = true;
+  }
+  return c;
 }
 
 }  // namespace subnetd::api

@@ -1,8 +1,7 @@
 #pragma once
 // What the files of api/'s services share; not for use outside api/.
 //
-//   service_core.cpp            ServiceCore, to_status, the helpers below,
-//                               authorisation
+//   service_core.cpp            ServiceCore, to_status, the helpers below
 //   subnet_manager_service.cpp  GetStatus, ListNodes, GetNode, ListLinks,
 //                               GetForwardingTable, TracePath
 //   control_calls.cpp           TriggerSweep, VerifyRouting, SetPortState
@@ -39,12 +38,22 @@ google::protobuf::Timestamp to_timestamp(Clock::time_point tp);
 // The last heavy sweep of the view's snapshot.
 void fill_sweep_summary(const FabricView& view, v1::SweepSummary* out);
 
-// Checks a mutating call; unix-socket connections were vetted at accept.
+// The caller of one call: who it is and what it may do.
+struct Caller {
+  PeerId peer;
+  Trust trust = Trust::kUnixPeer;
+  // Unix socket (vetted at accept), or TCP with the right bearer token: may
+  // mutate, and has the trusted capacity (call_limits.hpp).
+  bool trusted = false;
+  // Why not trusted (PERMISSION_DENIED for a mutating call); OK when trusted.
+  grpc::Status refusal;
+  // Audit text for log lines and SmControl's `who`: the peer, plus "(bearer
+  // token)" over TCP.
+  std::string who() const;
+};
 // `method` names the call in a refusal ("TriggerSweep").
-grpc::Status authorize(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core,
-                       std::string_view method);
-// The caller for audit lines and SmControl's `who`.
-std::string who(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core);
+Caller identify(grpc::CallbackServerContext* ctx, Trust trust, const ServiceCore& core,
+                std::string_view method);
 
 // A WriteReactor that only reports an error.
 template <class T>

@@ -59,9 +59,8 @@ Result<Guid> sim_node_guid(ServiceCore& core, const FabricView& view, const v1::
 grpc::ServerUnaryReactor* SimulatorService::SetLinkState(grpc::CallbackServerContext* ctx,
                                                          const v1::SetLinkStateRequest* req,
                                                          v1::SetLinkStateResponse* resp) {
-  if (Status s = authorize(ctx, trust_, core_, "Simulator.SetLinkState"); !s.ok()) {
-    return reply(ctx, s);
-  }
+  const Caller caller = identify(ctx, trust_, core_, "Simulator.SetLinkState");
+  if (!caller.trusted) return reply(ctx, caller.refusal);
   if (core_.deps().sim == nullptr) return reply(ctx, no_simulator());
   if (!req->has_node()) return reply(ctx, invalid("node: required"));
   if (req->port() == 0 || req->port() > 254) {
@@ -86,7 +85,7 @@ grpc::ServerUnaryReactor* SimulatorService::SetLinkState(grpc::CallbackServerCon
     }
   }
   spdlog::info("gRPC Simulator.SetLinkState {:#018x} port {} {} by {}", guid->value, port,
-               up ? "up" : "down", who(ctx, trust_, core_));
+               up ? "up" : "down", caller.who());
   if (Result<void> r = core_.deps().sim->set_link_state(*guid, port, up); !r.ok()) {
     resp->clear_peer();
     return reply(ctx, to_status(r.error()));
@@ -98,9 +97,8 @@ grpc::ServerUnaryReactor* SimulatorService::SetLinkState(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerContext* ctx,
                                                            const v1::SetSwitchStateRequest* req,
                                                            v1::SetSwitchStateResponse* resp) {
-  if (Status s = authorize(ctx, trust_, core_, "Simulator.SetSwitchState"); !s.ok()) {
-    return reply(ctx, s);
-  }
+  const Caller caller = identify(ctx, trust_, core_, "Simulator.SetSwitchState");
+  if (!caller.trusted) return reply(ctx, caller.refusal);
   if (core_.deps().sim == nullptr) return reply(ctx, no_simulator());
   if (!req->has_node()) return reply(ctx, invalid("node: required"));
   if (req->state() != v1::SIM_STATE_UP && req->state() != v1::SIM_STATE_DOWN) {
@@ -125,7 +123,7 @@ grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerC
     }
   }
   spdlog::info("gRPC Simulator.SetSwitchState {:#018x} {} by {}", guid->value, up ? "up" : "down",
-               who(ctx, trust_, core_));
+               caller.who());
   if (Result<void> r = core_.deps().sim->set_switch_state(*guid, up); !r.ok()) {
     return reply(ctx, to_status(r.error()));
   }

@@ -24,13 +24,13 @@ class WaitingCall::Reactor final : public grpc::ServerUnaryReactor {
   std::shared_ptr<WaitingCall> call_;
 };
 
-WaitingCall::WaitingCall(ServiceCore& core, std::string what)
-    : core_(core), what_(std::move(what)) {}
+WaitingCall::WaitingCall(ServiceCore& core, std::string what, Ticket ticket)
+    : core_(core), what_(std::move(what)), ticket_(std::move(ticket)) {}
 
 std::shared_ptr<WaitingCall> WaitingCall::start(ServiceCore& core, grpc::CallbackServerContext* ctx,
                                                 std::string what, std::chrono::milliseconds limit,
-                                                grpc::ServerUnaryReactor** reactor) {
-  auto call = std::make_shared<WaitingCall>(core, std::move(what));
+                                                Ticket ticket, grpc::ServerUnaryReactor** reactor) {
+  auto call = std::make_shared<WaitingCall>(core, std::move(what), std::move(ticket));
   auto* r = new Reactor(call);
   call->reactor_ = r;
   *reactor = r;
@@ -89,6 +89,7 @@ bool WaitingCall::finish(const Answer& answer) {
   // shutdown waits until this call has left its set (remove_waiting, last).
   if (armed) core_.timer().cancel(limit_);
   Status status = answer(core_);
+  core_.limits().release(ticket_);
   reactor->Finish(std::move(status));  // neither the reactor nor the response after this
   core_.remove_waiting(this);
   return true;

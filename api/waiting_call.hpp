@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 
+#include "api/call_limits.hpp"
 #include "api/call_timer.hpp"
 
 namespace subnetd::api {
@@ -41,14 +42,14 @@ class WaitingCall : public std::enable_shared_from_this<WaitingCall> {
   using Answer = std::function<grpc::Status(ServiceCore&)>;
 
   // Starts waiting: the call gets its reactor (returned in `reactor`, for the
-  // gRPC method to return) and joins the core's waiting calls with its wait
-  // limit armed: `limit`, or the client's deadline when
+  // gRPC method to return) and, holding `ticket`, joins the core's waiting
+  // calls with its wait limit armed: `limit`, or the client's deadline when
   // that comes first. `what` names the awaited work in messages ("the
   // sweep"). Null when subnetd is stopping: the reactor is then already
   // finished with UNAVAILABLE and nothing is to be started.
   static std::shared_ptr<WaitingCall> start(ServiceCore& core, grpc::CallbackServerContext* ctx,
                                             std::string what, std::chrono::milliseconds limit,
-                                            grpc::ServerUnaryReactor** reactor);
+                                            Ticket ticket, grpc::ServerUnaryReactor** reactor);
 
   // Finishes the call with `answer`, unless it is finished already. True
   // when this call finished it.
@@ -67,7 +68,7 @@ class WaitingCall : public std::enable_shared_from_this<WaitingCall> {
   const std::string& what() const { return what_; }
 
   // Use start().
-  WaitingCall(ServiceCore& core, std::string what);
+  WaitingCall(ServiceCore& core, std::string what, Ticket ticket);
 
  private:
   class Reactor;
@@ -78,6 +79,7 @@ class WaitingCall : public std::enable_shared_from_this<WaitingCall> {
   std::mutex mu_;
   bool finished_ = false;
   grpc::ServerUnaryReactor* reactor_ = nullptr;  // valid until finished_ (then gRPC's)
+  Ticket ticket_;
   CallTimer::Handle limit_{};
   bool limit_armed_ = false;
 };

@@ -1,5 +1,5 @@
 // subnet.v1.SubnetManager.WatchEvents: replay from the EventLog's memory, or
-// from the store on the BlockingPool when the id is older than memory, then
+// from the store on a BlockingPool when the id is older than memory, then
 // follow; the WatchHub wakes idle streams when the log grows.
 
 #include <fmt/format.h>
@@ -20,7 +20,8 @@ using grpc::StatusCode;
 class EventStream;
 
 // The state of one WatchEvents stream, shared by its reactor, the hub and
-// any store read in flight (each holds a shared_ptr).
+// any store read in flight (each holds a shared_ptr). The stream's ticket
+// (call_limits.hpp) is the reactor's; it is given back in OnDone.
 //
 // drive() is the only place that starts a write or finishes the call, and
 // only one thread drives at a time (`driving`). The driver releases the
@@ -32,8 +33,8 @@ class EventStream;
 // calls Finish, setting `finished` first, so `reactor` is valid whenever the
 // driver reads it with finished == false.
 struct StreamState : std::enable_shared_from_this<StreamState> {
-  StreamState(ServiceCore& c, std::int64_t after_id, std::vector<bool> kinds)
-      : core(c), after(after_id), wanted(std::move(kinds)) {}
+  StreamState(ServiceCore& c, BlockingPool& p, std::int64_t after_id, std::vector<bool> kinds)
+      : core(c), pool(p), after(after_id), wanted(std::move(kinds)) {}
 
   void drive();
   bool wants(state::EventKind k) const {
@@ -47,6 +48,7 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   }
 
   ServiceCore& core;
+  BlockingPool& pool;  // for store reads: the caller's class's pool
   std::mutex mu;
   EventStream* reactor = nullptr;  // null once OnDone ran
   bool driving = false;
@@ -74,10 +76,12 @@ bool WatchHub::add(std::shared_ptr<StreamState> s) {
   streams_.push_back(std::move(s));
   return true;
 }
+
 void WatchHub::remove(const StreamState* s) {
   std::lock_guard lock(mu_);
   std::erase_if(streams_, [s](const auto& p) { return p.get() == s; });
 }
+
 void WatchHub::stop() {
   std::vector<std::shared_ptr<StreamState>> streams;
   {
@@ -97,6 +101,8 @@ void WatchHub::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+// The EventLog offers a wait with a timeout but no way to wake it from
+// outside, so the hub looks at `stopping_` every 100 ms while idle.
 void WatchHub::run() {
   std::int64_t seen = log_.last_id();
   for (;;) {
@@ -121,7 +127,8 @@ void WatchHub::run() {
 
 class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  explicit EventStream(std::shared_ptr<StreamState> st) : st_(std::move(st)) {
+  EventStream(std::shared_ptr<StreamState> st, Ticket ticket)
+      : st_(std::move(st)), ticket_(std::move(ticket)) {
     st_->reactor = this;
     // Headers go out at once, so a client can wait for them to know it is
     // subscribed (events after this point reach it) before acting.
@@ -153,11 +160,13 @@ class EventStream final : public grpc::ServerWriteReactor<v1::Event> {
       st_->reactor = nullptr;
     }
     st_->core.hub().remove(st_.get());
+    st_->core.limits().release(ticket_);
     delete this;
   }
 
  private:
   std::shared_ptr<StreamState> st_;
+  Ticket ticket_;
 };
 
 namespace {
@@ -231,10 +240,17 @@ void StreamState::drive() {
           }
           self->drive();
         };
-        if (!core.pool().post(std::move(task))) {
+        if (!pool.post(std::move(task))) {
           fetching = false;
-          error = Status(StatusCode::UNAVAILABLE,
-                         "cannot read stored events now (the server is busy or stopping)");
+          if (pool.stopping()) {
+            error = Status(StatusCode::UNAVAILABLE, "subnetd is stopping");
+          } else {
+            error = Status(
+                StatusCode::RESOURCE_EXHAUSTED,
+                fmt::format("reading stored events: {} reads are queued, the most allowed (limit "
+                            "max_blocking_queue); resume later with from_event_id {}",
+                            core.options().max_blocking_queue, from + 1));
+          }
         }
         continue;
       }
@@ -254,7 +270,7 @@ void StreamState::drive() {
 }
 
 grpc::ServerWriteReactor<v1::Event>* SubnetManagerService::WatchEvents(
-    grpc::CallbackServerContext*, const v1::WatchEventsRequest* req) {
+    grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) {
   using W = FailedWrite<v1::Event>;
   if (req->from_event_id() < 0) {
     return new W(invalid(fmt::format("from_event_id: {} is negative", req->from_event_id())));
@@ -269,7 +285,18 @@ grpc::ServerWriteReactor<v1::Event>* SubnetManagerService::WatchEvents(
   }
   const std::int64_t after =
       req->from_event_id() == 0 ? core_.deps().events->last_id() : req->from_event_id() - 1;
-  return new EventStream(std::make_shared<StreamState>(core_, after, std::move(kinds)));
+  // A stream is cheap while it follows, but its replay may read the store:
+  // streams are limited per client (and anonymous ones together).
+  const Caller caller = identify(ctx, trust_, core_, "WatchEvents");
+  Ticket ticket;
+  if (Status s = core_.limits().admit(CallKind::kWatch, caller.trusted, caller.peer.client,
+                                      "WatchEvents", ticket);
+      !s.ok()) {
+    return new W(std::move(s));
+  }
+  return new EventStream(
+      std::make_shared<StreamState>(core_, core_.pool(caller.trusted), after, std::move(kinds)),
+      std::move(ticket));
 }
 
 }  // namespace subnetd::api

@@ -1549,6 +1549,87 @@ TEST_F(Api, LateCompletionsAfterCancelDeadlineAndShutdown) {
   sm_.release_verifications();
 }
 
+TEST_F(Api, AnonymousVerifyFloodLeavesRootItsSweeps) {
+  // Issue 12.2: anonymous TCP clients flood VerifyRouting (the SM holds
+  // every verification until released) while root sweeps over the unix
+  // socket. Root's 40 light sweeps all succeed; the flood's excess is
+  // refused at once, naming the limit.
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.hold_verifications = true;
+  }
+  start();
+  constexpr int kFlood = 300;
+  auto tcp = v1::SubnetManager::NewStub(tcp_channel());
+  Concurrent flood(kFlood, [this] {
+    std::lock_guard lock(sm_.mu);
+    sm_.changed.notify_all();
+  });
+  std::vector<v1::VerifyRoutingRequest> reqs(kFlood);
+  std::vector<v1::VerifyRoutingResponse> resps(kFlood);
+  for (int i = 0; i < kFlood; ++i) {
+    tcp->async()->VerifyRouting(flood.ctx(i), &reqs[static_cast<std::size_t>(i)],
+                                &resps[static_cast<std::size_t>(i)], flood.done());
+  }
+
+  constexpr int kThreads = 4, kSweepsEach = 10;
+  std::vector<std::vector<double>> latency_ms(kThreads);
+  std::vector<std::string> failures[kThreads];
+  std::vector<std::thread> roots;
+  for (int t = 0; t < kThreads; ++t) {
+    roots.emplace_back([&, t] {
+      auto stub = unix_stub();
+      for (int i = 0; i < kSweepsEach; ++i) {
+        v1::TriggerSweepResponse r;
+        const auto t0 = std::chrono::steady_clock::now();
+        auto st = light_sweep(*stub, /*wait=*/true, &r);
+        latency_ms[static_cast<std::size_t>(t)].push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        if (!st.ok()) failures[t].push_back(st.error_message());
+      }
+    });
+  }
+  for (auto& th : roots) th.join();
+  std::size_t failed = 0;
+  for (const auto& f : failures) {
+    failed += f.size();
+    for (const auto& m : f) ADD_FAILURE() << "root light sweep failed: " << m;
+  }
+  EXPECT_EQ(failed, 0u) << "of " << kThreads * kSweepsEach;
+  std::vector<double> all;
+  for (const auto& v : latency_ms) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  std::printf("root light sweeps under the flood: %zu, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+              all.size(), all[all.size() / 2], all[(all.size() * 99) / 100], all.back());
+
+  // Every flood call is either with the SM or refused, and the refusals
+  // came while the admitted ones still wait: nothing queued behind them.
+  ASSERT_TRUE(sm_.wait_until([&] {
+    return sm_.held_verifies.size() + flood.count(StatusCode::RESOURCE_EXHAUSTED) ==
+           static_cast<std::size_t>(kFlood);
+  })) << sm_.held_verifies.size()
+      << " held, " << flood.count(StatusCode::RESOURCE_EXHAUSTED) << " refused";
+  std::size_t admitted = 0;
+  {
+    std::lock_guard lock(sm_.mu);
+    admitted = sm_.held_verifies.size();
+  }
+  EXPECT_EQ(flood.finished(), static_cast<std::size_t>(kFlood) - admitted);
+  EXPECT_GE(admitted, 1u);
+  EXPECT_LE(admitted, 16u);
+  const std::string refusal = flood.first_message(StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refusal.find("VerifyRouting"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("ipv4:127.0.0.1"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("retry"), std::string::npos) << refusal;
+  std::printf("flood: %zu admitted, %zu refused: %s\n", admitted,
+              flood.count(StatusCode::RESOURCE_EXHAUSTED), refusal.c_str());
+
+  sm_.release_verifications();
+  ASSERT_TRUE(flood.wait_finished(kFlood));
+  EXPECT_EQ(flood.count(StatusCode::OK), admitted);
+}
+
 // ---------------------------------------------------------------------------
 // Simulator
 
