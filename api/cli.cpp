@@ -208,6 +208,30 @@ std::string format_sweep(const v1::TriggerSweepResponse& r) {
   return out;
 }
 
+std::string format_verify(const v1::VerifyRoutingResponse& r) {
+  const std::string verdict = v1::Verdict_Name(r.verdict()).substr(8);  // after "VERDICT_"
+  std::string out = fmt::format("{}: {}\n", verdict, r.message());
+  out += fmt::format("{} switches, {} VLs, {} pairs checked, generation {}, {}{}\n", r.switches(),
+                     r.virtual_lanes(), static_cast<unsigned long long>(r.pairs_checked()),
+                     static_cast<unsigned long long>(r.generation()),
+                     format_duration_us(r.duration_us()),
+                     r.shared() ? " (shared with a verification another caller asked for)" : "");
+  if (r.has_read_back()) {
+    const v1::ReadBack& rb = r.read_back();
+    out += fmt::format("read back: {} switches{}, {} LFT blocks read, {} differ{}\n", rb.switches(),
+                       rb.switches_silent() == 0
+                           ? std::string{}
+                           : fmt::format(" ({} did not answer every block)", rb.switches_silent()),
+                       static_cast<unsigned long long>(rb.blocks_read()),
+                       static_cast<unsigned long long>(rb.blocks_differ()),
+                       rb.differences_size() == 0 ? "" : ":");
+    // The SM's lines name switches by their description, which comes from
+    // the wire.
+    for (const std::string& d : rb.differences()) out += "  " + printable(d) + "\n";
+  }
+  return out;
+}
+
 Table::Table(std::vector<std::string> headers, std::vector<bool> right_aligned)
     : headers_(std::move(headers)), right_(std::move(right_aligned)) {
   right_.resize(headers_.size(), false);

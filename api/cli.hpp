@@ -52,6 +52,14 @@ std::string_view event_kind_word(::subnet::v1::EventKind k);         // "link_do
 //   sweep OK: 20 nodes (12 switches, 8 CAs), 9 LIDs, 3.1 ms; generation 8
 std::string format_sweep(const ::subnet::v1::TriggerSweepResponse& r);
 
+// What `subnetctl verify [--read-back]` prints for a VerifyRoutingResponse:
+//   OK: complete, loop-free, deadlock-free: ...
+//   12 switches, 1 VLs, 528 pairs checked, generation 7, 1.2 ms
+// then, when the switches' tables were read back,
+//   read back: 12 switches, 24 LFT blocks read, 2 differ:
+//     switch "leaf0" (0x...) block 0: LID 0x5 -> port 255, published 3
+std::string format_verify(const ::subnet::v1::VerifyRoutingResponse& r);
+
 // Columns separated by two spaces, a header line, numbers right-aligned.
 class Table {
  public:

@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <optional>
-
 #include "api/service_internal.hpp"
 #include "api/waiting_call.hpp"
 
@@ -86,60 +84,45 @@ grpc::ServerUnaryReactor* sweep(ServiceCore& core, grpc::CallbackServerContext* 
   return reactor;
 }
 
-// The SM's verification answer, as the response has carried it so far: the
-// verdict and message from the reply, the counts from the snapshot's own
-// verification when no new tables were published meanwhile.
-Status fill_verify_response(const FabricView& before, const FabricView& after,
-                            Result<state::VerifyReply> reply, std::chrono::microseconds took,
-                            v1::VerifyRoutingResponse* resp) {
-  std::optional<Result<std::string>> result;
-  if (!reply.ok()) {
-    result = reply.error();
-  } else if (reply->verdict == state::Verdict::kOk) {
-    result = Result<std::string>(reply->message);
-  } else {
-    const state::Verdict v = reply->verdict;
-    result = Error{v == state::Verdict::kIncomplete ? Errc::kIncomplete
-                   : v == state::Verdict::kLoop     ? Errc::kForwardingLoop
-                                                    : Errc::kCdgCycle,
-                   reply->message};
+v1::Verdict to_proto(state::Verdict v) {
+  switch (v) {
+    case state::Verdict::kOk:
+      return v1::VERDICT_OK;
+    case state::Verdict::kIncomplete:
+      return v1::VERDICT_INCOMPLETE;
+    case state::Verdict::kLoop:
+      return v1::VERDICT_LOOP;
+    case state::Verdict::kCreditLoop:
+      return v1::VERDICT_CREDIT_LOOP;
+    case state::Verdict::kTablesDiffer:
+      return v1::VERDICT_TABLES_DIFFER;
   }
-  if (result->ok()) {
-    resp->set_verdict(v1::VERDICT_OK);
-    resp->set_message(result->value());
-  } else {
-    const Error& e = result->error();
-    switch (e.code) {
-      case Errc::kIncomplete:
-        resp->set_verdict(v1::VERDICT_INCOMPLETE);
-        break;
-      case Errc::kForwardingLoop:
-        resp->set_verdict(v1::VERDICT_LOOP);
-        break;
-      case Errc::kCdgCycle:
-        resp->set_verdict(v1::VERDICT_CREDIT_LOOP);
-        break;
-      default:
-        // The verifier could not run (cancelled, no tables): not a verdict.
-        return to_status(e);
-    }
-    resp->set_message(e.message);
+  return v1::VERDICT_FAILED;
+}
+
+void fill_verify_response(const FabricView& view, const state::VerifyReply& r,
+                          v1::VerifyRoutingResponse* resp) {
+  resp->set_verdict(to_proto(r.verdict));
+  resp->set_message(r.message);
+  if (view.has_fabric()) {
+    resp->set_switches(static_cast<std::uint32_t>(view.topo().num_switches()));
   }
-  const state::FabricState& s = after.state();
-  if (after.has_routes()) {
-    resp->set_switches(static_cast<std::uint32_t>(after.topo().num_switches()));
-    resp->set_virtual_lanes(s.routes->num_vls);
+  resp->set_virtual_lanes(r.num_vls);
+  resp->set_pairs_checked(r.pairs_checked);
+  resp->set_cdg_channels(r.channels);
+  resp->set_cdg_dependencies(r.dependencies);
+  resp->set_duration_us(static_cast<std::uint64_t>(std::max<std::int64_t>(r.took.count(), 0)));
+  resp->set_generation(r.generation);
+  resp->set_shared(r.shared);
+  if (r.read_back) {
+    const state::ReadBackReport& rb = *r.read_back;
+    v1::ReadBack* out = resp->mutable_read_back();
+    out->set_switches(rb.switches);
+    out->set_switches_silent(rb.switches_silent);
+    out->set_blocks_read(rb.blocks_read);
+    out->set_blocks_differ(rb.blocks_differ);
+    for (const std::string& d : rb.differences) out->add_differences(d);
   }
-  // The counts come with the SM's verification of the published tables;
-  // they describe what was just verified only if no new tables arrived.
-  if (result->ok() && s.generation == before.state().generation && s.verification.ok) {
-    resp->set_pairs_checked(s.verification.pairs_checked);
-    resp->set_cdg_channels(s.verification.channels);
-    resp->set_cdg_dependencies(s.verification.dependencies);
-  }
-  resp->set_duration_us(static_cast<std::uint64_t>(took.count()));
-  resp->set_generation(s.generation);
-  return Status::OK;
 }
 
 }  // namespace
@@ -177,13 +160,13 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
 }
 
 grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServerContext* ctx,
-                                                              const v1::VerifyRoutingRequest*,
+                                                              const v1::VerifyRoutingRequest* req,
                                                               v1::VerifyRoutingResponse* resp) {
   auto view = core_.view();
   if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   if (!view->has_routes()) return reply(ctx, no_routes());
-  // The whole verifier runs for this: limited per client, and anonymous
-  // callers share their capacity.
+  // The whole verifier runs for this (and reads every LFT block back when
+  // asked): limited per client, and anonymous callers share their capacity.
   const Caller caller = identify(ctx, trust_, core_, "VerifyRouting");
   Ticket ticket;
   if (Status s = core_.limits().admit(CallKind::kVerify, caller.trusted, caller.peer.client,
@@ -195,15 +178,18 @@ grpc::ServerUnaryReactor* SubnetManagerService::VerifyRouting(grpc::CallbackServ
   auto call = WaitingCall::start(core_, ctx, "verification", core_.options().control_wait_limit,
                                  std::move(ticket), &reactor);
   if (!call) return reactor;
-  core_.deps().sm->verify_routing(
-      state::VerifyRequest{},
-      call->completion<Result<state::VerifyReply>>(
-          [resp, before = std::move(view), started = Clock::now()](ServiceCore& c,
-                                                                   Result<state::VerifyReply> r) {
-            const auto took =
-                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
-            return fill_verify_response(*before, *c.view(), std::move(r), took, resp);
-          }));
+  state::VerifyRequest request;
+  request.read_back = req->read_back();
+  core_.deps().sm->verify_routing(request,
+                                  call->completion<Result<state::VerifyReply>>(
+                                      [resp](ServiceCore& c, Result<state::VerifyReply> r) {
+                                        // A verdict, good or bad, is an answer; an error means the
+                                        // verifier could not run (no tables, cancelled, read-back
+                                        // not available).
+                                        if (!r.ok()) return to_status(r.error());
+                                        fill_verify_response(*c.view(), *r, resp);
+                                        return Status::OK;
+                                      }));
   return reactor;
 }
 

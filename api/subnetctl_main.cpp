@@ -1,7 +1,7 @@
 // subnetctl: subnetd's command-line client (gRPC subnet.v1).
 //
 //   subnetctl status | nodes | node X | links | lft SWITCH | trace SRC DST
-//   subnetctl events [--follow] [--from ID] | sweep [--light] | verify
+//   subnetctl events [--follow] [--from ID] | sweep [--light] | verify [--read-back]
 //   subnetctl port disable|enable NODE PORT
 //   subnetctl sim link-down|link-up NODE PORT | sim switch-down|switch-up NODE | sim stats
 //
@@ -522,22 +522,21 @@ Outcome cmd_sweep(Client& c, bool no_wait, bool light) {
   return std::nullopt;
 }
 
-Outcome cmd_verify(Client& c) {
+Outcome cmd_verify(Client& c, bool read_back) {
+  v1::VerifyRoutingRequest req;
+  req.set_read_back(read_back);
   v1::VerifyRoutingResponse r;
   auto ctx = c.ctx();
-  if (auto s = c.sm().VerifyRouting(ctx.get(), {}, &r); !s.ok()) return c.fail(s);
-  const std::string verdict = v1::Verdict_Name(r.verdict()).substr(8);
+  if (auto s = c.sm().VerifyRouting(ctx.get(), req, &r); !s.ok()) return c.fail(s);
   if (c.opts().json) {
     print_json(r);
   } else {
-    std::printf("%s: %s\n", verdict.c_str(), r.message().c_str());
-    std::printf("%u switches, %u VLs, %llu pairs checked, generation %llu, %s\n", r.switches(),
-                r.virtual_lanes(), static_cast<unsigned long long>(r.pairs_checked()),
-                static_cast<unsigned long long>(r.generation()),
-                cli::format_duration_us(r.duration_us()).c_str());
+    std::fputs(cli::format_verify(r).c_str(), stdout);
   }
-  if (r.verdict() != v1::VERDICT_OK)
-    return Failure{cli::kExitRpcError, "verification failed: " + verdict};
+  if (r.verdict() != v1::VERDICT_OK) {
+    return Failure{cli::kExitRpcError,
+                   "verification failed: " + v1::Verdict_Name(r.verdict()).substr(8)};
+  }
   return std::nullopt;
 }
 
@@ -698,9 +697,12 @@ int main(int argc, char** argv) {
                   "switch is silent");
   sweep->callback(run([&] { return cmd_sweep(client, no_wait, light); }));
 
-  app.add_subcommand("verify", "re-verify the programmed tables")->callback(run([&] {
-    return cmd_verify(client);
-  }));
+  bool read_back = false;
+  auto* verify = app.add_subcommand("verify", "re-verify the programmed tables");
+  verify->add_flag("--read-back", read_back,
+                   "also read every LFT block back from the switches and print where they differ "
+                   "from the published tables");
+  verify->callback(run([&] { return cmd_verify(client, read_back); }));
 
   std::string port_action, port_node;
   unsigned port_num = 0;

@@ -94,6 +94,13 @@ def main():
 
     # verify, events, sweep.
     check(ctl.ok("verify").startswith("OK:"), "verify says OK")
+    # verify --read-back: the switches' tables compared with the published
+    # ones, or, while the SM cannot read back yet, a clear refusal.
+    code, out, err = ctl.run("verify", "--read-back")
+    if code == 0:
+        check(out.startswith("OK:") and "\nread back: " in out, f"verify --read-back: {out}")
+    else:
+        check(code == 1 and "read-back" in err, f"verify --read-back: exit {code}: {err.strip()}")
     events = ctl.json("events", "--last", "50")
     check(isinstance(events, list) and len(events) > 0, "events --json is a non-empty list")
     check(any(e.get("kind") == "EVENT_KIND_SWEEP" for e in events), "a sweep event was logged")

@@ -175,39 +175,16 @@ class FakeSm final : public state::SmControl {
     r.light = std::move(l);
     done(std::move(r));
   }
-  void verify_routing(state::VerifyRequest,
+  void verify_routing(state::VerifyRequest request,
                       state::Completion<Result<state::VerifyReply>> done) override {
     std::lock_guard lock(mu);
+    verify_requests.push_back(request);
     if (hold_verifications) {
       held_verifies.push_back(std::move(done));
       changed.notify_all();
       return;
     }
-    if (!verify_result.ok()) {
-      state::VerifyReply r;
-      r.generation = generation;
-      r.message = verify_result.error().message;
-      switch (verify_result.error().code) {
-        case Errc::kIncomplete:
-          r.verdict = state::Verdict::kIncomplete;
-          break;
-        case Errc::kForwardingLoop:
-          r.verdict = state::Verdict::kLoop;
-          break;
-        case Errc::kCdgCycle:
-          r.verdict = state::Verdict::kCreditLoop;
-          break;
-        default:
-          done(verify_result.error());
-          return;
-      }
-      done(std::move(r));
-      return;
-    }
-    state::VerifyReply r;
-    r.generation = generation;
-    r.message = *verify_result;
-    done(std::move(r));
+    done(verify_answer);
   }
   void set_port_enabled(Guid node, PortNum port, bool enabled, std::string who,
                         state::Completion<Result<void>> done) override {
@@ -223,7 +200,7 @@ class FakeSm final : public state::SmControl {
     std::unique_lock lock(mu);
     return changed.wait_for(lock, limit, pred);
   }
-  // Answers every held verification as verify_routing would now.
+  // Answers every held verification with `verify_answer`.
   void release_verifications() {
     std::vector<state::Completion<Result<state::VerifyReply>>> waiting;
     {
@@ -231,7 +208,20 @@ class FakeSm final : public state::SmControl {
       hold_verifications = false;
       waiting.swap(held_verifies);
     }
-    for (auto& done : waiting) verify_routing({}, std::move(done));
+    for (auto& done : waiting) done(verify_answer);
+  }
+
+  // The answer verify_routing gives: the published tables' counts.
+  static state::VerifyReply ok_reply() {
+    state::VerifyReply r;
+    r.generation = 7;
+    r.message = "complete, loop-free, deadlock-free";
+    r.pairs_checked = 528;
+    r.num_vls = 1;
+    r.channels = 64;
+    r.dependencies = 96;
+    r.took = 1250us;
+    return r;
   }
 
   struct PortCall {
@@ -252,9 +242,10 @@ class FakeSm final : public state::SmControl {
   std::vector<state::Completion<state::SweepReply>> held;
   std::vector<std::string> sweeps;  // heavy sweeps' reasons
   std::vector<std::string> light_sweeps;
-  Result<std::string> verify_result = std::string("complete, loop-free, deadlock-free");
   bool hold_verifications = false;  // keep them until release_verifications()
   std::vector<state::Completion<Result<state::VerifyReply>>> held_verifies;
+  std::vector<state::VerifyRequest> verify_requests;
+  Result<state::VerifyReply> verify_answer = ok_reply();
   std::vector<PortCall> port_calls;
 
  private:
@@ -1306,38 +1297,110 @@ TEST_F(Api, TriggerSweepFailureAndDeadline) {
 TEST_F(Api, VerifyRoutingVerdicts) {
   start();
   auto stub = unix_stub();
-  {
+  const auto verify = [&](v1::VerifyRoutingRequest req, v1::VerifyRoutingResponse* r) {
     grpc::ClientContext ctx;
     set_deadline(ctx);
+    return stub->VerifyRouting(&ctx, req, r);
+  };
+  {
     v1::VerifyRoutingResponse r;
-    ASSERT_TRUE(stub->VerifyRouting(&ctx, {}, &r).ok());
+    ASSERT_TRUE(verify({}, &r).ok());
     EXPECT_EQ(r.verdict(), v1::VERDICT_OK);
+    EXPECT_EQ(r.message(), "complete, loop-free, deadlock-free");
     EXPECT_EQ(r.switches(), 12u);
     EXPECT_EQ(r.virtual_lanes(), 1u);
-    EXPECT_EQ(r.pairs_checked(), 528u);  // the published tables' verification
+    EXPECT_EQ(r.pairs_checked(), 528u);  // the SM's reply
+    EXPECT_EQ(r.cdg_channels(), 64u);
+    EXPECT_EQ(r.cdg_dependencies(), 96u);
+    EXPECT_EQ(r.duration_us(), 1250u);
     EXPECT_EQ(r.generation(), 7u);
-  }
-  {
+    EXPECT_FALSE(r.shared());
+    EXPECT_FALSE(r.has_read_back());
     std::lock_guard lock(sm_.mu);
-    sm_.verify_result = Error{Errc::kCdgCycle, "VL 0: credit loop leaf0[5] -> spine1[1] -> ..."};
+    ASSERT_EQ(sm_.verify_requests.size(), 1u);
+    EXPECT_FALSE(sm_.verify_requests[0].read_back);
   }
-  {
-    grpc::ClientContext ctx;
-    set_deadline(ctx);
+  const std::pair<state::Verdict, v1::Verdict> verdicts[] = {
+      {state::Verdict::kIncomplete, v1::VERDICT_INCOMPLETE},
+      {state::Verdict::kLoop, v1::VERDICT_LOOP},
+      {state::Verdict::kCreditLoop, v1::VERDICT_CREDIT_LOOP},
+  };
+  for (const auto& [verdict, wire] : verdicts) {
+    {
+      std::lock_guard lock(sm_.mu);
+      state::VerifyReply bad;
+      bad.generation = 7;
+      bad.verdict = verdict;
+      bad.message = "VL 0: credit loop leaf0[5] -> spine1[1] -> ...";
+      bad.num_vls = 1;
+      sm_.verify_answer = bad;
+    }
     v1::VerifyRoutingResponse r;
-    ASSERT_TRUE(stub->VerifyRouting(&ctx, {}, &r).ok());
-    EXPECT_EQ(r.verdict(), v1::VERDICT_CREDIT_LOOP);
-    EXPECT_NE(r.message().find("credit loop"), std::string::npos);
+    ASSERT_TRUE(verify({}, &r).ok());
+    EXPECT_EQ(r.verdict(), wire);
+    EXPECT_EQ(r.message(), "VL 0: credit loop leaf0[5] -> spine1[1] -> ...");
     EXPECT_EQ(r.pairs_checked(), 0u);
   }
   {
     std::lock_guard lock(sm_.mu);
-    sm_.verify_result = Error{Errc::kCancelled, "verification superseded by a sweep"};
+    sm_.verify_answer = Error{Errc::kCancelled, "verification superseded by a sweep"};
   }
+  v1::VerifyRoutingResponse r;
+  EXPECT_EQ(verify({}, &r).error_code(), StatusCode::ABORTED);
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.verify_answer = Error{Errc::kUnsupported, "read-back verification is not available yet"};
+  }
+  v1::VerifyRoutingRequest read_back;
+  read_back.set_read_back(true);
+  auto s = verify(read_back, &r);
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(), "read-back verification is not available yet");
+}
+
+TEST_F(Api, VerifyRoutingReadBackAndSharedRuns) {
+  {
+    std::lock_guard lock(sm_.mu);
+    state::VerifyReply differ = FakeSm::ok_reply();
+    differ.verdict = state::Verdict::kTablesDiffer;
+    differ.message = "2 LFT blocks on 1 switch differ from the published tables";
+    differ.shared = true;
+    differ.generation = 7;
+    state::ReadBackReport rb;
+    rb.switches = 12;
+    rb.switches_silent = 1;
+    rb.blocks_read = 11;
+    rb.blocks_differ = 2;
+    rb.differences = {"switch \"leaf0\" (0x...) block 0: LID 0x5 -> port 255, published 3",
+                      "switch \"leaf0\" (0x...) block 0: LID 0x6 -> port 255, published 4"};
+    differ.read_back = rb;
+    sm_.verify_answer = differ;
+  }
+  start();
+  auto stub = unix_stub();
   grpc::ClientContext ctx;
   set_deadline(ctx);
+  v1::VerifyRoutingRequest req;
+  req.set_read_back(true);
   v1::VerifyRoutingResponse r;
-  EXPECT_EQ(stub->VerifyRouting(&ctx, {}, &r).error_code(), StatusCode::ABORTED);
+  ASSERT_TRUE(stub->VerifyRouting(&ctx, req, &r).ok());
+  {
+    std::lock_guard lock(sm_.mu);
+    ASSERT_EQ(sm_.verify_requests.size(), 1u);
+    EXPECT_TRUE(sm_.verify_requests[0].read_back);
+  }
+  EXPECT_EQ(r.verdict(), v1::VERDICT_TABLES_DIFFER);
+  EXPECT_EQ(r.message(), "2 LFT blocks on 1 switch differ from the published tables");
+  EXPECT_TRUE(r.shared());
+  EXPECT_EQ(r.pairs_checked(), 528u);
+  ASSERT_TRUE(r.has_read_back());
+  EXPECT_EQ(r.read_back().switches(), 12u);
+  EXPECT_EQ(r.read_back().switches_silent(), 1u);
+  EXPECT_EQ(r.read_back().blocks_read(), 11u);
+  EXPECT_EQ(r.read_back().blocks_differ(), 2u);
+  ASSERT_EQ(r.read_back().differences_size(), 2);
+  EXPECT_EQ(r.read_back().differences(1),
+            "switch \"leaf0\" (0x...) block 0: LID 0x6 -> port 255, published 4");
 }
 
 TEST_F(Api, SetPortState) {

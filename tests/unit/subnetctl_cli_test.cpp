@@ -120,6 +120,50 @@ TEST(SubnetctlCli, SweepLines) {
             "light sweep OK: no change; 12 switches answered in 850 us; generation 7\n");
 }
 
+TEST(SubnetctlCli, VerifyLines) {
+  v1::VerifyRoutingResponse ok;
+  ok.set_verdict(v1::VERDICT_OK);
+  ok.set_message("complete, loop-free, deadlock-free");
+  ok.set_switches(12);
+  ok.set_virtual_lanes(1);
+  ok.set_pairs_checked(528);
+  ok.set_generation(7);
+  ok.set_duration_us(1250);
+  EXPECT_EQ(format_verify(ok),
+            "OK: complete, loop-free, deadlock-free\n"
+            "12 switches, 1 VLs, 528 pairs checked, generation 7, 1.2 ms\n");
+
+  // Read back, shared with another caller's run; the SM's lines are escaped.
+  v1::VerifyRoutingResponse differ = ok;
+  differ.set_verdict(v1::VERDICT_TABLES_DIFFER);
+  differ.set_message("2 LFT blocks differ");
+  differ.set_shared(true);
+  v1::ReadBack* rb = differ.mutable_read_back();
+  rb->set_switches(12);
+  rb->set_switches_silent(1);
+  rb->set_blocks_read(23);
+  rb->set_blocks_differ(2);
+  rb->add_differences(
+      "switch \"leaf0\" (0x0002c90000000001) block 0: LID 0x5 -> port 255, "
+      "published 3");
+  rb->add_differences("switch \"le\x1b[2Jaf1\" block 1: LID 0x47 -> port 1, published 2");
+  EXPECT_EQ(format_verify(differ),
+            "TABLES_DIFFER: 2 LFT blocks differ\n"
+            "12 switches, 1 VLs, 528 pairs checked, generation 7, 1.2 ms (shared with a "
+            "verification another caller asked for)\n"
+            "read back: 12 switches (1 did not answer every block), 23 LFT blocks read, 2 "
+            "differ:\n"
+            "  switch \"leaf0\" (0x0002c90000000001) block 0: LID 0x5 -> port 255, published 3\n"
+            "  switch \"le\\x1b[2Jaf1\" block 1: LID 0x47 -> port 1, published 2\n");
+  v1::VerifyRoutingResponse same = ok;
+  same.mutable_read_back()->set_switches(12);
+  same.mutable_read_back()->set_blocks_read(24);
+  EXPECT_EQ(format_verify(same),
+            "OK: complete, loop-free, deadlock-free\n"
+            "12 switches, 1 VLs, 528 pairs checked, generation 7, 1.2 ms\n"
+            "read back: 12 switches, 24 LFT blocks read, 0 differ\n");
+}
+
 TEST(SubnetctlCli, TableAlignsColumns) {
   Table t({"GUID", "LID", "NAME"}, {false, true, false});
   t.add({"0x1", "7", "leaf0"});
