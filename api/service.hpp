@@ -124,9 +124,15 @@ class ServiceCore {
   bool add_waiting(std::shared_ptr<WaitingCall> call);
   void remove_waiting(const WaitingCall* call);
 
-  // GUIDs of every node name seen in any snapshot so far, so the Simulator
-  // can bring back by name a switch the SM no longer sees.
+  // What every snapshot seen by a Simulator call showed, so that the
+  // Simulator can name what the SM no longer sees: a node by name (a switch
+  // that is off), the far end of a cable (the fast path takes a failed cable
+  // out of the topology it publishes; a cable plugged back in stays out
+  // until the next heavy sweep). remember() takes in `view` once per
+  // generation.
+  void remember(const FabricView& view);
   std::optional<Guid> remembered_guid(const std::string& name);
+  std::optional<v1::LinkEnd> remembered_peer(Guid node, PortNum port);
 
  private:
   ServiceDeps deps_;
@@ -143,10 +149,22 @@ class ServiceCore {
   bool stopping_ = false;
   std::unordered_map<const WaitingCall*, std::shared_ptr<WaitingCall>> waiting_;
 
-  std::mutex names_mu_;
-  std::uint64_t names_generation_ = 0;
-  bool names_seeded_ = false;
+  // remember(): names, nodes and cables of the snapshots seen.
+  struct RememberedNode {
+    std::string name;
+    routing::NodeType type = routing::NodeType::kCa;
+  };
+  struct RememberedEnd {
+    Guid node;
+    PortNum port = 0;
+    Guid port_guid;
+  };
+  std::mutex memory_mu_;
+  std::uint64_t memory_generation_ = 0;
+  bool memory_seeded_ = false;
   std::unordered_map<std::string, Guid> names_;
+  std::unordered_map<std::uint64_t, RememberedNode> nodes_;  // by node GUID
+  std::unordered_map<std::uint64_t, RememberedEnd> peers_;   // by (node GUID, port) key
 };
 
 // How a listener's callers may make mutating calls.

@@ -177,17 +177,56 @@ PeerId ServiceCore::identify_peer(const std::string& peer) const {
   return PeerId{peer, client_of_peer(peer)};
 }
 
-std::optional<Guid> ServiceCore::remembered_guid(const std::string& name) {
-  auto v = view();
-  std::lock_guard lock(names_mu_);
-  if (v->has_fabric() && (!names_seeded_ || v->state().generation != names_generation_)) {
-    for (const routing::Node& n : v->topo().nodes()) names_[n.description] = n.guid;
-    names_generation_ = v->state().generation;
-    names_seeded_ = true;
+namespace {
+
+std::uint64_t end_key(Guid node, PortNum port) {
+  return (node.value << 8) | port;
+}
+
+}  // namespace
+
+void ServiceCore::remember(const FabricView& v) {
+  if (!v.has_fabric()) return;
+  std::lock_guard lock(memory_mu_);
+  if (memory_seeded_ && v.state().generation == memory_generation_) return;
+  memory_seeded_ = true;
+  memory_generation_ = v.state().generation;
+  const routing::Topology& t = v.topo();
+  for (const routing::Node& n : t.nodes()) {
+    names_[n.description] = n.guid;
+    nodes_[n.guid.value] = RememberedNode{n.description, n.type};
   }
+  // Cables the snapshot shows replace what was remembered for their ends;
+  // ends it shows without a cable keep their last peer.
+  for (const LinkRef& l : v.links()) {
+    const routing::Node& a = t.node(l.a.node);
+    const routing::Node& b = t.node(l.b.node);
+    peers_[end_key(a.guid, l.a.port)] = RememberedEnd{b.guid, l.b.port, t.port(l.b).guid};
+    peers_[end_key(b.guid, l.b.port)] = RememberedEnd{a.guid, l.a.port, t.port(l.a).guid};
+  }
+}
+
+std::optional<Guid> ServiceCore::remembered_guid(const std::string& name) {
+  std::lock_guard lock(memory_mu_);
   auto it = names_.find(name);
   if (it == names_.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<v1::LinkEnd> ServiceCore::remembered_peer(Guid node, PortNum port) {
+  std::lock_guard lock(memory_mu_);
+  const auto it = peers_.find(end_key(node, port));
+  if (it == peers_.end()) return std::nullopt;
+  const RememberedEnd& far = it->second;
+  v1::LinkEnd out;
+  out.set_node_guid(far.node.value);
+  out.set_port(far.port);
+  out.set_port_guid(far.port_guid.value);
+  if (const auto n = nodes_.find(far.node.value); n != nodes_.end()) {
+    out.set_node_name(n->second.name);
+    out.set_node_type(to_proto(n->second.type));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // SimControl is thread-safe and quick (the simulator's mutex and its due
 // events; it does not wait for the SM), so the calls run on gRPC's thread.
 // What the answers say about the fabric before the change comes from the
-// daemon's snapshot taken just before the call (see the proto).
+// daemon's snapshots (see the proto): the current one, and for what the SM
+// no longer sees, what earlier ones showed (ServiceCore::remember).
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -70,19 +71,29 @@ grpc::ServerUnaryReactor* SimulatorService::SetLinkState(grpc::CallbackServerCon
     return reply(ctx, invalid("state: required: SIM_STATE_UP or SIM_STATE_DOWN"));
   }
   auto view = core_.view();
+  core_.remember(*view);
   auto guid = sim_node_guid(core_, *view, req->node());
   if (!guid.ok()) return reply(ctx, to_status(guid.error()));
   const auto port = static_cast<PortNum>(req->port());
   const bool up = req->state() == v1::SIM_STATE_UP;
 
   // What the SM's view showed before the change (see the proto comment).
+  // The far end: from this snapshot when it shows the cable, else from the
+  // last one that did (a failed cable is out of the published topology).
   bool was_up = false;
+  bool peer_known = false;
   if (view->has_fabric()) {
     if (auto n = view->node_by_guid(*guid); n && port <= view->topo().node(*n).num_ports) {
       const routing::Port& p = view->topo().port(*n, port);
       was_up = p.connected() && p.state != routing::PortState::kDown;
-      if (p.connected()) view->fill_link_end({p.remote_node, p.remote_port}, resp->mutable_peer());
+      if (p.connected()) {
+        view->fill_link_end({p.remote_node, p.remote_port}, resp->mutable_peer());
+        peer_known = true;
+      }
     }
+  }
+  if (!peer_known) {
+    if (auto far = core_.remembered_peer(*guid, port)) *resp->mutable_peer() = std::move(*far);
   }
   spdlog::info("gRPC Simulator.SetLinkState {:#018x} port {} {} by {}", guid->value, port,
                up ? "up" : "down", caller.who());
@@ -105,6 +116,7 @@ grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerC
     return reply(ctx, invalid("state: required: SIM_STATE_UP or SIM_STATE_DOWN"));
   }
   auto view = core_.view();
+  core_.remember(*view);
   auto guid = sim_node_guid(core_, *view, req->node());
   if (!guid.ok()) return reply(ctx, to_status(guid.error()));
   const bool up = req->state() == v1::SIM_STATE_UP;

@@ -147,7 +147,10 @@ def main():
     if not check(isl, "the fabric has switch-to-switch links"):
         return 1
     cut_node, cut_port = isl[-1]["a"]["node_name"], str(isl[-1]["a"]["port"])
-    ctl.ok("sim", "link-down", cut_node, cut_port)
+    far = f'{isl[-1]["b"]["node_name"]}[{isl[-1]["b"]["port"]}]'
+    out = ctl.ok("sim", "link-down", cut_node, cut_port)
+    check(out.strip() == f"cable {cut_node}[{cut_port}] - {far} down",
+          f"sim link-down names the far end: {out.strip()}")
     seen = False
     deadline = time.monotonic() + 20
     while not seen and time.monotonic() < deadline:
@@ -182,7 +185,11 @@ def main():
                   or (l["b"].get("node_name"), l["b"].get("port")) == (cut_node, int(cut_port))
                   for l in now_links),
           f"the swept links no longer have {cut_node}[{cut_port}]")
-    ctl.ok("sim", "link-up", cut_node, cut_port)
+    # The published topology no longer has the cable; the far end is still
+    # named (issue 12.9).
+    out = ctl.ok("sim", "link-up", cut_node, cut_port)
+    check(out.strip() == f"cable {cut_node}[{cut_port}] - {far} up",
+          f"sim link-up names the far end: {out.strip()}")
     stats = ctl.json("sim", "stats")
     check(int(stats.get("smps_handled", "0")) > 0, "sim stats count SMPs")
 

@@ -1769,6 +1769,63 @@ TEST_F(Api, SimulatorCalls) {
   }
 }
 
+// Issue 12.9: the far end of a cable is named also when the published
+// snapshot no longer shows the cable: the fast path takes a failed cable out
+// of the topology it publishes, and a cable plugged back in stays out of it
+// until the next heavy sweep finds it.
+TEST_F(Api, SimLinkStateNamesThePeerTheSnapshotNoLongerShows) {
+  start();
+  auto sim = v1::Simulator::NewStub(unix_channel());
+  const auto set_link = [&](std::string_view name, PortNum port, v1::SimState st,
+                            v1::SetLinkStateResponse* r) {
+    grpc::ClientContext ctx;
+    set_deadline(ctx);
+    v1::SetLinkStateRequest req;
+    req.mutable_node()->set_name(std::string(name));
+    req.set_port(port);
+    req.set_state(st);
+    return sim->SetLinkState(&ctx, req, r);
+  };
+  const NodeId leaf = node("leaf3");
+  const routing::Port& cable = topo().port(leaf, 5);
+  const std::string peer_name = topo().node(cable.remote_node).description;
+  const PortNum peer_port = cable.remote_port;
+  const Guid peer_guid = topo().node(cable.remote_node).guid;
+
+  v1::SetLinkStateResponse r;
+  ASSERT_TRUE(set_link("leaf3", 5, v1::SIM_STATE_DOWN, &r).ok());
+  EXPECT_TRUE(r.changed());
+  EXPECT_EQ(r.peer().node_name(), peer_name);
+  EXPECT_EQ(r.peer().port(), peer_port);
+
+  // What the SM publishes after the fast path's repair: the cable is gone.
+  auto t = std::make_shared<routing::Topology>(*state_->topology);
+  t->disconnect({leaf, 5});
+  t->mutable_port(leaf, 5).state = routing::PortState::kDown;
+  t->mutable_port(cable.remote_node, peer_port).state = routing::PortState::kDown;
+  auto repaired = std::make_shared<state::FabricState>(*state_);
+  repaired->topology = t;
+  repaired->generation = 8;
+  publisher_.publish(repaired);
+
+  r.Clear();
+  ASSERT_TRUE(set_link("leaf3", 5, v1::SIM_STATE_UP, &r).ok());
+  EXPECT_TRUE(r.changed());
+  EXPECT_EQ(r.peer().node_name(), peer_name) << "link-up after the repair";
+  EXPECT_EQ(r.peer().port(), peer_port);
+  EXPECT_EQ(r.peer().node_guid(), peer_guid.value);
+
+  // No heavy sweep has seen it back yet; pulled again, from the other end.
+  auto later = std::make_shared<state::FabricState>(*repaired);
+  later->generation = 9;
+  publisher_.publish(later);
+  r.Clear();
+  ASSERT_TRUE(set_link(peer_name, peer_port, v1::SIM_STATE_DOWN, &r).ok());
+  EXPECT_FALSE(r.changed()) << "the snapshot already shows it down";
+  EXPECT_EQ(r.peer().node_name(), "leaf3") << "link-down before the next heavy sweep";
+  EXPECT_EQ(r.peer().port(), 5u);
+}
+
 // True when `text` holds no control byte (what a terminal would interpret).
 bool no_control_bytes(std::string_view text) {
   return std::none_of(text.begin(), text.end(), [](char c) {
