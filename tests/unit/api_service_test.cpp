@@ -1251,7 +1251,10 @@ TEST_F(Api, LightSweepThatFindsAChangeAnswersWithTheHeavySweep) {
 TEST_F(Api, TriggerSweepFailureAndDeadline) {
   start();
   auto stub = unix_stub();
-  sm_.sweep_ok = false;
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.sweep_ok = false;
+  }
   {
     grpc::ClientContext ctx;
     set_deadline(ctx);
@@ -1262,7 +1265,10 @@ TEST_F(Api, TriggerSweepFailureAndDeadline) {
     EXPECT_EQ(r.sweep().outcome(), v1::SWEEP_OUTCOME_FAILED);
     EXPECT_EQ(r.sweep().message(), "sweep: timeout");
   }
-  sm_.hold_sweeps = true;
+  {
+    std::lock_guard lock(sm_.mu);
+    sm_.hold_sweeps = true;
+  }
   {
     grpc::ClientContext ctx;
     set_deadline(ctx);
