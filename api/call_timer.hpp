@@ -1,7 +1,9 @@
 #pragma once
 // CallTimer: one thread that runs callbacks at their time. Every waiting gRPC
 // call arms one for its wait limit (api/waiting_call.hpp), so a thousand
-// waiting calls cost a thousand map entries, not a thousand threads.
+// waiting calls cost a thousand map entries, not a thousand threads; and the
+// SM's completions hand their answers on to it (due now), so that no
+// response is filled on the SM's strand.
 //
 // Nothing polls: the thread sleeps until the earliest deadline or until an
 // entry is added or removed. Callbacks run on that thread, one at a time, and

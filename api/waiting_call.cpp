@@ -63,6 +63,15 @@ std::shared_ptr<WaitingCall> WaitingCall::start(ServiceCore& core, grpc::Callbac
   return call;
 }
 
+void WaitingCall::hand_on(std::function<void()> task) {
+  // Under the call's mutex: shutdown cannot claim the call (and go on to
+  // destroy the core) until the task is queued; the timer drops it if it
+  // stops first.
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  core_.timer().schedule(std::chrono::steady_clock::now(), std::move(task));
+}
+
 void WaitingCall::expire(std::chrono::milliseconds waited) {
   finish(Status(StatusCode::DEADLINE_EXCEEDED,
                 fmt::format("{} still running after {} ms; it continues in the background", what_,

@@ -18,7 +18,9 @@
 // destroyed core: it finds the call finished.
 //
 // Threads: any. finish() takes the call's mutex only to claim the call; the
-// answer and gRPC's Finish run outside it (gRPC may run OnDone inline).
+// answer and gRPC's Finish run outside it (gRPC may run OnDone inline). A
+// completion from the SM only queues the answer for the timer thread
+// (completion()), so the SM's strand never fills a response.
 
 #include <grpcpp/grpcpp.h>
 
@@ -57,11 +59,16 @@ class WaitingCall : public std::enable_shared_from_this<WaitingCall> {
   bool finish(grpc::Status status);
 
   // For the completion: a callable that finishes the call with
-  // `answer(value)`. Called on the SM's thread; never blocks.
+  // `answer(core, value)`. The SM calls it on its strand, where it only
+  // hands the value on: the answer runs on the core's timer thread, because
+  // filling a response may build the FabricView of a snapshot just
+  // published, which takes a while on a large fabric.
   template <class T, class F>
   auto completion(F answer) {
     return [self = shared_from_this(), answer = std::move(answer)](T value) {
-      self->finish([&](ServiceCore& core) { return answer(core, std::move(value)); });
+      self->hand_on([self, answer, value = std::move(value)]() mutable {
+        self->finish([&](ServiceCore& core) { return answer(core, std::move(value)); });
+      });
     };
   }
 
@@ -73,6 +80,9 @@ class WaitingCall : public std::enable_shared_from_this<WaitingCall> {
  private:
   class Reactor;
   void expire(std::chrono::milliseconds waited);
+  // Runs `task` on the core's timer thread now, unless the call is finished
+  // (then the core may be gone, and there is nothing to do).
+  void hand_on(std::function<void()> task);
 
   ServiceCore& core_;
   const std::string what_;
