@@ -1,14 +1,13 @@
 #include "daemon/store.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cassert>
 #include <filesystem>
-#include <fstream>
 
+#include "daemon/store_file.hpp"
 #include "schema/sqlite_migrations.hpp"
 
 namespace subnetd::daemon {
@@ -84,69 +83,6 @@ bool valid_phase_name(std::string_view n) {
   return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   });
-}
-
-std::string utc_stamp(state::WallTime t) {
-  const auto secs = std::chrono::floor<std::chrono::seconds>(t);
-  return fmt::format("{:%Y%m%dT%H%M%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(secs)));
-}
-
-// SQLite's first 16 bytes. Checked before sqlite3_open so that a file of
-// garbage gets a precise message and is never touched.
-constexpr char kSqliteMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
-                                   'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
-
-Result<void> precheck_file(const std::string& path) {
-  std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (ec || st.type() == fs::file_type::not_found) return ok_result();  // created by open
-  if (st.type() != fs::file_type::regular) {
-    return Error{Errc::kIo, fmt::format("{}: store path is not a regular file", path)};
-  }
-  const auto size = fs::file_size(path, ec);
-  if (ec) return Error{Errc::kIo, fmt::format("{}: cannot stat store: {}", path, ec.message())};
-  if (size == 0) return ok_result();  // SQLite treats an empty file as a new database
-  std::ifstream in(path, std::ios::binary);
-  char head[sizeof kSqliteMagic] = {};
-  if (!in || !in.read(head, sizeof head)) {
-    if (in.is_open() && size < sizeof head) {
-      return Error{Errc::kParse,
-                   fmt::format("{}: not an SQLite database ({} bytes, truncated or not a store); "
-                               "start with --reset-store to move it aside",
-                               path, size)};
-    }
-    return Error{Errc::kIo, fmt::format("{}: cannot read store", path)};
-  }
-  if (!std::equal(std::begin(head), std::end(head), std::begin(kSqliteMagic))) {
-    return Error{Errc::kParse, fmt::format("{}: not an SQLite database (bad file header); start "
-                                           "with --reset-store to move it aside",
-                                           path)};
-  }
-  return ok_result();
-}
-
-// Renames the database and its WAL/SHM companions to <path>.corrupt-<stamp>.
-// The WAL must move too: left behind, SQLite would replay its frames into
-// the new, empty database.
-Result<std::optional<std::string>> move_aside(const std::string& path, state::WallTime now) {
-  std::error_code ec;
-  const bool exists = fs::exists(path, ec);
-  const bool wal_exists = fs::exists(path + "-wal", ec);
-  if (!exists && !wal_exists) return std::optional<std::string>{};
-  std::string target = fmt::format("{}.corrupt-{}", path, utc_stamp(now));
-  for (int n = 1; fs::exists(target, ec) || fs::exists(target + "-wal", ec); ++n) {
-    target = fmt::format("{}.corrupt-{}-{}", path, utc_stamp(now), n);
-  }
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    const std::string from = path + suffix;
-    if (!fs::exists(from, ec)) continue;
-    fs::rename(from, target + suffix, ec);
-    if (ec) {
-      return Error{Errc::kIo, fmt::format("{}: cannot move aside to {}: {}", from, target + suffix,
-                                          ec.message())};
-    }
-  }
-  return std::optional<std::string>{target};
 }
 
 }  // namespace
@@ -247,7 +183,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenOptions 
   }
   std::optional<std::string> moved;
   if (opts.reset) {
-    SUBNETD_TRY_ASSIGN(moved, move_aside(path, opts.clock()));
+    SUBNETD_TRY_ASSIGN(moved, move_store_aside(path, opts.clock()));
   }
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
@@ -258,18 +194,33 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenOptions 
                                           parent.string(), ec.message())};
     }
   }
-  SUBNETD_TRY(precheck_file(path));
+  SUBNETD_TRY(check_store_file(path));
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    SUBNETD_TRY(create_store_file(path, [&opts](const std::string& fresh) -> Result<void> {
+      auto built = open_file(fresh, opts);
+      if (!built.ok()) return built.error();
+      return ok_result();
+    }));
+  }
+  std::unique_ptr<Store> store;
+  SUBNETD_TRY_ASSIGN(store, open_file(path, std::move(opts)));
+  store->moved_aside_ = std::move(moved);
+  return store;
+}
 
+Result<std::unique_ptr<Store>> Store::open_file(const std::string& path, OpenOptions opts) {
+  // No SQLITE_OPEN_CREATE: the file exists (checked, or just created), and
+  // one that vanished since must not come back empty.
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(
-      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
     return Error{Errc::kIo, fmt::format("{}: cannot open store: {}", path, msg)};
   }
   std::unique_ptr<Store> store(new Store(path, db, std::move(opts)));
-  store->moved_aside_ = std::move(moved);
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, static_cast<int>(store->opts_.busy_timeout.count()));
 
@@ -311,6 +262,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenOptions 
   }
   store->schema_version_ = static_cast<int>(version);
   SUBNETD_TRY(store->check_integrity());
+  SUBNETD_TRY(store->check_tables());
 
   // journal_mode persists in the file; synchronous and busy timeout are per
   // connection. See the header for why NORMAL is enough.
@@ -364,6 +316,37 @@ Result<void> Store::check_integrity() {
                                            path_, all)};
   }
   return ok_result();
+}
+
+// Every migration so far only adds, and 0001 created all three tables: a
+// store at version 1 or later without one of them lost it (dropped, or a
+// file put together from pieces). Its LIDs are gone, so this is an error
+// like any other corruption, never a silent fresh start.
+Result<void> Store::check_tables() {
+  if (schema_version_ < 1) return ok_result();
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT name FROM sqlite_schema WHERE type = 'table' AND "
+                         "name IN ('lids', 'sweeps', 'events')",
+                         -1, &s, nullptr) != SQLITE_OK) {
+    return sql_error("list tables");
+  }
+  std::vector<std::string> found;
+  while (sqlite3_step(s) == SQLITE_ROW) found.push_back(column_text(s, 0));
+  sqlite3_finalize(s);
+  std::string missing;
+  for (const char* table : {"lids", "sweeps", "events"}) {
+    if (std::find(found.begin(), found.end(), table) != found.end()) continue;
+    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", table);
+  }
+  if (missing.empty()) return ok_result();
+  return Error{Errc::kParse,
+               fmt::format("{}: the store has lost its table{} {} (schema version {} has them): "
+                           "what it remembered is gone; refusing to start with a fresh store, "
+                           "which would give every port a new LID. Restore it from a backup, or "
+                           "start with --reset-store to move it aside",
+                           path_, missing.find(',') == std::string::npos ? "" : "s", missing,
+                           schema_version_)};
 }
 
 Result<void> Store::migrate() {

@@ -14,11 +14,14 @@
 // is also recoverable from the fabric itself (ports keep their LIDs).
 //
 // Bad files. A file that is not an SQLite database, is not a subnetd store,
-// fails `PRAGMA quick_check`, or carries a schema version newer than this
-// binary knows is an error naming the file; the store never resets it silently.
-// OpenOptions::reset (the daemon's --reset-store) renames the old file, with
-// its -wal and -shm companions, to `<path>.corrupt-<UTC timestamp>` and starts
-// an empty store: the old data is kept for a post-mortem, never deleted.
+// fails `PRAGMA quick_check`, carries a schema version newer than this
+// binary knows, is empty (0 bytes) or has lost its tables is an error naming
+// the file; the store never resets it silently (a fresh store would give
+// every port a new LID). OpenOptions::reset (the daemon's --reset-store)
+// renames the old file, with its -wal and -shm companions, to
+// `<path>.corrupt-<UTC timestamp>` and starts an empty store: the old data is
+// kept for a post-mortem, never deleted. daemon/store_file.hpp has the file
+// checks and the atomic creation of a new store.
 //
 // Threads. A Store is used by one thread at a time (the connection is opened
 // with SQLITE_OPEN_NOMUTEX); concurrent calls are a bug and trip an assert in
@@ -147,6 +150,10 @@ class Store {
  private:
   class Stmt;
   Store(std::string path, sqlite3* db, OpenOptions opts);
+  // Opens an existing file (Store::open has checked or created it), checks
+  // it and migrates it.
+  static Result<std::unique_ptr<Store>> open_file(const std::string& path, OpenOptions opts);
+  Result<void> check_tables();
   Result<void> exec(std::string_view sql, std::string_view what);
   Result<void> prepare_all();
   Result<void> migrate();

@@ -106,12 +106,73 @@ TEST_F(StoreTest, MigratesAFreshFile) {
   sqlite3_close(db);
 }
 
-TEST_F(StoreTest, EmptyExistingFileIsANewStore) {
-  fs::create_directories(fs::path(path_).parent_path());
+// A store that held LIDs and was truncated to 0 bytes: a fresh start would
+// give every port a new LID, so it is an error until --reset-store.
+TEST_F(StoreTest, EmptiedStoreIsAnErrorUntilReset) {
+  {
+    auto s = open_ok();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->save_lids(std::vector<LidRecord>{{Guid{0x10}, Lid{0x40}}}, 0).ok());
+  }
   write_file(path_, "");
+  expect_open_error("the store file is empty (0 bytes)", Errc::kParse);
+  auto r = Store::open(path_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--reset-store"), std::string::npos) << r.error().message;
+  // Untouched: still empty, no WAL created beside it.
+  EXPECT_EQ(fs::file_size(path_), 0u);
+  EXPECT_FALSE(fs::exists(path_ + "-wal"));
+  OpenOptions o;
+  o.reset = true;
+  auto s = open_ok(o);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->moved_aside_to().has_value());
+  EXPECT_EQ(fs::file_size(*s->moved_aside_to()), 0u);
+  auto lids = s->load_lids();
+  ASSERT_TRUE(lids.ok());
+  EXPECT_TRUE(lids->empty());
+}
+
+TEST_F(StoreTest, StoreThatLostItsTablesIsAnError) {
+  {
+    auto s = open_ok();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->save_lids(std::vector<LidRecord>{{Guid{0x10}, Lid{0x40}}}, 0).ok());
+  }
+  raw_sql(path_, "DROP TABLE lids");
+  expect_open_error("the store has lost its table lids (schema version", Errc::kParse);
+  raw_sql(path_,
+          "DROP TRIGGER IF EXISTS events_ids_only_grow; DROP TABLE events; "
+          "DROP TABLE sweeps");
+  expect_open_error("the store has lost its tables lids, sweeps, events", Errc::kParse);
+}
+
+// The database deleted while its WAL still held committed transactions.
+TEST_F(StoreTest, WalWithoutItsDatabaseIsAnError) {
+  fs::create_directories(fs::path(path_).parent_path());
+  write_file(path_ + "-wal", "frames of a store that is gone");
+  auto r = Store::open(path_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kParse);
+  EXPECT_NE(r.error().message.find("the store file is missing but its write-ahead log"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_FALSE(fs::exists(path_));
+}
+
+// A new store is built beside the path and renamed into place: what a crash
+// during creation leaves behind (<path>.init) is replaced, and the path
+// itself never exists empty.
+TEST_F(StoreTest, NewStoreIsCreatedWhole) {
+  fs::create_directories(fs::path(path_).parent_path());
+  write_file(path_ + ".init", "");  // left by a crash during an earlier creation
+  write_file(path_ + ".init-wal", "junk");
   auto s = open_ok();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->schema_version(), Store::latest_schema_version());
+  EXPECT_FALSE(fs::exists(path_ + ".init"));
+  EXPECT_FALSE(fs::exists(path_ + ".init-wal"));
+  EXPECT_GT(fs::file_size(path_), 0u);
 }
 
 TEST_F(StoreTest, LidsRoundTripAndSurviveReopen) {
