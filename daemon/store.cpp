@@ -203,6 +203,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, OpenOptions 
       return ok_result();
     }));
   }
+  SUBNETD_TRY(restrict_store_permissions(path));
   std::unique_ptr<Store> store;
   SUBNETD_TRY_ASSIGN(store, open_file(path, std::move(opts)));
   store->moved_aside_ = std::move(moved);

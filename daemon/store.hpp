@@ -21,7 +21,7 @@
 // renames the old file, with its -wal and -shm companions, to
 // `<path>.corrupt-<UTC timestamp>` and starts an empty store: the old data is
 // kept for a post-mortem, never deleted. daemon/store_file.hpp has the file
-// checks and the atomic creation of a new store.
+// checks, the atomic creation of a new store and the file modes (0600).
 //
 // Threads. A Store is used by one thread at a time (the connection is opened
 // with SQLITE_OPEN_NOMUTEX); concurrent calls are a bug and trip an assert in

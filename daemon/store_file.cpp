@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -126,9 +127,17 @@ Result<void> create_store_file(const std::string& path,
   const std::string tmp = path + ".init";
   // Left by a crash during an earlier creation: it never held LIDs.
   SUBNETD_TRY(remove_with_companions(tmp));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kStoreFileMode);
   if (fd < 0) return Error{Errc::kIo, fmt::format("{}: cannot create: {}", tmp, errno_text())};
+  // open(2) applies the umask; the mode must not depend on it.
+  const bool moded = ::fchmod(fd, kStoreFileMode) == 0;
+  const int mode_errno = errno;
   ::close(fd);
+  if (!moded) {
+    (void)remove_with_companions(tmp);
+    return Error{Errc::kIo, fmt::format("{}: cannot set mode {:04o}: {}", tmp, kStoreFileMode,
+                                        std::strerror(mode_errno))};
+  }
   if (auto built = init(tmp); !built.ok()) {
     (void)remove_with_companions(tmp);
     return built.error();
@@ -147,6 +156,27 @@ Result<void> create_store_file(const std::string& path,
   if (dir_fd >= 0) {
     (void)::fsync(dir_fd);
     ::close(dir_fd);
+  }
+  return ok_result();
+}
+
+Result<void> restrict_store_permissions(const std::string& path) {
+  for (const std::string& f : {path, path + "-wal", path + "-shm"}) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return Error{Errc::kIo, fmt::format("{}: cannot stat: {}", f, errno_text())};
+    }
+    const mode_t mode = st.st_mode & 07777;
+    const mode_t tight = mode & kStoreFileMaxMode;
+    if (tight == mode) continue;
+    // Only the owner (or root) may chmod: a store an operator set up under
+    // another owner keeps its mode rather than stopping the daemon.
+    if (st.st_uid != ::geteuid() && ::geteuid() != 0) continue;
+    if (::chmod(f.c_str(), tight) != 0) {
+      return Error{Errc::kIo, fmt::format("{}: cannot restrict its mode {:04o} to {:04o}: {}", f,
+                                          mode, tight, errno_text())};
+    }
   }
   return ok_result();
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,6 +174,30 @@ TEST_F(StoreTest, NewStoreIsCreatedWhole) {
   EXPECT_FALSE(fs::exists(path_ + ".init"));
   EXPECT_FALSE(fs::exists(path_ + ".init-wal"));
   EXPECT_GT(fs::file_size(path_), 0u);
+}
+
+// Store files hold the fabric's LID map and events: 0600 when subnetd
+// creates them, whatever the umask, and -wal/-shm follow the database.
+TEST_F(StoreTest, FilesArePrivateWhateverTheUmask) {
+  const mode_t old_umask = ::umask(0);
+  auto s = Store::open(path_);
+  ::umask(old_umask);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE((*s)->save_lids(std::vector<LidRecord>{{Guid{0x10}, Lid{0x40}}}, 0).ok());
+  for (const std::string& f : {path_, path_ + "-wal", path_ + "-shm"}) {
+    ASSERT_TRUE(fs::exists(f)) << f;
+    EXPECT_EQ(fs::status(f).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write)
+        << f;
+  }
+  s->reset();
+  // A world-readable store from an older subnetd (or a copy) is tightened
+  // to at most 0640 when opened.
+  fs::permissions(path_, fs::perms::all);
+  auto again = open_ok();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(fs::status(path_).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
 }
 
 TEST_F(StoreTest, LidsRoundTripAndSurviveReopen) {
