@@ -110,6 +110,9 @@ int run_once(const Config& cfg, bool reset_store) {
   fmt::print("  wall time {:.1f} ms, peak RSS {:.1f} MiB\n", total_ms,
              static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
   for (const std::string& c : result->lids.conflicts) fmt::print("  LID conflict: {}\n", c);
+  for (const std::string& u : result->lids.unusable_remembered) {
+    fmt::print("  stored LID not usable: {}\n", u);
+  }
   for (const std::string& u : result->sweep.unreachable) fmt::print("  unreachable: {}\n", u);
   for (const std::string& w : result->sweep.warnings) fmt::print("  warning: {}\n", w);
   return 0;

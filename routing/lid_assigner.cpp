@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "routing/text.hpp"
+
 namespace subnetd::routing {
 namespace {
 
@@ -78,6 +80,18 @@ Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& 
   auto acceptable = [&](std::uint32_t base, std::uint32_t count) {
     return base != 0 && base % count == 0 && base + count - 1 <= max_unicast;
   };
+  // Why a remembered base LID cannot be used, for the report.
+  auto unusable_because = [&](std::uint32_t base, std::uint32_t count) -> std::string {
+    if (base == 0 || base > max_unicast) {
+      return fmt::format("is not a unicast LID in the {}-bit space (0x1-{:#x})", opts.space.bits,
+                         max_unicast);
+    }
+    if (base % count != 0) {
+      return fmt::format("is not aligned to the {} LIDs a port gets with LMC {}", count, opts.lmc);
+    }
+    return fmt::format("with its {} LIDs (LMC {}) runs past the last unicast LID {:#x}", count,
+                       opts.lmc, max_unicast);
+  };
 
   LidAssignment out;
   out.map.space = opts.space;
@@ -94,6 +108,7 @@ Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& 
     Guid guid;
     std::uint32_t ep;
   };
+  std::vector<std::uint32_t> unusable;  // endpoints whose remembered LID cannot be used
   for (int round = 0; round < 2; ++round) {
     std::vector<Claim> claims;
     for (std::uint32_t e = 0; e < eps.size(); ++e) {
@@ -101,7 +116,10 @@ Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& 
       std::uint32_t base = 0;
       if (round == 0) {
         auto it = remembered.find(eps[e].guid);
-        if (it != remembered.end()) base = it->second.value;
+        if (it != remembered.end()) {
+          base = it->second.value;
+          if (!acceptable(base, eps[e].count)) unusable.push_back(e);
+        }
       } else {
         base = topo.port(eps[e].ref).lid.value;
       }
@@ -118,7 +136,7 @@ Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& 
       } else {
         out.conflicts.push_back(fmt::format(
             "port GUID {:#018x} (\"{}\" port {}) {} LID {:#x}, already taken; re-assigned",
-            ep.guid.value, topo.node(ep.ref.node).description, ep.ref.port,
+            ep.guid.value, printable(topo.node(ep.ref.node).description), ep.ref.port,
             round == 0 ? "remembered" : "holds", c.base));
       }
     }
@@ -165,6 +183,14 @@ Result<LidAssignment> assign_lids(const Topology& topo, const LidAssignOptions& 
       out.changed.push_back({ep.guid, Lid{assigned[e]}});
       out.changed_lmc.push_back(ep.count == 1 ? 0 : opts.lmc);
     }
+  }
+  for (std::uint32_t e : unusable) {
+    const Endpoint& ep = eps[e];
+    const std::uint32_t stored = remembered.at(ep.guid).value;
+    out.unusable_remembered.push_back(fmt::format(
+        "port GUID {:#018x} (\"{}\" port {}): stored LID {:#x} {}; assigned {:#x} instead",
+        ep.guid.value, printable(topo.node(ep.ref.node).description), ep.ref.port, stored,
+        unusable_because(stored, ep.count), assigned[e]));
   }
   out.lids_used = static_cast<std::uint32_t>(needed);
   return out;

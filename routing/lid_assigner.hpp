@@ -7,7 +7,8 @@
 // from the LIDs already valid on the ports (Port::lid, found by the sweep).
 // Precedence, per port: the remembered LID, then the LID found on the port,
 // then the lowest free aligned LID. A LID claimed twice goes to the port with
-// the lower GUID; the other is re-assigned and the conflict reported.
+// the lower GUID; the other is re-assigned and the conflict reported. A
+// remembered LID the addressing mode cannot use is reported too.
 
 #include <cstdint>
 #include <string>
@@ -41,6 +42,13 @@ struct LidAssignment {
   std::vector<std::uint8_t> changed_lmc;
   // Human-readable reports of conflicts resolved (one line each).
   std::vector<std::string> conflicts;
+  // Remembered LIDs (LidAssignOptions::previous) that this addressing mode
+  // cannot use and that were therefore replaced, one line each naming the
+  // port GUID, the stored LID, why it is unusable and the LID given instead:
+  // e.g. 0xC000 or 0xFFFF in the 16-bit space, a base not aligned to 2^LMC.
+  // The caller logs them (and the daemon records an event): a port whose LID
+  // changes must never change silently.
+  std::vector<std::string> unusable_remembered;
   std::uint32_t lids_used = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "routing/lid_assigner.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace subnetd::routing {
@@ -72,14 +73,39 @@ TEST(LidAssigner, PortLidsKeptAndConflictsGoToLowerGuid) {
   EXPECT_NE(r->conflicts[0].find("0x0000000000009011"), std::string::npos) << r->conflicts[0];
 }
 
-TEST(LidAssigner, MisalignedOrOutOfSpaceMemoryIsIgnored) {
+TEST(LidAssigner, MisalignedOrOutOfSpaceMemoryIsReplacedAndReported) {
   Topology t = small_fabric();
-  std::vector<LidRecord> prev = {{Guid{0x9001}, Lid{0x41}}, {Guid{0x9011}, Lid{0xC000}}};
+  // 0x41 is misaligned for LMC 1; 0xC000 (first multicast LID) and 0xFFFF
+  // (the permissive LID) are not unicast LIDs in the 16-bit space.
+  std::vector<LidRecord> prev = {{Guid{0x9001}, Lid{0x41}},
+                                 {Guid{0x9011}, Lid{0xC000}},
+                                 {Guid{0x9021}, Lid{0xFFFF}},
+                                 {Guid{0x9031}, Lid{0x42}}};
   auto r = assign_lids(t, {LidSpace{16}, 1, prev});
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->map.base_lid(t, NodeId{2}, 1).value, 0x41u);
   EXPECT_NE(r->map.base_lid(t, NodeId{3}, 1).value, 0xC000u);
+  EXPECT_NE(r->map.base_lid(t, NodeId{4}, 1).value, 0xFFFFu);
+  EXPECT_EQ(r->map.base_lid(t, NodeId{5}, 1).value, 0x42u);  // a good one is kept
   expect_consistent(t, *r);
+  ASSERT_EQ(r->unusable_remembered.size(), 3u);
+  const auto& m = r->unusable_remembered;
+  EXPECT_NE(m[0].find("port GUID 0x0000000000009001"), std::string::npos) << m[0];
+  EXPECT_NE(m[0].find("stored LID 0x41 is not aligned to the 2 LIDs"), std::string::npos) << m[0];
+  EXPECT_NE(m[1].find("port GUID 0x0000000000009011"), std::string::npos) << m[1];
+  EXPECT_NE(m[1].find("stored LID 0xc000 is not a unicast LID in the 16-bit space (0x1-0xbfff)"),
+            std::string::npos)
+      << m[1];
+  EXPECT_NE(m[2].find("port GUID 0x0000000000009021"), std::string::npos) << m[2];
+  EXPECT_NE(m[2].find("stored LID 0xffff"), std::string::npos) << m[2];
+  const std::string given =
+      fmt::format("assigned {:#x} instead", r->map.base_lid(t, NodeId{4}, 1).value);
+  EXPECT_NE(m[2].find(given), std::string::npos) << m[2];
+  // Memory for ports that are not in the fabric is not reported.
+  prev = {{Guid{0x7777}, Lid{0xFFFF}}};
+  auto absent = assign_lids(t, {LidSpace{16}, 0, prev});
+  ASSERT_TRUE(absent.ok());
+  EXPECT_TRUE(absent->unusable_remembered.empty());
 }
 
 TEST(LidAssigner, ExhaustionSaysHowManyAndHowMany) {
@@ -109,8 +135,13 @@ TEST(LidAssigner, ExtendedSpaceGoesPast16Bits) {
   auto r16 = assign_lids(t, {LidSpace{16}, 0, prev});
   ASSERT_TRUE(r16.ok());
   EXPECT_NE(r16->map.base_lid(t, NodeId{2}, 1).value, 0x1BFF0u);
+  ASSERT_EQ(r16->unusable_remembered.size(), 1u);
+  EXPECT_NE(r16->unusable_remembered[0].find("stored LID 0x1bff0 is not a unicast LID"),
+            std::string::npos)
+      << r16->unusable_remembered[0];
   auto r17 = assign_lids(t, {LidSpace{17}, 0, prev});
   ASSERT_TRUE(r17.ok());
+  EXPECT_TRUE(r17->unusable_remembered.empty());
   EXPECT_EQ(r17->map.base_lid(t, NodeId{2}, 1).value, 0x1BFF0u);
   EXPECT_EQ(r17->map.max_lid.value, 0x1BFF0u);
 }
