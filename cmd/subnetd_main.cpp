@@ -54,6 +54,17 @@ Result<std::unique_ptr<Store>> open_store(const Config& cfg, bool reset) {
   return Store::open(cfg.store.path, opts);
 }
 
+// What --reset-store did, for the operator: where the old store went.
+std::string reset_note(const Config& cfg, const Store& store) {
+  if (store.moved_aside_to()) {
+    return fmt::format(
+        "store {}: --reset-store moved the old store (with its -wal/-shm files) "
+        "aside to {}; starting with an empty store",
+        cfg.store.path, *store.moved_aside_to());
+  }
+  return fmt::format("store {}: --reset-store: there was no store to move aside", cfg.store.path);
+}
+
 int run_once(const Config& cfg, bool reset_store) {
   const auto wall_start = std::chrono::steady_clock::now();
   auto store = open_store(cfg, reset_store);
@@ -61,6 +72,7 @@ int run_once(const Config& cfg, bool reset_store) {
     fmt::print(stderr, "subnetd: store: {}\n", store.error().message);
     return kExitStore;
   }
+  if (reset_store) fmt::print("{}\n", reset_note(cfg, **store));
   auto remembered = (*store)->load_lids();
   if (!remembered.ok()) {
     fmt::print(stderr, "subnetd: store: {}\n", remembered.error().message);
@@ -168,6 +180,7 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
     return kExitStore;
   }
   std::unique_ptr<Store> store = std::move(opened).value();
+  if (reset_store) spdlog::warn("{}", reset_note(cfg, *store));
   auto remembered = store->load_lids();
   auto last_event = store->last_event_id();
   if (!remembered.ok() || !last_event.ok()) {
@@ -291,10 +304,6 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
     spdlog::critical("api: {}", server.error().message);
     return kExitApi;
   }
-  spdlog::info(
-      "gRPC API on {}{}", (*server)->unix_target(),
-      (*server)->tcp_port() != 0 ? fmt::format(" and TCP port {}", (*server)->tcp_port()) : "");
-
   sm.start();
   // One thread: nothing on the SM strand blocks (compute steps run on the
   // SM's compute thread), and a post is taken up by the thread that is

@@ -173,6 +173,14 @@ TEST(DaemonProcess, NotifyReloadAndStop) {
   EXPECT_NE(text.find("routing.engine"), std::string::npos) << text;
   EXPECT_EQ(::kill(pid, 0), 0) << "daemon died on a bad reload";
 
+  // The unix socket is announced once (by the API server), not twice.
+  std::size_t announced = 0;
+  for (auto at = text.find("gRPC API on unix:"); at != std::string::npos;
+       at = text.find("gRPC API on unix:", at + 1)) {
+    ++announced;
+  }
+  EXPECT_EQ(announced, 1u) << text;
+
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_exit(pid, 2s), 0) << slurp(log);
@@ -215,6 +223,61 @@ TEST(DaemonProcess, KillNineAndRestartKeepsEveryLid) {
     EXPECT_EQ(wait_exit(pid, 2s), 128 + SIGKILL);
     fs::remove(dir.path() / "dump" / "opensm-subnet.lst");
   }
+}
+
+std::string run_capture(const std::string& cmd, const fs::path& out, int* exit_code) {
+  const int rc = std::system((cmd + " > " + out.string() + " 2>&1").c_str());
+  *exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return slurp(out);
+}
+
+// subnetd --once: a stored LID the addressing mode cannot use is reported
+// with its port GUID; an emptied store is an error naming the file (exit 4);
+// --reset-store says where the old store went; the store file is 0600.
+TEST(DaemonProcess, OnceReportsStoreProblems) {
+  TempDir dir;
+  write_config(dir.path(), "fat-tree:levels=2,radix=4");
+  const std::string once = kBinary + " --once --config " + (dir.path() / "subnetd.yaml").string();
+  const fs::path db = dir.path() / "state.db";
+  const fs::path out = dir.path() / "once.log";
+  int rc = -1;
+  std::string text = run_capture(once, out, &rc);
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_EQ(fs::status(db).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+
+  // 0xC000 is the first multicast LID: not a unicast LID in the 16-bit space.
+  std::string port_guid =
+      run_capture("sqlite3 " + db.string() +
+                      " \"SELECT printf('0x%016x', port_guid) FROM lids WHERE lmc = 1 "
+                      "ORDER BY port_guid LIMIT 1\"",
+                  dir.path() / "guid.txt", &rc);
+  ASSERT_EQ(rc, 0) << port_guid;
+  port_guid = port_guid.substr(0, port_guid.find('\n'));
+  ASSERT_EQ(std::system(("sqlite3 " + db.string() + " \"UPDATE lids SET base_lid = 49152 WHERE " +
+                         "printf('0x%016x', port_guid) = '" + port_guid + "'\"")
+                            .c_str()),
+            0);
+  text = run_capture(once, out, &rc);
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("stored LID not usable: port GUID " + port_guid), std::string::npos) << text;
+  EXPECT_NE(text.find("stored LID 0xc000 is not a unicast LID in the 16-bit space"),
+            std::string::npos)
+      << text;
+
+  std::ofstream(db, std::ios::trunc).close();  // emptied
+  text = run_capture(once, out, &rc);
+  EXPECT_EQ(rc, 4) << text;
+  EXPECT_NE(text.find(db.string() + ": the store file is empty (0 bytes)"), std::string::npos)
+      << text;
+  EXPECT_EQ(fs::file_size(db), 0u);
+
+  text = run_capture(once + " --reset-store", out, &rc);
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("--reset-store moved the old store (with its -wal/-shm files) aside to " +
+                      db.string() + ".corrupt-"),
+            std::string::npos)
+      << text;
 }
 
 TEST(DaemonProcess, CorruptStoreIsAClearStartupError) {
