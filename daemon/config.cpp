@@ -14,6 +14,8 @@
 #include <span>
 #include <sstream>
 
+#include "discovery/topo/generators.hpp"
+
 namespace subnetd::daemon {
 
 std::string_view to_string(TransportKind t) {
@@ -356,13 +358,23 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        }},
       {"topology",
        [&](const YAML::Node& n, const std::string& path) {
-         if (auto v = p.scalar(n, path)) {
-           if (v->empty()) {
-             p.fail(n.Mark(), path, "empty topology");
-           } else {
-             cfg.fabric.topology = *v;
+         auto v = p.scalar(n, path);
+         if (!v) return;
+         if (v->empty()) {
+           p.fail(n.Mark(), path, "empty topology");
+           return;
+         }
+         // A generator spec is checked here, so that a typo in it is a
+         // config error naming this key and line, not a failure to build
+         // the fabric after the store is open. Net files are checked when
+         // read.
+         if (discovery::topo::looks_like_spec(*v)) {
+           if (auto checked = discovery::topo::check_spec(*v); !checked.ok()) {
+             p.fail(n.Mark(), path, checked.error().message, checked.error().code);
+             return;
            }
          }
+         cfg.fabric.topology = *v;
        }},
       {"sm_port",
        [&](const YAML::Node& n, const std::string& path) {

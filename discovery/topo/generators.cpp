@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "discovery/topo/random_graph.hpp"
+#include "routing/text.hpp"
 
 namespace subnetd::discovery::topo {
 namespace {
@@ -61,18 +63,19 @@ class Spec {
     const std::size_t colon = text.find(':');
     spec.family_ = std::string(trim(text.substr(0, colon)));
     if (spec.family_.empty()) {
-      return Error{
-          Errc::kInvalidArgument,
-          fmt::format("topology spec '{}' has no family (e.g. fat-tree:levels=2,radix=8)", text)};
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("topology spec '{}' has no family (e.g. fat-tree:levels=2,radix=8)",
+                               printable(text))};
     }
     if (colon == std::string_view::npos || trim(text.substr(colon + 1)).empty()) return spec;
     for (std::string_view item : split(text.substr(colon + 1), ',')) {
       const std::size_t eq = item.find('=');
       const std::string_view key = trim(item.substr(0, eq));
       if (eq == std::string_view::npos || key.empty()) {
-        return spec.error(fmt::format("expected key=value, got '{}'", item));
+        return spec.error(fmt::format("expected key=value, got '{}'", printable(item)));
       }
-      if (spec.find(key) != nullptr) return spec.error(fmt::format("key {} given twice", key));
+      if (spec.find(key) != nullptr)
+        return spec.error(fmt::format("key {} given twice", printable(key)));
       spec.kv_.emplace_back(std::string(key), std::string(trim(item.substr(eq + 1))));
     }
     return spec;
@@ -80,14 +83,19 @@ class Spec {
 
   const std::string& family() const { return family_; }
 
+  // Set by check_spec(): the family functions stop once every value is
+  // checked, before building anything.
+  bool dry_run = false;
+
   Error error(std::string_view what) const {
-    return Error{Errc::kInvalidArgument, fmt::format("{}: {}", family_, what)};
+    return Error{Errc::kInvalidArgument, fmt::format("{}: {}", printable(family_), what)};
   }
 
   Result<void> allow_only(std::initializer_list<std::string_view> keys) const {
     for (const auto& [k, v] : kv_) {
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-        return error(fmt::format("unknown key {} (expected one of: {})", k, fmt::join(keys, ", ")));
+        return error(fmt::format("unknown key {} (expected one of: {})", printable(k),
+                                 fmt::join(keys, ", ")));
       }
     }
     return {};
@@ -118,7 +126,8 @@ class Spec {
   Result<std::uint64_t> check_number(std::string_view key, std::string_view v, std::uint64_t lo,
                                      std::uint64_t hi) const {
     const std::optional<std::uint64_t> n = to_number(v);
-    if (!n) return error(fmt::format("{} must be a non-negative integer, got '{}'", key, v));
+    if (!n)
+      return error(fmt::format("{} must be a non-negative integer, got '{}'", key, printable(v)));
     if (*n < lo || *n > hi) {
       return error(fmt::format("{} must be between {} and {}, got {}", key, lo, hi, *n));
     }
@@ -364,7 +373,7 @@ Result<Topology> fat_tree(const Spec& spec) {
     if (!t.ok()) return t.error();
     const std::optional<std::uint64_t> n = to_number(*t);
     if (!n || (*n != 2 && *n != 3)) {
-      return spec.error(fmt::format("levels must be 2 or 3, got '{}'", *t));
+      return spec.error(fmt::format("levels must be 2 or 3, got '{}'", printable(*t)));
     }
     levels = *n;
   }
@@ -406,6 +415,7 @@ Result<Topology> fat_tree(const Spec& spec) {
   SUBNETD_TRY_ASSIGN(ca_ports, read_ca_ports(spec));
   SUBNETD_TRY(check_host_pairs(spec, counts, ca_ports));
 
+  if (spec.dry_run) return Topology{};
   const std::uint64_t cas = num_cas(counts, ca_ports);
   FabricBuilder b(xgft_switch_count(x) + cas, xgft_switch_port_slots(x) + cas * (ca_ports + 1), 4);
   LevelNamer name;
@@ -441,7 +451,7 @@ Result<std::vector<std::uint32_t>> read_level_list(const Spec& spec, std::string
     return spec.error(
         fmt::format("{} must list {} values (one per level, h={}) separated by "
                     "'.', got '{}'",
-                    key, h, h, text));
+                    key, h, h, printable(text)));
   }
   std::vector<std::uint32_t> out;
   for (std::string_view item : items) {
@@ -473,6 +483,7 @@ Result<Topology> pgft(const Spec& spec) {
   for (std::uint32_t l = 1; l <= height; ++l) nodes += x.level_size(l);
   SUBNETD_TRY(check_size(spec, nodes));
 
+  if (spec.dry_run) return Topology{};
   const std::uint64_t ca_ports = x.ports(0);
   const auto stride = std::max<std::uint64_t>(4, std::bit_ceil(ca_ports + 1));
   const std::uint64_t cas = x.level_size(0);
@@ -501,6 +512,7 @@ Result<Topology> grid(const Spec& spec, std::vector<std::uint32_t> dims, bool wr
   SUBNETD_TRY(check_size(spec, n + capped_mul(n, hosts)));
   const std::vector<std::uint32_t> counts(n, hosts);
   SUBNETD_TRY(check_host_pairs(spec, counts, ca_ports));
+  if (spec.dry_run) return Topology{};
 
   // stride[d]: index distance between neighbours in dimension d (first dim most significant).
   std::vector<std::uint64_t> stride(nd, 1);
@@ -544,14 +556,17 @@ Result<Topology> torus_or_mesh(const Spec& spec, bool wrap) {
   SUBNETD_TRY_ASSIGN(text, spec.text("dims"));
   std::vector<std::string_view> items = split(text, 'x');
   if (items.size() > 3) {
-    return spec.error(fmt::format("dims takes 1 to 3 sizes like 4x4x4, got '{}'", text));
+    return spec.error(fmt::format("dims takes 1 to 3 sizes like 4x4x4, got '{}'", printable(text)));
   }
   std::vector<std::uint32_t> dims;
   for (std::string_view item : items) {
     const std::optional<std::uint64_t> v = to_number(item);
-    if (!v) return spec.error(fmt::format("dims must look like 4x4 or 4x4x4, got '{}'", text));
-    if (*v == 0) return spec.error(fmt::format("dims must be positive, got 0 in '{}'", text));
-    if (*v > kMaxGeneratedNodes) return spec.error(fmt::format("dims too large: '{}'", text));
+    if (!v)
+      return spec.error(fmt::format("dims must look like 4x4 or 4x4x4, got '{}'", printable(text)));
+    if (*v == 0)
+      return spec.error(fmt::format("dims must be positive, got 0 in '{}'", printable(text)));
+    if (*v > kMaxGeneratedNodes)
+      return spec.error(fmt::format("dims too large: '{}'", printable(text)));
     dims.push_back(static_cast<std::uint32_t>(*v));
   }
   std::uint64_t hosts = 0;
@@ -626,6 +641,7 @@ Result<Topology> dragonfly(const Spec& spec) {
   SUBNETD_TRY(check_size(spec, n + n * p));
   const std::vector<std::uint32_t> counts(n, static_cast<std::uint32_t>(p));
   SUBNETD_TRY(check_host_pairs(spec, counts, ca_ports));
+  if (spec.dry_run) return Topology{};
 
   const auto ports = static_cast<unsigned>(p + a - 1 + h);
   const std::uint64_t cas = num_cas(counts, ca_ports);
@@ -691,6 +707,7 @@ Result<Topology> random_fabric(const Spec& spec) {
   const std::vector<std::uint32_t> counts(n, static_cast<std::uint32_t>(hosts));
   SUBNETD_TRY(check_host_pairs(spec, counts, ca_ports));
 
+  if (spec.dry_run) return Topology{};
   SwitchGraph graph;
   SUBNETD_TRY_ASSIGN(graph, jellyfish_graph(static_cast<std::uint32_t>(n),
                                             static_cast<std::uint32_t>(degree), seed));
@@ -715,9 +732,9 @@ Result<Topology> random_fabric(const Spec& spec) {
 
 }  // namespace
 
-Result<routing::Topology> generate(std::string_view text) {
-  Spec spec;
-  SUBNETD_TRY_ASSIGN(spec, Spec::parse(text));
+namespace {
+
+Result<routing::Topology> run(const Spec& spec) {
   const std::string& f = spec.family();
   if (f == "fat-tree") return fat_tree(spec);
   if (f == "pgft") return pgft(spec);
@@ -729,7 +746,33 @@ Result<routing::Topology> generate(std::string_view text) {
   return Error{Errc::kInvalidArgument,
                fmt::format("unknown topology family '{}' (expected fat-tree, pgft, torus, mesh, "
                            "ring, dragonfly or random)",
-                           f)};
+                           printable(f))};
+}
+
+}  // namespace
+
+Result<routing::Topology> generate(std::string_view text) {
+  Spec spec;
+  SUBNETD_TRY_ASSIGN(spec, Spec::parse(text));
+  return run(spec);
+}
+
+bool looks_like_spec(std::string_view spec_or_path) {
+  const std::size_t colon = spec_or_path.find(':');
+  const std::size_t slash = spec_or_path.find('/');
+  if (colon == std::string_view::npos || (slash != std::string_view::npos && slash < colon)) {
+    return false;
+  }
+  std::error_code ec;
+  return !std::filesystem::exists(std::filesystem::path(spec_or_path), ec);
+}
+
+Result<void> check_spec(std::string_view text) {
+  Spec spec;
+  SUBNETD_TRY_ASSIGN(spec, Spec::parse(text));
+  spec.dry_run = true;
+  SUBNETD_TRY(run(spec));
+  return {};
 }
 
 }  // namespace subnetd::discovery::topo

@@ -81,4 +81,14 @@ inline constexpr unsigned kMaxNodePorts = 254;
 
 Result<routing::Topology> generate(std::string_view spec);
 
+// Checks a spec as generate() would (family, keys, values, sizes, port
+// counts) without building the fabric, so a config parser can refuse a bad
+// one cheaply. A spec that passes can still fail in generate() only for a
+// reason found while wiring (a random graph that cannot be connected).
+Result<void> check_spec(std::string_view spec);
+
+// The rule that tells a spec from a net-file path in fabric.topology: a ':'
+// before any '/' and no file of that name.
+bool looks_like_spec(std::string_view spec_or_path);
+
 }  // namespace subnetd::discovery::topo

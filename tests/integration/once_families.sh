@@ -150,8 +150,9 @@ expect_fail bad-key 3 "c\.[A-Za-z0-9]*:7:3: routing.engin: unknown key" \
   "$(config "ring:switches=4" "routing:" "  engin: updn")"
 expect_fail bad-engine 3 "routing.engine: unknown engine" \
   "$(config "ring:switches=4" "routing:" "  engine: fastest")"
-expect_fail bad-spec 5 "fabric.topology: fat-tree" "$(config "fat-tree:levels=9,k=4")"
-expect_fail bad-family 5 "fabric.topology: .*hypercube" "$(config "hypercube:dims=4")"
+# A bad generator spec is a config error (exit 3) at the value's file:line:col.
+expect_fail bad-spec 3 "c\.[A-Za-z0-9]*:3:13: fabric.topology: fat-tree" "$(config "fat-tree:levels=9,k=4")"
+expect_fail bad-family 3 "c\.[A-Za-z0-9]*:3:13: fabric.topology: .*hypercube" "$(config "hypercube:dims=4")"
 expect_fail missing-netfile 5 "$work/no/such.net" "$(config "$work/no/such.net")"
 printf 'Switch 4 "s"\n[1] "h"[1]\n\nHca 1 "h"\n[1] "s"[7]\n\n' > "$work/bad.net"
 expect_fail bad-netfile 5 "bad.net:[0-9]*:" "$(config "$work/bad.net")"

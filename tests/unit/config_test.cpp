@@ -306,6 +306,25 @@ TEST(ConfigErrors, HostileInputNeverThrows) {
   }
 }
 
+// A bad generator spec was found only when the fabric was built (exit 5, no
+// key named); it is a config error at the value's position.
+TEST(ConfigErrors, TopologySpecIsCheckedWhenParsed) {
+  expect_error("fabric:\n  topology: \"fat-tree:levels=2,radix=5\"\n", "2:13", "fabric.topology",
+               "fat-tree: radix must be even, got 5");
+  expect_error("fabric:\n  topology: \"fat-tree:levels=3\"\n", "2:13", "fabric.topology",
+               "fat-tree: missing key k");
+  expect_error("fabric:\n  topology: \"fat-tre:levels=2,radix=4\"\n", "2:13", "fabric.topology",
+               "unknown topology family 'fat-tre'");
+  expect_error("fabric:\n  topology: \"torus:dims=4x4,hots=2\"\n", "2:13", "fabric.topology",
+               "torus: unknown key hots");
+  // Paths are not specs (a '/' before any ':'), and good specs pass.
+  for (const char* topo :
+       {"nets/a:b.net", "fat-tree:levels=3,k=80", "random:switches=64,degree=8"}) {
+    auto r = parse_config(std::string("fabric:\n  topology: \"") + topo + "\"\n", kName);
+    EXPECT_TRUE(r.ok()) << topo << ": " << r.error().message;
+  }
+}
+
 TEST(ConfigLoad, DeployFilesParse) {
   auto dev = load_config(SUBNETD_SOURCE_DIR "/deploy/subnetd.yaml");
   ASSERT_TRUE(dev.ok()) << dev.error().message;

@@ -156,6 +156,8 @@ TEST_P(GeneratorSizes, MatchFormulaAndValidate) {
   EXPECT_EQ(t.num_links(), c.links);
   Result<void> v = t.validate();
   EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.error().message);
+  Result<void> checked = check_spec(c.spec);
+  EXPECT_TRUE(checked.ok()) << (checked.ok() ? "" : checked.error().message);
 }
 
 TEST_P(GeneratorSizes, ConnectedWhenHostsExist) {
@@ -503,6 +505,30 @@ TEST_P(BadSpecs, AreRejectedWithTheKey) {
   EXPECT_EQ(t.error().code, Errc::kInvalidArgument);
   EXPECT_NE(t.error().message.find(c.message), std::string::npos)
       << "got: " << t.error().message << "\nwant: " << c.message;
+  // check_spec (what the config parser runs) refuses it with the same words.
+  Result<void> checked = check_spec(c.spec);
+  ASSERT_FALSE(checked.ok()) << c.spec;
+  EXPECT_EQ(checked.error().code, t.error().code);
+  EXPECT_EQ(checked.error().message, t.error().message);
+}
+
+TEST(BadSpecText, IsEscapedAndCutInMessages) {
+  for (const std::string& spec :
+       {std::string("fat\x1b[2J-tree:levels=2"), std::string("fat-tree:levels=\x1b[2J"),
+        std::string("fat-tree:levels=2,radix=8,\x07=1"), std::string(1 << 20, 'x') + ":a=1"}) {
+    Result<void> r = check_spec(spec);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message.find_first_of("\x1b\x07"), std::string::npos) << r.error().message;
+    EXPECT_LT(r.error().message.size(), 600u);
+  }
+}
+
+TEST(LooksLikeSpec, ColonBeforeAnySlashAndNoSuchFile) {
+  EXPECT_TRUE(looks_like_spec("fat-tree:levels=2,radix=8"));
+  EXPECT_FALSE(looks_like_spec("run/fabric.net"));
+  EXPECT_FALSE(looks_like_spec("nets/a:b.net"));
+  EXPECT_FALSE(looks_like_spec("/tmp"));
+  EXPECT_FALSE(looks_like_spec("fabric.net"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
