@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "discovery/topo/generators.hpp"
+#include "routing/text.hpp"
 
 namespace subnetd::daemon {
 
@@ -148,14 +150,23 @@ class Parser {
     Handler handle;
   };
 
-  explicit Parser(std::string_view file) : file_(file) {}
+  explicit Parser(std::string_view file) : file_(printable(file)) {}
 
+  // `path` and `msg` may carry text from the file (key names, values): they
+  // are escaped here or by the caller with printable(), so a control byte
+  // or a megabyte of text never reaches a terminal or the journal raw.
   void fail(const YAML::Mark& m, std::string_view path, std::string_view msg,
             Errc code = Errc::kInvalidArgument) {
     std::string where = m.is_null() ? fmt::format("{}", file_)
                                     : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
     issues_.push_back(Issue{m.is_null() ? -1 : m.line, m.is_null() ? -1 : m.column, code,
-                            fmt::format("{}: {}: {}", where, path, msg)});
+                            fmt::format("{}: {}: {}", where, printable(path), msg)});
+  }
+
+  // A problem that belongs to no key (e.g. a second YAML document).
+  void fail_at(int line, int column, std::string_view msg, Errc code = Errc::kInvalidArgument) {
+    issues_.push_back(
+        Issue{line, column, code, fmt::format("{}:{}:{}: {}", file_, line + 1, column + 1, msg)});
   }
 
   // Mark of a key seen in the file (for cross-key checks), or a null mark.
@@ -223,12 +234,12 @@ class Parser {
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
     if (ec == std::errc::result_out_of_range) {
-      fail(n.Mark(), path, fmt::format("{} is out of range ({}..{})", *s, lo, hi),
+      fail(n.Mark(), path, fmt::format("{} is out of range ({}..{})", printable(*s), lo, hi),
            Errc::kOutOfRange);
       return std::nullopt;
     }
     if (ec != std::errc{} || end != s->data() + s->size() || s->empty()) {
-      fail(n.Mark(), path, fmt::format("expected an integer, got \"{}\"", *s));
+      fail(n.Mark(), path, fmt::format("expected an integer, got \"{}\"", printable(*s)));
       return std::nullopt;
     }
     if (v < lo || v > hi) {
@@ -252,7 +263,8 @@ class Parser {
       if (!expected.empty()) expected += ", ";
       expected += e.name;
     }
-    fail(n.Mark(), path, fmt::format("unknown {} \"{}\" (expected {})", what, *s, expected));
+    fail(n.Mark(), path,
+         fmt::format("unknown {} \"{}\" (expected {})", what, printable(*s), expected));
     return std::nullopt;
   }
 
@@ -267,14 +279,14 @@ class Parser {
       fail(n.Mark(), path,
            fmt::format("bad duration \"{}\" (expected e.g. \"500ms\", \"10s\", \"2m\", or a "
                        "number of seconds; millisecond resolution)",
-                       *s));
+                       printable(*s)));
       return std::nullopt;
     }
     if (zero_allowed && d->count() == 0) return d;
     if (*d < lo || *d > hi) {
       fail(n.Mark(), path,
-           fmt::format("{} is out of range ({}{}ms..{}ms)", *s, zero_allowed ? "0 or " : "",
-                       lo.count(), hi.count()),
+           fmt::format("{} is out of range ({}{}ms..{}ms)", printable(*s),
+                       zero_allowed ? "0 or " : "", lo.count(), hi.count()),
            Errc::kOutOfRange);
       return std::nullopt;
     }
@@ -289,7 +301,7 @@ class Parser {
       fail(n.Mark(), path,
            fmt::format("bad GUID \"{}\" (expected 0x-prefixed hex of up to 16 digits or a "
                        "decimal integer, not zero)",
-                       *s));
+                       printable(*s)));
     }
     return g;
   }
@@ -317,10 +329,13 @@ class Parser {
   }
 
  private:
-  std::string_view file_;
+  std::string file_;
   std::vector<Issue> issues_;
   std::map<std::string, YAML::Mark> marks_;
 };
+
+// NodeDescription is 64 bytes on the wire; a longer sm_port name matches nothing.
+constexpr std::size_t kMaxNodeDescription = 64;
 
 constexpr EnumName<TransportKind> kTransports[] = {{"sim", TransportKind::kSim},
                                                    {"umad", TransportKind::kUmad}};
@@ -388,6 +403,11 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
            if (auto g = p.guid(n, path)) cfg.fabric.sm_port = NodeSelector{*g, {}};
          } else if (v->empty()) {
            p.fail(n.Mark(), path, "empty node name");
+         } else if (v->size() > kMaxNodeDescription) {
+           p.fail(n.Mark(), path,
+                  fmt::format("node name \"{}\" has {} bytes, but a NodeDescription holds {}: "
+                              "no node can match it",
+                              printable(*v, 64), v->size(), kMaxNodeDescription));
          } else {
            cfg.fabric.sm_port = NodeSelector{std::nullopt, *v};
          }
@@ -490,7 +510,7 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
            p.fail(n.Mark(), path,
                   fmt::format("bad address \"{}\" (expected \"host:port\" or \"[v6]:port\", "
                               "port 0..65535)",
-                              *v));
+                              printable(*v)));
            return;
          }
          cfg.api.tcp = *v;
@@ -574,11 +594,47 @@ void cross_check(Parser& p, const Config& cfg) {
 
 }  // namespace
 
+namespace {
+
+// The line of the "---" marker that starts the document whose first node is
+// at `node_line` (0-based), or node_line itself when none is found.
+int document_start_line(std::string_view text, int node_line) {
+  std::vector<std::string_view> lines;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t nl = text.find('\n', at);
+    lines.push_back(
+        text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at));
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  for (int l = std::min<int>(node_line, static_cast<int>(lines.size()) - 1); l >= 0; --l) {
+    const std::string_view line = lines[static_cast<std::size_t>(l)];
+    if (line.rfind("---", 0) == 0 &&
+        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r')) {
+      return l;
+    }
+  }
+  return node_line;
+}
+
+}  // namespace
+
 Result<Config> parse_config(std::string_view text, std::string_view name) {
   Config cfg;
   Parser p(name);
   try {
-    const YAML::Node root = YAML::Load(std::string(text));
+    // All documents are read so that a second one is an error: the daemon
+    // would otherwise run on the first and ignore the rest silently (a
+    // config pasted twice, or two files concatenated).
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      const YAML::Mark m = docs[1].Mark();
+      const int line = document_start_line(text, m.is_null() ? 0 : m.line);
+      p.fail_at(line, 0,
+                "a second YAML document starts here; subnetd reads one document per config "
+                "file (remove this \"---\" and what follows, or merge it into the first)");
+    }
+    const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
     walk(p, root, cfg);
     // Cross-key checks only on a well-typed file: a broken `fabric.transport`
     // would otherwise also yield a misleading "topology required".
@@ -586,26 +642,39 @@ Result<Config> parse_config(std::string_view text, std::string_view name) {
   } catch (const YAML::Exception& e) {
     // Syntax errors carry the position of the offending token.
     if (e.mark.is_null()) {
-      return Error{Errc::kParse, fmt::format("{}: YAML error: {}", name, e.msg)};
+      return Error{Errc::kParse,
+                   fmt::format("{}: YAML error: {}", printable(name), printable(e.msg))};
     }
-    return Error{Errc::kParse, fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1,
-                                           e.mark.column + 1, e.msg)};
+    return Error{Errc::kParse, fmt::format("{}:{}:{}: YAML syntax error: {}", printable(name),
+                                           e.mark.line + 1, e.mark.column + 1, printable(e.msg))};
   } catch (const std::exception& e) {
-    return Error{Errc::kParse, fmt::format("{}: cannot parse: {}", name, e.what())};
+    return Error{Errc::kParse,
+                 fmt::format("{}: cannot parse: {}", printable(name), printable(e.what()))};
   }
   SUBNETD_TRY(p.finish());
   return cfg;
 }
 
 Result<Config> load_config(const std::string& path) {
+  // An ifstream opens a directory without complaint and reads nothing from
+  // it; the empty "file" would then fail with a misleading "fabric.topology:
+  // required".
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Error{Errc::kIo, fmt::format("{}: is a directory, not a config file (give the YAML file "
+                                        "itself, e.g. {}/subnetd.yaml)",
+                                        printable(path), printable(path))};
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Error{Errc::kIo, fmt::format("{}: cannot open config: {}", path, std::strerror(errno))};
+    return Error{Errc::kIo,
+                 fmt::format("{}: cannot open config: {}", printable(path), std::strerror(errno))};
   }
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) {
-    return Error{Errc::kIo, fmt::format("{}: cannot read config: {}", path, std::strerror(errno))};
+    return Error{Errc::kIo,
+                 fmt::format("{}: cannot read config: {}", printable(path), std::strerror(errno))};
   }
   return parse_config(text.str(), path);
 }

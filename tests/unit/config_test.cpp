@@ -306,6 +306,59 @@ TEST(ConfigErrors, HostileInputNeverThrows) {
   }
 }
 
+// Values and keys from the file are echoed escaped and cut: a control byte
+// never reaches a terminal or the journal raw, a megabyte never in full.
+TEST(ConfigErrors, EchoedTextIsEscapedAndCut) {
+  auto r = parse_config(std::string(kSim) + "routing:\n  engine: \"fast\\e[2Jest\"\n", kName);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.find('\x1b'), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("unknown engine \"fast\\x1b[2Jest\""), std::string::npos)
+      << r.error().message;
+  auto key = parse_config(std::string(kSim) + "\"bad\\akey\": 1\n", kName);
+  ASSERT_FALSE(key.ok());
+  EXPECT_NE(key.error().message.find("t.yaml:3:1: bad\\x07key: unknown key"), std::string::npos)
+      << key.error().message;
+  const std::string huge(1 << 20, 'x');
+  for (const std::string& yaml : {std::string(kSim) + "routing:\n  engine: " + huge + "\n",
+                                  std::string(kSim) + "sweep:\n  retries: " + huge + "\n",
+                                  std::string(kSim) + "? " + huge + "\n: 1\n",
+                                  std::string(kSim) + "  sm_port: " + huge + "\n"}) {
+    auto big = parse_config(yaml, kName);
+    ASSERT_FALSE(big.ok());
+    EXPECT_LT(big.error().message.size(), 1000u) << big.error().message.substr(0, 2000);
+    EXPECT_NE(big.error().message.find("(1048576 bytes)"), std::string::npos)
+        << big.error().message.substr(0, 2000);
+  }
+}
+
+// No node description is longer than 64 bytes, so no node can match a longer
+// sm_port name: an error at parse time, not a lookup that fails later.
+TEST(ConfigErrors, SmPortNameLongerThanANodeDescription) {
+  expect_error(std::string(kSim) + "  sm_port: " + std::string(65, 'h') + "\n", "3:12",
+               "fabric.sm_port", "has 65 bytes, but a NodeDescription holds 64");
+  auto ok = parse_config(std::string(kSim) + "  sm_port: " + std::string(64, 'h') + "\n", kName);
+  EXPECT_TRUE(ok.ok()) << ok.error().message;
+}
+
+// A second document was ignored silently: the daemon ran on the first.
+TEST(ConfigErrors, SecondYamlDocumentIsAnError) {
+  auto r = parse_config(std::string(kSim) + "---\nrouting:\n  engine: ftree\n", kName);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("t.yaml:3:1: a second YAML document starts here", 0), 0u)
+      << r.error().message;
+  // An explicit start marker on the first document is fine; an empty second
+  // document after it is not.
+  auto marked = parse_config(std::string("---\n") + kSim, kName);
+  EXPECT_TRUE(marked.ok()) << marked.error().message;
+  auto trailing = parse_config(std::string("---\n") + kSim + "---\n", kName);
+  ASSERT_FALSE(trailing.ok());
+  EXPECT_EQ(trailing.error().message.rfind("t.yaml:4:1: a second YAML document", 0), 0u)
+      << trailing.error().message;
+  // "..." ends a document without starting another.
+  auto ended = parse_config(std::string(kSim) + "...\n", kName);
+  EXPECT_TRUE(ended.ok()) << ended.error().message;
+}
+
 // A bad generator spec was found only when the fabric was built (exit 5, no
 // key named); it is a config error at the value's position.
 TEST(ConfigErrors, TopologySpecIsCheckedWhenParsed) {
@@ -323,6 +376,14 @@ TEST(ConfigErrors, TopologySpecIsCheckedWhenParsed) {
     auto r = parse_config(std::string("fabric:\n  topology: \"") + topo + "\"\n", kName);
     EXPECT_TRUE(r.ok()) << topo << ": " << r.error().message;
   }
+}
+
+TEST(ConfigLoad, DirectoryIsNamedAsADirectory) {
+  auto r = load_config("/tmp");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kIo);
+  EXPECT_EQ(r.error().message.rfind("/tmp: is a directory, not a config file", 0), 0u)
+      << r.error().message;
 }
 
 TEST(ConfigLoad, DeployFilesParse) {
