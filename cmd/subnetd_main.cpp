@@ -127,6 +127,11 @@ int run_once(const Config& cfg, bool reset_store) {
   }
   for (const std::string& u : result->sweep.unreachable) fmt::print("  unreachable: {}\n", u);
   for (const std::string& w : result->sweep.warnings) fmt::print("  warning: {}\n", w);
+  // A loopback cable sweeps and routes fine (no route uses it), which is
+  // why it must be said: it is usually a cable in the wrong port.
+  for (const std::string& l : result->sweep.topology.loopback_cables()) {
+    fmt::print("  warning: {}\n", l);
+  }
   return 0;
 }
 

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "routing/text.hpp"
+
 namespace subnetd::routing {
 
 const char* node_type_name(NodeType t) {
@@ -72,18 +76,19 @@ Result<void> Topology::connect(PortRef a, PortRef b) {
     const Node& n = nodes_[r.node.value];
     if (r.port == 0 || r.port > n.num_ports) {
       return Error{Errc::kOutOfRange, fmt::format("\"{}\" has ports 1..{}, not port {}",
-                                                  n.description, n.num_ports, r.port)};
+                                                  printable(n.description), n.num_ports, r.port)};
     }
     const Port& p = port(r);
     if (p.connected()) {
-      return Error{Errc::kConflict,
-                   fmt::format("\"{}\"[{}] is already linked to \"{}\"[{}]", n.description, r.port,
-                               nodes_[p.remote_node.value].description, p.remote_port)};
+      return Error{
+          Errc::kConflict,
+          fmt::format("\"{}\"[{}] is already linked to \"{}\"[{}]", printable(n.description),
+                      r.port, printable(nodes_[p.remote_node.value].description), p.remote_port)};
     }
   }
   if (a == b) {
-    return Error{Errc::kConflict, fmt::format("\"{}\"[{}] linked to itself",
-                                              nodes_[a.node.value].description, a.port)};
+    return Error{Errc::kConflict,
+                 fmt::format("{} port {} linked to itself", label(a.node), a.port)};
   }
   Port& pa = mutable_port(a.node, a.port);
   Port& pb = mutable_port(b.node, b.port);
@@ -102,6 +107,22 @@ void Topology::disconnect(PortRef a) {
   pb.remote_port = 0;
   pa.remote_node = kNoNode;
   pa.remote_port = 0;
+}
+
+std::vector<std::string> Topology::loopback_cables() const {
+  std::vector<std::string> out;
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    for (unsigned p = 1; p <= n.num_ports; ++p) {
+      const Port& port = ports_[n.first_port + p];
+      if (port.remote_node.value != i || port.remote_port < p) continue;  // once, from the lower
+      out.push_back(
+          fmt::format("{} ports {} and {} are cabled to each other (a loopback cable); "
+                      "not a link between two nodes, so no route uses it",
+                      label(NodeId{i}), p, port.remote_port));
+    }
+  }
+  return out;
 }
 
 std::size_t Topology::num_links() const {
@@ -164,28 +185,31 @@ Result<void> Topology::validate() const {
     const Node& n = nodes_[i];
     auto [it, inserted] = seen.emplace(n.guid, NodeId{i});
     if (!inserted) {
-      return Error{Errc::kConflict,
-                   fmt::format("node GUID {:#018x} used by both \"{}\" and \"{}\"", n.guid.value,
-                               nodes_[it->second.value].description, n.description)};
+      return Error{
+          Errc::kConflict,
+          fmt::format("node GUID {:#018x} used by both \"{}\" and \"{}\"", n.guid.value,
+                      printable(nodes_[it->second.value].description), printable(n.description))};
     }
     for (unsigned p = 1; p <= n.num_ports; ++p) {
       const Port& pt = ports_[n.first_port + p];
       if (!pt.connected()) continue;
       if (pt.remote_node.value >= nodes_.size()) {
-        return Error{Errc::kInternal,
-                     fmt::format("\"{}\"[{}] links to a missing node", n.description, p)};
+        return Error{Errc::kInternal, fmt::format("\"{}\"[{}] links to a missing node",
+                                                  printable(n.description), p)};
       }
       const Node& r = nodes_[pt.remote_node.value];
       if (pt.remote_port == 0 || pt.remote_port > r.num_ports) {
         return Error{Errc::kOutOfRange,
-                     fmt::format("\"{}\"[{}] links to \"{}\"[{}] which has {} ports", n.description,
-                                 p, r.description, pt.remote_port, r.num_ports)};
+                     fmt::format("\"{}\"[{}] links to \"{}\"[{}] which has {} ports",
+                                 printable(n.description), p, printable(r.description),
+                                 pt.remote_port, r.num_ports)};
       }
       const Port& back = ports_[r.first_port + pt.remote_port];
       if (back.remote_node.value != i || back.remote_port != p) {
-        return Error{Errc::kConflict,
-                     fmt::format("\"{}\"[{}] says \"{}\"[{}] but that port does not link back",
-                                 n.description, p, r.description, pt.remote_port)};
+        return Error{
+            Errc::kConflict,
+            fmt::format("\"{}\"[{}] says \"{}\"[{}] but that port does not link back",
+                        printable(n.description), p, printable(r.description), pt.remote_port)};
       }
     }
   }
@@ -194,7 +218,8 @@ Result<void> Topology::validate() const {
 
 std::string Topology::label(NodeId id) const {
   const Node& n = node(id);
-  return fmt::format("\"{}\" ({:#018x})", n.description, n.guid.value);
+  // Descriptions come from the wire (NodeDescription) and from files.
+  return fmt::format("\"{}\" ({:#018x})", printable(n.description), n.guid.value);
 }
 
 }  // namespace subnetd::routing

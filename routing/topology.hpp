@@ -66,7 +66,11 @@ class Topology {
   // Adds a node; port GUIDs default to node_guid (switch) or node_guid+port (CA/router).
   NodeId add_node(NodeType type, Guid node_guid, std::uint8_t num_ports, std::string description);
 
-  // Links a.port <-> b.port. Fails if either port does not exist or is already linked.
+  // Links a.port <-> b.port. Fails if either port does not exist or is
+  // already linked, or if a and b are the same port. Two ports of one node
+  // may be linked: a loopback cable exists on real fabrics (a test plug, a
+  // cabling mistake); routing leaves it out (SwitchGraph) and
+  // loopback_cables() names it for the operator.
   Result<void> connect(PortRef a, PortRef b);
   // Unlinks the port and its peer (no-op if unconnected).
   void disconnect(PortRef a);
@@ -77,6 +81,10 @@ class Topology {
   std::size_t num_ports_total() const { return ports_.size(); }
   // Number of links (each counted once).
   std::size_t num_links() const;
+  // One line per loopback cable (two ports of one node linked to each
+  // other), naming the node and both ports, for a warning: no route can use
+  // such a link, and it usually means a cable is in the wrong port.
+  std::vector<std::string> loopback_cables() const;
 
   const Node& node(NodeId id) const { return nodes_[id.value]; }
   Node& mutable_node(NodeId id) {
@@ -98,7 +106,8 @@ class Topology {
   // Node ids of all switches, in switch_index order.
   std::span<const NodeId> switches() const { return switches_; }
   NodeId switch_node(std::uint32_t switch_index) const { return switches_[switch_index]; }
-  // How errors and logs name a node: "sw-a" (0x0002c90000000001).
+  // How errors and logs name a node: "sw-a" (0x0002c90000000001). The
+  // description is escaped and cut with printable() (it comes from the wire).
   std::string label(NodeId id) const;
   std::string switch_label(std::uint32_t switch_index) const {
     return label(switch_node(switch_index));

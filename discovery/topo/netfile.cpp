@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "discovery/topo/netfile_format.hpp"
+#include "routing/text.hpp"
 
 namespace subnetd::discovery::topo {
 namespace {
@@ -195,7 +196,8 @@ std::optional<std::pair<std::uint8_t, std::uint8_t>> link_annotation(std::string
 Result<std::string> read_whole_file(const std::string& path, std::string_view what) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) {
-    return Error{Errc::kIo, fmt::format("cannot open {} {}: {}", what, path, std::strerror(errno))};
+    return Error{Errc::kIo,
+                 fmt::format("cannot open {} {}: {}", what, printable(path), std::strerror(errno))};
   }
   std::string text;
   std::array<char, 1 << 16> buf;
@@ -204,7 +206,9 @@ Result<std::string> read_whole_file(const std::string& path, std::string_view wh
     text.append(buf.data(), got);
     if (got < buf.size()) break;
   }
-  if (std::ferror(f.get())) return Error{Errc::kIo, fmt::format("cannot read {} {}", what, path)};
+  if (std::ferror(f.get())) {
+    return Error{Errc::kIo, fmt::format("cannot read {} {}", what, printable(path))};
+  }
   return text;
 }
 
@@ -242,7 +246,9 @@ class NetfileParser {
   Error fail(Errc code, Location loc, std::string_view what) const {
     return Error{code, fmt::format("{}: {}", where(loc), what)};
   }
-  std::string where(Location loc) const { return fmt::format("{}:{}", files_[loc.file], loc.line); }
+  std::string where(Location loc) const {
+    return fmt::format("{}:{}", printable(files_[loc.file]), loc.line);
+  }
 
   Result<void> top_level(std::string_view line, Location loc, const std::filesystem::path* dir,
                          int depth, NodeId* current);
@@ -305,7 +311,7 @@ Result<void> NetfileParser::parse(std::string_view text, std::string name,
       return fail(Errc::kParse, loc,
                   fmt::format("expected a port line like [1] \"id\"[2] or a blank line ending "
                               "the record of \"{}\" (ibsim would swallow this line)",
-                              id_of_[current.value]));
+                              printable(id_of_[current.value])));
     }
     SUBNETD_TRY(top_level(line, loc, dir, depth, &current));
     if (nl == std::string_view::npos) break;
@@ -376,7 +382,7 @@ Result<void> NetfileParser::top_level(std::string_view line, Location loc,
   if (kw == "module") {
     return fail(Errc::kUnsupported, loc, "'module' node-id prefixes are not supported");
   }
-  return fail(Errc::kParse, loc, fmt::format("unrecognised line '{}'", line));
+  return fail(Errc::kParse, loc, fmt::format("unrecognised line '{}'", printable(line)));
 }
 
 Result<std::uint64_t> NetfileParser::assigned_number(Cursor& c, Location loc,
@@ -389,7 +395,8 @@ Result<std::uint64_t> NetfileParser::assigned_number(Cursor& c, Location loc,
   c.hex_in_parens();  // ibnetdiscover repeats the GUID in parentheses
   c.skip_ws();
   if (!c.done() && c.peek() != '#') {
-    return fail(Errc::kParse, loc, fmt::format("unexpected text after {}: '{}'", key, c.rest()));
+    return fail(Errc::kParse, loc,
+                fmt::format("unexpected text after {}: '{}'", key, printable(c.rest())));
   }
   return *v;
 }
@@ -406,7 +413,7 @@ Result<void> NetfileParser::guid_base(NodeType type, Cursor& c, Location loc) {
     v = *n;
     c.skip_ws();
     if (!c.done() && c.peek() != '#') {
-      return fail(Errc::kParse, loc, fmt::format("unexpected text: '{}'", c.rest()));
+      return fail(Errc::kParse, loc, fmt::format("unexpected text: '{}'", printable(c.rest())));
     }
   } else {
     SUBNETD_TRY_ASSIGN(v, assigned_number(c, loc, "a GUID line"));
@@ -454,23 +461,23 @@ Result<void> NetfileParser::header(NodeType type, Cursor& c, Location loc, NodeI
   const std::optional<std::string_view> id = c.quoted();
   if (!id) return fail(Errc::kParse, loc, "expected a quoted node id like \"sw1\"");
   if (id->empty() || id->size() > kMaxIdLength || id->find_first_of("#@") != std::string::npos) {
-    return fail(
-        Errc::kParse, loc,
-        fmt::format("bad node id \"{}\": 1 to {} characters, no '#' or '@'", *id, kMaxIdLength));
+    return fail(Errc::kParse, loc,
+                fmt::format("bad node id \"{}\": 1 to {} characters, no '#' or '@'", printable(*id),
+                            kMaxIdLength));
   }
   c.skip_ws();
   std::string_view comment;
   if (!c.done()) {
     if (!c.eat('#')) {
       return fail(Errc::kParse, loc,
-                  fmt::format("unexpected text after the node id: '{}'", c.rest()));
+                  fmt::format("unexpected text after the node id: '{}'", printable(c.rest())));
     }
     comment = c.rest();
   }
   if (auto it = ids_.find(*id); it != ids_.end()) {
-    return fail(
-        Errc::kConflict, loc,
-        fmt::format("duplicate node id \"{}\" (first defined at {})", *id, where(it->second.loc)));
+    return fail(Errc::kConflict, loc,
+                fmt::format("duplicate node id \"{}\" (first defined at {})", printable(*id),
+                            where(it->second.loc)));
   }
 
   // The description as ibsim takes it from the header comment: a quoted
@@ -500,8 +507,8 @@ Result<void> NetfileParser::header(NodeType type, Cursor& c, Location loc, NodeI
   }
   if (desc.size() > kMaxDescLength) {
     return fail(Errc::kParse, loc,
-                fmt::format("description of \"{}\" has {} bytes; NodeDescription holds {}", *id,
-                            desc.size(), kMaxDescLength));
+                fmt::format("description of \"{}\" has {} bytes; NodeDescription holds {}",
+                            printable(*id), desc.size(), kMaxDescLength));
   }
 
   const std::size_t t = type_slot(type);
@@ -512,11 +519,14 @@ Result<void> NetfileParser::header(NodeType type, Cursor& c, Location loc, NodeI
     guid = guid_next_[t];
     guid_next_[t] += type == NodeType::kSwitch ? 1 : *ports + 1;
   }
-  if (guid == 0) return fail(Errc::kParse, loc, fmt::format("\"{}\" would get GUID 0", *id));
+  if (guid == 0) {
+    return fail(Errc::kParse, loc, fmt::format("\"{}\" would get GUID 0", printable(*id)));
+  }
   if (auto it = guids_.find(guid); it != guids_.end()) {
-    return fail(Errc::kConflict, loc,
-                fmt::format("GUID {:#018x} of \"{}\" is already used by \"{}\" ({})", guid, *id,
-                            id_of_[it->second.node.value], where(it->second.loc)));
+    return fail(
+        Errc::kConflict, loc,
+        fmt::format("GUID {:#018x} of \"{}\" is already used by \"{}\" ({})", guid, printable(*id),
+                    printable(id_of_[it->second.node.value]), where(it->second.loc)));
   }
 
   const NodeId n = topo_.add_node(type, Guid{guid}, static_cast<std::uint8_t>(*ports),
@@ -543,7 +553,7 @@ Result<void> NetfileParser::header(NodeType type, Cursor& c, Location loc, NodeI
 
 Result<void> NetfileParser::port_line(std::string_view line, NodeId node, Location loc) {
   const Node& nd = topo_.node(node);
-  const std::string_view id = id_of_[node.value];
+  const auto id = [&] { return printable(id_of_[node.value]); };  // for messages
   Cursor c(line);
   c.eat('[');
   const std::optional<std::uint64_t> port = c.number();
@@ -553,7 +563,7 @@ Result<void> NetfileParser::port_line(std::string_view line, NodeId node, Locati
   }
   if (*port > nd.num_ports) {
     return fail(Errc::kOutOfRange, loc,
-                fmt::format("port {} is beyond \"{}\"'s {} ports", *port, id, nd.num_ports));
+                fmt::format("port {} is beyond \"{}\"'s {} ports", *port, id(), nd.num_ports));
   }
   const auto pn = static_cast<PortNum>(*port);
   if (c.peek() == '(') {
@@ -587,7 +597,7 @@ Result<void> NetfileParser::port_line(std::string_view line, NodeId node, Locati
     const std::string_view here = c.rest();
     const std::string_view opt = c.word();
     if (opt.size() != 1 || !c.eat('=')) {
-      return fail(Errc::kParse, loc, fmt::format("unexpected text '{}'", here));
+      return fail(Errc::kParse, loc, fmt::format("unexpected text '{}'", printable(here)));
     }
     const std::optional<std::uint64_t> v = c.number();
     if (!v) return fail(Errc::kParse, loc, fmt::format("option {}= needs a number", opt));
@@ -621,7 +631,7 @@ Result<void> NetfileParser::port_line(std::string_view line, NodeId node, Locati
   }
   if (decl_of_port_[idx] != kNoDecl) {
     return fail(Errc::kConflict, loc,
-                fmt::format("port {} of \"{}\" is listed twice (first at {})", pn, id,
+                fmt::format("port {} of \"{}\" is listed twice (first at {})", pn, id(),
                             where(decls_[decl_of_port_[idx]].loc)));
   }
   decl_of_port_[idx] = static_cast<std::uint32_t>(decls_.size());
@@ -634,41 +644,45 @@ Result<Topology> NetfileParser::finish() {
   std::vector<std::uint32_t> linked_by(topo_.num_ports_total(), kNoDecl);
   for (std::uint32_t i = 0; i < decls_.size(); ++i) {
     const PortDecl& d = decls_[i];
-    const std::string_view id = id_of_[d.node.value];
     if (topo_.port(d.node, d.port).connected()) continue;  // the other side made it
+    // For messages only (escaped, cut): built when needed, not per port.
+    const auto id = [&] { return printable(id_of_[d.node.value]); };
+    const auto remote_id = [&] { return printable(d.remote_id); };
     const auto it = ids_.find(d.remote_id);
     if (it == ids_.end()) {
-      return fail(Errc::kNotFound, d.loc,
-                  fmt::format("\"{}\"[{}] links to unknown node \"{}\"", id, d.port, d.remote_id));
+      return fail(
+          Errc::kNotFound, d.loc,
+          fmt::format("\"{}\"[{}] links to unknown node \"{}\"", id(), d.port, remote_id()));
     }
     const NodeId r = it->second.node;
     const Node& rn = topo_.node(r);
     if (d.remote_port > rn.num_ports) {
       return fail(Errc::kOutOfRange, d.loc,
-                  fmt::format("\"{}\"[{}] links to \"{}\"[{}], but \"{}\" has {} ports", id, d.port,
-                              d.remote_id, d.remote_port, d.remote_id, rn.num_ports));
+                  fmt::format("\"{}\"[{}] links to \"{}\"[{}], but \"{}\" has {} ports", id(),
+                              d.port, remote_id(), d.remote_port, remote_id(), rn.num_ports));
     }
     if (r == d.node && d.remote_port == d.port) {
       return fail(Errc::kConflict, d.loc,
-                  fmt::format("\"{}\"[{}] is linked to itself", id, d.port));
+                  fmt::format("\"{}\"[{}] is linked to itself", id(), d.port));
     }
     const std::uint32_t ridx = topo_.port_index(r, d.remote_port);
     const std::uint32_t back = decl_of_port_[ridx];
     if (back != kNoDecl) {
       const PortDecl& b = decls_[back];
-      if (b.remote_id != id || b.remote_port != d.port) {
-        return fail(Errc::kConflict, d.loc,
-                    fmt::format("inconsistent link: \"{}\"[{}] says \"{}\"[{}], but \"{}\"[{}] "
-                                "says \"{}\"[{}] ({})",
-                                id, d.port, d.remote_id, d.remote_port, d.remote_id, d.remote_port,
-                                b.remote_id, b.remote_port, where(b.loc)));
+      if (b.remote_id != id_of_[d.node.value] || b.remote_port != d.port) {
+        return fail(
+            Errc::kConflict, d.loc,
+            fmt::format("inconsistent link: \"{}\"[{}] says \"{}\"[{}], but \"{}\"[{}] "
+                        "says \"{}\"[{}] ({})",
+                        id(), d.port, remote_id(), d.remote_port, remote_id(), d.remote_port,
+                        printable(b.remote_id), b.remote_port, where(b.loc)));
       }
     } else if (topo_.port(r, d.remote_port).connected()) {
       const PortDecl& other = decls_[linked_by[ridx]];
       return fail(Errc::kConflict, d.loc,
                   fmt::format("\"{}\"[{}] is claimed by both \"{}\"[{}] and \"{}\"[{}] ({})",
-                              d.remote_id, d.remote_port, id, d.port, id_of_[other.node.value],
-                              other.port, where(other.loc)));
+                              remote_id(), d.remote_port, id(), d.port,
+                              printable(id_of_[other.node.value]), other.port, where(other.loc)));
     }
     const std::uint32_t lidx = topo_.port_index(d.node, d.port);
     const std::uint8_t width = best_width(width_enabled_[lidx] & width_enabled_[ridx]);
@@ -678,7 +692,7 @@ Result<Topology> NetfileParser::finish() {
           Errc::kConflict, d.loc,
           fmt::format("\"{}\"[{}] and \"{}\"[{}] enable no common link {} "
                       "({:#x} vs {:#x})",
-                      id, d.port, d.remote_id, d.remote_port, width == 0 ? "width" : "speed",
+                      id(), d.port, remote_id(), d.remote_port, width == 0 ? "width" : "speed",
                       width == 0 ? width_enabled_[lidx] : speed_enabled_[lidx],
                       width == 0 ? width_enabled_[ridx] : speed_enabled_[ridx]));
     }

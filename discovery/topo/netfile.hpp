@@ -34,7 +34,11 @@
 //
 // Errors are "file:line: what" with Errc::kParse (syntax), kOutOfRange (port
 // beyond the node's port count), kConflict (inconsistent link, duplicate node
-// id or GUID), kNotFound (link to an unknown node), kUnsupported, kIo.
+// id or GUID), kNotFound (link to an unknown node), kUnsupported, kIo. Text
+// from the file in a message (ids, lines) is escaped and cut with
+// printable(). A loopback cable (two ports of one node linked to each other)
+// is kept, as it would be found on real hardware: the simulator carries it,
+// routing does not use it, and the SM reports it (Topology::loopback_cables).
 //
 // Writer. One record per node, CAs first — the first one whose port 1 is
 // linked leads, because ibsim attaches the SM to the first port in the file —

@@ -280,6 +280,25 @@ TEST(DaemonProcess, OnceReportsStoreProblems) {
       << text;
 }
 
+// A loopback cable (two ports of one switch cabled to each other) was swept
+// and routed around silently; --once names the switch and both ports.
+TEST(DaemonProcess, OnceWarnsAboutALoopbackCable) {
+  TempDir dir;
+  std::ofstream(dir.path() / "loop.net") << "Hca 1 \"h0\"\n[1] \"sw\"[1]\n\n"
+                                         << "Hca 1 \"h1\"\n[1] \"sw\"[2]\n\n"
+                                         << "Switch 8 \"sw\"\n[5] \"sw\"[7]\n\n";
+  write_config(dir.path(), (dir.path() / "loop.net").string());
+  int rc = -1;
+  const std::string text =
+      run_capture(kBinary + " --once --config " + (dir.path() / "subnetd.yaml").string(),
+                  dir.path() / "once.log", &rc);
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("warning: \"sw\" (0x0000000000200000) ports 5 and 7 are cabled to each "
+                      "other (a loopback cable)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(DaemonProcess, CorruptStoreIsAClearStartupError) {
   TempDir dir;
   write_config(dir.path(), "fat-tree:levels=2,radix=4");

@@ -393,6 +393,16 @@ INSTANTIATE_TEST_SUITE_P(
                Errc::kConflict, "port 1 of \"a\" is listed twice (first at t.net:2)"},
         BadNet{"LinkedToItself", "Switch 4 \"a\"\n[1] \"a\"[1]\n", 2, Errc::kConflict,
                "linked to itself"},
+        // Text from the file is escaped and cut in messages.
+        BadNet{"ControlBytesEscaped", "# fine\nhello \x1b[31mworld\x07\n", 2, Errc::kParse,
+               "unrecognised line 'hello \\x1b[31mworld\\x07'"},
+        BadNet{"HugeLineCut", std::string(1 << 20, 'x') + "\n", 1, Errc::kParse,
+               "unrecognised line '" + std::string(256, 'x') + "... (1048576 bytes)'"},
+        BadNet{"HugeIdCut", "Hca 1 \"" + std::string(1 << 20, 'h') + "\"\n", 1, Errc::kParse,
+               "bad node id \"" + std::string(256, 'h') + "... (1048576 bytes)\""},
+        BadNet{"ControlBytesInIdEscaped", "Switch 4 \"s\\w\x1b\"\n[1] \"zz\x1b]0;pwned\x07\"[1]\n",
+               2, Errc::kNotFound,
+               "\"s\\\\w\\x1b\"[1] links to unknown node \"zz\\x1b]0;pwned\\x07\""},
         BadNet{"DuplicateId", "Hca 1 \"a\"\n\n# again\nHca 1 \"a\"\n", 4, Errc::kConflict,
                "duplicate node id \"a\" (first defined at t.net:1)"},
         BadNet{"DuplicateGuid", "caguid=0x10\nHca 1 \"a\"\n\ncaguid=0x10\nHca 1 \"b\"\n", 5,
@@ -436,6 +446,20 @@ class TempDir {
  private:
   fs::path path_;
 };
+
+// A loopback cable is physical: the file may describe one (ibsim models it
+// too). It is kept, and the Topology names it so that the SM reports it.
+TEST(Netfile, LoopbackCableIsKeptAndNamed) {
+  const Topology t = parse_ok("Switch 4 \"sw\"\n[1] \"sw\"[3]\n[2] \"h\"[1]\n\nHca 1 \"h\"\n\n");
+  const NodeId sw = by_name(t, "sw");
+  EXPECT_EQ(t.port(sw, 1).remote_node, sw);
+  EXPECT_EQ(t.port(sw, 1).remote_port, 3);
+  EXPECT_EQ(t.port(sw, 3).remote_port, 1);
+  ASSERT_EQ(t.loopback_cables().size(), 1u);
+  EXPECT_NE(t.loopback_cables()[0].find("\"sw\" (0x0000000000200000) ports 1 and 3"),
+            std::string::npos)
+      << t.loopback_cables()[0];
+}
 
 TEST(Netfile, IncludesResolveRelativeToTheIncludingFile) {
   TempDir dir;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <utility>
 
 #include "routing/huge_buffer.hpp"
 #include "routing/lft.hpp"
@@ -30,6 +31,44 @@ TEST(Topology, ConnectRejectsBadPortsAndDoubleLinks) {
   EXPECT_EQ(t.find_by_name("ca")->value, ca.value);
   t.disconnect({ca, 1});
   EXPECT_FALSE(t.port(sw, 1).connected());
+}
+
+// A loopback cable (two ports of one node cabled together) exists on real
+// fabrics; the Topology keeps it (routing skips it) and names it, once per
+// cable with both ports, for the operator.
+TEST(Topology, LoopbackCablesAreNamedWithBothPorts) {
+  Topology t;
+  NodeId sw = t.add_node(NodeType::kSwitch, Guid{0x100}, 8, "leaf0");
+  NodeId ca = t.add_node(NodeType::kCa, Guid{0x200}, 2, "h0");
+  NodeId other = t.add_node(NodeType::kSwitch, Guid{0x300}, 8, "leaf1");
+  ASSERT_TRUE(t.connect({sw, 7}, {sw, 3}).ok());
+  ASSERT_TRUE(t.connect({ca, 1}, {ca, 2}).ok());
+  ASSERT_TRUE(t.connect({sw, 1}, {other, 1}).ok());
+  auto same = t.connect({other, 2}, {other, 2});
+  ASSERT_FALSE(same.ok());
+  EXPECT_EQ(same.error().message, "\"leaf1\" (0x0000000000000300) port 2 linked to itself");
+  EXPECT_EQ(t.loopback_cables(),
+            (std::vector<std::string>{
+                "\"leaf0\" (0x0000000000000100) ports 3 and 7 are cabled to each other (a loopback "
+                "cable); not a link between two nodes, so no route uses it",
+                "\"h0\" (0x0000000000000200) ports 1 and 2 are cabled to each other (a loopback "
+                "cable); not a link between two nodes, so no route uses it"}));
+  t.disconnect({sw, 3});
+  t.disconnect({ca, 2});
+  EXPECT_TRUE(t.loopback_cables().empty());
+}
+
+// Node descriptions come from the wire: label() escapes and cuts them.
+TEST(Topology, LabelEscapesAndCutsTheDescription) {
+  Topology t;
+  NodeId a = t.add_node(NodeType::kSwitch, Guid{0x100}, 4, "sw\x1b[2J\n");
+  NodeId b = t.add_node(NodeType::kCa, Guid{0x200}, 1, std::string(1 << 20, 'n'));
+  EXPECT_EQ(t.label(a), "\"sw\\x1b[2J\\n\" (0x0000000000000100)");
+  EXPECT_EQ(t.label(b),
+            "\"" + std::string(256, 'n') + "... (1048576 bytes)\" (0x0000000000000200)");
+  auto r = t.connect({a, 5}, {b, 1});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.find('\x1b'), std::string::npos) << r.error().message;
 }
 
 TEST(Topology, ValidateFindsDuplicateGuid) {
