@@ -93,6 +93,116 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   return std::chrono::milliseconds{static_cast<std::int64_t>(whole)};
 }
 
+namespace {
+
+// What a reload cannot change, and why (for the log, the event and the
+// operator deciding whether to restart now).
+constexpr const char* kFabricAtStart =
+    "the transport and the fabric it reaches are set up at start";
+constexpr const char* kAddressingAtStart =
+    "LIDs are assigned and programmed in the addressing mode chosen at start";
+constexpr const char* kPoolAtStart = "the routing worker pool is sized at start";
+constexpr const char* kApiAtStart =
+    "the API server's listeners, socket group, TLS credentials and token are set up at start";
+constexpr const char* kStoreAtStart = "the store is opened at start";
+constexpr const char* kUmadTimeoutAtStart =
+    "with transport umad the kernel's MAD timeout is set from it when the port is opened, so a "
+    "longer one would not be waited for";
+
+// One key of Config: how to tell a change, how to keep the running value,
+// and why a reload cannot apply a change (nullptr: it can). Every key the
+// parser knows is listed, in Config field order (config_test checks it).
+struct KeyRule {
+  std::string_view key;
+  bool (*differs)(const Config& running, const Config& next);
+  void (*keep_running)(const Config& running, Config& next);
+  const char* (*restart_reason)(const Config& running, const Config& next);
+};
+
+#define SUBNETD_KEY(path, member, reason)                                           \
+  KeyRule {                                                                         \
+    path, [](const Config& a, const Config& b) { return !(a.member == b.member); }, \
+        [](const Config& from, Config& to) { to.member = from.member; }, reason     \
+  }
+
+const char* (*const kApplies)(const Config&, const Config&) = nullptr;
+
+template <const char* const* Reason>
+const char* always(const Config&, const Config&) {
+  return *Reason;
+}
+
+const char* umad_longer_timeout(const Config& running, const Config& next) {
+  const bool umad = running.fabric.transport == TransportKind::kUmad;
+  return umad && next.sweep.timeout > running.sweep.timeout ? kUmadTimeoutAtStart : nullptr;
+}
+
+const KeyRule kKeyRules[] = {
+    SUBNETD_KEY("fabric.transport", fabric.transport, always<&kFabricAtStart>),
+    SUBNETD_KEY("fabric.topology", fabric.topology, always<&kFabricAtStart>),
+    SUBNETD_KEY("fabric.sm_port", fabric.sm_port, always<&kFabricAtStart>),
+    SUBNETD_KEY("fabric.ca", fabric.ca, always<&kFabricAtStart>),
+    SUBNETD_KEY("fabric.port", fabric.port, always<&kFabricAtStart>),
+    SUBNETD_KEY("addressing.lid_bits", addressing.lid_bits, always<&kAddressingAtStart>),
+    SUBNETD_KEY("addressing.lmc", addressing.lmc, always<&kAddressingAtStart>),
+    SUBNETD_KEY("routing.engine", routing.engine, kApplies),
+    SUBNETD_KEY("routing.root_guids", routing.root_guids, kApplies),
+    SUBNETD_KEY("routing.threads", routing.threads, always<&kPoolAtStart>),
+    SUBNETD_KEY("sweep.interval", sweep.interval, kApplies),
+    SUBNETD_KEY("sweep.smp_window", sweep.smp_window, kApplies),
+    SUBNETD_KEY("sweep.timeout", sweep.timeout, umad_longer_timeout),
+    SUBNETD_KEY("sweep.retries", sweep.retries, kApplies),
+    SUBNETD_KEY("api.socket", api.socket, always<&kApiAtStart>),
+    SUBNETD_KEY("api.socket_group", api.socket_group, always<&kApiAtStart>),
+    SUBNETD_KEY("api.tcp", api.tcp, always<&kApiAtStart>),
+    SUBNETD_KEY("api.tls_cert", api.tls_cert, always<&kApiAtStart>),
+    SUBNETD_KEY("api.tls_key", api.tls_key, always<&kApiAtStart>),
+    SUBNETD_KEY("api.token_file", api.token_file, always<&kApiAtStart>),
+    SUBNETD_KEY("store.path", store.path, always<&kStoreAtStart>),
+    SUBNETD_KEY("dump_dir", dump_dir, kApplies),
+    SUBNETD_KEY("log.level", log.level, kApplies),
+};
+
+#undef SUBNETD_KEY
+
+}  // namespace
+
+ReloadPlan plan_reload(const Config& running, const Config& next) {
+  ReloadPlan plan;
+  plan.effective = next;
+  for (const KeyRule& rule : kKeyRules) {
+    if (!rule.differs(running, next)) continue;
+    const char* reason = rule.restart_reason ? rule.restart_reason(running, next) : nullptr;
+    if (reason != nullptr) {
+      plan.needs_restart.push_back(RestartChange{std::string(rule.key), reason});
+      rule.keep_running(running, plan.effective);
+    } else {
+      plan.applied.emplace_back(rule.key);
+    }
+  }
+  plan.reroute = !(running.routing.engine == next.routing.engine) ||
+                 running.routing.root_guids != next.routing.root_guids;
+  return plan;
+}
+
+std::string ReloadPlan::restart_summary() const {
+  std::vector<std::string> reasons;  // in first-seen order
+  for (const RestartChange& c : needs_restart) {
+    if (std::find(reasons.begin(), reasons.end(), c.reason) == reasons.end()) {
+      reasons.push_back(c.reason);
+    }
+  }
+  std::string out;
+  for (const std::string& reason : reasons) {
+    std::string keys;
+    for (const RestartChange& c : needs_restart) {
+      if (c.reason == reason) keys += (keys.empty() ? "" : ", ") + c.key;
+    }
+    out += fmt::format("{}{} ({})", out.empty() ? "" : "; ", keys, reason);
+  }
+  return out;
+}
+
 std::optional<Guid> parse_guid(std::string_view text) {
   std::uint64_t v = 0;
   const char* first = text.data();
@@ -382,7 +492,7 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          // A generator spec is checked here, so that a typo in it is a
          // config error naming this key and line, not a failure to build
          // the fabric after the store is open. Net files are checked when
-         // read.
+         // read (and by check_config_files on reload).
          if (discovery::topo::looks_like_spec(*v)) {
            if (auto checked = discovery::topo::check_spec(*v); !checked.ok()) {
              p.fail(n.Mark(), path, checked.error().message, checked.error().code);

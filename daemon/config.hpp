@@ -44,6 +44,7 @@ struct NodeSelector {
   std::optional<Guid> guid;
   std::string name;
   bool empty() const { return !guid && name.empty(); }
+  bool operator==(const NodeSelector&) const = default;
 };
 
 struct FabricConfig {
@@ -57,11 +58,13 @@ struct FabricConfig {
   std::string ca;
   // umad: the local port number, 0 = the first active port of `ca`.
   std::uint8_t port = 0;
+  bool operator==(const FabricConfig&) const = default;
 };
 
 struct AddressingConfig {
   int lid_bits = 16;     // 16 (IBA), 17 or 24 (extended; simulator only)
   std::uint8_t lmc = 0;  // 0..7: each CA port gets 2^lmc LIDs
+  bool operator==(const AddressingConfig&) const = default;
 };
 
 struct RoutingConfig {
@@ -70,6 +73,7 @@ struct RoutingConfig {
   std::vector<Guid> root_guids;
   // Routing worker threads; 0 = one per hardware thread.
   unsigned threads = 0;
+  bool operator==(const RoutingConfig&) const = default;
 };
 
 struct SweepConfig {
@@ -79,6 +83,7 @@ struct SweepConfig {
   unsigned smp_window = 64;
   std::chrono::milliseconds timeout{100};  // per SMP
   unsigned retries = 3;                    // per SMP, after the first attempt
+  bool operator==(const SweepConfig&) const = default;
 };
 
 struct ApiConfig {
@@ -91,14 +96,17 @@ struct ApiConfig {
   std::string tls_key;
   // A file (mode 0600) holding the bearer token for mutating RPCs over TCP.
   std::string token_file;
+  bool operator==(const ApiConfig&) const = default;
 };
 
 struct StoreConfig {
   std::string path = "/var/lib/subnetd/subnetd.db";
+  bool operator==(const StoreConfig&) const = default;
 };
 
 struct LogConfig {
   LogLevel level = LogLevel::kInfo;
+  bool operator==(const LogConfig&) const = default;
 };
 
 struct Config {
@@ -110,6 +118,7 @@ struct Config {
   StoreConfig store;
   std::string dump_dir;  // empty = no routing dump files
   LogConfig log;
+  bool operator==(const Config&) const = default;
 };
 
 // Parses YAML text. `name` is the file name used in error messages.
@@ -118,6 +127,53 @@ Result<Config> parse_config(std::string_view text, std::string_view name);
 // Reads and parses a file; a missing or unreadable file is an Errc::kIo error
 // naming the path.
 Result<Config> load_config(const std::string& path);
+
+// ---------------------------------------------------------------------------
+// Reload (SIGHUP). The daemon parses the file again, checks the files it
+// references, and applies what can change while it runs. Some keys cannot:
+// they name what was set up at start (the transport, the API's listeners,
+// the store, the addressing mode, the worker pool). A reload keeps their
+// running values and says so, naming each key; nothing is ignored silently.
+
+// A changed key that a reload cannot apply.
+struct RestartChange {
+  std::string key;     // full YAML path, e.g. "api.socket_group"
+  std::string reason;  // why: what was set up from it at start
+  bool operator==(const RestartChange&) const = default;
+};
+
+struct ReloadPlan {
+  // Changed keys a reload cannot apply, in Config field order. They keep
+  // their running values until the next start.
+  std::vector<RestartChange> needs_restart;
+  // Changed keys a reload applies, in Config field order.
+  std::vector<std::string> applied;
+  // routing.engine or routing.root_guids changed: routes must be recomputed.
+  bool reroute = false;
+  // The configuration in effect after the reload: `next`, with every key in
+  // needs_restart at its running value. The next reload is planned against
+  // this (a key changed twice without a restart is still named).
+  Config effective;
+
+  // The needs_restart keys grouped by reason, for a log line or an event:
+  // "api.socket_group, api.token_file (the API server's ... are set up at
+  // start)". Empty when a reload applies everything.
+  std::string restart_summary() const;
+};
+
+// Pure: compares every key of `running` and `next`.
+ReloadPlan plan_reload(const Config& running, const Config& next);
+
+// Checks what a config refers to outside itself, as the next start would use
+// it: api.token_file (a regular, readable, non-empty file that only its owner
+// can read, owned by root or this user; the token's format is the API's to
+// check), api.tls_cert / api.tls_key (readable, non-empty PEM), api.socket
+// (absent, or a socket), api.socket_group (an existing group),
+// fabric.topology when it is a net file (read and parsed: errors carry
+// file:line), store.path (absent or a regular file), dump_dir (absent or a
+// directory). All problems are reported at once, one per line, each naming
+// the key, the file and what is wrong.
+Result<void> check_config_files(const Config& cfg);
 
 // Duration scalar as accepted by the config: "500ms", "10s", "1.5s", "2m",
 // "1h", or a plain number of seconds. Exposed for tests and for the CLI.
