@@ -18,8 +18,10 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "api/auth.hpp"
 #include "api/server.hpp"
 #include "daemon/bringup.hpp"
 #include "daemon/config.hpp"
@@ -28,6 +30,7 @@
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
+#include "routing/text.hpp"
 #include "state/event_log.hpp"
 
 namespace {
@@ -44,6 +47,17 @@ constexpr int kExitTransport = 5;
 constexpr int kExitApi = 6;
 // How long SIGTERM waits for the SM to wind down before ending the loop.
 constexpr std::chrono::seconds kStopGrace{10};
+
+// Command-line options that override the file. A reload re-reads the file
+// and applies them again: for the life of the process the command line wins.
+struct CliOverrides {
+  std::string dump_dir;
+  std::optional<EngineKind> engine;
+  void apply(Config& cfg) const {
+    if (!dump_dir.empty()) cfg.dump_dir = dump_dir;
+    if (engine) cfg.routing.engine = *engine;
+  }
+};
 
 Result<std::unique_ptr<Store>> open_store(const Config& cfg, bool reset) {
   std::error_code ec;
@@ -176,8 +190,53 @@ std::string status_line(const state::FabricState& s) {
   return line;
 }
 
+// The files a config refers to, as the next start would use them: the
+// config's own check, then the API's rules for the token itself.
+Result<void> check_referenced_files(const Config& cfg) {
+  SUBNETD_TRY(check_config_files(cfg));
+  if (!cfg.api.token_file.empty()) {
+    if (auto token = api::load_token_file(cfg.api.token_file); !token.ok()) return token.error();
+  }
+  return ok_result();
+}
+
+// SIGHUP: re-read the file; refuse it (keeping the running configuration)
+// when it does not parse or a file it refers to is bad; otherwise apply what
+// can change while running and name every changed key that needs a restart.
+// `running` is the configuration in effect and is updated here.
+void reload(const std::string& config_path, const CliOverrides& overrides, Config& running,
+            SubnetManager& sm, state::EventLog& events) {
+  auto next = load_config(config_path);
+  if (next.ok()) overrides.apply(*next);
+  Result<void> usable = next.ok() ? check_referenced_files(*next) : Result<void>(next.error());
+  if (!usable.ok()) {
+    spdlog::error("reload of {} refused, keeping the running configuration: {}", config_path,
+                  usable.error().message);
+    events.append(state::EventKind::kError, std::nullopt, std::nullopt,
+                  fmt::format("configuration reload of {} refused, running configuration kept: {}",
+                              config_path, usable.error().message));
+    return;
+  }
+  ReloadPlan plan = plan_reload(running, *next);
+  if (!plan.needs_restart.empty()) {
+    const std::string msg = fmt::format(
+        "configuration reload of {}: changes to {} need a restart and were not applied (the "
+        "running values stay until then): {}",
+        config_path, plan.needs_restart.size() == 1 ? "this key" : "these keys",
+        plan.restart_summary());
+    spdlog::warn("{}", msg);
+    events.append(state::EventKind::kConfigReload, std::nullopt, std::nullopt, msg);
+  }
+  spdlog::set_level(spd_level(plan.effective.log.level));
+  running = plan.effective;
+  // The SM gets the configuration in effect: restart-only keys at their
+  // running values, so it applies exactly what the plan says.
+  sm.reload(plan.effective, config_path);
+}
+
 // The service: SM strand + gRPC + signals + systemd notify. Returns the exit code.
-int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
+int run_daemon(const std::string& config_path, const CliOverrides& overrides, Config cfg,
+               bool reset_store) {
   setup_logging(cfg.log.level);
   auto opened = open_store(cfg, reset_store);
   if (!opened.ok()) {
@@ -244,6 +303,8 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
     ping();
   }
 
+  // The configuration in effect; signals are handled one at a time.
+  Config running = cfg;
   bool stopping = false;
   std::mutex stop_mu;
   std::condition_variable stop_cv;
@@ -254,17 +315,7 @@ int run_daemon(const std::string& config_path, Config cfg, bool reset_store) {
       if (ec) return;
       if (sig == SIGHUP) {
         sd_notify(0, "RELOADING=1");
-        auto next = load_config(config_path);
-        if (next.ok()) {
-          spdlog::set_level(spd_level(next->log.level));
-          sm.reload(std::move(next).value(), config_path);
-        } else {
-          spdlog::error("reload of {} failed, keeping the running configuration: {}", config_path,
-                        next.error().message);
-          events.append(
-              state::EventKind::kError, std::nullopt, std::nullopt,
-              "configuration reload failed, running configuration kept: " + next.error().message);
-        }
+        reload(config_path, overrides, running, sm, events);
         sd_notify(0, "READY=1");
         wait_signal();
         return;
@@ -353,19 +404,19 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "subnetd: {}\n", cfg.error().message);
     return kExitConfig;
   }
-  if (!dump_dir.empty()) cfg->dump_dir = dump_dir;
+  CliOverrides overrides;
+  overrides.dump_dir = dump_dir;
   if (!engine.empty()) {
-    std::optional<EngineKind> e;
     for (EngineKind k :
          {EngineKind::kAuto, EngineKind::kMinhop, EngineKind::kUpdn, EngineKind::kFtree}) {
-      if (to_string(k) == engine) e = k;
+      if (to_string(k) == engine) overrides.engine = k;
     }
-    if (!e) {
-      fmt::print(stderr, "subnetd: --engine: unknown engine \"{}\"\n", engine);
+    if (!overrides.engine) {
+      fmt::print(stderr, "subnetd: --engine: unknown engine \"{}\"\n", printable(engine));
       return kExitConfig;
     }
-    cfg->routing.engine = *e;
   }
+  overrides.apply(*cfg);
   if (once) return run_once(*cfg, reset_store);
-  return run_daemon(config_path, std::move(cfg).value(), reset_store);
+  return run_daemon(config_path, overrides, std::move(cfg).value(), reset_store);
 }

@@ -1,6 +1,8 @@
 // Runs the real subnetd binary as a service would: NOTIFY_SOCKET readiness,
-// SIGHUP with a bad config, SIGTERM within 2 s, and kill -9 + restart keeping
-// every LID. The unit file is checked with systemd-analyze verify.
+// SIGHUP with a bad config, with keys that need a restart and with a missing
+// token file, SIGTERM within 2 s, and kill -9 + restart keeping every LID;
+// and --once on a bad store, with --reset-store and on a loopback cable. The
+// unit file is checked with systemd-analyze verify.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -229,6 +231,77 @@ std::string run_capture(const std::string& cmd, const fs::path& out, int* exit_c
   const int rc = std::system((cmd + " > " + out.string() + " 2>&1").c_str());
   *exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   return slurp(out);
+}
+
+// SIGHUP with keys a reload cannot apply: each is named in the log and in a
+// config_reload event. A reload whose token file is missing is refused: the
+// running configuration is kept, the log and an error event say which file.
+TEST(DaemonProcess, ReloadNamesRestartKeysAndRefusesMissingFiles) {
+  TempDir dir;
+  write_config(dir.path(), "fat-tree:levels=2,radix=4");
+  const std::string base = slurp(dir.path() / "subnetd.yaml");
+  NotifySocket notify(dir.path() / "notify.sock");
+  const fs::path log = dir.path() / "log";
+  pid_t pid = spawn_daemon(dir.path() / "subnetd.yaml", dir.path() / "notify.sock", log);
+  ASSERT_FALSE(notify.wait_for("READY=1", 20s).empty()) << slurp(log);
+
+  const fs::path token = dir.path() / "token";
+  std::ofstream(token) << "0123456789abcdef0123456789abcdef\n";
+  fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+  std::string with_api = base;
+  const std::string api_line = "api:\n";
+  with_api.insert(with_api.find(api_line) + api_line.size(),
+                  "  socket_group: \"0\"\n  token_file: " + token.string() + "\n");
+  std::ofstream(dir.path() / "subnetd.yaml", std::ios::trunc) << with_api;
+  ::kill(pid, SIGHUP);
+  ASSERT_FALSE(notify.wait_for("RELOADING=1", 5s).empty());
+  ASSERT_FALSE(notify.wait_for("READY=1", 5s).empty());
+  std::string text = slurp(log);
+  EXPECT_NE(text.find("changes to these keys need a restart and were not applied"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("api.socket_group, api.token_file (the API server's"), std::string::npos)
+      << text;
+
+  std::string missing = base;
+  missing.insert(missing.find(api_line) + api_line.size(),
+                 "  token_file: " + (dir.path() / "no-such-token").string() + "\n");
+  missing += "routing:\n  engine: updn\n";
+  std::ofstream(dir.path() / "subnetd.yaml", std::ios::trunc) << missing;
+  ::kill(pid, SIGHUP);
+  ASSERT_FALSE(notify.wait_for("RELOADING=1", 5s).empty());
+  ASSERT_FALSE(notify.wait_for("READY=1", 5s).empty());
+  text = slurp(log);
+  EXPECT_NE(text.find("refused, keeping the running configuration: api.token_file " +
+                      (dir.path() / "no-such-token").string() + ": No such file or directory"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(::kill(pid, 0), 0) << "daemon died on a refused reload";
+
+  ::kill(pid, SIGTERM);
+  ASSERT_EQ(wait_exit(pid, 5s), 0) << slurp(log);
+  int rc = 0;
+  const std::string events =
+      run_capture("sqlite3 " + (dir.path() / "state.db").string() +
+                      " \"SELECT kind || ': ' || message FROM events ORDER BY id\"",
+                  dir.path() / "events.txt", &rc);
+  ASSERT_EQ(rc, 0) << events;
+  EXPECT_NE(events.find("config_reload: configuration reload of " +
+                        (dir.path() / "subnetd.yaml").string() +
+                        ": changes to these keys need a restart and were not applied"),
+            std::string::npos)
+      << events;
+  EXPECT_NE(events.find("error: configuration reload of " + (dir.path() / "subnetd.yaml").string() +
+                        " refused"),
+            std::string::npos)
+      << events;
+  // The SM applied the first reload only; the refused one never reached it.
+  std::size_t applied = 0;
+  for (auto at = events.find("configuration reloaded from"); at != std::string::npos;
+       at = events.find("configuration reloaded from", at + 1)) {
+    ++applied;
+  }
+  EXPECT_EQ(applied, 1u) << events;
 }
 
 // subnetd --once: a stored LID the addressing mode cannot use is reported
