@@ -287,13 +287,14 @@ TEST(LightSweep, PeriodicFindsACableWhoseTrapWasLost) {
   Daemon d(30ms);
   d.start();
   ASSERT_TRUE(d.wait_for(master));
+  // Captured through copies: clang 14 cannot capture a structured binding.
   const auto [guid, port] = d.ca_link_of("leaf1");
   ASSERT_TRUE(d.sm->sim_control()->set_link_state(guid, port, false).ok());
   ASSERT_TRUE(testing::wait_idle(*d.sm));
   EXPECT_EQ(d.publisher.current()->sweeps, 1u) << "the trap was lost: nothing happens yet";
   ASSERT_TRUE(d.next_period(30ms));  // the light sweep finds it; the heavy sweep follows
-  ASSERT_TRUE(d.wait_for([&](const FabricState& s) {
-    return s.sweeps >= 2 && master(s) && !connected(s, guid, port);
+  ASSERT_TRUE(d.wait_for([&, leaf_guid = guid, leaf_port = port](const FabricState& s) {
+    return s.sweeps >= 2 && master(s) && !connected(s, leaf_guid, leaf_port);
   })) << "no periodic light sweep escalated to a heavy sweep";
   const auto sweeps = d.events_of(EventKind::kSweep);
   ASSERT_GE(sweeps.size(), 2u);

@@ -679,7 +679,7 @@ TEST_F(StoreTest, WriterPerformsWritesInOrderAndDrainsOnClose) {
     }
     w.close();
     auto after = w.call([](Store& st) { return st.last_event_id(); });
-    EXPECT_THROW(after.get(), std::future_error);
+    EXPECT_THROW((void)after.get(), std::future_error);
   }
   auto reopened = open_ok();
   ASSERT_TRUE(reopened);
