@@ -141,11 +141,6 @@ int run_once(const Config& cfg, bool reset_store) {
   }
   for (const std::string& u : result->sweep.unreachable) fmt::print("  unreachable: {}\n", u);
   for (const std::string& w : result->sweep.warnings) fmt::print("  warning: {}\n", w);
-  // A loopback cable sweeps and routes fine (no route uses it), which is
-  // why it must be said: it is usually a cable in the wrong port.
-  for (const std::string& l : result->sweep.topology.loopback_cables()) {
-    fmt::print("  warning: {}\n", l);
-  }
   return 0;
 }
 
@@ -231,7 +226,7 @@ void reload(const std::string& config_path, const CliOverrides& overrides, Confi
   running = plan.effective;
   // The SM gets the configuration in effect: restart-only keys at their
   // running values, so it applies exactly what the plan says.
-  sm.reload(plan.effective, config_path);
+  sm.reload(std::move(plan), config_path);
 }
 
 // The service: SM strand + gRPC + signals + systemd notify. Returns the exit code.

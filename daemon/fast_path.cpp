@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "routing/text.hpp"
+
 namespace subnetd::daemon {
 namespace {
 
@@ -31,7 +33,7 @@ Result<std::unique_ptr<FastPath>> FastPath::build(const routing::Topology& topo,
   if (!own.connected() || topo.node(own.remote_node).type != routing::NodeType::kSwitch) {
     return Error{Errc::kUnsupported,
                  fmt::format("fast path: the SM's port \"{}\" port {} is not cabled to a switch",
-                             topo.node(sm_node).description, sm_port)};
+                             printable(topo.node(sm_node).description), sm_port)};
   }
   std::unique_ptr<FastPath> fp(new FastPath(topo, lids, sm_node, sm_port, config));
   auto rr = routing::Rerouter::build(topo, lids, std::move(routes), pool, stop);

@@ -271,9 +271,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
     enter_phase(Phase::kRoute);
     t = Steady::now();
     const auto stop = stop_source_.get_token();
-    auto route = [&] {
-      return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop);
-    };
+    auto route = [&] { return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop); };
     auto routes = co_await compute_.run(route);
     if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
     if (!routes.ok()) co_return fail(routes.error());
@@ -337,6 +335,12 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
 
   // 5. Publish.
   for (const std::string& c : r->lids.conflicts) spdlog::warn("LID conflict: {}", c);
+  for (const std::string& u : r->lids.unusable_remembered) {
+    spdlog::warn("stored LID not usable: {}", u);
+    events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
+                   "stored LID not usable: " + u);
+  }
+  for (const std::string& w : r->sweep.warnings) spdlog::warn("sweep: {}", w);
   for (const std::string& u : r->sweep.unreachable) spdlog::warn("unreachable: {}", u);
   if (current_) {
     log_link_changes(topology_now_ ? *topology_now_ : current_->sweep.topology, r->sweep.topology);

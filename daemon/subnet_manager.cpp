@@ -239,38 +239,18 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
   }
 }
 
-void SubnetManager::reload(Config cfg, std::string source) {
-  post([this, cfg = std::move(cfg), source = std::move(source)]() mutable {
-    std::vector<std::string> ignored;
-    if (cfg.fabric.transport != cfg_.fabric.transport ||
-        cfg.fabric.topology != cfg_.fabric.topology || cfg.fabric.ca != cfg_.fabric.ca ||
-        cfg.fabric.port != cfg_.fabric.port) {
-      ignored.push_back("fabric");
-    }
-    if (cfg.addressing.lid_bits != cfg_.addressing.lid_bits ||
-        cfg.addressing.lmc != cfg_.addressing.lmc) {
-      ignored.push_back("addressing");
-    }
-    if (cfg.store.path != cfg_.store.path) ignored.push_back("store");
-    if (cfg.api.socket != cfg_.api.socket || cfg.api.tcp != cfg_.api.tcp) ignored.push_back("api");
-    const bool reroute = cfg.routing.engine != cfg_.routing.engine ||
-                         cfg.routing.root_guids != cfg_.routing.root_guids;
-    Config next = cfg;
-    next.fabric = cfg_.fabric;
-    next.addressing = cfg_.addressing;
-    next.store = cfg_.store;
-    next.api = cfg_.api;
-    cfg_ = std::move(next);
+void SubnetManager::reload(ReloadPlan plan, std::string source) {
+  post([this, plan = std::move(plan), source = std::move(source)]() mutable {
+    // Restart-only keys are at their running values in plan.effective (the
+    // caller names them); everything else applies now.
+    cfg_ = std::move(plan.effective);
     std::string msg = fmt::format("configuration reloaded from {}", source);
-    if (!ignored.empty()) {
-      msg += fmt::format("; changes to {} need a restart and were not applied",
-                         fmt::join(ignored, ", "));
-    }
+    if (!plan.applied.empty()) msg += fmt::format(": {} applied", fmt::join(plan.applied, ", "));
     spdlog::info("{}", msg);
     events_.append(state::EventKind::kConfigReload, std::nullopt, std::nullopt, msg);
     light_timer_.cancel();
     schedule_light_sweep();
-    if (reroute) {
+    if (plan.reroute) {
       request_heavy_sweep(std::chrono::milliseconds{0}, "routing configuration changed");
     }
   });

@@ -115,9 +115,11 @@ class SubnetManager final : public state::SmControl {
   // Stops timers and I/O; a sweep in progress ends at its next step. Any
   // thread. Pending SmControl calls are answered (cancelled).
   void stop();
-  // Applies a new, already validated config (SIGHUP). Keys that need a
-  // restart (fabric, addressing, store, api) are reported and ignored.
-  void reload(Config cfg, std::string source);
+  // Applies a reload planned by plan_reload (SIGHUP): plan.effective
+  // becomes the running config (its restart-only keys already hold their
+  // running values; the caller reports them), and a routing change
+  // recomputes the routes.
+  void reload(ReloadPlan plan, std::string source);
 
   // SmControl (any thread).
   void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override;

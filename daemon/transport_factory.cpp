@@ -18,16 +18,14 @@ class SimControlAdapter final : public state::SimControl {
   explicit SimControlAdapter(discovery::sim::SimFabric& sim) : sim_(sim) {}
 
   Result<void> set_link_state(Guid node_guid, PortNum port, bool up) override {
-    auto node = sim_.topology().find_by_guid(node_guid);
-    if (!node)
-      return Error{Errc::kNotFound, fmt::format("no node with GUID {:#018x}", node_guid.value)};
-    return up ? sim_.link_up(PortRef{*node, port}) : sim_.link_down(PortRef{*node, port});
+    NodeId node;
+    SUBNETD_TRY_ASSIGN(node, sim_.node_by_guid(node_guid));
+    return up ? sim_.link_up(PortRef{node, port}) : sim_.link_down(PortRef{node, port});
   }
   Result<void> set_switch_state(Guid node_guid, bool up) override {
-    auto node = sim_.topology().find_by_guid(node_guid);
-    if (!node)
-      return Error{Errc::kNotFound, fmt::format("no node with GUID {:#018x}", node_guid.value)};
-    return up ? sim_.switch_up(*node) : sim_.switch_down(*node);
+    NodeId node;
+    SUBNETD_TRY_ASSIGN(node, sim_.node_by_guid(node_guid));
+    return up ? sim_.switch_up(node) : sim_.switch_down(node);
   }
   state::SimCounters counters() const override {
     const discovery::sim::SimStats s = sim_.stats();

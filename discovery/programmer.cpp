@@ -11,7 +11,7 @@ using routing::NodeType;
 using routing::PortState;
 
 std::string target(const routing::Topology& t, NodeId n, PortNum p) {
-  return fmt::format("\"{}\" ({:#018x}) port {}", t.node(n).description, t.node(n).guid.value, p);
+  return fmt::format("{} port {}", t.label(n), p);
 }
 
 }  // namespace
@@ -47,7 +47,8 @@ struct Req {
   std::uint64_t pack() const {
     return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 61) |
            (std::uint64_t{node.value & 0xFFFFF} << 41) | (std::uint64_t{arg & 0xFFFFFF} << 17) |
-           (static_cast<std::uint64_t>(static_cast<std::uint8_t>(state) & 0xF) << 13) | (version & kVersionMask);
+           (static_cast<std::uint64_t>(static_cast<std::uint8_t>(state) & 0xF) << 13) |
+           (version & kVersionMask);
   }
   static Req unpack(std::uint64_t w) {
     return Req{static_cast<Kind>(w >> 61), NodeId{static_cast<std::uint32_t>((w >> 41) & 0xFFFFF)},
@@ -68,8 +69,9 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   const std::uint32_t sm_lid = lids.base_lid(t, sweep.sm_node, sweep.sm_port).value;
   ProgramReport report;
   if (t.num_nodes() > 0xFFFFF) {
-    co_return Error{Errc::kOutOfRange,
-                    fmt::format("programming handles up to 1,048,575 nodes, not {}", t.num_nodes())};
+    co_return Error{
+        Errc::kOutOfRange,
+        fmt::format("programming handles up to 1,048,575 nodes, not {}", t.num_nodes())};
   }
   const auto start = transport.now();
   FlowOptions popts = opts_.pipeline;

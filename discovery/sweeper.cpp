@@ -12,10 +12,9 @@ using routing::PortState;
 
 constexpr std::uint8_t kPhysLinkUp = 5;
 
+// Node descriptions come from the wire: label() escapes them.
 std::string describe(const routing::Topology& t, NodeId n) {
-  const routing::Node& node = t.node(n);
-  return fmt::format("{} \"{}\" ({:#018x})", routing::node_type_name(node.type), node.description,
-                     node.guid.value);
+  return fmt::format("{} {}", routing::node_type_name(t.node(n).type), t.label(n));
 }
 
 // State of one sweep; callbacks capture a pointer to it.
@@ -60,6 +59,9 @@ class Sweep {
                               : fmt::format("has no link (PortState {}, PortPhysicalState {})",
                                             routing::port_state_name(own.state), own.phys_state))};
     }
+    // A loopback cable sweeps and routes fine (no route uses it), which is
+    // why it must be said: it is usually a cable in the wrong port.
+    for (std::string& l : out_.topology.loopback_cables()) out_.warnings.push_back(std::move(l));
     out_.smps = pipeline_.stats();
     out_.duration = transport.now() - start;
     return std::move(out_);

@@ -14,7 +14,9 @@ void Lft::mark_all_dirty() {
   std::fill(dirty_.begin(), dirty_.end(), ~std::uint64_t{0});
 }
 
-void Lft::clear_dirty() { std::fill(dirty_.begin(), dirty_.end(), 0); }
+void Lft::clear_dirty() {
+  std::fill(dirty_.begin(), dirty_.end(), 0);
+}
 
 std::vector<std::uint32_t> Lft::dirty_blocks() const {
   std::vector<std::uint32_t> out;

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "routing/text.hpp"
+
 namespace subnetd::routing {
 namespace {
 
@@ -20,7 +22,7 @@ Error lost(Errc code, std::string message) {
 
 std::string describe_node(const Topology& topo, NodeId node) {
   const Node& n = topo.node(node);
-  return fmt::format("{} ({:#018x})", n.description, n.guid.value);
+  return fmt::format("{} ({:#018x})", printable(n.description), n.guid.value);
 }
 
 Result<PathTrace> trace_path(const Topology& topo, const LidMap& lids, const Routes& routes,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "routing/text.hpp"
+
 namespace subnetd::routing {
 
 Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids) {
@@ -40,7 +42,7 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
         return Error{Errc::kInvalidArgument,
                      fmt::format("switch \"{}\" ({:#018x}) port {} links to a port that does not "
                                  "exist",
-                                 node.description, node.guid.value, p)};
+                                 printable(node.description), node.guid.value, p)};
       }
       const Node& peer = topo.node(port.remote_node);
       if (peer.type != NodeType::kSwitch) continue;
@@ -48,13 +50,13 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
         if (p > port.remote_port) continue;  // noted from the lower port
         g.notes_.push_back(fmt::format(
             "switch \"{}\" ({:#018x}) ports {} and {} are cabled to each other; link not used",
-            node.description, node.guid.value, p, port.remote_port));
+            printable(node.description), node.guid.value, p, port.remote_port));
         continue;
       }
       if (p == kDropPort || port.remote_port == kDropPort) {
         g.notes_.push_back(fmt::format(
             "link \"{}\"[{}] - \"{}\"[{}] uses port 255, which an LFT cannot name; link not used",
-            node.description, p, peer.description, port.remote_port));
+            printable(node.description), p, printable(peer.description), port.remote_port));
         continue;
       }
       SwitchArc arc;
@@ -113,7 +115,7 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
     if (!peer_ok(port)) {
       return Error{Errc::kInvalidArgument,
                    fmt::format("\"{}\" port {} links to a port that does not exist",
-                               owner.description, o.port)};
+                               printable(owner.description), o.port)};
     }
     const Node& peer = topo.node(port.remote_node);
     if (peer.type != NodeType::kSwitch) {
@@ -122,8 +124,8 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
         g.notes_.push_back(fmt::format(
             "{} \"{}\" port {} is cabled to {} \"{}\" port {} with no switch between them; its "
             "LIDs are not routable",
-            node_type_name(owner.type), owner.description, o.port, node_type_name(peer.type),
-            peer.description, port.remote_port));
+            node_type_name(owner.type), printable(owner.description), o.port,
+            node_type_name(peer.type), printable(peer.description), port.remote_port));
       }
       last_unroutable = o.node;
       continue;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "routing/switch_graph.hpp"
+#include "routing/text.hpp"
 
 namespace subnetd::routing {
 namespace {
@@ -61,7 +62,7 @@ class Checker {
   // sw-a, or the GUID when the switch has no description
   std::string label(std::uint32_t s) const {
     const Node& n = topo_.node(topo_.switch_node(s));
-    return n.description.empty() ? fmt::format("{:#018x}", n.guid.value) : n.description;
+    return n.description.empty() ? fmt::format("{:#018x}", n.guid.value) : printable(n.description);
   }
   // LID 0x12 ("h-3" port 1) / LID 0x5 (switch "sw-1")
   std::string lid(std::uint32_t d) const {
@@ -69,8 +70,8 @@ class Checker {
     if (!o.node.valid()) return fmt::format("LID {:#x}", d);
     const Node& n = topo_.node(o.node);
     if (n.type == NodeType::kSwitch)
-      return fmt::format("LID {:#x} (switch \"{}\")", d, n.description);
-    return fmt::format("LID {:#x} (\"{}\" port {})", d, n.description, o.port);
+      return fmt::format("LID {:#x} (switch \"{}\")", d, printable(n.description));
+    return fmt::format("LID {:#x} (\"{}\" port {})", d, printable(n.description), o.port);
   }
   std::uint8_t entry(std::uint32_t s, std::uint32_t d) const { return routes_.lfts[s].get(Lid{d}); }
 
@@ -97,7 +98,7 @@ class Checker {
       } else {
         const Node& peer = topo_.node(port.remote_node);
         why = fmt::format("port {}, which leads to {} \"{}\" port {}", p, node_type_name(peer.type),
-                          peer.description, port.remote_port);
+                          printable(peer.description), port.remote_port);
       }
     }
     return Error{Errc::kIncomplete,

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "routing/text.hpp"
+
 namespace subnetd::discovery::sim {
 
 using routing::NodeType;
@@ -43,11 +45,12 @@ Result<PortRef> resolve_sm_port(const routing::Topology& t, const SimOptions& o)
   if (n.type != NodeType::kCa) {
     return Error{Errc::kInvalidArgument,
                  fmt::format("simulator: {} is {} \"{}\"; the SM attaches to a CA port", what,
-                             routing::node_type_name(n.type), n.description)};
+                             routing::node_type_name(n.type), printable(n.description))};
   }
   if (ref->port == 0 || ref->port > n.num_ports) {
-    return Error{Errc::kOutOfRange, fmt::format("simulator: {}: \"{}\" has ports 1..{}, not {}",
-                                                what, n.description, n.num_ports, ref->port)};
+    return Error{Errc::kOutOfRange,
+                 fmt::format("simulator: {}: \"{}\" has ports 1..{}, not {}", what,
+                             printable(n.description), n.num_ports, ref->port)};
   }
   return *ref;
 }
@@ -159,11 +162,11 @@ Result<PortRef> SimFabric::check_link_end(PortRef end) const {
   const routing::Node& n = t.node(end.node);
   if (end.port == 0 || end.port > n.num_ports) {
     return Error{Errc::kOutOfRange, fmt::format("simulator: \"{}\" has ports 1..{}, not {}",
-                                                n.description, n.num_ports, end.port)};
+                                                printable(n.description), n.num_ports, end.port)};
   }
   if (!t.port(end).connected()) {
-    return Error{Errc::kNotFound,
-                 fmt::format("simulator: \"{}\" port {} has no cable", n.description, end.port)};
+    return Error{Errc::kNotFound, fmt::format("simulator: \"{}\" port {} has no cable",
+                                              printable(n.description), end.port)};
   }
   return end;
 }
@@ -278,6 +281,13 @@ Result<void> SimFabric::set_node_silent(NodeId node, bool silent) {
 }
 
 // ------------------------------------------------------------------ inspection
+
+Result<NodeId> SimFabric::node_by_guid(Guid guid) const {
+  std::lock_guard lock(mu_);
+  auto n = core_.topology().find_by_guid(guid);
+  if (!n) return Error{Errc::kNotFound, fmt::format("no node with GUID {:#018x}", guid.value)};
+  return *n;
+}
 
 SimStats SimFabric::stats() const {
   std::lock_guard lock(mu_);

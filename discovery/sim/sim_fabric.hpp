@@ -81,6 +81,9 @@ class SimFabric final : public Transport {
   Result<void> set_node_silent(NodeId node, bool silent);
 
   // ---- inspection (thread-safe)
+  // The node with this node GUID (the topology's GUID index is built on
+  // first use, so it is looked up under the fabric's lock).
+  Result<NodeId> node_by_guid(Guid guid) const;
   SimStats stats() const;
   // The physical wiring as built (immutable; safe to read without locking).
   const routing::Topology& topology() const { return core_.topology(); }
