@@ -118,12 +118,15 @@ void SubnetManager::remember_down(const FastPath& fast,
   }
 }
 
-void SubnetManager::apply_to_new_tables(SweepInProgress& ctx) {
+void SubnetManager::apply_to_new_tables(SweepInProgress& ctx,
+                                        std::optional<Steady::time_point> trap_at) {
   if (!ctx.fast) return;
   const auto failed = to_failed_links(*ctx.fast, ctx.applied_seq);
   ctx.applied_seq = failure_seq_;
   if (failed.empty()) return;
-  const auto start = Steady::now();
+  // From the trap when it came now, else (the rerouter was still being
+  // built) from when the repair could begin.
+  const auto start = trap_at.value_or(Steady::now());
   auto rep = ctx.fast->repair(failed);
   if (!rep.ok() || rep->verdict != routing::RepairReport::Verdict::kRepaired) {
     const std::string why = rep.ok() ? rep->reason : rep.error().message;
@@ -138,17 +141,30 @@ void SubnetManager::apply_to_new_tables(SweepInProgress& ctx) {
   std::vector<routing::DirtyBlock> blocks(rep->blocks.begin(), rep->blocks.end());
   ctx.resend.insert(ctx.resend.end(), blocks.begin(), blocks.end());
   auto push = ctx.fast->push(engine_, blocks);
-  const std::string msg = fmt::format(
+  const std::string what = fmt::format(
       "reroute (during programming, in the new tables): {} switch link(s), {} CA link(s) down; "
-      "{} LFT entries in {} blocks on {} switches handed {:.0f} us after the repair began",
+      "{} LFT entries in {} blocks on {} switches",
       rep->switch_links_failed, rep->ca_links_failed, rep->changes.size(), blocks.size(),
-      push->switches, us_of(Steady::now() - start));
-  spdlog::info("{}", msg);
-  events_.append(state::EventKind::kReroute, std::nullopt, std::nullopt, msg,
-                 fmt::format("{{\"switch_links\":{},\"ca_links\":{},\"entries\":{},"
-                             "\"blocks\":{},\"switches\":{},\"during_programming\":true}}",
-                             rep->switch_links_failed, rep->ca_links_failed, rep->changes.size(),
-                             blocks.size(), push->switches));
+      push->switches);
+  const std::string details = fmt::format(
+      "\"switch_links\":{},\"ca_links\":{},\"entries\":{},\"blocks\":{},"
+      "\"switches\":{},\"repair_us\":{:.1f},\"during_programming\":true",
+      rep->switch_links_failed, rep->ca_links_failed, rep->changes.size(), blocks.size(),
+      push->switches, us_of(rep->t_total));
+  auto announce = [this, push, what, details, start]() -> asio::awaitable<void> {
+    const std::weak_ptr<int> alive = life_;
+    // The event, once every block is handed to the transport (the latency
+    // of the repair), before its answers are awaited.
+    co_await push->flow.all_sent();
+    if (alive.expired() || stopped_) co_return;
+    const auto latency = push->flow.all_sent_at() - start;
+    const std::string msg =
+        fmt::format("{}, handed {:.0f} us after the trap", what, us_of(latency));
+    spdlog::info("{}", msg);
+    events_.append(state::EventKind::kReroute, std::nullopt, std::nullopt, msg,
+                   fmt::format("{{\"latency_us\":{:.1f},{}}}", us_of(latency), details));
+  };
+  asio::co_spawn(strand_, std::move(announce), asio::detached);
   asio::co_spawn(strand_, confirm_push(push, ctx.fast), asio::detached);
 }
 
@@ -196,7 +212,7 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
   SweepInProgress* ctx = sweep_.get();
   if (ctx != nullptr && ctx->programming && ctx->fast) {
     // The switches are moving to the new tables: repair those.
-    apply_to_new_tables(*ctx);
+    apply_to_new_tables(*ctx, start);
     if (more_to_see) sweep_soon("after reroute: some switches did not answer or a link came up");
     co_return;
   }

@@ -212,7 +212,10 @@ class SubnetManager final : public state::SmControl {
   awaitable<void> trap_worker();
   awaitable<void> handle_traps(std::vector<TrapEvent> traps);
   // Applies failures (GUID ends) found after ctx->applied_seq to ctx->fast.
-  void apply_to_new_tables(SweepInProgress& ctx);
+  // `trap_at`: when the trap came, for the latency (none: the failures
+  // were found before the rerouter existed).
+  void apply_to_new_tables(SweepInProgress& ctx,
+                           std::optional<std::chrono::steady_clock::time_point> trap_at = {});
   awaitable<void> confirm_push(std::shared_ptr<PushInFlight> push, std::shared_ptr<FastPath> fast);
   std::vector<routing::FailedLink> to_failed_links(const FastPath& fast, std::uint64_t since) const;
   void remember_down(const FastPath& fast, const std::vector<routing::FailedLink>& failed);
