@@ -70,6 +70,7 @@ Result<std::unique_ptr<FastPath>> FastPath::build(const routing::Topology& topo,
   const std::size_t blocks = std::max<std::size_t>(1024, 2 * fp->rerouter_->stats().warmup_blocks);
   fp->tmpl_buf_.resize(std::min<std::size_t>(n, blocks));
   fp->refresh_paths();
+  fp->affinity_.release();  // built here; used on the SM strand from now on
   return fp;
 }
 
@@ -80,6 +81,7 @@ bool FastPath::link_up_now(std::uint32_t sw, PortNum port) const {
 }
 
 void FastPath::refresh_paths() {
+  affinity_.check();
   std::fill(parent_.begin(), parent_.end(), kNone);
   std::fill(depth_.begin(), depth_.end(), 0);
   std::vector<std::uint8_t>& seen = seen_;
@@ -158,6 +160,7 @@ std::size_t FastPath::table_path(std::uint32_t sw, std::array<std::uint8_t, 64>&
 }
 
 std::vector<std::uint8_t> FastPath::path_to(std::uint32_t sw) const {
+  affinity_.check();
   std::array<std::uint8_t, 64> buf{};
   std::size_t len = path(sw, buf);
   if (len == 0) len = table_path(sw, buf);
@@ -169,6 +172,7 @@ discovery::mad::Smp FastPath::probe_smp(PortNum p, std::span<const std::uint8_t>
 }
 
 void FastPath::reset() {
+  affinity_.check();
   rerouter_->reset();
   suspect_.clear();
   refresh_paths();

@@ -77,6 +77,7 @@
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/rerouter.hpp"
+#include "routing/thread_check.hpp"
 #include "routing/topology.hpp"
 #include "routing/worker_pool.hpp"
 
@@ -224,6 +225,9 @@ class FastPath {
   discovery::mad::Smp probe_smp(PortNum p, std::span<const std::uint8_t> route) const;
 
   std::shared_ptr<const void> owner_;
+  // The "Runs on" check (debug builds): bound to the strand's thread by its
+  // first use after build().
+  ThreadAffinity affinity_;
   const routing::Topology& topo_;
   const routing::LidMap& lids_;
   NodeId sm_node_;

@@ -23,6 +23,8 @@ Error stopped(const discovery::MadEngine& engine) {
 
 boost::asio::awaitable<Result<Identified>> FastPath::identify(
     discovery::MadEngine& engine, std::span<const std::uint32_t> issuer_lids) {
+  SUBNETD_ASSERT_ON(engine.strand());
+  affinity_.check();
   const auto t0 = Clock::now();
   Identified out;
   suspect_.clear();

@@ -24,6 +24,7 @@ boost::asio::awaitable<void> PushInFlight::confirmed() {
 }
 
 Result<routing::RepairReport> FastPath::repair(std::span<const routing::FailedLink> failed) {
+  affinity_.check();
   auto repaired = rerouter_->repair(failed);
   suspect_.clear();
   return repaired;
@@ -66,6 +67,8 @@ boost::asio::awaitable<Result<PushOutcome>> FastPath::repair_and_push(
 
 std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
                                              std::span<const routing::DirtyBlock> blocks) {
+  SUBNETD_ASSERT_ON(engine.strand());
+  affinity_.check();
   discovery::FlowOptions fo;
   // Every block at once, as far as each switch's window allows.
   fo.window = UINT32_MAX;

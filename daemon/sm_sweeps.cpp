@@ -26,6 +26,7 @@ std::int64_t us(std::chrono::nanoseconds d) {
 }  // namespace
 
 void SubnetManager::enter_phase(Phase p) {
+  SUBNETD_ASSERT_ON(strand_);
   if (sweep_) sweep_->phase = p;
   if (hooks_.phase) hooks_.phase(p);
 }
@@ -52,6 +53,7 @@ void SubnetManager::request_heavy_sweep(std::chrono::milliseconds delay, std::st
 }
 
 void SubnetManager::start_heavy_sweep() {
+  SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || heavy_running_) return;
   heavy_timer_.cancel();
   heavy_running_ = true;
@@ -80,6 +82,7 @@ asio::awaitable<void> SubnetManager::heavy_sweep_task(
 // ---------------------------------------------------------------- heavy sweep
 
 std::size_t SubnetManager::fold(routing::Topology& topo, std::uint64_t since) const {
+  SUBNETD_ASSERT_ON(strand_);
   std::size_t folded = 0;
   for (const KnownDown& k : known_down_) {
     if (k.seq <= since) continue;
@@ -98,6 +101,7 @@ std::size_t SubnetManager::fold(routing::Topology& topo, std::uint64_t since) co
 }
 
 void SubnetManager::reroute_sweep_paths(SweepInProgress& ctx) {
+  SUBNETD_ASSERT_ON(strand_);
   BringUpResult& r = *ctx.result;
   const routing::Topology& t = r.sweep.topology;
   auto usable = [&](NodeId n, PortNum p) {
@@ -122,6 +126,7 @@ bool SubnetManager::skip_port(const SweepInProgress& ctx, NodeId n, PortNum p) c
 }
 
 asio::awaitable<void> SubnetManager::persist_lids(const routing::LidAssignment& lids) {
+  SUBNETD_ASSERT_ON(strand_);
   // Every LID now in use is remembered; the store gets the changed ones, on
   // disk before any port is programmed with them (a kill -9 right after
   // READY must not lose them).
@@ -162,6 +167,7 @@ asio::awaitable<void> SubnetManager::persist_lids(const routing::LidAssignment& 
 
 void SubnetManager::detect_reboots(const discovery::SweepResult& sweep,
                                    const routing::Routes* expected) {
+  SUBNETD_ASSERT_ON(strand_);
   if (!current_ || expected == nullptr) return;
   const routing::Topology& t = sweep.topology;
   const routing::Topology& before = current_->sweep.topology;
@@ -398,6 +404,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
 
 asio::awaitable<void> SubnetManager::build_new_fast_path(std::shared_ptr<SweepInProgress> ctx,
                                                          std::shared_ptr<BringUpResult> result) {
+  SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   const auto t0 = Steady::now();
   if (fast_opts_.enabled && !result->routes->updown_rank.empty()) {
@@ -434,12 +441,14 @@ asio::awaitable<void> SubnetManager::build_new_fast_path(std::shared_ptr<SweepIn
 // ---------------------------------------------------------------- light sweep
 
 void SubnetManager::schedule_light_sweep() {
+  SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || cfg_.sweep.interval.count() == 0) return;
   light_timer_.start(cfg_.sweep.interval,
                      [this] { asio::co_spawn(strand_, periodic_light_sweep(), asio::detached); });
 }
 
 asio::awaitable<void> SubnetManager::periodic_light_sweep() {
+  SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   // Before the first bring-up there is nothing to compare with; a heavy
   // sweep pending or running looks at everything anyway.

@@ -54,6 +54,7 @@ void SubnetManager::on_unsolicited(const mad::Smp& smp, const discovery::Mad& m)
 }
 
 asio::awaitable<void> SubnetManager::trap_worker() {
+  SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   while (!pending_traps_.empty() && !stopped_) {
     engine_.drain();  // traps already waiting join this batch
@@ -90,6 +91,7 @@ std::vector<routing::FailedLink> SubnetManager::to_failed_links(const FastPath& 
 
 void SubnetManager::remember_down(const FastPath& fast,
                                   const std::vector<routing::FailedLink>& failed) {
+  SUBNETD_ASSERT_ON(strand_);
   const routing::Topology& t = fast.rerouter().topology();
   for (const routing::FailedLink& f : failed) {
     const NodeId node = t.switch_node(f.sw);
@@ -120,6 +122,7 @@ void SubnetManager::remember_down(const FastPath& fast,
 
 void SubnetManager::apply_to_new_tables(SweepInProgress& ctx,
                                         std::optional<Steady::time_point> trap_at) {
+  SUBNETD_ASSERT_ON(strand_);
   if (!ctx.fast) return;
   const auto failed = to_failed_links(*ctx.fast, ctx.applied_seq);
   ctx.applied_seq = failure_seq_;
@@ -169,6 +172,7 @@ void SubnetManager::apply_to_new_tables(SweepInProgress& ctx,
 }
 
 asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) {
+  SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   auto sweep_soon = [&](std::string why) {
     request_heavy_sweep(
@@ -288,6 +292,7 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
 }
 
 void SubnetManager::publish_repaired(FastPath& fast) {
+  SUBNETD_ASSERT_ON(strand_);
   fast.refresh_paths();
   routes_now_ = std::make_shared<const routing::Routes>(fast.export_routes(strand_pool_));
   topology_now_ = std::make_shared<const routing::Topology>(fast.live_topology());
@@ -307,6 +312,7 @@ void SubnetManager::publish_repaired(FastPath& fast) {
 
 asio::awaitable<void> SubnetManager::confirm_push(std::shared_ptr<PushInFlight> push,
                                                   std::shared_ptr<FastPath> fast) {
+  SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   co_await push->confirmed();
   if (alive.expired() || stopped_) co_return;

@@ -63,6 +63,7 @@ void SubnetManager::verify_routing(state::VerifyRequest request,
 }
 
 void SubnetManager::start_verify() {
+  SUBNETD_ASSERT_ON(strand_);
   if (verify_queue_.empty() || stopped_) return;
   verify_running_ = true;
   verify_generation_ = publisher_.current()->generation;
@@ -74,6 +75,7 @@ void SubnetManager::start_verify() {
 }
 
 asio::awaitable<void> SubnetManager::verify_task(bool with_read_back) {
+  SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   // The published snapshot keeps what it verifies alive, whatever the SM
   // publishes meanwhile.
@@ -143,6 +145,7 @@ asio::awaitable<void> SubnetManager::verify_task(bool with_read_back) {
 
 asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
     std::shared_ptr<const state::FabricState> s) {
+  SUBNETD_ASSERT_ON(strand_);
   state::ReadBackReport report;
   const routing::Topology& t = *s->topology;
   const routing::Routes& routes = *s->routes;

@@ -94,6 +94,7 @@ bool SubnetManager::idle() const {
 }
 
 void SubnetManager::check_idle() {
+  SUBNETD_ASSERT_ON(strand_);
   if (idle_waiters_.empty()) return;
   engine_.drain();  // whatever already arrived is handled (and may start work)
   if (!idle()) return;
@@ -190,6 +191,7 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
 }
 
 discovery::HeldTables SubnetManager::held_tables() const {
+  SUBNETD_ASSERT_ON(strand_);
   discovery::HeldTables held;
   if (!current_) return held;  // nothing known: every block is sent
   held.row = [this, c = current_, fp = fast_](Guid g) -> std::span<const std::uint8_t> {
@@ -214,6 +216,7 @@ void SubnetManager::forget_held(Guid switch_guid) {
 
 void SubnetManager::log_link_changes(const routing::Topology& before,
                                      const routing::Topology& after) {
+  SUBNETD_ASSERT_ON(strand_);
   std::unordered_map<LinkKey, bool, LinkKeyHash> now;
   for (const LinkKey& k : links_of(after)) now.emplace(k, false);
   std::size_t reported = 0;

@@ -274,6 +274,7 @@ void MadEngine::kick() {
 }
 
 void MadEngine::pump() {
+  SUBNETD_ASSERT_ON(strand_);
   pump_posted_ = false;
   if (stopped_) return;
   ++stats_.pumps;
@@ -355,6 +356,7 @@ void MadEngine::arm() {
 
 Flow::Flow(MadEngine& engine, FlowOptions opts)
     : engine_(engine), opts_(opts), idle_signal_(engine.strand_) {
+  SUBNETD_ASSERT_ON(engine_.strand_);
   if (opts_.window == 0) opts_.window = 1;
   engine_.flows_.push_back(this);
 }
@@ -447,6 +449,7 @@ void Flow::wake_if_idle() {
 }
 
 void Flow::cancel() {
+  SUBNETD_ASSERT_ON(engine_.strand_);
   for (std::uint32_t s : queued_) engine_.release(s);
   queued_.clear();
   for (auto& [dest, d] : dests_) {
@@ -467,6 +470,7 @@ void Flow::cancel() {
 }
 
 asio::awaitable<void> Flow::drained(std::size_t pending_at_most) {
+  SUBNETD_ASSERT_ON(engine_.strand_);
   while (pending() > pending_at_most && !engine_.stopped_) {
     wake_at_ = pending_at_most;
     idle_signal_.expires_at(asio::steady_timer::time_point::max());
@@ -477,6 +481,7 @@ asio::awaitable<void> Flow::drained(std::size_t pending_at_most) {
 }
 
 asio::awaitable<void> Flow::all_sent() {
+  SUBNETD_ASSERT_ON(engine_.strand_);
   while (unsent() != 0 && !engine_.stopped_) {
     wake_on_sent_ = true;
     idle_signal_.expires_at(asio::steady_timer::time_point::max());

@@ -63,6 +63,7 @@ struct Req {
 boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     MadEngine& engine, const SweepResult& sweep, const routing::LidMap& lids,
     const routing::Routes& routes, const HeldTables* held, ProgramLive live) {
+  SUBNETD_ASSERT_ON(engine.strand());
   Transport& transport = engine.transport();
   const routing::Topology& t = sweep.topology;
   const bool extended = lids.space.extended();

@@ -308,6 +308,7 @@ DrPaths bfs_paths(const routing::Topology& t, NodeId sm_node, PortNum sm_port,
 }
 
 boost::asio::awaitable<Result<SweepResult>> Sweeper::run(MadEngine& engine) {
+  SUBNETD_ASSERT_ON(engine.strand());
   auto sweep = std::make_unique<Sweep>(engine, opts_);
   co_return co_await sweep->run(engine);
 }

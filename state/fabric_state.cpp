@@ -17,6 +17,7 @@ const char* sm_state_name(SmState s) {
 }
 
 void StatePublisher::publish(std::shared_ptr<const FabricState> s) {
+  writer_.check();
   {
     std::lock_guard lock(mu_);
     std::atomic_store(&current_, std::move(s));

@@ -18,6 +18,7 @@
 
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/thread_check.hpp"
 #include "routing/topology.hpp"
 
 namespace subnetd::state {
@@ -83,6 +84,7 @@ class StatePublisher {
  private:
   std::shared_ptr<const FabricState> current_;
   mutable std::mutex mu_;  // for wait_for only
+  ThreadAffinity writer_;  // publish(): one thread (the SM strand's), debug-checked
   mutable std::condition_variable published_;
 };
 

@@ -259,6 +259,7 @@ std::chrono::nanoseconds UmadTransport::now() const {
 }
 
 Result<void> UmadTransport::send(const Mad& mad) {
+  caller_.check();
   const auto method = static_cast<mad::Method>(mad.data[3]);
   const bool request = method == mad::Method::kGet || method == mad::Method::kSet;
   return send_raw(mad, request);
@@ -301,6 +302,7 @@ Result<void> UmadTransport::send_raw(const Mad& mad, bool expect_response) {
 }
 
 Result<std::optional<Mad>> UmadTransport::receive(std::chrono::microseconds timeout) {
+  caller_.check();
   std::unique_lock lock(mu_);
   if (queue_.empty() && !fatal_ && timeout.count() > 0) {
     cv_.wait_for(lock, timeout, [this] { return !queue_.empty() || fatal_.has_value(); });

@@ -58,6 +58,7 @@
 #include "discovery/sm_agent.hpp"
 #include "discovery/transport.hpp"
 #include "routing/result.hpp"
+#include "routing/thread_check.hpp"
 
 namespace subnetd::discovery::umad {
 
@@ -143,6 +144,7 @@ class UmadTransport final : public Transport {
   std::atomic<std::uint64_t> sent_{0}, received_{0}, queued_{0}, answered_{0}, kernel_timeouts_{0},
       malformed_{0}, queue_full_{0}, send_errors_{0};
   std::thread receiver_;
+  ThreadAffinity caller_;  // send/receive/now: the one caller's thread (debug check)
 };
 
 }  // namespace subnetd::discovery::umad
