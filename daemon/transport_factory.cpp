@@ -66,7 +66,7 @@ Result<TransportBundle> make_transport(const Config& config) {
     opts.ca = config.fabric.ca;
     opts.port = config.fabric.port;
     // The kernel drops responses that arrive after a request's timeout, so it
-    // must not be shorter than the SmpPipeline's own.
+    // must not be shorter than the MAD engine's own.
     opts.request_timeout = std::max(config.sweep.timeout, std::chrono::milliseconds{1});
     auto umad = discovery::umad::UmadTransport::open(opts);
     if (!umad.ok()) return umad.error();

@@ -422,7 +422,7 @@ void UmadTransport::receiver_loop() {
       received_.fetch_add(1, std::memory_order_relaxed);
       if (umad_status(buf.data()) != 0) {
         // The kernel's (or ibsim's) "no response / undeliverable" for one of
-        // our requests; the SmpPipeline times it out and retries on its own.
+        // our requests; the MAD engine times it out and retries on its own.
         kernel_timeouts_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }

@@ -19,7 +19,7 @@
 // ones to Mad::dlid, QP0, both with Q_Key 0. Requests (Get/Set) carry a kernel
 // timeout (`request_timeout`) and no kernel retries: the kernel MAD layer
 // only passes on a response that matches an outstanding send, and the caller
-// (SmpPipeline) owns retries. Responses, traps and TrapRepress carry none.
+// (the MAD engine) owns retries. Responses, traps and TrapRepress carry none.
 //
 // Receiving: a receiver thread (the only thread besides the caller's) waits in
 // poll() on the umad fd and reads everything ready. It
@@ -66,7 +66,7 @@ struct UmadOptions {
   std::string ca;    // empty = first CA with a usable port
   PortNum port = 0;  // 0 = the first usable port of the CA (see above)
   // Kernel timeout on requests; a response later than this is dropped by the
-  // kernel, so keep it >= the SmpPipeline timeout.
+  // kernel, so keep it >= the MAD engine's timeout.
   std::chrono::milliseconds request_timeout{100};
   std::uint8_t sm_priority = 15;
   SmState sm_state = SmState::kMaster;

@@ -32,126 +32,45 @@ namespace {
 using namespace subnetd::state;
 using bringup_testing::lid_routed_drops;
 using bringup_testing::probe_every_lid;
+using testing::master;
 using namespace std::chrono_literals;
 
 constexpr const char* kFabric = "fat-tree:levels=3,k=4";
 
-// The SM owns its transport; the test keeps the simulator.
-class Borrowed final : public discovery::Transport {
- public:
-  explicit Borrowed(discovery::sim::SimFabric& s) : s_(s) {}
-  Result<void> send(const discovery::Mad& m) override { return s_.send(m); }
-  Result<std::optional<discovery::Mad>> receive(std::chrono::microseconds t) override {
-    return s_.receive(t);
-  }
-  std::chrono::nanoseconds now() const override { return s_.now(); }
-  discovery::LocalPort local_port() const override { return s_.local_port(); }
-  int event_fd() const override { return s_.event_fd(); }
-  bool virtual_time() const override { return s_.virtual_time(); }
-  std::string name() const override { return "sim"; }
-
- private:
-  discovery::sim::SimFabric& s_;
-};
-
-bool master(const FabricState& s) {
-  return s.state == SmState::kMaster && s.routes != nullptr;
-}
-
-struct Harness {
-  std::unique_ptr<discovery::sim::SimFabric> sim;
-  ManualClock clock;
-  StatePublisher publisher;
-  EventLog events{0, {}, {}};
-  routing::WorkerPool pool{2};
-  boost::asio::io_context io;
-  std::unique_ptr<SubnetManager> sm;
-  std::thread thread;
+// SimSm with the cable to cut and the phase to cut it in.
+struct Harness : testing::SimSm {
   // What to break, and in which phase (of the next sweep that enters it).
   std::optional<Phase> inject_at;
   std::function<void()> inject;
   bool injected = false;
 
-  Harness(const std::string& engine, bool start_now = true) {
-    auto topo = discovery::topo::generate(kFabric);
-    EXPECT_TRUE(topo.ok());
-    discovery::sim::SimOptions so;
-    auto s = discovery::sim::SimFabric::create(std::move(topo).value(), so);
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-    sim = std::move(s).value();
-    Config cfg;
-    cfg.fabric.transport = TransportKind::kSim;
-    cfg.fabric.topology = kFabric;
-    cfg.routing.engine = engine == "ftree" ? EngineKind::kFtree : EngineKind::kUpdn;
-    cfg.sweep.interval = 0ms;  // no light sweeps: traps alone drive the SM
-    TransportBundle bundle;
-    bundle.transport = std::make_unique<Borrowed>(*sim);
-    SubnetManager::Hooks hooks;
-    // On the strand, as the phase begins: the cut is at that moment.
-    hooks.phase = [this](Phase p) {
-      if (!injected && inject_at && *inject_at == p) {
-        injected = true;
-        inject();
-      }
-    };
-    sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
-                                         std::vector<routing::LidRecord>{}, publisher, events, pool,
-                                         std::move(hooks), FastPathOptions{}, &clock);
+  explicit Harness(const std::string& engine, bool start_now = true)
+      : SimSm(
+            kFabric,
+            [&engine](Config& cfg) {
+              cfg.routing.engine = engine == "ftree" ? EngineKind::kFtree : EngineKind::kUpdn;
+            },
+            hooks_for(this)) {
     if (start_now) start();
   }
-  ~Harness() { stop(); }
 
-  void start() {
-    sm->start();
-    thread = std::thread([this] { io.run(); });
-  }
-  void stop() {
-    if (sm) testing::stop_on_thread(*sm, io, thread);
-  }
-
-  PortNum port_to(std::string_view from, std::string_view to) const {
-    const routing::Topology& t = sim->topology();
-    const NodeId a = *t.find_by_name(from), b = *t.find_by_name(to);
-    for (unsigned p = 1; p <= t.node(a).num_ports; ++p) {
-      if (t.port(a, static_cast<PortNum>(p)).remote_node == b) return static_cast<PortNum>(p);
-    }
-    ADD_FAILURE() << from << " is not cabled to " << to;
-    return 0;
+  // On the strand, as the phase begins: the cut is at that moment. (Static:
+  // it runs before the Harness is constructed; the hook runs after.)
+  static SubnetManager::Hooks hooks_for(Harness* self) {
+    SubnetManager::Hooks h;
+    h.phase = [self](Phase p) {
+      if (!self->injected && self->inject_at && *self->inject_at == p) {
+        self->injected = true;
+        self->inject();
+      }
+    };
+    return h;
   }
   // Cuts a-b when the sweep enters `phase`.
   void cut_at(Phase phase, std::string a, std::string b) {
     injected = false;
     inject_at = phase;
     inject = [this, a, b] { ASSERT_TRUE(sim->link_down(a, port_to(a, b)).ok()); };
-  }
-
-  // Runs the SM's timers (retries, follow-up sweeps) in virtual time until
-  // it is idle and master with nothing due within a minute: the state it
-  // settles on. False if it does not settle within `rounds` timer firings.
-  bool settle(int rounds = 50) {
-    for (int i = 0; i < rounds; ++i) {
-      if (!testing::wait_idle(*sm)) return false;
-      const auto next = clock.next_due();
-      const bool quiet = next == Clock::time_point::max() || next - clock.now() > 1min;
-      if (quiet && master(*publisher.current())) return true;
-      if (next == Clock::time_point::max()) return false;
-      clock.advance(next - clock.now());
-    }
-    return false;
-  }
-
-  SweepReply sweep_now() {
-    auto fut = testing::sm_call<SweepReply>(
-        [&](auto done) { sm->trigger_sweep("test", std::move(done)); });
-    EXPECT_EQ(fut.wait_for(20s), std::future_status::ready);
-    return fut.get();
-  }
-  std::size_t events_of(EventKind kind) {
-    std::size_t n = 0;
-    for (const Event& e : events.recent_since(0, 100000).value_or(std::vector<Event>{})) {
-      n += e.kind == kind ? 1 : 0;
-    }
-    return n;
   }
 };
 
@@ -178,9 +97,7 @@ void expect_routed_around(Harness& h, const std::string& a, const std::string& b
                                     << " through the dead port " << static_cast<int>(p);
     }
   }
-  auto verdict = testing::sm_call<Result<VerifyReply>>([&](auto done) {
-                   h.sm->verify_routing({}, std::move(done));
-                 }).get();
+  auto verdict = h.verify();
   ASSERT_TRUE(verdict.ok()) << verdict.error().message;
   EXPECT_EQ(verdict->verdict, Verdict::kOk) << verdict->message;
 }
