@@ -1080,14 +1080,13 @@ TEST_F(Api, WatchEventsEndsCleanlyWhenTheServerStops) {
     }
     done.set_value(rd->Finish());
   });
-  const auto t0 = std::chrono::steady_clock::now();
   server_->stop(2s);
-  const auto took = std::chrono::steady_clock::now() - t0;
   auto fut = done.get_future();
   ASSERT_EQ(fut.wait_for(5s), std::future_status::ready);
   reader.join();
+  // OK, not CANCELLED: shutdown ended the stream itself instead of waiting
+  // out its grace period and cancelling it.
   EXPECT_TRUE(fut.get().ok());
-  EXPECT_LT(took, 1500ms);  // the stream did not hold shutdown to its deadline
 }
 
 // ---------------------------------------------------------------------------

@@ -183,10 +183,8 @@ TEST(DaemonProcess, NotifyReloadAndStop) {
   }
   EXPECT_EQ(announced, 1u) << text;
 
-  const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, SIGTERM);
-  EXPECT_EQ(wait_exit(pid, 2s), 0) << slurp(log);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(wait_exit(pid, 2s), 0) << slurp(log);  // -1 if it had not exited by then
   bool stopping = false;
   for (const auto& m : notify.received()) stopping |= m.find("STOPPING=1") != std::string::npos;
   EXPECT_TRUE(stopping || !notify.wait_for("STOPPING=1", 1s).empty());

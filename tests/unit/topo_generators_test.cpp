@@ -266,16 +266,13 @@ TEST(FatTree, ThreeLevelPodsAndCores) {
   for (NodeId s : t.switches()) EXPECT_EQ(t.node(s).num_ports, 4);
 }
 
-TEST(FatTree, K80IsLargeAndFast) {
-  const auto start = std::chrono::steady_clock::now();
+// The full-scale tree, by its counts. How fast it is generated is
+// topo_scale_bench's to say (tests/bench), not a test's.
+TEST(FatTree, K80HasItsSize) {
   const Topology t = make("fat-tree:levels=3,k=80");
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(t.num_switches(), 8000u);
   EXPECT_EQ(t.num_cas(), 128000u);
   EXPECT_EQ(t.num_links(), 80u * 80 * 80 / 2 + 128000);
-  EXPECT_LT(secs, 2.0);
-  std::printf("fat-tree:levels=3,k=80 generated in %.3f s\n", secs);
 }
 
 TEST(FatTree, HostsTotalIsSpreadEvenly) {
