@@ -13,7 +13,6 @@
 
 namespace subnetd::api {
 
-using namespace std::chrono_literals;
 using grpc::Status;
 using grpc::StatusCode;
 
@@ -91,6 +90,7 @@ void WatchHub::stop() {
     streams = streams_;
   }
   cv_.notify_all();
+  log_.wake_waiters();  // the hub's own wait on the log
   for (auto& s : streams) {
     {
       std::lock_guard lock(s->mu);
@@ -101,20 +101,22 @@ void WatchHub::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-// The EventLog offers a wait with a timeout but no way to wake it from
-// outside, so the hub looks at `stopping_` every 100 ms while idle.
+// Waits for the log to grow; stop() wakes it (EventLog::wake_waiters), so it
+// never wakes up just to look. Once the log is closed nothing more comes:
+// it waits for stop() alone.
 void WatchHub::run() {
   std::int64_t seen = log_.last_id();
   for (;;) {
+    const std::uint64_t wakes = log_.wake_count();  // before stopping_: see wait_for
     {
       std::unique_lock lock(mu_);
       if (stopping_) return;
       if (log_.closed()) {
-        cv_.wait_for(lock, 100ms, [this] { return stopping_; });
-        continue;
+        cv_.wait(lock, [this] { return stopping_; });
+        return;
       }
     }
-    if (!log_.wait_for(seen, 100ms)) continue;
+    if (!log_.wait_for(seen, std::chrono::hours{1}, wakes)) continue;
     seen = log_.last_id();
     std::vector<std::shared_ptr<StreamState>> streams;
     {

@@ -84,9 +84,28 @@ Result<std::vector<Event>> EventLog::since(std::int64_t after_id, std::size_t li
 }
 
 bool EventLog::wait_for(std::int64_t after_id, std::chrono::milliseconds timeout) const {
+  return wait_for(after_id, timeout, wake_count());
+}
+
+bool EventLog::wait_for(std::int64_t after_id, std::chrono::milliseconds timeout,
+                        std::uint64_t wakes_seen) const {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return closed_ || last_id_ > after_id; });
+  cv_.wait_for(lock, timeout,
+               [&] { return closed_ || last_id_ > after_id || wakes_ != wakes_seen; });
   return last_id_ > after_id;
+}
+
+std::uint64_t EventLog::wake_count() const {
+  std::lock_guard lock(mu_);
+  return wakes_;
+}
+
+void EventLog::wake_waiters() const {
+  {
+    std::lock_guard lock(mu_);
+    ++wakes_;
+  }
+  cv_.notify_all();
 }
 
 void EventLog::close() {

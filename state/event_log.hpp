@@ -93,9 +93,21 @@ class EventLog {
   // Blocks until an event with id > after_id exists, `timeout` passes or the
   // log is closed. True when there is something newer than after_id.
   bool wait_for(std::int64_t after_id, std::chrono::milliseconds timeout) const;
+  // The same, also returning once wake_waiters() has been called since the
+  // caller read wake_count() == `wakes_seen`. Reading the count before
+  // checking one's own stop flag closes the window in which a wake-up
+  // would be missed.
+  bool wait_for(std::int64_t after_id, std::chrono::milliseconds timeout,
+                std::uint64_t wakes_seen) const;
+  std::uint64_t wake_count() const;
 
   void close();
   bool closed() const;
+  // Wakes every wait_for() in progress and every later one given an older
+  // wake_count() (it returns whether there is something newer, as on a
+  // timeout): for a waiter whose owner is stopping, so that it need not
+  // wake up periodically to look.
+  void wake_waiters() const;
 
  private:
   // Caller holds mu_.
@@ -109,6 +121,7 @@ class EventLog {
   std::deque<Event> ring_;  // consecutive ids, oldest first
   std::int64_t last_id_;
   bool closed_ = false;
+  mutable std::uint64_t wakes_ = 0;  // wake_waiters() calls
 };
 
 }  // namespace subnetd::state
