@@ -14,6 +14,8 @@ What is here and why (tests/opensm/README.md has the background):
     socket is listening, stopped with `quit`;
   - preload_env: the environment under which any libibumad program talks to
     that ibsim instead of /dev/infiniband (umad2sim preload);
+  - client_cwd: a fresh working directory for each such program (umad2sim
+    keeps per-pid files there that must never meet another client's);
   - netfile: a generator spec or an existing net file, as a net file plus the
     ibsim size options that fit it (interop_netfile computes them);
   - read_net / ibsim_sizing / pick_link: a net file read without our
@@ -27,6 +29,7 @@ import atexit
 import os
 import re
 import subprocess
+import tempfile
 import time
 
 UMAD2SIM_CANDIDATES = [
@@ -58,6 +61,23 @@ atexit.register(_kill_children)
 def find_umad2sim():
     """Path of libumad2sim.so, or None when umad2sim is not installed."""
     return next((p for p in UMAD2SIM_CANDIDATES if os.path.exists(p)), None)
+
+
+def client_cwd(base):
+    """A new, empty directory under `base` for one umad2sim client to run in;
+    remove it (shutil.rmtree) once the client has exited.
+
+    umad2sim writes its fake sysfs to ./sys-<pid> in the client's working
+    directory and removes it in an atexit handler, so a client that is killed
+    leaves it behind. Clients that share a directory (every interop test runs
+    in ctest's build/tests/interop) then meet a leftover whenever a pid comes
+    round again (pid_max is 32768; a run spawns thousands of processes): the
+    new client rewrites its own files but sees the old ones too. After a
+    client that sat on a switch (ibsim's example nets start with one), an HCA
+    client finds ports/0 beside its ports/1, libibumad picks port 0, finds
+    no umad device for it and fails with "can't open UMAD port ((null):0)"
+    right after "sim_connect: attached as client 0"."""
+    return tempfile.mkdtemp(prefix="umad2sim-", dir=base)
 
 
 def preload_env(sock, umad2sim=None):

@@ -56,7 +56,7 @@ import time
 # tests/ibsim_helpers.py, found from this file's place whatever the working
 # directory (ctest runs this from the build tree).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ibsim_helpers import (Ibsim, find_umad2sim, netfile as make_netfile,  # noqa: E402
+from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, netfile as make_netfile,  # noqa: E402
                            preload_env, track, write_subnetd_config)
 
 TOOLS = ["ibsim", "ibnetdiscover", "ibroute", "ibtracert", "smpquery", "sminfo", "ibdmchk"]
@@ -79,16 +79,23 @@ def log(msg):
 
 
 class Env:
-    def __init__(self, sock, umad2sim):
-        self.env = preload_env(sock, umad2sim)
+    """Runs programs under the preload for one ibsim, each in a fresh working
+    directory under `scratch` (ibsim_helpers.client_cwd says why)."""
 
-    def run(self, args, timeout=120, cwd=None):
+    def __init__(self, sock, umad2sim, scratch):
+        self.env = preload_env(sock, umad2sim)
+        self.scratch = scratch
+
+    def run(self, args, timeout=120):
+        cwd = client_cwd(self.scratch)
         try:
             p = subprocess.run(args, env=self.env, capture_output=True, text=True,
                                timeout=timeout, cwd=cwd)
             return p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired:
             return 124, "", "timed out after %ss" % timeout
+        finally:
+            shutil.rmtree(cwd, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ dump files
@@ -407,8 +414,9 @@ class Child:
 
     def __init__(self, args, env, logpath):
         self.log = open(logpath, "w")
+        self.cwd = client_cwd(env.scratch)
         self.proc = track(subprocess.Popen(args, env=env.env, stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=self.log))
+                                           stdout=subprocess.PIPE, stderr=self.log, cwd=self.cwd))
         self.lines, self.pending, self.eof = [], b"", False
         self.seen = 0  # lines already offered to wait_line
 
@@ -461,6 +469,8 @@ class Child:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.cwd, ignore_errors=True)
         return self.proc.returncode
 
 
@@ -716,7 +726,7 @@ def main():
         os.makedirs(run)
         sock = "sni%d%s" % (os.getpid(), engine[:4])
         ib = Ibsim(netfile, sizing, run, sock)
-        env = Env(sock, umad2sim)
+        env = Env(sock, umad2sim, run)
         try:
             ib.start()
             cfg = os.path.join(run, "subnetd.yaml")
@@ -756,7 +766,7 @@ def main():
                 if args.daemon == "yes":
                     ib.stop()
                     ib = Ibsim(netfile, sizing, run, sock + "d")
-                    env = Env(sock + "d", umad2sim)
+                    env = Env(sock + "d", umad2sim, run)
                     ib.start()
                     check_daemon(env, fab, ib, args, run, cfg, os.path.join(sockdir, "api.sock"),
                                  sm_lid, sm_node, where, fails)

@@ -68,8 +68,8 @@ import time
 # tests/ibsim_helpers.py, found from this file's place whatever the working
 # directory.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ibsim_helpers import (Ibsim, find_umad2sim, ibsim_sizing, netfile as make_netfile,  # noqa: E402
-                           pick_link, preload_env, read_net, track)
+from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, ibsim_sizing,  # noqa: E402
+                           netfile as make_netfile, pick_link, preload_env, read_net, track)
 
 # Programs and the Debian packages that bring them. opensm is in /usr/sbin,
 # which a user's PATH may lack.
@@ -287,7 +287,10 @@ class Run:
                    OSM_CACHE_DIR=os.path.join(self.out, "cache"))
         self.log = OpensmLog(logpath)
         self.t_start = time.time()
-        self.osm = track(subprocess.Popen(cmd, env=env, cwd=self.out, stdin=subprocess.DEVNULL,
+        # A working directory of its own: umad2sim keeps per-pid files there
+        # (ibsim_helpers.client_cwd).
+        self.osm_cwd = client_cwd(self.out)
+        self.osm = track(subprocess.Popen(cmd, env=env, cwd=self.osm_cwd, stdin=subprocess.DEVNULL,
                                           stdout=open(os.path.join(self.out, "opensm.out"), "w"),
                                           stderr=subprocess.STDOUT))
 
@@ -300,6 +303,8 @@ class Run:
             except subprocess.TimeoutExpired:
                 self.osm.kill()
                 self.osm.wait()
+        if self.osm is not None:
+            shutil.rmtree(self.osm_cwd, ignore_errors=True)
         if self.ib is not None:
             self.ib.stop()
 
@@ -343,12 +348,15 @@ class Run:
     # ---------------------------------------------------------- checks
 
     def diag(self, args, timeout=120):
+        cwd = client_cwd(self.out)
         try:
             p = subprocess.run([find_program(args[0])] + args[1:], env=preload_env(self.sock),
-                               cwd=self.out, capture_output=True, text=True, timeout=timeout)
+                               cwd=cwd, capture_output=True, text=True, timeout=timeout)
             return p.returncode, p.stdout + p.stderr
         except subprocess.TimeoutExpired:
             return 124, "timed out after %s s" % timeout
+        finally:
+            shutil.rmtree(cwd, ignore_errors=True)
 
     def tracert(self, n):
         rc, out = self.diag(["ibnetdiscover", "-p"])

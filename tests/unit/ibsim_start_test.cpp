@@ -60,9 +60,10 @@ class Child {
     }
   }
 
-  // Starts argv[0] with `extra_env` added to (and overriding) our environment.
+  // Starts argv[0] with `extra_env` added to (and overriding) our environment,
+  // in `cwd` when given.
   bool start(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-             bool merge_stderr) {
+             bool merge_stderr, const std::string& cwd = {}) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0) return false;
     if (::pipe2(out, O_CLOEXEC) != 0) return false;
@@ -91,6 +92,7 @@ class Child {
     } else {
       posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     }
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
     const int rc = ::posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&fa);
     ::close(in[0]);
@@ -242,10 +244,13 @@ TEST_F(IbsimStart, IbnetdiscoverSeesTheGeneratedFabric) {
   Child sim;
   ASSERT_NO_FATAL_FAILURE(start_ibsim("fat-tree:levels=3,k=4,ca_ports=2", sim));
 
+  // In the test's own directory: umad2sim writes its fake sysfs to
+  // ./sys-<pid>, and a leftover of a killed client in a shared directory
+  // would be read by a later client with the same pid.
   Child d;
   ASSERT_TRUE(d.start({*disc},
                       {"IBSIM_SOCKNAME=" + sockname_, std::string("LD_PRELOAD=") + preload},
-                      /*merge_stderr=*/false));
+                      /*merge_stderr=*/false, dir_.string()));
   ASSERT_TRUE(d.read_to_eof(milliseconds(30000))) << d.output();
   const std::optional<int> status = d.wait(milliseconds(10000));
   ASSERT_TRUE(status.has_value());
