@@ -10,8 +10,9 @@ working directory or any other, and finds this module through its own path:
 
 What is here and why (tests/opensm/README.md has the background):
   - Ibsim: one `ibsim -s` with its own socket name and its console on a pipe
-    held open (stdin at /dev/null makes ibsim spin), started once its control
-    socket is listening, stopped with `quit`;
+    held open (stdin at /dev/null makes ibsim spin); start() and console()
+    return once ibsim's console loop has answered (sockets bound, command
+    carried out), stop() sends `quit` and waits for the exit;
   - preload_env: the environment under which any libibumad program talks to
     that ibsim instead of /dev/infiniband (umad2sim preload);
   - client_cwd: a fresh working directory for each such program (umad2sim
@@ -29,8 +30,11 @@ import atexit
 import os
 import re
 import subprocess
+import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_helpers import Tap, stop  # noqa: E402
 
 UMAD2SIM_CANDIDATES = [
     "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
@@ -88,61 +92,87 @@ def preload_env(sock, umad2sim=None):
     return dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=lib)
 
 
-def sock_ready(name):
-    """True once ibsim listens on its control socket (abstract "@NAME:ctl")."""
-    try:
-        with open("/proc/net/unix") as f:
-            return ("@%s:ctl" % name) in f.read()
-    except OSError:
-        return False
-
-
 class Ibsim:
     """One ibsim process with its console on a pipe we hold open.
 
     `sizing` is the list of size options (-N/-S/-P/-L) for the net file;
-    ibsim's output goes to WORKDIR/ibsim.out. `sock` must be unique per run
-    (IBSIM_SOCKNAME), so parallel runs never share a simulator."""
+    ibsim's output goes to WORKDIR/`out` (ibsim.out). `sock` must be unique per
+    run (IBSIM_SOCKNAME), so parallel runs never share a simulator.
 
-    def __init__(self, netfile, sizing, workdir, sock):
+    Ready means the console loop runs: ibsim prints its banner and prompt
+    *before* it binds its sockets (sim_init_console, then sim_run ->
+    sim_init_conn), and reads the console only in the select loop after
+    them. So start() writes a comment line to the console and waits for ibsim
+    to print it back; console() does the same after each command, so when it
+    returns the command has been applied (and a client that connects now is
+    answered by the state it left)."""
+
+    def __init__(self, netfile, sizing, workdir, sock, out="ibsim.out"):
         self.netfile, self.sizing, self.workdir, self.sock = netfile, sizing, workdir, sock
+        self.out = os.path.join(workdir, out)
         self.proc = None
-        self._out = None
+        self.tap = None
+        self._marks = 0
+        self._synced = 0  # output before this was returned by sync()
 
     def start(self, timeout=60):
         env = dict(os.environ, IBSIM_SOCKNAME=self.sock)
         env.pop("LD_PRELOAD", None)  # ibsim itself must not go through umad2sim
-        self._out = open(os.path.join(self.workdir, "ibsim.out"), "w")
         self.proc = track(subprocess.Popen(
             ["ibsim", "-s"] + list(self.sizing) + [os.path.abspath(self.netfile)],
-            stdin=subprocess.PIPE, stdout=self._out, stderr=subprocess.STDOUT, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
             cwd=self.workdir))
-        t0 = time.time()
-        while not sock_ready(self.sock):
+        self.tap = Tap(self.proc.stdout, self.out)
+        if self.sync(timeout) is None:
             if self.proc.poll() is not None:
-                raise RuntimeError("ibsim exited (rc %s), see %s/ibsim.out"
-                                   % (self.proc.returncode, self.workdir))
-            if time.time() - t0 > timeout:
-                raise RuntimeError("ibsim not ready after %s s" % timeout)
-            time.sleep(0.02)
+                raise RuntimeError("ibsim exited (rc %s), see %s" % (self.proc.returncode, self.out))
+            raise RuntimeError("ibsim not ready after %s s, see %s" % (timeout, self.out))
 
-    def console(self, line):
-        """One console command, e.g. 'Unlink "sw-1"[3]' (sends trap 128)."""
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
+    def sync(self, timeout=30):
+        """Writes a comment line and waits until ibsim prints it back: every
+        console line written before has been processed. Returns what ibsim
+        printed since the previous sync (answers, warnings), None if it
+        exited or did not answer in time."""
+        self._marks += 1
+        mark = "#ibsim_helpers-sync-%d." % self._marks
+        start = self._synced
+        try:
+            self.proc.stdin.write((mark + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            return None
+        at = self.tap.wait_for(mark, start, timeout)
+        if at is None:
+            return None
+        self._synced = at + len(mark)
+        return self.tap.text[start:at]
+
+    def console(self, line, timeout=30):
+        """One console command, e.g. 'Unlink "sw-1"[3]' (sends trap 128);
+        returns once ibsim has carried it out, with what it printed (its
+        errors start with "#", e.g. '# nodeid "x" (x) not found'). RuntimeError
+        when ibsim does not get there."""
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            raise RuntimeError("ibsim console: %s: %s" % (line, e))
+        out = self.sync(timeout)
+        if out is None:
+            raise RuntimeError("ibsim did not carry out %r within %s s, see %s" % (line, timeout, self.out))
+        return out
 
     def stop(self, timeout=10):
         if self.proc is not None and self.proc.poll() is None:
             try:
-                self.console("quit")
+                self.proc.stdin.write(b"quit\n")
                 self.proc.stdin.close()
-                self.proc.wait(timeout=timeout)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-        if self._out is not None:
-            self._out.close()
-            self._out = None
+            except OSError:
+                pass
+            stop(self.proc, timeout)
+        if self.tap is not None:
+            self.tap.close()
+            self.tap = None
 
 
 def netfile(netfile_tool, spec, out):

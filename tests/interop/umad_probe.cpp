@@ -5,7 +5,8 @@
 //
 //   umad_probe [--ca NAME] [--port N] [--seconds S]
 //
-// Runs until stdin reaches EOF (the driver closes it) or S seconds pass.
+// Runs until stdin reaches EOF (the driver closes it) or S seconds pass;
+// waits on stdin and the transport's event fd, not on a timeout.
 // Prints, one line each, flushed:
 //   ready guid 0x... port N
 //   trap NUM issuer_lid 0x... lid 0x... from 0x...   (and sends TrapRepress)
@@ -30,11 +31,13 @@ namespace {
 using namespace subnetd;
 using namespace subnetd::discovery;
 
-bool stdin_closed() {
-  pollfd p{0, POLLIN, 0};
-  if (::poll(&p, 1, 0) <= 0) return false;
+// Blocks until stdin or the transport has something (or `ms` pass); false
+// once stdin is closed.
+bool wait_input(int event_fd, int ms) {
+  pollfd p[2] = {{0, POLLIN, 0}, {event_fd, POLLIN, 0}};
+  if (::poll(p, event_fd >= 0 ? 2 : 1, ms) <= 0 || p[0].revents == 0) return true;
   char buf[256];
-  return ::read(0, buf, sizeof buf) <= 0;
+  return ::read(0, buf, sizeof buf) > 0;
 }
 
 }  // namespace
@@ -69,14 +72,21 @@ int main(int argc, char** argv) {
              t.local_port().port_num);
   std::fflush(stdout);
 
+  // Woken by what arrives (the transport's event fd) and by stdin closing,
+  // not by a receive timeout.
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end && !stdin_closed()) {
-    auto got = t.receive(std::chrono::milliseconds{100});
+  for (bool open = true; open;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    open = wait_input(t.event_fd(), t.event_fd() >= 0 ? static_cast<int>(left.count()) : 100);
+    auto got = t.receive(std::chrono::microseconds{0});
     if (!got.ok()) {
       fmt::print(stderr, "umad_probe: {}\n", got.error().message);
       return 1;
     }
     if (!got->has_value()) continue;
+    open = true;  // what is queued is read before stdin's end counts
     const Mad& m = **got;
     auto smp = mad::decode_smp(m.data);
     if (!smp.ok() || smp->method != mad::Method::kTrap) continue;

@@ -42,8 +42,10 @@ One run:
      it), and ibutils' ibdmchk checks the tables after SUBNET UP and after the
      first Unlink for credit loops and paths that do not traverse. ibdmchk
      1.5.7 may crash after its verdict: the verdict is read from its output;
-  7. opensm_rss_mib / ibsim_rss_mib: peak RSS (VmHWM), sampled while polling
-     and before the processes are stopped.
+  7. opensm_rss_mib / ibsim_rss_mib: peak RSS (VmHWM, the high-water mark),
+     read before the processes are stopped.
+OpenSM logs to its stdout, which the runner reads as it comes (and copies to
+OUTDIR/opensm.log): the waits above wake on the log line itself.
 Writes OUTDIR/result.json (the keys above, "findings": what ibdmchk,
 ibtracert or ibnetdiscover reported against OpenSM's tables, "errors": what
 could not be measured) and prints a summary.
@@ -70,6 +72,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, ibsim_sizing,  # noqa: E402
                            netfile as make_netfile, pick_link, preload_env, read_net, track)
+from proc_helpers import Tap, stop, wait_exit  # noqa: E402
 
 # Programs and the Debian packages that bring them. opensm is in /usr/sbin,
 # which a user's PATH may lack.
@@ -158,34 +161,25 @@ def log_time(mon, day, hh, mm, ss, usec, now=None):
 
 
 class OpensmLog:
-    """Follows OpenSM's log file: a list of (epoch s, kind, detail)."""
+    """OpenSM's log as it comes (fed line by line from its stdout): a list of
+    (epoch s, kind, detail)."""
 
     def __init__(self, path):
-        self.path, self.pos, self.rest, self.ts = path, 0, "", None
+        self.path, self.ts = path, None
         self.events = []
 
-    def poll(self):
-        try:
-            with open(self.path, errors="replace") as f:
-                f.seek(self.pos)
-                data = f.read()
-                self.pos = f.tell()
-        except OSError:
+    def feed(self, line):
+        m = LOG_LINE.match(line)
+        text = line
+        if m:
+            self.ts = log_time(*m.groups()[:6])
+            text = m.group(7)
+        if self.ts is None:
             return
-        lines = (self.rest + data).split("\n")
-        self.rest = lines.pop()
-        for line in lines:
-            m = LOG_LINE.match(line)
-            text = line
-            if m:
-                self.ts = log_time(*m.groups()[:6])
-                text = m.group(7)
-            if self.ts is None:
-                continue
-            for kind, rx in EVENTS:
-                e = rx.search(text)
-                if e:
-                    self.events.append((self.ts, kind, e.group(1) if e.groups() else ""))
+        for kind, rx in EVENTS:
+            e = rx.search(text)
+            if e:
+                self.events.append((self.ts, kind, e.group(1) if e.groups() else ""))
 
     def since(self, t0, kinds=None):
         return [e for e in self.events if e[0] >= t0 and (kinds is None or e[1] in kinds)]
@@ -238,7 +232,7 @@ class Run:
         self.a, self.netfile, self.sizing, self.net = a, netfile, sizing, net
         self.out = a.outdir
         self.sock = "osmr%d" % os.getpid()
-        self.ib = self.osm = self.log = None
+        self.ib = self.osm = self.log = self.tap = None
         self.peak = {"opensm": 0, "ibsim": 0}
         self.res = {"fabric": a.fabric, "netfile": netfile, "engine": a.engine,
                     "switches": len(net.switches()), "cas": len(net.cas()),
@@ -258,7 +252,9 @@ class Run:
         with open(modules, "w") as f:
             f.writelines("%s 0x07\n" % m for m in VERBOSE_MODULES)
         conf = os.path.join(d, "opensm.conf")
-        lines = ["log_file %s" % os.path.join(d, "opensm.log"), "force_log_flush TRUE",
+        # The log goes to stdout, which this runner reads as it comes and
+        # copies to OUTDIR/opensm.log; flushed per line.
+        lines = ["log_file stdout", "force_log_flush TRUE",
                  "per_module_logging_file %s" % modules, "console off",
                  "sweep_on_trap TRUE", "dump_files_dir %s" % os.path.join(d, "dump"),
                  # Files under OUTDIR that do not exist: OpenSM's defaults,
@@ -280,7 +276,7 @@ class Run:
         conf = self.write_config()
         flags = 0x03 | (0x40 if self.a.creditloops else 0)
         logpath = os.path.join(self.out, "opensm.log")
-        cmd = [find_program("opensm"), "-e", "-f", logpath, "-D", "0x%02x" % flags, "-F", conf,
+        cmd = [find_program("opensm"), "-f", "stdout", "-D", "0x%02x" % flags, "-F", conf,
                "-R", self.a.engine, "--dump_files_dir", os.path.join(self.out, "dump")]
         self.res["opensm_cmd"] = " ".join(cmd)
         env = dict(preload_env(self.sock), OSM_TMP_DIR=os.path.join(self.out, "tmp"),
@@ -290,60 +286,59 @@ class Run:
         # A working directory of its own: umad2sim keeps per-pid files there
         # (ibsim_helpers.client_cwd).
         self.osm_cwd = client_cwd(self.out)
-        self.osm = track(subprocess.Popen(cmd, env=env, cwd=self.osm_cwd, stdin=subprocess.DEVNULL,
-                                          stdout=open(os.path.join(self.out, "opensm.out"), "w"),
-                                          stderr=subprocess.STDOUT))
+        with open(os.path.join(self.out, "opensm.out"), "w") as err:
+            self.osm = track(subprocess.Popen(cmd, env=env, cwd=self.osm_cwd, stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.PIPE, stderr=err))
+        self.tap = Tap(self.osm.stdout, logpath, keep=False, on_line=self.log.feed)
 
     def stop(self):
         self.sample()
-        if self.osm is not None and self.osm.poll() is None:
-            self.osm.send_signal(signal.SIGTERM)
-            try:
-                self.osm.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.osm.kill()
-                self.osm.wait()
         if self.osm is not None:
+            stop(self.osm, timeout=20, sig=signal.SIGTERM)
+            self.tap.close()
             shutil.rmtree(self.osm_cwd, ignore_errors=True)
         if self.ib is not None:
             self.ib.stop()
 
     def alive(self):
-        if self.osm.poll() is not None:
-            raise RuntimeError("opensm exited (rc %s), see %s" % (self.osm.returncode,
-                                                                 os.path.join(self.out, "opensm.out")))
+        """RuntimeError when OpenSM has closed its output (it exits) or ibsim
+        has exited."""
+        if self.tap.eof:
+            rc = wait_exit(self.osm, 10)
+            raise RuntimeError("opensm exited (rc %s), see %s" % (rc, os.path.join(self.out, "opensm.out")))
         if self.ib.proc.poll() is not None:
             raise RuntimeError("ibsim exited (rc %s), see %s" % (self.ib.proc.returncode,
                                                                 os.path.join(self.out, "ibsim.out")))
 
     # ---------------------------------------------------------- waiting
+    # OpenSM's log lines arrive on the tap's thread; these wait on it (a
+    # new line wakes them), never on a clock, except for what --quiet means.
 
     def wait_up(self, t0, timeout):
         """The first SUBNET UP logged at or after t0, or None at the deadline."""
-        end = time.time() + timeout
-        while time.time() < end:
-            self.log.poll()
-            self.sample()
-            ups = self.log.since(t0, ("up",))
-            if ups:
-                return ups[0]
-            self.alive()
-            time.sleep(0.01)
+        ups = self.tap.wait(lambda: self.log.since(t0, ("up",)), timeout)
+        if ups:
+            return ups[0]
+        self.alive()
         return None
 
     def settle(self, t0, timeout):
         """Waits until the last sweep activity since t0 is a SUBNET UP that is
-        --quiet seconds old; returns it (None at the deadline)."""
+        --quiet seconds old; returns it (None at the deadline). Woken by each
+        new log line, and at the moment the last SUBNET UP turns --quiet s
+        old."""
         end = time.time() + timeout
-        while time.time() < end:
-            self.log.poll()
-            self.sample()
+        while True:
             busy = self.log.since(t0, BUSY)
-            if busy and busy[-1][1] == "up" and time.time() - busy[-1][0] >= self.a.quiet:
+            now = time.time()
+            if busy and busy[-1][1] == "up" and now - busy[-1][0] >= self.a.quiet:
                 return busy[-1]
-            self.alive()
-            time.sleep(0.02)
-        return None
+            if now >= end:
+                return None
+            wake = busy[-1][0] + self.a.quiet if busy and busy[-1][1] == "up" else end
+            seen = len(self.log.events)
+            if not self.tap.wait(lambda: len(self.log.events) > seen, min(wake, end) - now):
+                self.alive()
 
     # ---------------------------------------------------------- checks
 
@@ -486,7 +481,6 @@ class Run:
         finally:
             self.stop()
             if self.log is not None:
-                self.log.poll()
                 self.res["log_err_lines"] = len([e for e in self.log.events if e[1] == "err"])
             self.res["opensm_rss_mib"] = round(self.peak["opensm"] / 1024, 1)
             self.res["ibsim_rss_mib"] = round(self.peak["ibsim"] / 1024, 1)

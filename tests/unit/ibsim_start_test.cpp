@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,19 +126,19 @@ class Child {
     return true;
   }
 
-  // The exit status, or nullopt if it did not exit in time.
+  // The exit status, or nullopt if it did not exit in time. Waits on a
+  // pidfd, which becomes readable when the child exits.
   std::optional<int> wait(milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      int status = 0;
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      ::usleep(10'000);
-    }
-    return std::nullopt;
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    if (pidfd < 0) return std::nullopt;
+    pollfd pfd{pidfd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+    ::close(pidfd);
+    if (ready <= 0) return std::nullopt;
+    int status = 0;
+    if (::waitpid(pid_, &status, 0) != pid_) return std::nullopt;
+    pid_ = -1;
+    return status;
   }
 
   const std::string& output() const { return output_; }
@@ -190,7 +191,12 @@ class IbsimStart : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
-  // Writes `spec` as a net file and starts ibsim on it; waits for its prompt.
+  // Writes `spec` as a net file and starts ibsim on it; returns once ibsim's
+  // console loop runs. ibsim prints its banner and first prompt before it
+  // binds its sockets (sim_init_console, then sim_run -> sim_init_conn) and
+  // reads the console only in the loop after that, so a comment line it
+  // prints back means a client can attach now (umad2sim retries a refused
+  // attach only after sleep(2)).
   void start_ibsim(const std::string& spec, Child& sim) {
     Result<routing::Topology> t = generate(spec);
     ASSERT_TRUE(t.ok()) << t.error().message;
@@ -202,7 +208,8 @@ class IbsimStart : public ::testing::Test {
     for (const std::string& a : sizing_.args()) argv.push_back(a);
     argv.push_back(path);
     ASSERT_TRUE(sim.start(argv, {"IBSIM_SOCKNAME=" + sockname_}, /*merge_stderr=*/true));
-    ASSERT_TRUE(sim.read_until("sim> ", milliseconds(15000))) << sim.output();
+    ASSERT_TRUE(sim.send("#console-ready\n"));
+    ASSERT_TRUE(sim.read_until("#console-ready", milliseconds(15000))) << sim.output();
   }
 
   std::optional<std::string> ibsim_;
