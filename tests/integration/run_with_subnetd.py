@@ -2,10 +2,12 @@
 """Runs a command against a live subnetd on a simulated fabric.
 
 Starts `subnetd --config <temp config>` (transport sim, the given topology,
-socket, store and token in a fresh temp dir), waits until its unix socket
-answers GetStatus with state MASTER, runs the command, then stops subnetd
-with SIGTERM (SIGKILL if it has not exited after 5 s) and exits with the
-command's status. The daemon's log is printed when anything fails.
+socket, store and token in a fresh temp dir) with NOTIFY_SOCKET set to a
+socket of ours, waits for its READY=1 (sent once it has published its first
+MASTER state, with the API socket already listening), checks that its unix
+socket answers GetStatus with state MASTER, runs the command, then stops
+subnetd with SIGTERM (SIGKILL if it has not exited after 5 s) and exits with
+the command's status. The daemon's log is printed when anything fails.
 
 In the command, {socket}, {addr}, {token_file} and {workdir} are replaced by
 the unix socket path, the TCP address (with --tcp), the bearer-token file and
@@ -25,6 +27,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+# tests/proc_helpers.py, found from this file's place.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from proc_helpers import NotifySocket, wait_exit  # noqa: E402
 
 
 def free_tcp_port():
@@ -56,23 +62,21 @@ def write_config(path, workdir, topology, tcp_addr, token_file):
         ]))
 
 
-def wait_master(sock_path, proc, deadline, pb, pb_grpc, grpc):
-    """Polls GetStatus until MASTER; returns None or why it gave up."""
-    last = "the socket never appeared"
-    while time.monotonic() < deadline:
+def wait_master(sock_path, proc, notify, timeout, pb, pb_grpc, grpc):
+    """Waits for READY=1 from the daemon, then asks GetStatus once; returns
+    None when it is MASTER, or why not."""
+    if notify.wait_for("READY=1", proc, timeout) is None:
         if proc.poll() is not None:
             return f"subnetd exited with status {proc.returncode} before it was ready"
-        if os.path.exists(sock_path):
-            try:
-                with grpc.insecure_channel("unix:" + sock_path) as ch:
-                    st = pb_grpc.SubnetManagerStub(ch).GetStatus(pb.GetStatusRequest(), timeout=2)
-                if st.state == pb.SM_STATE_MASTER:
-                    return None
-                last = f"state {pb.SmState.Name(st.state)} {st.message}"
-            except grpc.RpcError as e:
-                last = f"GetStatus: {e.code().name}: {e.details()}"
-        time.sleep(0.2)
-    return f"not MASTER in time ({last})"
+        return f"no READY=1 from subnetd within {timeout} s"
+    try:
+        with grpc.insecure_channel("unix:" + sock_path) as ch:
+            st = pb_grpc.SubnetManagerStub(ch).GetStatus(pb.GetStatusRequest(), timeout=10)
+    except grpc.RpcError as e:
+        return f"READY, but GetStatus: {e.code().name}: {e.details()}"
+    if st.state != pb.SM_STATE_MASTER:
+        return f"READY, but state {pb.SmState.Name(st.state)} {st.message}"
+    return None
 
 
 def main():
@@ -105,11 +109,13 @@ def main():
     log_path = os.path.join(workdir, "subnetd.log")
 
     status = 1
+    notify = NotifySocket(os.path.join(workdir, "notify.sock"))
     with open(log_path, "w") as log:
         proc = subprocess.Popen([args.subnetd, "--config", config], stdout=log,
-                                stderr=subprocess.STDOUT, cwd=workdir)
+                                stderr=subprocess.STDOUT, cwd=workdir,
+                                env=dict(os.environ, **notify.env))
     try:
-        why = wait_master(sock_path, proc, time.monotonic() + args.ready_timeout, pb, pb_grpc, grpc)
+        why = wait_master(sock_path, proc, notify, args.ready_timeout, pb, pb_grpc, grpc)
         if why:
             print(f"run_with_subnetd: {why}", file=sys.stderr)
         else:
@@ -124,11 +130,10 @@ def main():
         if proc.poll() is None:
             t0 = time.monotonic()
             proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
+            if wait_exit(proc, 5) is not None:
                 print(f"run_with_subnetd: subnetd stopped {time.monotonic() - t0:.2f} s after "
                       f"SIGTERM (status {proc.returncode})")
-            except subprocess.TimeoutExpired:
+            else:
                 print("run_with_subnetd: subnetd ignored SIGTERM for 5 s; killing it",
                       file=sys.stderr)
                 proc.kill()
@@ -139,6 +144,7 @@ def main():
                 lines = log.readlines()
             print(f"---- subnetd log ({log_path}), last 60 lines ----", file=sys.stderr)
             sys.stderr.writelines(lines[-60:])
+        notify.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return status
 

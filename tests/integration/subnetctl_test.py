@@ -9,9 +9,14 @@ on TCP with a bearer token). Exits 0 when every check passes.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
-import time
+import tempfile
+
+# tests/proc_helpers.py, found from this file's place.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from proc_helpers import EventFollower  # noqa: E402
 
 failures = []
 
@@ -148,17 +153,19 @@ def main():
         return 1
     cut_node, cut_port = isl[-1]["a"]["node_name"], str(isl[-1]["a"]["port"])
     far = f'{isl[-1]["b"]["node_name"]}[{isl[-1]["b"]["port"]}]'
-    out = ctl.ok("sim", "link-down", cut_node, cut_port)
-    check(out.strip() == f"cable {cut_node}[{cut_port}] - {far} down",
-          f"sim link-down names the far end: {out.strip()}")
-    seen = False
-    deadline = time.monotonic() + 20
-    while not seen and time.monotonic() < deadline:
-        evs = ctl.json("events", "--from", str(int(last) + 1)) if int(last) >= 0 else []
-        seen = any(e.get("kind") == "EVENT_KIND_LINK_DOWN" for e in evs)
-        if not seen:
-            time.sleep(0.5)
-    check(seen, "a link_down event after sim link-down")
+    # `events --follow` from the next id: the daemon streams each event as it
+    # is logged (what came before the follower started is replayed first).
+    with tempfile.NamedTemporaryFile(prefix="subnetctl-events-", suffix=".log") as evlog:
+        follow = EventFollower([ctl.binary, "--socket", ctl.socket], int(last) + 1, None,
+                               evlog.name)
+        try:
+            out = ctl.ok("sim", "link-down", cut_node, cut_port)
+            check(out.strip() == f"cable {cut_node}[{cut_port}] - {far} down",
+                  f"sim link-down names the far end: {out.strip()}")
+            seen = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_LINK_DOWN", 20)
+        finally:
+            follow.close()
+    check(seen is not None, "a link_down event after sim link-down")
 
     # The fast path repaired routing but leaves PortStateChange set on both
     # ends of the cable until the re-balancing heavy sweep (2 s after the
