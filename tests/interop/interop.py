@@ -3,8 +3,8 @@
 one here wrote (stdlib only).
 
   interop.py --fabric NAME=SPEC_OR_NETFILE --subnetd BIN --netfile-tool BIN
-             --probe BIN --workdir DIR [--engines updn,minhop] [--all-pairs N]
-             [--sample N] [--seed S] [--daemon yes|no]
+             --probe BIN --subnetctl BIN --workdir DIR [--engines updn,minhop]
+             [--all-pairs N] [--sample N] [--seed S] [--daemon yes|no]
 
 For every engine, on a fresh `ibsim -s` (own IBSIM_SOCKNAME, size options
 computed from the file, console on a pipe this script keeps open):
@@ -28,194 +28,45 @@ Then, once per fabric, with an SM that holds the port but does not sweep
   8. `sminfo` reports it as master (our port GUID, state 3 = MASTER);
   9. an ibsim `Unlink` of a switch-to-switch link reaches it as trap 128
      from one of the two switches, and it sends TrapRepress.
-With the long-running daemon (`subnetd --config F` without --once; --daemon
-no skips this part):
- 10. sminfo reports the daemon as master; with --subnetctl, the daemon's
-     GetForwardingTable of every switch equals ibroute's and its TracePath
-     equals ibtracert's, hop by hop, for a sample of CA pairs;
- 11. `Unlink` a switch-to-switch link: the daemon gets trap 128 and reroutes,
-     and ibtracert between the CA pairs whose paths used that link succeeds
-     again, through tables that avoid it.
+With the long-running daemon (`subnetd --config F` without --once, ready
+when it sends READY=1 to our NOTIFY_SOCKET; --daemon no skips this part):
+ 10. sminfo reports the daemon as master; the daemon's GetForwardingTable of
+     every switch equals ibroute's and its TracePath equals ibtracert's, hop
+     by hop, for a sample of CA pairs (through subnetctl --json);
+ 11. `Unlink` a switch-to-switch link: the daemon gets trap 128 and reroutes
+     (its event stream, `subnetctl events --follow`, says when); the
+     switches hold the new tables (`verify --read-back`), the paths of the
+     CA pairs that used the link avoid it in them, and ibtracert follows
+     them; the same again after the heavy sweep that re-balances 2 s later.
+Nothing here sleeps to let something happen: every wait is for the event
+itself (a line, a datagram, an event, a process exit), with a deadline only
+a failing run reaches.
 Exit 0 when every check passed; 1 with the failures listed; 77 when a
 required tool is missing.
 """
 import argparse
-import base64
-import json
 import os
 import random
 import re
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-# tests/ibsim_helpers.py, found from this file's place whatever the working
-# directory (ctest runs this from the build tree).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, netfile as make_netfile,  # noqa: E402
-                           preload_env, track, write_subnetd_config)
+# tests/ibsim_helpers.py and the interop modules beside this file, found from
+# this file's place whatever the working directory (ctest runs this from the
+# build tree).
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+from ibsim_helpers import Ibsim, find_umad2sim, netfile as make_netfile, write_subnetd_config  # noqa: E402
+from interop_daemon import check_daemon  # noqa: E402
+from interop_lib import (Child, Env, Fabric, Failures, log, parse_sminfo,  # noqa: E402
+                         trace_pairs)
 
 TOOLS = ["ibsim", "ibnetdiscover", "ibroute", "ibtracert", "smpquery", "sminfo", "ibdmchk"]
 IS_SM = 0x2
-
-# ------------------------------------------------------------------ utilities
-
-
-class Failures:
-    def __init__(self):
-        self.items = []
-
-    def add(self, where, what):
-        self.items.append("%s: %s" % (where, what))
-        print("FAIL %s: %s" % (where, what), flush=True)
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-class Env:
-    """Runs programs under the preload for one ibsim, each in a fresh working
-    directory under `scratch` (ibsim_helpers.client_cwd says why)."""
-
-    def __init__(self, sock, umad2sim, scratch):
-        self.env = preload_env(sock, umad2sim)
-        self.scratch = scratch
-
-    def run(self, args, timeout=120):
-        cwd = client_cwd(self.scratch)
-        try:
-            p = subprocess.run(args, env=self.env, capture_output=True, text=True,
-                               timeout=timeout, cwd=cwd)
-            return p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired:
-            return 124, "", "timed out after %ss" % timeout
-        finally:
-            shutil.rmtree(cwd, ignore_errors=True)
-
-
-# ------------------------------------------------------------------ dump files
-
-# OpenSM marks the SM's own node "CA-SM" / "SW-SM".
-END = re.compile(r"\{ (SW|CA)(?:-SM)? Ports:([0-9A-F]+) SystemGUID:[0-9A-F]+ NodeGUID:([0-9A-F]+) "
-                 r"PortGUID:([0-9A-F]+) .*?\{(.*?)\} LID:([0-9A-F]+) PN:([0-9A-F]+) \}")
-
-
-# opensm.fdbs comes in two layouts: OpenSM's dump_ucast_routes (what OpenSM
-# writes to opensm.fdbs and the only one ibdmchk reads) and dump_ucast_lfts
-# (OpenSM's opensm-lfts.dump). Both are read here; ibdmchk decides whether
-# subnetd wrote the right one (check_ibdmchk).
-FDB_ROUTES_HDR = re.compile(r"^dump_ucast_routes: Switch 0x([0-9a-fA-F]+)")
-FDB_ROUTES_ENT = re.compile(r"^0x([0-9a-fA-F]+) : (\d+)")
-FDB_LFTS_HDR = re.compile(r"^Unicast lids \[.*\] of switch Lid \d+ guid 0x([0-9a-fA-F]+)")
-FDB_LFTS_ENT = re.compile(r"^0x([0-9a-fA-F]+) (\d+) #")
-
-
-def read_fdbs(path):
-    """switch GUID -> {LID: port}."""
-    lft, cur = {}, None
-    with open(path) as f:
-        for line in f:
-            m = FDB_ROUTES_HDR.match(line) or FDB_LFTS_HDR.match(line)
-            if m:
-                cur = lft.setdefault(int(m.group(1), 16), {})
-                continue
-            m = FDB_ROUTES_ENT.match(line) or FDB_LFTS_ENT.match(line)
-            if m and cur is not None:
-                cur[int(m.group(1), 16)] = int(m.group(2))
-    return lft
-
-
-class Fabric:
-    """What subnetd says it did, from its OpenSM-format dump files."""
-
-    def __init__(self, dump):
-        self.nodes = {}      # node guid -> {"type", "desc", "ports"}
-        self.links = {}      # (node guid, port) -> (node guid, port)
-        self.lid_of = {}     # switch node guid / CA port guid -> LID
-        self.port_guid = {}  # (CA node guid, port) -> port guid
-        self.port_of_guid = {}  # CA port guid -> (node guid, port)
-        with open(os.path.join(dump, "opensm-subnet.lst")) as f:
-            for n, line in enumerate(f, 1):
-                ends = END.findall(line)
-                if len(ends) != 2:
-                    if line.strip():
-                        raise RuntimeError("opensm-subnet.lst:%d: not a link line: %s" % (n, line.strip()[:120]))
-                    continue
-                (ta, na, ga, pa, da, la, pna), (tb, nb, gb, pb, db, lb, pnb) = ends
-                for t, n, g, p, d, lid, pn in ends:
-                    node = int(g, 16)
-                    self.nodes[node] = {"type": t, "desc": d, "ports": int(n, 16)}
-                    if t == "SW":
-                        self.lid_of[node] = int(lid, 16)
-                    else:
-                        pg = int(p, 16)
-                        self.lid_of[pg] = int(lid, 16)
-                        self.port_guid[(node, int(pn, 16))] = pg
-                        self.port_of_guid[pg] = (node, int(pn, 16))
-                self.links[(int(ga, 16), int(pna, 16))] = (int(gb, 16), int(pnb, 16))
-        self.lft = read_fdbs(os.path.join(dump, "opensm.fdbs"))
-
-    def switches(self):
-        return sorted(n for n, v in self.nodes.items() if v["type"] == "SW")
-
-    def ca_ports(self):
-        return sorted(self.port_of_guid)
-
-    def sw_links(self):
-        out = []
-        for (a, pa), (b, pb) in sorted(self.links.items()):
-            if self.nodes[a]["type"] == "SW" and self.nodes[b]["type"] == "SW" and (a, pa) < (b, pb):
-                out.append((a, pa, b, pb))
-        return out
-
-    def pairs_using(self, end_a, end_b):
-        """CA port pairs whose path (through subnetd's tables) crosses the
-        link end_a <-> end_b in either direction."""
-        ends = {end_a, end_b}
-        out = []
-        for s in self.ca_ports():
-            for t in self.ca_ports():
-                if s == t:
-                    continue
-                hops = self.walk(s, t)
-                if isinstance(hops, str):
-                    continue
-                node = self.port_of_guid[s][0]
-                for out_port, guid, _ in hops:
-                    if (node, out_port) in ends:
-                        out.append((s, t))
-                        break
-                    node = guid
-        return out
-
-    def walk(self, src_pg, dst_pg):
-        """(out port, GUID, in port) per hop through subnetd's tables, as ibtracert
-        prints them (switch node GUID, final CA port GUID), or an error string."""
-        dlid = self.lid_of[dst_pg]
-        node, port = self.port_of_guid[src_pg]
-        hops = []
-        for _ in range(64):
-            nxt = self.links.get((node, port))
-            if nxt is None:
-                return "port %d of %#x has no link" % (port, node)
-            rnode, rport = nxt
-            if self.nodes[rnode]["type"] == "CA":
-                hops.append((port, self.port_guid.get((rnode, rport)), rport))
-                if self.port_guid.get((rnode, rport)) != dst_pg:
-                    return "reached CA port %#x, not %#x" % (self.port_guid.get((rnode, rport)), dst_pg)
-                return hops
-            hops.append((port, rnode, rport))
-            out = self.lft.get(rnode, {}).get(dlid)
-            if out is None or out == 0:
-                return "switch %#x has no route to LID %d" % (rnode, dlid)
-            node, port = rnode, out
-        return "more than 64 hops"
-
 
 # ------------------------------------------------------------------ checks
 
@@ -270,34 +121,6 @@ def check_ibroute(env, fab, where, fails):
             bad += 1
     if not bad:
         log("  ibroute: %d switches, every LFT equals subnetd's" % len(fab.switches()))
-
-
-def parse_tracert(out):
-    hops = []
-    for line in out.splitlines():
-        m = re.match(r"^\[(\d+)\] -> (?:switch|ca) port \{0x([0-9a-f]+)\}\[(\d+)\]", line)
-        if m:
-            hops.append((int(m.group(1)), int(m.group(2), 16), int(m.group(3))))
-    return hops
-
-
-def trace_pairs(env, fab, pairs, where, fails, label="ibtracert"):
-    ok = 0
-    for s, d in pairs:
-        sl, dl = fab.lid_of[s], fab.lid_of[d]
-        rc, out, err = env.run(["ibtracert", str(sl), str(dl)])
-        if rc != 0:
-            fails.add(where, "%s %d %d failed (rc %d): %s" % (label, sl, dl, rc, err.strip()[-200:]))
-            continue
-        want = fab.walk(s, d)
-        got = parse_tracert(out)
-        if isinstance(want, str):
-            fails.add(where, "subnetd's own tables: %d -> %d: %s" % (sl, dl, want))
-        elif got != want:
-            fails.add(where, "%s %d %d: path %s, subnetd's tables say %s" % (label, sl, dl, got, want))
-        else:
-            ok += 1
-    return ok
 
 
 def check_ibtracert(env, fab, args, where, fails, all_pairs):
@@ -407,82 +230,6 @@ def check_ibdmchk(dump, fab, where, fails):
 
 # ------------------------------------------------------------------ SM alive
 
-class Child:
-    """A line-oriented child process under the preload (stdin held open).
-    Reads its stdout with os.read, so select() never misses a line that a
-    buffered reader already pulled in."""
-
-    def __init__(self, args, env, logpath):
-        self.log = open(logpath, "w")
-        self.cwd = client_cwd(env.scratch)
-        self.proc = track(subprocess.Popen(args, env=env.env, stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=self.log, cwd=self.cwd))
-        self.lines, self.pending, self.eof = [], b"", False
-        self.seen = 0  # lines already offered to wait_line
-
-    def _pump(self, timeout):
-        if self.eof:
-            return False
-        r, _, _ = select.select([self.proc.stdout], [], [], max(0.0, timeout))
-        if not r:
-            return False
-        data = os.read(self.proc.stdout.fileno(), 65536)
-        if not data:
-            self.eof = True
-            return False
-        self.pending += data
-        while b"\n" in self.pending:
-            line, self.pending = self.pending.split(b"\n", 1)
-            text = line.decode(errors="replace")
-            self.log.write("[stdout] %s\n" % text)
-            self.log.flush()
-            self.lines.append(text)
-        return True
-
-    def wait_line(self, rx, timeout):
-        """The next line (after those already returned) matching rx, or None."""
-        end = time.time() + timeout
-        while True:
-            while self.seen < len(self.lines):
-                line = self.lines[self.seen]
-                self.seen += 1
-                if re.search(rx, line):
-                    return line
-            if time.time() >= end or (self.eof and self.proc.poll() is not None):
-                return None
-            self._pump(min(0.2, end - time.time()))
-
-    def finish(self, timeout=10, sig=None):
-        """Ends the child: closes its stdin (umad_probe's cue) or sends `sig`
-        (the daemon stops on SIGTERM), then collects the rest of its output."""
-        try:
-            if sig is not None and self.proc.poll() is None:
-                self.proc.send_signal(sig)
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        end = time.time() + timeout
-        while not self.eof and time.time() < end:
-            self._pump(0.2)
-        try:
-            self.proc.wait(timeout=max(0.1, end - time.time()))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.cwd, ignore_errors=True)
-        return self.proc.returncode
-
-
-def parse_sminfo(out):
-    m = re.search(r"sm lid (\d+) sm guid (0x[0-9a-f]+), activity count (\d+) priority (\d+) "
-                  r"state (\d+)", out)
-    if not m:
-        return None
-    return {"lid": int(m.group(1)), "guid": int(m.group(2), 16), "act": int(m.group(3)),
-            "prio": int(m.group(4)), "state": int(m.group(5))}
-
-
 def pick_sw_link(fab, sm_node):
     """A switch-to-switch link away from the SM's switch, deterministic."""
     links = fab.sw_links()
@@ -544,142 +291,6 @@ def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
             fails.add(where, "the transport answered no SMInfo request: %s" % stats[-1])
 
 
-def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, where, fails):
-    dump = os.path.join(workdir, "dump-daemon")
-    d = Child([args.subnetd, "--config", cfg, "--dump-dir", dump], env,
-              os.path.join(workdir, "daemon.log"))
-    try:
-        if not wait_daemon_up(d, dump, 60):
-            fails.add(where, "daemon: no subnet up within 60 s, see %s/daemon.log" % workdir)
-            return
-        rc, out, err = env.run(["sminfo"])
-        s = parse_sminfo(out)
-        if rc != 0 or not s or s["state"] != 3 or s["lid"] != sm_lid:
-            fails.add(where, "daemon: sminfo: rc %d %s %s" % (rc, out.strip(), err.strip()[-200:]))
-        else:
-            log("  daemon: sminfo: %s" % out.strip())
-        if args.subnetctl:
-            check_grpc(env, fab, args, api_sock, where, fails)
-        # The switch-to-switch link that most CA pairs' paths cross (ties:
-        # the first), so the reroute has something to prove.
-        best = None
-        for link in fab.sw_links():
-            n = len(fab.pairs_using((link[0], link[1]), (link[2], link[3])))
-            if best is None or n > best[0]:
-                best = (n, link)
-        if not best:
-            return
-        a, pa, b, pb = best[1]
-        affected = fab.pairs_using((a, pa), (b, pb))
-        affected = affected[:args.sample]
-        before = os.path.getmtime(os.path.join(dump, "opensm.fdbs"))
-        t0 = time.time()
-        ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
-        # The daemon rewrites its dump files after a reroute.
-        while time.time() - t0 < 30:
-            p = os.path.join(dump, "opensm.fdbs")
-            if os.path.exists(p) and os.path.getmtime(p) > before:
-                break
-            time.sleep(0.02)
-        else:
-            fails.add(where, "daemon: no new tables within 30 s of Unlink %s[%d]" % (fab.nodes[a]["desc"], pa))
-            return
-        took = time.time() - t0
-        time.sleep(0.3)  # let the dump files settle
-        after = Fabric(dump)
-        ok = trace_pairs(env, after, affected, where, fails, "ibtracert after Unlink")
-        log("  daemon: Unlink %s[%d]: new tables after %.2f s, %d/%d affected pairs trace through them"
-            % (fab.nodes[a]["desc"], pa, took, ok, len(affected)))
-    finally:
-        d.finish(sig=signal.SIGTERM)
-
-
-def subnetctl(env, args, sock, cmd):
-    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
-    if rc != 0:
-        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
-    try:
-        return json.loads(out), ""
-    except ValueError as e:
-        return None, "subnetctl %s: bad JSON (%s)" % (" ".join(cmd), e)
-
-
-def ibroute_table(env, lid):
-    rc, out, err = env.run(["ibroute", str(lid)])
-    if rc != 0:
-        return None
-    got = {}
-    for line in out.splitlines():
-        m = re.match(r"^0x([0-9a-f]+) (\d+) :", line)
-        if m:
-            got[int(m.group(1), 16)] = int(m.group(2))
-    return got
-
-
-def check_grpc(env, fab, args, sock, where, fails):
-    """What the daemon serves over gRPC (GetForwardingTable, TracePath, via
-    subnetctl --json) against what ibroute / ibtracert read from the fabric."""
-    bad = 0
-    for sw in fab.switches():
-        blocks, err = subnetctl(env, args, sock, ["lft", "0x%016x" % sw])
-        if blocks is None:
-            fails.add(where, "daemon: " + err)
-            bad += 1
-            continue
-        served = {}
-        for b in blocks:
-            ports = base64.b64decode(b.get("ports", ""))
-            top = int(b.get("linear_fdb_top", 0))
-            for i, port in enumerate(ports):
-                lid = int(b.get("block", 0)) * 64 + i
-                if port != 255 and lid <= top:
-                    served[lid] = port
-        served.pop(0, None)  # LID 0 is not a LID; ibroute starts at 1
-        real = ibroute_table(env, fab.lid_of[sw])
-        if real != served:
-            diff = sorted(set((real or {}).items()) ^ set(served.items()))[:4]
-            fails.add(where, "daemon: GetForwardingTable of %s differs from ibroute: %s"
-                      % (fab.nodes[sw]["desc"], diff))
-            bad += 1
-    if not bad:
-        log("  daemon: GetForwardingTable == ibroute on all %d switches" % len(fab.switches()))
-    cas = fab.ca_ports()
-    pairs = [(s_, t) for s_ in cas for t in cas if s_ != t]
-    pairs = random.Random(args.seed + 1).sample(pairs, min(len(pairs), 20))
-    bad = 0
-    for s_, t in pairs:
-        sl, dl = fab.lid_of[s_], fab.lid_of[t]
-        r, err = subnetctl(env, args, sock, ["trace", "lid:%d" % sl, "lid:%d" % dl])
-        if r is None:
-            fails.add(where, "daemon: " + err)
-            bad += 1
-            continue
-        hops = r.get("hops", [])
-        served = [(int(hops[i - 1].get("out_port", 0)), int(hops[i]["node_guid"]), int(hops[i].get("in_port", 0)))
-                  for i in range(1, len(hops))]
-        rc, out, e2 = env.run(["ibtracert", str(sl), str(dl)])
-        real = parse_tracert(out) if rc == 0 else None
-        # ibtracert names the last CA by its port GUID, TracePath by its node GUID.
-        if real and served and fab.port_of_guid.get(real[-1][1], (None,))[0] == served[-1][1]:
-            real[-1] = served[-1]
-        if not r.get("complete") or real != served:
-            fails.add(where, "daemon: TracePath %d -> %d %s, ibtracert %s" % (sl, dl, served, real))
-            bad += 1
-    if not bad:
-        log("  daemon: TracePath == ibtracert for %d CA pairs" % len(pairs))
-
-
-def wait_daemon_up(child, dump, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(os.path.join(dump, "opensm.fdbs")):
-            return True
-        if child.proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
-
-
 # ------------------------------------------------------------------ main
 
 def main():
@@ -689,7 +300,7 @@ def main():
     ap.add_argument("--netfile-tool", required=True)
     ap.add_argument("--probe", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--subnetctl", help="also check the daemon's gRPC answers (GetForwardingTable, TracePath)")
+    ap.add_argument("--subnetctl", help="subnetctl, for the daemon checks (required unless --daemon no)")
     ap.add_argument("--engines", default="updn,minhop")
     ap.add_argument("--all-pairs", type=int, default=16,
                     help="trace all CA pairs up to this many CA ports (first engine only)")
@@ -699,6 +310,8 @@ def main():
     ap.add_argument("--daemon", choices=["yes", "no"], default="yes",
                     help="also check the long-running daemon (sminfo, Unlink reroute)")
     args = ap.parse_args()
+    if args.daemon == "yes" and not args.subnetctl:
+        ap.error("the daemon checks need --subnetctl (its events tell when the daemon rerouted)")
 
     missing = [t for t in TOOLS if shutil.which(t) is None]
     umad2sim = find_umad2sim()
@@ -765,7 +378,7 @@ def main():
                 check_probe(env, fab, ib, args, run, sm_lid, sm_node, where, fails)
                 if args.daemon == "yes":
                     ib.stop()
-                    ib = Ibsim(netfile, sizing, run, sock + "d")
+                    ib = Ibsim(netfile, sizing, run, sock + "d", out="ibsim-daemon.out")
                     env = Env(sock + "d", umad2sim, run)
                     ib.start()
                     check_daemon(env, fab, ib, args, run, cfg, os.path.join(sockdir, "api.sock"),

@@ -1,0 +1,263 @@
+"""The interop checks of the long-running daemon (`subnetd --config F` over
+umad on ibsim): READY, sminfo, its gRPC answers against ibroute/ibtracert,
+and the reroute after an `Unlink` (see interop.py for the list). stdlib
+only; imported by interop.py.
+"""
+import base64
+import json
+import os
+import random
+import re
+import signal
+import time
+
+from interop_lib import Child, Fabric, Failures, log, parse_sminfo, parse_tracert, trace_pairs
+from proc_helpers import EventFollower, NotifySocket
+
+
+def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, where, fails):
+    dump = os.path.join(workdir, "dump-daemon")
+    notify = NotifySocket(os.path.join(os.path.dirname(api_sock), "notify.sock"))
+    d = Child([args.subnetd, "--config", cfg, "--dump-dir", dump], env,
+              os.path.join(workdir, "daemon.log"), extra_env=notify.env)
+    follow = None
+    try:
+        # READY=1 comes with the first MASTER state, after the dump files
+        # were written and with the API socket listening.
+        if notify.wait_for("READY=1", d.proc, 60) is None:
+            fails.add(where, "daemon: not READY within 60 s (rc %s), see %s/daemon.log"
+                      % (d.proc.poll(), workdir))
+            return
+        rc, out, err = env.run(["sminfo"])
+        s = parse_sminfo(out)
+        if rc != 0 or not s or s["state"] != 3 or s["lid"] != sm_lid:
+            fails.add(where, "daemon: sminfo: rc %d %s %s" % (rc, out.strip(), err.strip()[-200:]))
+        else:
+            log("  daemon: sminfo: %s" % out.strip())
+        check_grpc(env, fab, args, api_sock, where, fails)
+        # The switch-to-switch link that most CA pairs' paths cross (ties:
+        # the first), so the reroute has something to prove.
+        best = None
+        for link in fab.sw_links():
+            n = len(fab.pairs_using((link[0], link[1]), (link[2], link[3])))
+            if best is None or n > best[0]:
+                best = (n, link)
+        if not best:
+            return
+        a, pa, b, pb = best[1]
+        cut = "%s[%d]" % (fab.nodes[a]["desc"], pa)
+        affected = fab.pairs_using((a, pa), (b, pb))
+        affected = affected[:args.sample]
+        st, err = subnetctl(env, args, api_sock, ["status"])
+        if st is None:
+            fails.add(where, "daemon: " + err)
+            return
+        # Followed from the next event id: what happens between here and the
+        # follower's start is replayed, nothing is missed.
+        follow = EventFollower([args.subnetctl, "--socket", api_sock],
+                               int(st.get("last_event_id", "0")) + 1, env.env,
+                               os.path.join(workdir, "daemon-events.log"))
+        t0 = time.time()
+        ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+        # New tables: the fast path's reroute, or the heavy sweep that
+        # replaces a refused repair.
+        first = follow.wait(lambda e: e.get("kind") in ("EVENT_KIND_REROUTE", "EVENT_KIND_SWEEP"), 30)
+        if first is None:
+            fails.add(where, "daemon: no reroute or sweep within 30 s of Unlink %s, see %s/daemon.log"
+                      % (cut, workdir))
+            return
+        took = time.time() - t0
+        what = "reroute" if first["kind"] == "EVENT_KIND_REROUTE" else "heavy sweep"
+        # After a reroute 20 traces: they finish before the re-balancing
+        # sweep, which gets them all.
+        own = 1 if fab.nodes.get(sm_node, {}).get("type") == "SW" else 0
+        aside = check_new_tables(env, args, api_sock, dump, (a, pa), (b, pb), affected, where, fails,
+                                 "after Unlink %s (%s)" % (cut, what), final=(what != "reroute"),
+                                 traced=20 if what == "reroute" else None, silent_ok=own)
+        log("  daemon: Unlink %s: %s after %.2f s" % (cut, what, took))
+        if what == "reroute":
+            # A heavy sweep re-balances 2 s after a repair; its tables must
+            # avoid the cable too (and checks it overlapped are made again).
+            first_id = int(first.get("id", "0"))
+            sweep = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_SWEEP"
+                                and int(e.get("id", "0")) > first_id, 30)
+            if sweep is None:
+                fails.add(where, "daemon: no re-balancing sweep within 30 s of the reroute, see "
+                          "%s/daemon.log" % workdir)
+                return
+            check_new_tables(env, args, api_sock, dump, (a, pa), (b, pb), affected, where, fails,
+                             "after the re-balancing sweep" + (" (the reroute's checks overlapped it)"
+                                                               if aside else ""), final=True,
+                             silent_ok=own)
+    finally:
+        d.finish(sig=signal.SIGTERM)
+        if follow is not None:
+            follow.close()
+        notify.close()
+
+
+def check_new_tables(env, args, api_sock, dump, end_a, end_b, pairs, where, fails, label, final,
+                     traced=None, silent_ok=0):
+    """After an event that announced new tables (the SM's handling of it has
+    written the dump files and published them):
+      a. the switches hold them: VerifyRouting with read-back, which the SM
+         takes up after that step, compares every LFT block with them;
+      b. the pairs' paths through them (the dump files) avoid the link
+         end_a-end_b;
+      c. ibtracert follows those paths hop by hop (the first `traced` pairs:
+         each ibtracert is a process attaching to ibsim, tens of ms).
+    A heavy sweep may start meanwhile (one re-balances 2 s after a reroute)
+    and reprogram the switches under the checks. It publishes when it starts,
+    so GetStatus after (a, b) and after (c) tells: when the generation moved,
+    what the checks before found is set aside, unless `final` (then a moving
+    generation is a failure itself). Returns True when something was set
+    aside (the caller checks again after that sweep). `silent_ok`: switches
+    the read-back may leave unread (1 when the SM sits on a switch: subnetd
+    does not read back the switch it is on, whose directed route is empty)."""
+    def status_generation():
+        st, _ = subnetctl(env, args, api_sock, ["status"])
+        return int(st.get("generation", "0")) if st else None
+
+    def settle(found, g_before, what):
+        g_now = status_generation()
+        if g_before is not None and g_now == g_before:
+            fails.merge(found)
+            return False
+        if final:
+            fails.merge(found)
+            fails.add(where, "daemon: the tables changed while %s were checked %s (generation %s -> %s)"
+                      % (what, label, g_before, g_now))
+            return False
+        log("  daemon: %s: generation %s -> %s while %s were checked (a sweep overlapped), "
+            "%d finding(s) set aside" % (label, g_before, g_now, what, len(found.items)))
+        return True
+
+    found = Failures(quiet=True)
+    v, err = subnetctl_json(env, args, api_sock, ["verify", "--read-back"])
+    g0 = int(v.get("generation", "0")) if v else None
+    rb = (v or {}).get("read_back", {})
+    if v is None:
+        found.add(where, "daemon: " + err)
+    elif v.get("verdict") != "VERDICT_OK" or int(rb.get("blocks_differ", "0")) != 0 \
+            or rb.get("switches_silent", 0) > silent_ok:
+        found.add(where, "daemon: verify --read-back %s: %s %s, %s switch(es) silent, %s" % (
+            label, v.get("verdict"), v.get("message", ""), rb.get("switches_silent", 0),
+            rb.get("differences", [])[:3]))
+    after = Fabric(dump)
+    ends = {end_a, end_b}
+    for s_, t in pairs:
+        hops = after.walk(s_, t)
+        node, crossed = after.port_of_guid[s_][0], False
+        for out_port, guid, _ in ([] if isinstance(hops, str) else hops):
+            crossed |= (node, out_port) in ends
+            node = guid
+        if isinstance(hops, str) or crossed:
+            found.add(where, "daemon: subnetd's tables %s: %d -> %d %s" % (
+                label, after.lid_of[s_], after.lid_of[t], hops if isinstance(hops, str) else "crosses the link"))
+    aside = settle(found, g0, "the read-back and the dump files")
+    if not aside:
+        log("  daemon: %s: read back %s LFT blocks of %s switches as published%s, the paths of %d "
+            "affected pairs avoid the link" % (
+                label, rb.get("blocks_read", 0), rb.get("switches", 0),
+                " (not the SM's own switch)" if rb.get("switches_silent", 0) else "", len(pairs)))
+    found = Failures(quiet=True)
+    some = pairs[:traced] if traced is not None else pairs
+    ok = trace_pairs(env, after, some, where, found, "ibtracert " + label)
+    if not settle(found, g0, "the ibtracert paths"):
+        log("  daemon: %s: ibtracert follows them for %d/%d pairs" % (label, ok, len(some)))
+        return aside
+    return True
+
+
+def served_lft(env, args, sock, guid):
+    """The daemon's LFT of switch `guid` (GetForwardingTable) as {LID: port},
+    like ibroute prints it; (None, why) when subnetctl fails."""
+    blocks, err = subnetctl(env, args, sock, ["lft", "0x%016x" % guid])
+    if blocks is None:
+        return None, err
+    served = {}
+    for b in blocks:
+        ports = base64.b64decode(b.get("ports", ""))
+        top = int(b.get("linear_fdb_top", 0))
+        for i, port in enumerate(ports):
+            lid = int(b.get("block", 0)) * 64 + i
+            if port != 255 and lid <= top:
+                served[lid] = port
+    served.pop(0, None)  # LID 0 is not a LID; ibroute starts at 1
+    return served, ""
+
+
+def subnetctl(env, args, sock, cmd):
+    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
+    if rc != 0:
+        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
+    try:
+        return json.loads(out), ""
+    except ValueError as e:
+        return None, "subnetctl %s: bad JSON (%s)" % (" ".join(cmd), e)
+
+
+def subnetctl_json(env, args, sock, cmd):
+    """Like subnetctl(), but reads the JSON whatever the exit status: verify
+    prints its answer and exits 1 when the verdict is not OK."""
+    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
+    try:
+        return json.loads(out), ""
+    except ValueError:
+        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
+
+
+def ibroute_table(env, lid):
+    rc, out, err = env.run(["ibroute", str(lid)])
+    if rc != 0:
+        return None
+    got = {}
+    for line in out.splitlines():
+        m = re.match(r"^0x([0-9a-f]+) (\d+) :", line)
+        if m:
+            got[int(m.group(1), 16)] = int(m.group(2))
+    return got
+
+
+def check_grpc(env, fab, args, sock, where, fails):
+    """What the daemon serves over gRPC (GetForwardingTable, TracePath, via
+    subnetctl --json) against what ibroute / ibtracert read from the fabric."""
+    bad = 0
+    for sw in fab.switches():
+        served, err = served_lft(env, args, sock, sw)
+        if served is None:
+            fails.add(where, "daemon: " + err)
+            bad += 1
+            continue
+        real = ibroute_table(env, fab.lid_of[sw])
+        if real != served:
+            diff = sorted(set((real or {}).items()) ^ set(served.items()))[:4]
+            fails.add(where, "daemon: GetForwardingTable of %s differs from ibroute: %s"
+                      % (fab.nodes[sw]["desc"], diff))
+            bad += 1
+    if not bad:
+        log("  daemon: GetForwardingTable == ibroute on all %d switches" % len(fab.switches()))
+    cas = fab.ca_ports()
+    pairs = [(s_, t) for s_ in cas for t in cas if s_ != t]
+    pairs = random.Random(args.seed + 1).sample(pairs, min(len(pairs), 20))
+    bad = 0
+    for s_, t in pairs:
+        sl, dl = fab.lid_of[s_], fab.lid_of[t]
+        r, err = subnetctl(env, args, sock, ["trace", "lid:%d" % sl, "lid:%d" % dl])
+        if r is None:
+            fails.add(where, "daemon: " + err)
+            bad += 1
+            continue
+        hops = r.get("hops", [])
+        served = [(int(hops[i - 1].get("out_port", 0)), int(hops[i]["node_guid"]), int(hops[i].get("in_port", 0)))
+                  for i in range(1, len(hops))]
+        rc, out, e2 = env.run(["ibtracert", str(sl), str(dl)])
+        real = parse_tracert(out) if rc == 0 else None
+        # ibtracert names the last CA by its port GUID, TracePath by its node GUID.
+        if real and served and fab.port_of_guid.get(real[-1][1], (None,))[0] == served[-1][1]:
+            real[-1] = served[-1]
+        if not r.get("complete") or real != served:
+            fails.add(where, "daemon: TracePath %d -> %d %s, ibtracert %s" % (sl, dl, served, real))
+            bad += 1
+    if not bad:
+        log("  daemon: TracePath == ibtracert for %d CA pairs" % len(pairs))
