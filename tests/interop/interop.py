@@ -3,8 +3,9 @@
 one here wrote (stdlib only).
 
   interop.py --fabric NAME=SPEC_OR_NETFILE --subnetd BIN --netfile-tool BIN
-             --probe BIN --subnetctl BIN --workdir DIR [--engines updn,minhop]
-             [--all-pairs N] [--sample N] [--seed S] [--daemon yes|no]
+             --probe BIN --subnetctl BIN --reset-switch BIN --workdir DIR
+             [--engines updn,minhop] [--all-pairs N] [--sample N] [--seed S]
+             [--daemon yes|no]
 
 For every engine, on a fresh `ibsim -s` (own IBSIM_SOCKNAME, size options
 computed from the file, console on a pipe this script keeps open):
@@ -33,7 +34,13 @@ when it sends READY=1 to our NOTIFY_SOCKET; --daemon no skips this part):
  10. sminfo reports the daemon as master; the daemon's GetForwardingTable of
      every switch equals ibroute's and its TracePath equals ibtracert's, hop
      by hop, for a sample of CA pairs (through subnetctl --json);
- 11. `Unlink` a switch-to-switch link: the daemon gets trap 128 and reroutes
+ 11. the switch next to the SM power-cycled (issue 12.1): its LFT emptied and
+     LinearFDBTop 0 (umad_reset_switch: ibsim cannot do that itself), its
+     ports reset and links retrained (ibsim `Clear` + `ReLink`); after
+     `subnetctl sweep --light` the SM has said the switch lost its tables,
+     ibroute on it equals the daemon's table and `verify --read-back` finds
+     no difference (skipped when the SM sits on a switch);
+ 12. `Unlink` a switch-to-switch link: the daemon gets trap 128 and reroutes
      (its event stream, `subnetctl events --follow`, says when); the
      switches hold the new tables (`verify --read-back`), the paths of the
      CA pairs that used the link avoid it in them, and ibtracert follows
@@ -299,6 +306,7 @@ def main():
     ap.add_argument("--subnetd", required=True)
     ap.add_argument("--netfile-tool", required=True)
     ap.add_argument("--probe", required=True)
+    ap.add_argument("--reset-switch", help="umad_reset_switch, for the power cycle (daemon checks)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--subnetctl", help="subnetctl, for the daemon checks (required unless --daemon no)")
     ap.add_argument("--engines", default="updn,minhop")
@@ -310,8 +318,9 @@ def main():
     ap.add_argument("--daemon", choices=["yes", "no"], default="yes",
                     help="also check the long-running daemon (sminfo, Unlink reroute)")
     args = ap.parse_args()
-    if args.daemon == "yes" and not args.subnetctl:
-        ap.error("the daemon checks need --subnetctl (its events tell when the daemon rerouted)")
+    if args.daemon == "yes" and not (args.subnetctl and args.reset_switch):
+        ap.error("the daemon checks need --subnetctl (its events tell when the daemon rerouted) "
+                 "and --reset-switch (the power cycle)")
 
     missing = [t for t in TOOLS if shutil.which(t) is None]
     umad2sim = find_umad2sim()

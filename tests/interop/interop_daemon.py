@@ -1,7 +1,7 @@
 """The interop checks of the long-running daemon (`subnetd --config F` over
 umad on ibsim): READY, sminfo, its gRPC answers against ibroute/ibtracert,
-and the reroute after an `Unlink` (see interop.py for the list). stdlib
-only; imported by interop.py.
+a power-cycled switch next to the SM, and the reroute after an `Unlink`
+(see interop.py for the list). stdlib only; imported by interop.py.
 """
 import base64
 import json
@@ -35,6 +35,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         else:
             log("  daemon: sminfo: %s" % out.strip())
         check_grpc(env, fab, args, api_sock, where, fails)
+        check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
         # The switch-to-switch link that most CA pairs' paths cross (ties:
         # the first), so the reroute has something to prove.
         best = None
@@ -167,6 +168,81 @@ def check_new_tables(env, args, api_sock, dump, end_a, end_b, pairs, where, fail
         log("  daemon: %s: ibtracert follows them for %d/%d pairs" % (label, ok, len(some)))
         return aside
     return True
+
+
+def check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails):
+    """Issue 12.1 over ibsim: the switch next to the SM power-cycled, then a
+    light sweep; afterwards the switch holds subnetd's table again (ibroute ==
+    GetForwardingTable), verify --read-back finds no difference, and the SM
+    said it found the switch without its tables.
+
+    ibsim has no power cycle (see umad_reset_switch.cpp): it is composed of
+    umad_reset_switch (LFT blocks emptied, LinearFDBTop 0, by SMP Sets to the
+    switch's SMA, the state a reboot leaves them in) and ibsim's `Clear` (every
+    port's PortInfo reset: LID, LMC and SMLid 0, links down) and `ReLink`
+    (the links train again, to Init). The SM's own link goes down with it, and
+    the switch's traps cannot reach the SM (its LID is 0, the table that led
+    to the SM is gone): only a sweep can find it."""
+    if fab.nodes.get(sm_node, {}).get("type") != "CA":
+        log("  daemon: power cycle: skipped, the SM sits on a switch (no switch next to it)")
+        return
+    port = next((p for (n, p), pg in fab.port_guid.items() if n == sm_node and fab.lid_of.get(pg) == sm_lid),
+                None)
+    sw, _ = fab.links.get((sm_node, port), (None, None))
+    if sw is None or fab.nodes[sw]["type"] != "SW":
+        fails.add(where, "daemon: power cycle: no switch next to the SM's port %s" % port)
+        return
+    name, lid = fab.nodes[sw]["desc"], fab.lid_of[sw]
+    st, err = subnetctl(env, args, api_sock, ["status"])
+    if st is None:
+        fails.add(where, "daemon: " + err)
+        return
+    follow = EventFollower([args.subnetctl, "--socket", api_sock], int(st.get("last_event_id", "0")) + 1,
+                           env.env, os.path.join(workdir, "daemon-events-power.log"))
+    try:
+        rc, out, err = env.run([args.reset_switch, str(port)], timeout=60)
+        if rc != 0 or not out.startswith("reset top "):
+            fails.add(where, "daemon: power cycle: umad_reset_switch %d: rc %d %s" % (port, rc, err.strip()[-200:]))
+            return
+        answers = [ib.console('Clear "%s"' % name), ib.console('ReLink "%s"' % name)]
+        if any(re.search(r"(^|sim> )# ", a, re.M) for a in answers):
+            fails.add(where, "daemon: power cycle: ibsim refused Clear/ReLink of %s: %s" % (name, answers))
+            return
+        sweep, err = subnetctl_json(env, args, api_sock, ["sweep", "--light"])
+        sw_kind = (sweep or {}).get("sweep", {})
+        if sweep is None or sw_kind.get("outcome") != "SWEEP_OUTCOME_OK":
+            fails.add(where, "daemon: power cycle: sweep --light: %s" % (err or sweep))
+            return
+        # Who found it says so: the light sweep in its answer (it read
+        # LinearFDBTop 0), or the heavy sweep of a trap that came first in a
+        # switch_up event (it read the port-0 LID 0).
+        said = sw_kind.get("message", "")
+        if '"%s" lost its forwarding table' % name not in said:
+            lost = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_SWITCH_UP"
+                               and int(e.get("node_guid", "0")) == sw
+                               and "lost its tables" in e.get("message", ""), 30)
+            said = lost.get("message", "") if lost else ""
+        if not said:
+            fails.add(where, "daemon: power cycle of %s: the SM never said the switch lost its tables "
+                      "(sweep --light: %s; events: %s)" % (name, sw_kind.get("message"),
+                                                           [e.get("message", "")[:80] for e in follow.seen()]))
+        served, err = served_lft(env, args, api_sock, sw)
+        real = ibroute_table(env, lid)
+        if served is None or real != served:
+            diff = sorted(set((real or {}).items()) ^ set((served or {}).items()))[:4]
+            fails.add(where, "daemon: power cycle of %s: ibroute %d differs from subnetd's table: %s %s"
+                      % (name, lid, diff if real is not None else "ibroute failed", err))
+        v, err = subnetctl_json(env, args, api_sock, ["verify", "--read-back"])
+        rb = (v or {}).get("read_back", {})
+        if v is None or v.get("verdict") != "VERDICT_OK" or int(rb.get("blocks_differ", "0")) != 0 \
+                or rb.get("switches_silent", 0) != 0:
+            fails.add(where, "daemon: power cycle of %s: verify --read-back: %s" % (name, err or v))
+        elif said and real == served:
+            log("  daemon: power cycle of %s (%s, Clear, ReLink): %s; ibroute == subnetd's table "
+                "(%d LIDs), read back %s LFT blocks, no difference"
+                % (name, out.strip(), said, len(real), rb.get("blocks_read", 0)))
+    finally:
+        follow.close()
 
 
 def served_lft(env, args, sock, guid):
