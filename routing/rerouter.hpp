@@ -217,7 +217,7 @@ class Rerouter {
   const Topology& topology() const { return topo_; }
   const LidMap& lids() const { return lids_; }
 
-  // The precomputed state and scratch (rerouter.cpp only).
+  // The precomputed state and scratch (rerouter_internal.hpp).
   struct Impl;
 
  private:
