@@ -229,7 +229,7 @@ class LftWriter final : public grpc::ServerWriteReactor<v1::ForwardingTableBlock
  public:
   LftWriter(std::shared_ptr<const FabricView> view, NodeId sw) : view_(std::move(view)), sw_(sw) {
     const routing::Node& n = view_->topo().node(sw_);
-    lft_ = &view_->state().routes->lfts[n.switch_index];
+    lft_ = &view_->state().routes->lfts[n.switch_index.value];
     top_ = view_->lids().max_lid.value;
     last_block_ = top_ / routing::kLftBlockSize;
     next();
@@ -287,7 +287,7 @@ grpc::ServerWriteReactor<v1::ForwardingTableBlock>* SubnetManagerService::GetFor
                         fmt::format("node: {} is not a switch", view->topo().label(target->node))));
   }
   if (!view->has_routes()) return new W(no_routes());
-  if (view->topo().node(target->node).switch_index >= view->state().routes->lfts.size()) {
+  if (view->topo().node(target->node).switch_index.value >= view->state().routes->lfts.size()) {
     return new W(
         Status(StatusCode::INTERNAL, fmt::format("node: the published routes have no table for {}",
                                                  view->topo().label(target->node))));

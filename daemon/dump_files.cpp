@@ -125,11 +125,11 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
     row[h] = 0;
     queue.assign(1, h);
     for (std::size_t q = 0; q < queue.size(); ++q) {
-      const NodeId v = t.switch_node(queue[q]);
+      const NodeId v = t.switch_node(SwitchIndex{queue[q]});
       for (unsigned pn = 1; pn <= t.node(v).num_ports; ++pn) {
         const routing::Port& port = t.port(v, static_cast<PortNum>(pn));
         if (!port.connected() || t.node(port.remote_node).type != NodeType::kSwitch) continue;
-        const std::uint32_t w = t.node(port.remote_node).switch_index;
+        const std::uint32_t w = t.node(port.remote_node).switch_index.value;
         if (row[w] != kFar || row[queue[q]] + 1 >= kFar) continue;
         row[w] = static_cast<std::uint8_t>(row[queue[q]] + 1);
         queue.push_back(w);
@@ -139,7 +139,7 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
   // The switch a LID's packets leave the switch fabric at, and the hops
   // from there (0 for the switch's own LID, 1 down to a CA port).
   struct Home {
-    std::uint32_t sw = UINT32_MAX;
+    SwitchIndex sw;  // kNoSwitch: none
     std::uint8_t last = 0;
   };
   auto home_of = [&](PortRef owner) {
@@ -159,11 +159,11 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
   // Links a packet for `lid` crosses from switch `s` following the tables,
   // until it reaches the LID's port; 0 = it never does (drop, dark port,
   // loop, wrong node).
-  auto traced_hops = [&](std::uint32_t s, Lid lid, PortRef owner) -> unsigned {
+  auto traced_hops = [&](SwitchIndex s, Lid lid, PortRef owner) -> unsigned {
     NodeId cur = t.switch_node(s);
     unsigned hops = 0;
     for (std::size_t guard = 0; guard <= num_sw; ++guard) {
-      const std::uint8_t out = routes.lfts[t.node(cur).switch_index].get(lid);
+      const std::uint8_t out = routes.lfts[t.node(cur).switch_index.value].get(lid);
       if (out == 0) return owner.node == cur && hops > 0 ? hops : 0;
       if (out > t.node(cur).num_ports) return 0;
       const routing::Port& link = t.port(cur, out);
@@ -180,7 +180,7 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   for (std::uint32_t s = 0; s < num_sw; ++s) {
-    const NodeId n = t.switch_node(s);
+    const NodeId n = t.switch_node(SwitchIndex{s});
     const routing::Node& node = t.node(n);
     const routing::Lft& lft = routes.lfts[s];
     fmt::format_to(it, "dump_ucast_routes: Switch 0x{:016x}\nLID    : Port : Hops : Optimal\n",
@@ -195,8 +195,9 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
       }
       const Home home = home_of(owner);
       const bool own = owner.node == n;  // this switch's own LID
-      const unsigned hops = own ? (port == 0 ? 0U : 1U) : traced_hops(s, Lid{l}, owner);
-      const std::uint8_t to_home = home.sw == UINT32_MAX ? kFar : dist[home.sw * num_sw + s];
+      const unsigned hops =
+          own ? (port == 0 ? 0U : 1U) : traced_hops(SwitchIndex{s}, Lid{l}, owner);
+      const std::uint8_t to_home = home.sw.valid() ? dist[home.sw.value * num_sw + s] : kFar;
       if ((!own && hops == 0) || to_home == kFar || (own && port != 0)) {
         fmt::format_to(it, "{:03}  : HOPS UNKNOWN\n", port);
         continue;
@@ -216,8 +217,8 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
           if (link.remote_node == owner.node && link.remote_port == owner.port) best_port = pn;
           continue;
         }
-        const std::uint32_t w = t.node(link.remote_node).switch_index;
-        if (dist[home.sw * num_sw + w] + 1 == to_home) best_port = pn;
+        const std::uint32_t w = t.node(link.remote_node).switch_index.value;
+        if (dist[home.sw.value * num_sw + w] + 1 == to_home) best_port = pn;
       }
       fmt::format_to(it, "No {} hop path possible via port {}!\n", best, best_port);
     }

@@ -41,14 +41,14 @@ Result<std::unique_ptr<FastPath>> FastPath::build(const routing::Topology& topo,
   fp->rerouter_ = std::move(rr).value();
   const std::size_t n = topo.num_switches();
   fp->root_ = topo.node(own.remote_node).switch_index;
-  fp->parent_.assign(n, kNone);
+  fp->parent_.assign(n, kNoSwitch);
   fp->parent_port_.assign(n, 0);
   fp->depth_.assign(n, 0);
   fp->stamp_.assign(n, 0);
   fp->links_first_.assign(n + 1, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
     fp->links_first_[s] = static_cast<std::uint32_t>(fp->links_.size());
-    const NodeId node = topo.switch_node(s);
+    const NodeId node = topo.switch_node(SwitchIndex{s});
     for (unsigned pn = 1; pn <= topo.node(node).num_ports; ++pn) {
       const routing::Port& port = topo.port(node, static_cast<PortNum>(pn));
       if (!port.connected() || topo.node(port.remote_node).type != routing::NodeType::kSwitch)
@@ -74,7 +74,7 @@ Result<std::unique_ptr<FastPath>> FastPath::build(const routing::Topology& topo,
   return fp;
 }
 
-bool FastPath::link_up_now(std::uint32_t sw, PortNum port) const {
+bool FastPath::link_up_now(SwitchIndex sw, PortNum port) const {
   if (!rerouter_->link_live(sw, port)) return false;
   return std::none_of(suspect_.begin(), suspect_.end(),
                       [&](const routing::FailedLink& f) { return f.sw == sw && f.port == port; });
@@ -82,71 +82,74 @@ bool FastPath::link_up_now(std::uint32_t sw, PortNum port) const {
 
 void FastPath::refresh_paths() {
   affinity_.check();
-  std::fill(parent_.begin(), parent_.end(), kNone);
+  std::fill(parent_.begin(), parent_.end(), kNoSwitch);
   std::fill(depth_.begin(), depth_.end(), 0);
   std::vector<std::uint8_t>& seen = seen_;
   std::fill(seen.begin(), seen.end(), 0);
-  std::vector<std::uint32_t>& queue = queue_;
+  std::vector<SwitchIndex>& queue = queue_;
   queue.assign(1, root_);
-  seen[root_] = 1;
+  seen[root_.value] = 1;
   for (std::size_t i = 0; i < queue.size(); ++i) {
-    const std::uint32_t s = queue[i];
+    const SwitchIndex s = queue[i];
     // The path to s holds the SM's port plus depth_[s] hops; a child needs
     // one more, within the 63 a directed route can hold.
-    if (depth_[s] + 2U > mad::kMaxHopCount) continue;
+    if (depth_[s.value] + 2U > mad::kMaxHopCount) continue;
     for (const SwitchLink& l : links_of(s)) {
-      if (seen[l.peer] != 0 || !link_up_now(s, l.port)) continue;
-      seen[l.peer] = 1;
-      parent_[l.peer] = s;
-      parent_port_[l.peer] = l.port;
-      depth_[l.peer] = static_cast<std::uint8_t>(depth_[s] + 1);
+      const std::uint32_t child = l.peer.value;
+      if (seen[child] != 0 || !link_up_now(s, l.port)) continue;
+      seen[child] = 1;
+      parent_[child] = s;
+      parent_port_[child] = l.port;
+      depth_[child] = static_cast<std::uint8_t>(depth_[s.value] + 1);
       queue.push_back(l.peer);
     }
   }
 }
 
-bool FastPath::intact(std::uint32_t sw) const {
-  for (std::uint32_t x = sw; x != root_; x = parent_[x]) {
-    if (parent_[x] == kNone || !link_up_now(parent_[x], parent_port_[x])) return false;
+bool FastPath::intact(SwitchIndex sw) const {
+  for (SwitchIndex x = sw; x != root_; x = parent_[x.value]) {
+    const SwitchIndex up = parent_[x.value];
+    if (up == kNoSwitch || !link_up_now(up, parent_port_[x.value])) return false;
   }
   return true;
 }
 
-bool FastPath::descends_from(std::uint32_t sw, std::uint32_t ancestor) const {
-  for (std::uint32_t x = sw; x != kNone; x = x == root_ ? kNone : parent_[x]) {
+bool FastPath::descends_from(SwitchIndex sw, SwitchIndex ancestor) const {
+  for (SwitchIndex x = sw; x != kNoSwitch; x = x == root_ ? kNoSwitch : parent_[x.value]) {
     if (x == ancestor) return true;
   }
   return false;
 }
 
-std::size_t FastPath::tree_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const {
-  const std::size_t len = std::size_t{depth_[sw]} + 1;
+std::size_t FastPath::tree_path(SwitchIndex sw, std::array<std::uint8_t, 64>& out) const {
+  const std::size_t len = std::size_t{depth_[sw.value]} + 1;
   out[0] = sm_port_;
   std::size_t i = len;
-  for (std::uint32_t x = sw; x != root_; x = parent_[x]) out[--i] = parent_port_[x];
+  for (SwitchIndex x = sw; x != root_; x = parent_[x.value]) out[--i] = parent_port_[x.value];
   return len;
 }
 
-std::size_t FastPath::path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const {
-  if (sw == root_ || (parent_[sw] != kNone && intact(sw))) return tree_path(sw, out);
+std::size_t FastPath::path(SwitchIndex sw, std::array<std::uint8_t, 64>& out) const {
+  if (sw == root_ || (parent_[sw.value] != kNoSwitch && intact(sw))) return tree_path(sw, out);
   // A failed link on sw's tree path: one hop from a neighbour whose own path
   // is intact and does not run through sw.
   return one_hop_off(
       sw,
-      [&](std::uint32_t nb) {
-        return (nb == root_ || (parent_[nb] != kNone && intact(nb))) && !descends_from(nb, sw);
+      [&](SwitchIndex nb) {
+        return (nb == root_ || (parent_[nb.value] != kNoSwitch && intact(nb))) &&
+               !descends_from(nb, sw);
       },
       out);
 }
 
-std::size_t FastPath::table_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const {
+std::size_t FastPath::table_path(SwitchIndex sw, std::array<std::uint8_t, 64>& out) const {
   const NodeId node = topo_.switch_node(sw);
   const std::uint32_t idx = topo_.port_index(node, 0);
   if (idx >= lids_.base_by_port.size() || !lids_.base_by_port[idx].valid()) return 0;
   const Lid lid = lids_.base_by_port[idx];
   std::size_t len = 0;
   out[len++] = sm_port_;
-  for (std::uint32_t x = root_; x != sw;) {
+  for (SwitchIndex x = root_; x != sw;) {
     const PortNum e = rerouter_->entry(x, lid);
     if (e == 0 || e == routing::kDropPort || !link_up_now(x, e) || len == mad::kMaxHopCount)
       return 0;
@@ -159,7 +162,7 @@ std::size_t FastPath::table_path(std::uint32_t sw, std::array<std::uint8_t, 64>&
   return len;
 }
 
-std::vector<std::uint8_t> FastPath::path_to(std::uint32_t sw) const {
+std::vector<std::uint8_t> FastPath::path_to(SwitchIndex sw) const {
   affinity_.check();
   std::array<std::uint8_t, 64> buf{};
   std::size_t len = path(sw, buf);
@@ -180,7 +183,8 @@ void FastPath::reset() {
 
 routing::Topology FastPath::live_topology() const {
   routing::Topology t = topo_;
-  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+  for (std::uint32_t si = 0; si < t.num_switches(); ++si) {
+    const SwitchIndex s{si};
     const NodeId node = t.switch_node(s);
     for (unsigned pn = 1; pn <= t.node(node).num_ports; ++pn) {
       const auto p = static_cast<PortNum>(pn);

@@ -120,8 +120,8 @@ class PushInFlight {
   discovery::Flow flow;
   std::uint32_t switches = 0;  // switches sent blocks
   std::uint64_t blocks_failed = 0;
-  // switch_index whose blocks did not all land (sorted, once confirmed).
-  std::vector<std::uint32_t> failed_switches;
+  // Switches whose blocks did not all land (sorted, once confirmed).
+  std::vector<SwitchIndex> failed_switches;
   std::chrono::steady_clock::time_point confirmed_at{};
   std::chrono::nanoseconds transport_confirmed_at{};  // transport clock
 };
@@ -202,25 +202,24 @@ class FastPath {
   const routing::Rerouter& rerouter() const { return *rerouter_; }
   // Directed-route path (ports of hops 1..n) to switch `sw` over links
   // believed up; empty when none is known. For tests and the benchmark.
-  std::vector<std::uint8_t> path_to(std::uint32_t sw) const;
+  std::vector<std::uint8_t> path_to(SwitchIndex sw) const;
 
  private:
   FastPath(const routing::Topology& topo, const routing::LidMap& lids, NodeId sm_node,
            PortNum sm_port, FastPathConfig config);
 
-  bool link_up_now(std::uint32_t sw, PortNum port) const;
-  bool intact(std::uint32_t sw) const;
+  bool link_up_now(SwitchIndex sw, PortNum port) const;
+  bool intact(SwitchIndex sw) const;
   // Writes the path into `out`, returns its length (0 = none).
-  std::size_t path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
-  std::size_t tree_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
+  std::size_t path(SwitchIndex sw, std::array<std::uint8_t, 64>& out) const;
+  std::size_t tree_path(SwitchIndex sw, std::array<std::uint8_t, 64>& out) const;
   // One hop from the neighbour over a live link with the shallowest tree
-  // path that `accept` (switch_index -> bool) takes; 0 when none.
+  // path that `accept` (SwitchIndex -> bool) takes; 0 when none.
   template <class Accept>
-  std::size_t one_hop_off(std::uint32_t sw, Accept&& accept,
-                          std::array<std::uint8_t, 64>& out) const;
+  std::size_t one_hop_off(SwitchIndex sw, Accept&& accept, std::array<std::uint8_t, 64>& out) const;
   // The route the (repaired) tables give from the SM's switch to sw's LID.
-  std::size_t table_path(std::uint32_t sw, std::array<std::uint8_t, 64>& out) const;
-  bool descends_from(std::uint32_t sw, std::uint32_t ancestor) const;
+  std::size_t table_path(SwitchIndex sw, std::array<std::uint8_t, 64>& out) const;
+  bool descends_from(SwitchIndex sw, SwitchIndex ancestor) const;
   // PortInfo Get of port `p` of switch `s` along `route`, judged by `judge`.
   discovery::mad::Smp probe_smp(PortNum p, std::span<const std::uint8_t> route) const;
 
@@ -235,28 +234,27 @@ class FastPath {
   FastPathConfig config_;
   std::unique_ptr<routing::Rerouter> rerouter_;
 
-  // Switch-to-switch cables by switch_index (CSR), built once: the tree,
-  // the paths and the probes walk these instead of the Topology's ports.
+  // Switch-to-switch cables by switch (CSR), built once: the tree, the
+  // paths and the probes walk these instead of the Topology's ports.
   struct SwitchLink {
-    std::uint32_t peer = 0;  // switch_index
-    PortNum port = 0;        // on this switch
+    SwitchIndex peer;
+    PortNum port = 0;  // on this switch
     PortNum peer_port = 0;
   };
   std::vector<std::uint32_t> links_first_;  // S+1 offsets into links_
   std::vector<SwitchLink> links_;
-  std::span<const SwitchLink> links_of(std::uint32_t s) const {
-    return std::span<const SwitchLink>(links_).subspan(links_first_[s],
-                                                       links_first_[s + 1] - links_first_[s]);
+  std::span<const SwitchLink> links_of(SwitchIndex s) const {
+    return std::span<const SwitchLink>(links_).subspan(
+        links_first_[s.value], links_first_[s.value + 1] - links_first_[s.value]);
   }
-  std::vector<std::uint8_t> seen_;    // refresh_paths scratch
-  std::vector<std::uint32_t> queue_;  // refresh_paths scratch
+  std::vector<std::uint8_t> seen_;  // refresh_paths scratch
+  std::vector<SwitchIndex> queue_;  // refresh_paths scratch
 
-  // Directed-route tree by switch_index.
-  static constexpr std::uint32_t kNone = UINT32_MAX;
-  std::uint32_t root_ = kNone;         // the SM's switch
-  std::vector<std::uint32_t> parent_;  // kNone: root or unreached
-  std::vector<PortNum> parent_port_;   // egress port at the parent
-  std::vector<std::uint8_t> depth_;    // hops from the root
+  // Directed-route tree; the vectors are by switch (SwitchIndex::value).
+  SwitchIndex root_;                  // the SM's switch
+  std::vector<SwitchIndex> parent_;   // kNoSwitch: root or unreached
+  std::vector<PortNum> parent_port_;  // egress port at the parent
+  std::vector<std::uint8_t> depth_;   // hops from the root
   // Links found down by identify() and not yet handed to the rerouter.
   std::vector<routing::FailedLink> suspect_;
   // identify() scratch, per switch: trapped (stamp), and for switches that
@@ -277,20 +275,21 @@ class FastPath {
 
 // Used by fast_path.cpp and fast_path_probe.cpp.
 template <class Accept>
-inline std::size_t FastPath::one_hop_off(std::uint32_t sw, Accept&& accept,
+inline std::size_t FastPath::one_hop_off(SwitchIndex sw, Accept&& accept,
                                          std::array<std::uint8_t, 64>& out) const {
-  std::uint32_t best = kNone;
+  SwitchIndex best = kNoSwitch;
   PortNum best_port = 0;
   for (const SwitchLink& l : links_of(sw)) {
-    const std::uint32_t nb = l.peer;
-    if (!link_up_now(sw, l.port) || depth_[nb] + 2U > discovery::mad::kMaxHopCount || !accept(nb))
+    const SwitchIndex nb = l.peer;
+    if (!link_up_now(sw, l.port) || depth_[nb.value] + 2U > discovery::mad::kMaxHopCount ||
+        !accept(nb))
       continue;
-    if (best == kNone || depth_[nb] < depth_[best]) {
+    if (best == kNoSwitch || depth_[nb.value] < depth_[best.value]) {
       best = nb;
       best_port = l.peer_port;
     }
   }
-  if (best == kNone) return 0;
+  if (best == kNoSwitch) return 0;
   const std::size_t len = tree_path(best, out);
   out[len] = best_port;
   return len + 1;

@@ -28,7 +28,7 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
   const auto t0 = Clock::now();
   Identified out;
   suspect_.clear();
-  std::vector<std::uint32_t> sws;
+  std::vector<SwitchIndex> sws;
   for (std::uint32_t lid : issuer_lids) {
     const PortRef owner = lids_.owner_of(Lid{lid});
     if (!owner.node.valid() || owner.node.value >= topo_.num_nodes() ||
@@ -47,7 +47,7 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
   popts.sm_lid = config_.sm_lid;
 
   // What a PortInfo answer of port p of switch s means (both kinds of probe).
-  auto judge = [this, &out](std::uint32_t s, PortNum p, const mad::Smp& answer) {
+  auto judge = [this, &out](SwitchIndex s, PortNum p, const mad::Smp& answer) {
     const mad::PortInfo pi = mad::PortInfo::decode(mad::data_of(answer));
     const bool down = pi.port_state == kPortStateDown || pi.port_phys_state != kPhysLinkUp;
     const bool believed_up = rerouter_->link_live(s, p);
@@ -69,10 +69,10 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     mark_epoch_ = 1;
   }
   const std::uint32_t epoch = mark_epoch_;
-  for (std::uint32_t s : sws) trap_mark_[s] = epoch;
-  auto trapped = [&](std::uint32_t s) { return trap_mark_[s] == epoch; };
+  for (const SwitchIndex s : sws) trap_mark_[s.value] = epoch;
+  auto trapped = [&](SwitchIndex s) { return trap_mark_[s.value] == epoch; };
   // Live switch links of s.
-  auto for_each_live = [this](std::uint32_t s, auto&& f) {
+  auto for_each_live = [this](SwitchIndex s, auto&& f) {
     for (const SwitchLink& l : links_of(s)) {
       if (link_up_now(s, l.port)) f(l);
     }
@@ -90,7 +90,7 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     for (std::size_t i = 0; i < n_trapped; ++i) {
       if (lonely[i] == 0) continue;
       for_each_live(sws[i], [&](const SwitchLink& l) {
-        const std::uint32_t x = l.peer;
+        const std::uint32_t x = l.peer.value;
         if (near_mark_[x] != epoch) {
           near_mark_[x] = epoch;
           near_count_[x] = 0;
@@ -101,16 +101,18 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     // Only the switches most lonely trappers point at: a dead switch's
     // neighbours all trap, while a switch that merely shares some of them
     // (a sibling in a fat tree's pod) has fewer.
-    auto suspicious = [&](std::uint32_t x) {
-      return most >= 2 && near_mark_[x] == epoch && near_count_[x] == most;
+    auto suspicious = [&](SwitchIndex x) {
+      return most >= 2 && near_mark_[x.value] == epoch && near_count_[x.value] == most;
     };
     // A tree path that crosses no link between two trapping switches and no
     // suspicious switch: no failure the traps point at can be on it.
-    auto safe = [&](std::uint32_t s) {
-      if (s != root_ && parent_[s] == kNone) return false;
-      for (std::uint32_t x = s; x != root_; x = parent_[x]) {
-        const std::uint32_t up = parent_[x];
-        if (up == kNone || !link_up_now(up, parent_port_[x])) return false;  // tree out of date
+    auto safe = [&](SwitchIndex s) {
+      if (s != root_ && parent_[s.value] == kNoSwitch) return false;
+      for (SwitchIndex x = s; x != root_; x = parent_[x.value]) {
+        const SwitchIndex up = parent_[x.value];
+        if (up == kNoSwitch || !link_up_now(up, parent_port_[x.value])) {
+          return false;  // tree out of date
+        }
         if ((trapped(x) && trapped(up)) || suspicious(up)) return false;
       }
       return true;
@@ -119,27 +121,28 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     // hop from a neighbour with a safe tree path over a link the traps do
     // not point at (a dead switch's neighbours often hang below it in the
     // tree).
-    auto safe_route = [&](std::uint32_t s, std::array<std::uint8_t, 64>& buf) -> std::size_t {
+    auto safe_route = [&](SwitchIndex s, std::array<std::uint8_t, 64>& buf) -> std::size_t {
       if (safe(s)) return tree_path(s, buf);
       return one_hop_off(
-          s, [&](std::uint32_t y) { return !trapped(y) && !suspicious(y) && safe(y); }, buf);
+          s, [&](SwitchIndex y) { return !trapped(y) && !suspicious(y) && safe(y); }, buf);
     };
     std::vector<std::array<std::uint8_t, 64>> paths(n_trapped);
     std::vector<std::size_t> lens(n_trapped, 0);
     for (std::size_t i = 0; i < n_trapped; ++i) {
-      const std::uint32_t s = sws[i];
+      const SwitchIndex s = sws[i];
       lens[i] = safe_route(s, paths[i]);
       // None safe (every way in passes a suspicious switch, e.g. when they
       // tie): the route the whole-port probes below would take, if its
       // tree parent did not trap.
-      if (lens[i] == 0 && (s == root_ || (parent_[s] != kNone && !trapped(parent_[s])))) {
+      if (lens[i] == 0 &&
+          (s == root_ || (parent_[s.value] != kNoSwitch && !trapped(parent_[s.value])))) {
         lens[i] = path(s, paths[i]);
       }
     }
-    auto index_of = [&](std::uint32_t x) {
+    auto index_of = [&](SwitchIndex x) {
       return static_cast<std::size_t>(std::lower_bound(sws.begin(), sws.end(), x) - sws.begin());
     };
-    auto probe_at = [&](discovery::Flow& pipe, std::uint32_t s, PortNum p,
+    auto probe_at = [&](discovery::Flow& pipe, SwitchIndex s, PortNum p,
                         std::span<const std::uint8_t> route) {
       pipe.submit(probe_smp(p, route), 0, [&judge, s, p](Result<mad::Smp> r) {
         // Unanswered: a trapping switch is probed whole below.
@@ -153,13 +156,13 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     // unless the other end has a route too and the smaller index); each
     // suspicious switch through one lonely neighbour's link to it.
     discovery::Flow round1(engine, popts);
-    std::vector<std::uint32_t> asked;  // suspicious switches asked about
+    std::vector<SwitchIndex> asked;  // suspicious switches asked about
     for (std::size_t i = 0; i < n_trapped; ++i) {
       if (lens[i] == 0) continue;
-      const std::uint32_t s = sws[i];
+      const SwitchIndex s = sws[i];
       for_each_live(s, [&](const SwitchLink& l) {
         const PortNum p = l.port;
-        const std::uint32_t x = l.peer;
+        const SwitchIndex x = l.peer;
         if (trapped(x)) {
           if (x > s || lens[index_of(x)] == 0) probe(round1, i, p);
         } else if (lonely[i] != 0 && suspicious(x) &&
@@ -176,7 +179,7 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     // every other link of it, read at the neighbour's end — also at
     // neighbours whose own trap was lost (its route to us ran through the
     // dead switch), so their links are not left for the trap's repeat.
-    std::vector<std::uint32_t> dead;
+    std::vector<SwitchIndex> dead;
     for (const routing::FailedLink& f : suspect_) {
       if (std::find(asked.begin(), asked.end(), f.sw) != asked.end()) dead.push_back(f.sw);
     }
@@ -185,9 +188,9 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
       dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
       discovery::Flow round2(engine, popts);
       std::vector<std::array<std::uint8_t, 64>> extra;  // routes of neighbours that did not trap
-      for (std::uint32_t x : dead) {
+      for (const SwitchIndex x : dead) {
         for_each_live(x, [&](const SwitchLink& l) {
-          const std::uint32_t y = l.peer;
+          const SwitchIndex y = l.peer;
           const PortNum p = l.peer_port;
           if (trapped(y)) {
             const std::size_t i = index_of(y);
@@ -208,7 +211,7 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
     out.smps += out.targeted_smps;
     // Explained: an end of a link found down.
     if (!suspect_.empty()) {
-      const auto explained = [&](std::uint32_t s) {
+      const auto explained = [&](SwitchIndex s) {
         return std::any_of(suspect_.begin(), suspect_.end(),
                            [s](const routing::FailedLink& f) { return f.sw == s; });
       };
@@ -220,16 +223,16 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
   // Every port of the rest. Phase 1: switches whose tree parent did not
   // trap; phase 2: the rest, with what was found so far avoided on their
   // paths.
-  std::vector<std::uint32_t> phases[2];
-  for (std::uint32_t s : sws) {
-    const bool late = s != root_ && parent_[s] != kNone && trapped(parent_[s]);
+  std::vector<SwitchIndex> phases[2];
+  for (const SwitchIndex s : sws) {
+    const bool late = s != root_ && parent_[s.value] != kNoSwitch && trapped(parent_[s.value]);
     phases[late ? 1 : 0].push_back(s);
   }
   for (const auto& phase : phases) {
     if (phase.empty()) continue;
     discovery::Flow pipe(engine, popts);
     std::array<std::uint8_t, 64> buf{};
-    for (std::uint32_t s : phase) {
+    for (const SwitchIndex s : phase) {
       const NodeId node = topo_.switch_node(s);
       const std::size_t len = path(s, buf);
       if (len == 0) {

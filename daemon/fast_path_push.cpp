@@ -91,13 +91,13 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
   std::array<std::uint8_t, 64> route{};
   std::uint32_t switches = 0;
   for (const routing::DirtyBlock& b : blocks) {
-    const std::uint32_t s = b.sw;
+    const std::uint32_t s = b.sw.value;
     if (stamp_[s] == epoch_) continue;
     stamp_[s] = epoch_;
     if (tmpl_buf_.size() <= switches) tmpl_buf_.resize(switches + 1);
     path_slot_[s] = switches++;
-    std::size_t len = path(s, route);
-    if (len == 0) len = table_path(s, route);
+    std::size_t len = path(b.sw, route);
+    if (len == 0) len = table_path(b.sw, route);
     path_len_[s] = static_cast<std::uint8_t>(len);
     if (len != 0) {
       const mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, 0,
@@ -107,7 +107,7 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
   }
   state.switches = switches;
 
-  auto give_up = [weak = std::weak_ptr<PushInFlight>(pending)](std::uint32_t s) {
+  auto give_up = [weak = std::weak_ptr<PushInFlight>(pending)](SwitchIndex s) {
     auto st = weak.lock();
     if (!st) return;
     ++st->blocks_failed;
@@ -117,17 +117,18 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
   m.dlid = mad::kPermissiveLid;
   m.slid = mad::kPermissiveLid;
   for (const routing::DirtyBlock& b : blocks) {
-    const std::uint32_t s = b.sw;
-    if (path_len_[s] == 0) {  // no directed route to it
+    const SwitchIndex s = b.sw;
+    if (path_len_[s.value] == 0) {  // no directed route to it
       give_up(s);
       continue;
     }
-    m.data = tmpl_buf_[path_slot_[s]];
+    m.data = tmpl_buf_[path_slot_[s.value]];
     // An LFT block's data is its 64 port bytes as they stand (LinearForwardingTable).
     mad::patch_smp(m.data, 0, b.block,
                    std::span<const std::uint8_t, mad::kSmpDataSize>(
                        rerouter_->block(s, b.block).data(), mad::kSmpDataSize));
-    state.flow.submit_raw(m, std::uint64_t{s} + 1, [give_up, s](Result<const discovery::Mad*> r) {
+    const std::uint64_t dest = std::uint64_t{s.value} + 1;
+    state.flow.submit_raw(m, dest, [give_up, s](Result<const discovery::Mad*> r) {
       if (!r.ok()) {
         give_up(s);
         return;

@@ -175,7 +175,7 @@ void SubnetManager::detect_reboots(const discovery::SweepResult& sweep,
   const std::uint32_t want_top =
       extended ? expected->max_lid.value : std::min<std::uint32_t>(expected->max_lid.value, 0xFFFF);
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
-    const NodeId n = t.switch_node(s);
+    const NodeId n = t.switch_node(SwitchIndex{s});
     const Guid guid = t.node(n).guid;
     auto old = before.find_by_guid(guid);
     if (!old) continue;  // new to us: nothing is held anyway
@@ -312,12 +312,12 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   live.resend = &ctx->resend;
   live.paths_version = &ctx->paths_version;
   live.skip = [this, &ctx = *ctx](NodeId n, PortNum p) { return skip_port(ctx, n, p); };
-  live.want_row = [&ctx = *ctx, &routes = *r->routes](std::uint32_t s) {
+  live.want_row = [&ctx = *ctx, &routes = *r->routes](SwitchIndex s) {
     if (ctx.fast) {
       const routing::Rerouter& rr = ctx.fast->rerouter();
       return std::span<const std::uint8_t>(rr.row(s), rr.lft_entries());
     }
-    const routing::Lft& lft = routes.lfts[s];
+    const routing::Lft& lft = routes.lfts[s.value];
     return std::span<const std::uint8_t>(lft.data(), lft.size());
   };
   const discovery::HeldTables held = held_tables();
@@ -330,7 +330,8 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   if (!programmed.ok()) {
     // Some switches took part of the new tables: what they hold is unknown.
     for (std::uint32_t s = 0; s < r->sweep.topology.num_switches(); ++s) {
-      held_unknown_.insert(r->sweep.topology.node(r->sweep.topology.switch_node(s)).guid);
+      held_unknown_.insert(
+          r->sweep.topology.node(r->sweep.topology.switch_node(SwitchIndex{s})).guid);
     }
     co_return fail(programmed.error());
   }
@@ -486,7 +487,7 @@ asio::awaitable<state::LightSweepReport> SubnetManager::light_sweep() {
   report.switches = static_cast<std::uint32_t>(t.num_switches());
   std::vector<Guid> wiped;
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
-    const NodeId n = t.switch_node(s);
+    const NodeId n = t.switch_node(SwitchIndex{s});
     flow.submit(
         mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kSwitchInfo, 0, c->sweep.paths.path(n), 0),
         0, [&report, &t, &wiped, n, want_top, extended](Result<mad::Smp> r) {

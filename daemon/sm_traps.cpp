@@ -319,7 +319,7 @@ asio::awaitable<void> SubnetManager::confirm_push(std::shared_ptr<PushInFlight> 
   if (push->blocks_failed != 0) {
     const routing::Topology& t = fast->rerouter().topology();
     std::vector<std::string> names;
-    for (std::uint32_t s : push->failed_switches) {
+    for (const SwitchIndex s : push->failed_switches) {
       const Guid g = t.node(t.switch_node(s)).guid;
       // What these switches hold is unknown: the next programming sends
       // them every block.

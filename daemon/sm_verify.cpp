@@ -165,12 +165,12 @@ asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
   report.switches = static_cast<std::uint32_t>(t.num_switches());
   constexpr std::size_t kQueued = 16384;
   for (std::uint32_t sw = 0; sw < t.num_switches() && !engine_.stopped(); ++sw) {
-    const NodeId n = t.switch_node(sw);
+    const NodeId n = t.switch_node(SwitchIndex{sw});
     // A route that avoids the links found down since the sweep: the fast
     // path's (same switch indices while it belongs to the published sweep).
     std::vector<std::uint8_t> path;
     if (fp && c && &fp->rerouter().topology() == &c->sweep.topology) {
-      path = fp->path_to(sw);
+      path = fp->path_to(SwitchIndex{sw});
     } else if (c && &c->sweep.topology == s->topology.get()) {
       const auto p = c->sweep.paths.path(n);
       path.assign(p.begin(), p.end());

@@ -198,13 +198,13 @@ discovery::HeldTables SubnetManager::held_tables() const {
     if (held_unknown_.contains(g)) return {};
     auto n = c->sweep.topology.find_by_guid(g);
     if (!n || c->sweep.topology.node(*n).type != routing::NodeType::kSwitch) return {};
-    const std::uint32_t s = c->sweep.topology.node(*n).switch_index;
+    const SwitchIndex s = c->sweep.topology.node(*n).switch_index;
     if (fp) {
       // The fast path's tables: every repair since the sweep was pushed.
       const routing::Rerouter& rr = fp->rerouter();
       return {rr.row(s), rr.lft_entries()};
     }
-    const routing::Lft& lft = c->routes->lfts[s];
+    const routing::Lft& lft = c->routes->lfts[s.value];
     return {lft.data(), lft.size()};
   };
   return held;

@@ -96,9 +96,9 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   };
   const mad::AttrId lft_attr =
       extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
-  auto want_row = [&](std::uint32_t s) -> std::span<const std::uint8_t> {
+  auto want_row = [&](SwitchIndex s) -> std::span<const std::uint8_t> {
     if (live.want_row) return live.want_row(s);
-    const routing::Lft& lft = routes.lfts[s];
+    const routing::Lft& lft = routes.lfts[s.value];
     return {lft.data(), lft.size()};
   };
 
@@ -242,7 +242,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
 
   // Phase 2: LFT blocks that differ from what the switch holds.
   const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
-  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+  for (std::uint32_t si = 0; si < t.num_switches(); ++si) {
+    const SwitchIndex s{si};
     const NodeId n = t.switch_node(s);
     const std::span<const std::uint8_t> have_row =
         held != nullptr && held->row ? held->row(t.node(n).guid) : std::span<const std::uint8_t>{};
@@ -268,7 +269,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     std::vector<routing::DirtyBlock> again;
     again.swap(*live.resend);
     for (const routing::DirtyBlock& d : again) {
-      if (d.sw >= t.num_switches() || d.block >= blocks) continue;
+      if (d.sw.value >= t.num_switches() || d.block >= blocks) continue;
       ++report.lft_blocks_resent;
       issue(Req{Kind::kBlock, t.switch_node(d.sw), d.block});
     }

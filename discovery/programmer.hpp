@@ -47,11 +47,11 @@ struct HeldTables {
 
 // Optional inputs of a programming pass that the SM changes while it runs.
 struct ProgramLive {
-  // The LFT row of switch `sw` (switch_index of the sweep's topology) to
-  // program, instead of the Routes' own. Blocks are read from it when they
+  // The LFT row of switch `sw` (of the sweep's topology) to program,
+  // instead of the Routes' own. Blocks are read from it when they
   // are handed to the engine, so a table the fast path repairs while the
   // pass runs is programmed as repaired.
-  std::function<std::span<const std::uint8_t>(std::uint32_t sw)> want_row;
+  std::function<std::span<const std::uint8_t>(SwitchIndex sw)> want_row;
   // Blocks repaired after the pass may already have sent them: the SM
   // appends them here, and the pass sends them (again) once its LFT phase is
   // through, until the list stays empty.

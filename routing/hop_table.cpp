@@ -41,20 +41,20 @@ struct BfsScratch {
 // ORs its out-neighbours' frontier words.
 template <Rule kRule>
 std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                              std::span<const std::uint32_t> batch, std::uint32_t t0, BfsScratch& w,
+                              std::span<const SwitchIndex> batch, std::uint32_t t0, BfsScratch& w,
                               HopTable* table, std::uint32_t* far) {
   const std::uint32_t n = g.num_switches();
   const auto width = static_cast<std::uint32_t>(batch.size());
   const std::uint64_t full = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
   w.reset(n);
   for (std::uint32_t b = 0; b < width; ++b) {
-    const std::uint32_t t = batch[b];
+    const SwitchIndex t = batch[b];
     const std::uint64_t bit = std::uint64_t{1} << b;
-    w.reached[t] |= bit;
-    w.front[t] |= bit;
-    w.front_down[t] |= bit;
+    w.reached[t.value] |= bit;
+    w.front[t.value] |= bit;
+    w.front_down[t.value] |= bit;
     if (table != nullptr) {
-      table->mutable_row(t)[t] = 0;
+      table->mutable_row(t)[t.value] = 0;
       table->mutable_down_row(t)[t0 / 64] |= bit;
     }
   }
@@ -68,14 +68,15 @@ std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_
       }
       std::uint64_t acc = 0;
       std::uint64_t acc_down = 0;
-      for (const SwitchArc& a : g.arcs(v)) {
+      for (const SwitchArc& a : g.arcs(SwitchIndex{v})) {
+        const std::uint32_t nb = a.to.value;
         if constexpr (kRule == Rule::kShortest) {
-          acc |= w.front[a.to];
+          acc |= w.front[nb];
         } else {
-          if (pos[a.to] < pos[v]) {
-            acc |= w.front[a.to];  // v->n is up: any mode of n will do
+          if (pos[nb] < pos[v]) {
+            acc |= w.front[nb];  // v->n is up: any mode of n will do
           } else {
-            acc_down |= w.front_down[a.to];  // v->n is down: n must be all-down
+            acc_down |= w.front_down[nb];  // v->n is down: n must be all-down
           }
         }
       }
@@ -95,11 +96,11 @@ std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_
                                    "such deep fabrics are not supported",
                                    HopTable::kMaxHops, v)};
         }
-        std::uint8_t* row = table->mutable_row(v) + t0;
+        std::uint8_t* row = table->mutable_row(SwitchIndex{v}) + t0;
         for (std::uint64_t m = fresh; m != 0; m &= m - 1) {
           row[std::countr_zero(m)] = static_cast<std::uint8_t>(level);
         }
-        table->mutable_down_row(v)[t0 / 64] |= fresh_down;
+        table->mutable_down_row(SwitchIndex{v})[t0 / 64] |= fresh_down;
       }
     }
     if (any == 0) break;
@@ -115,14 +116,14 @@ std::optional<Error> bfs_pass(const SwitchGraph& g, std::span<const std::uint32_
 // the outcome does not depend on scheduling.
 template <Rule kRule>
 Result<void> run_passes(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                        std::span<const std::uint32_t> sources, HopTable* table,
+                        std::span<const SwitchIndex> sources, HopTable* table,
                         std::vector<std::vector<std::uint32_t>>* far_by_slot, WorkerPool& pool,
                         std::stop_token stop) {
   const std::uint32_t n = g.num_switches();
-  std::vector<std::uint32_t> all;
+  std::vector<SwitchIndex> all;
   if (sources.empty()) {
     all.resize(n);
-    for (std::uint32_t s = 0; s < n; ++s) all[s] = s;
+    for (std::uint32_t s = 0; s < n; ++s) all[s] = SwitchIndex{s};
     sources = all;
   }
   const auto batches = static_cast<std::uint32_t>((sources.size() + 63) / 64);
@@ -173,7 +174,7 @@ Result<HopTable> updown_hops(const SwitchGraph& g, std::span<const std::uint32_t
 }
 
 Result<std::vector<std::uint32_t>> farthest_hops(const SwitchGraph& g,
-                                                 std::span<const std::uint32_t> sources,
+                                                 std::span<const SwitchIndex> sources,
                                                  WorkerPool& pool, std::stop_token stop) {
   std::vector<std::uint32_t> far(g.num_switches(), 0);
   if (sources.empty()) return far;
@@ -187,8 +188,8 @@ Result<std::vector<std::uint32_t>> farthest_hops(const SwitchGraph& g,
 
 Result<std::vector<std::uint32_t>> eccentricities(const SwitchGraph& g, WorkerPool& pool,
                                                   std::stop_token stop) {
-  std::vector<std::uint32_t> all(g.num_switches());
-  for (std::uint32_t s = 0; s < all.size(); ++s) all[s] = s;
+  std::vector<SwitchIndex> all(g.num_switches());
+  for (std::uint32_t s = 0; s < all.size(); ++s) all[s] = SwitchIndex{s};
   return farthest_hops(g, all, pool, stop);
 }
 

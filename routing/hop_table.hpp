@@ -41,20 +41,23 @@ class HopTable {
   std::uint32_t num_switches() const { return n_; }
   std::uint32_t stride() const { return stride_; }
 
-  const std::uint8_t* row(std::uint32_t v) const { return hops_.data() + std::size_t{v} * stride_; }
-  std::uint8_t* mutable_row(std::uint32_t v) { return hops_.data() + std::size_t{v} * stride_; }
-  std::uint8_t hops(std::uint32_t v, std::uint32_t t) const { return row(v)[t]; }
+  // Row v, indexed by destination switch index (t.value).
+  const std::uint8_t* row(SwitchIndex v) const {
+    return hops_.data() + std::size_t{v.value} * stride_;
+  }
+  std::uint8_t* mutable_row(SwitchIndex v) { return hops_.data() + std::size_t{v.value} * stride_; }
+  std::uint8_t hops(SwitchIndex v, SwitchIndex t) const { return row(v)[t.value]; }
 
   // Bit t of down_row(v): v's route to t goes down only (up*/down* tables;
   // shortest-hop tables mark every reachable pair as down).
-  const std::uint64_t* down_row(std::uint32_t v) const {
-    return down_.data() + std::size_t{v} * (stride_ / 64);
+  const std::uint64_t* down_row(SwitchIndex v) const {
+    return down_.data() + std::size_t{v.value} * (stride_ / 64);
   }
-  std::uint64_t* mutable_down_row(std::uint32_t v) {
-    return down_.data() + std::size_t{v} * (stride_ / 64);
+  std::uint64_t* mutable_down_row(SwitchIndex v) {
+    return down_.data() + std::size_t{v.value} * (stride_ / 64);
   }
-  bool down(std::uint32_t v, std::uint32_t t) const {
-    return (down_row(v)[t / 64] >> (t % 64)) & 1U;
+  bool down(SwitchIndex v, SwitchIndex t) const {
+    return (down_row(v)[t.value / 64] >> (t.value % 64)) & 1U;
   }
 
  private:
@@ -83,7 +86,7 @@ Result<HopTable> updown_hops(const SwitchGraph& g, std::span<const std::uint32_t
 // For each switch, the largest shortest-hop distance to any of `sources` in
 // its component (0 when there is none). Bit-parallel like the tables.
 Result<std::vector<std::uint32_t>> farthest_hops(const SwitchGraph& g,
-                                                 std::span<const std::uint32_t> sources,
+                                                 std::span<const SwitchIndex> sources,
                                                  WorkerPool& pool, std::stop_token stop);
 
 // Largest shortest-hop distance from each switch to any switch of its

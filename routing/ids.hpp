@@ -1,5 +1,6 @@
 #pragma once
-// Strong identifiers. A LID, a GUID and a node index never mix silently.
+// Strong identifiers. A LID, a GUID, a node index and a switch index never
+// mix silently.
 // Port numbers are plain uint8_t (1..254 on the wire, 0 = switch management
 // port, 255 = "drop" in an LFT) because they are also the LFT's payload.
 
@@ -16,6 +17,18 @@ struct NodeId {
   bool valid() const { return value != UINT32_MAX; }
 };
 inline constexpr NodeId kNoNode{};
+
+// Dense index of a switch among a Topology's switches (0..S-1, the order of
+// Topology::switches()): what the routing tables, the SwitchGraph and the
+// Rerouter number switches by. Not a NodeId: Topology::switch_node() maps it
+// to one, Node::switch_index back. Per-switch dense vectors are indexed by
+// its value.
+struct SwitchIndex {
+  std::uint32_t value = UINT32_MAX;
+  auto operator<=>(const SwitchIndex&) const = default;
+  bool valid() const { return value != UINT32_MAX; }
+};
+inline constexpr SwitchIndex kNoSwitch{};
 
 using PortNum = std::uint8_t;
 

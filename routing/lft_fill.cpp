@@ -31,15 +31,16 @@ struct LidsBySwitch {
       : first(g.num_switches() + 1, 0), data(g.num_switches(), 0) {
     const auto att = g.attachments();
     for (std::size_t d = 1; d < att.size(); ++d) {
-      if (att[d].routable()) ++first[att[d].sw + 1];
+      if (att[d].routable()) ++first[att[d].sw.value + 1];
     }
     for (std::size_t t = 0; t < g.num_switches(); ++t) first[t + 1] += first[t];
     lids.resize(first.back());
     std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
     for (std::size_t d = 1; d < att.size(); ++d) {
       if (!att[d].routable()) continue;
-      lids[at[att[d].sw]++] = static_cast<std::uint32_t>(d) | (att[d].port != 0 ? kDataBit : 0);
-      if (att[d].port != 0) ++data[att[d].sw];
+      lids[at[att[d].sw.value]++] =
+          static_cast<std::uint32_t>(d) | (att[d].port != 0 ? kDataBit : 0);
+      if (att[d].port != 0) ++data[att[d].sw.value];
     }
   }
 };
@@ -69,7 +70,7 @@ class SourceFiller {
 
   // Writes s's row into `lft` (already sized, all drop); returns the routes
   // carried per switch-to-switch arc of s via arc_load (indexed like g.arcs(s)).
-  std::optional<Error> fill(std::uint32_t s, Lft& lft, std::vector<std::uint32_t>& arc_load) {
+  std::optional<Error> fill(SwitchIndex s, Lft& lft, std::vector<std::uint32_t>& arc_load) {
     if (auto err = classify_destinations(s)) return err;
     mark_exclusive_classes();
     load_.fill(0);
@@ -80,7 +81,7 @@ class SourceFiller {
       const std::uint32_t* lid = by_switch_.lids.data() + by_switch_.first[t];
       const std::uint32_t* const end = by_switch_.lids.data() + by_switch_.first[t + 1];
       if (lid == end) continue;
-      if (t == s) {
+      if (t == s.value) {
         for (; lid != end; ++lid) {
           const std::uint32_t d = *lid & ~LidsBySwitch::kDataBit;
           if (d < limit) out[d] = g_.attachment(Lid{d}).port;
@@ -104,7 +105,7 @@ class SourceFiller {
 
  private:
   // Computes class_of_[t] for every destination switch t != s that s reaches.
-  std::optional<Error> classify_destinations(std::uint32_t s) {
+  std::optional<Error> classify_destinations(SwitchIndex s) {
     const std::uint32_t n = g_.num_switches();
     const auto arcs = g_.arcs(s);
     const auto deg = static_cast<std::uint32_t>(arcs.size());
@@ -118,7 +119,7 @@ class SourceFiller {
     up_.resize(deg);
     tmask_.resize(std::size_t{64} * words_);
     for (std::uint32_t a = 0; a < deg; ++a) {
-      up_[a] = rule_ == CandidateRule::kUpDown && pos_[arcs[a].to] < pos_[s];
+      up_[a] = rule_ == CandidateRule::kUpDown && pos_[arcs[a].to.value] < pos_[s.value];
     }
 
     const std::uint8_t* row_s = hops_.row(s);
@@ -136,7 +137,7 @@ class SourceFiller {
       if (valid == 0) continue;
       std::uint64_t relied = 0;  // s is entered over a down-link by a D neighbour
       for (std::uint32_t a = 0; a < deg; ++a) {
-        const std::uint32_t nb = arcs[a].to;
+        const SwitchIndex nb = arcs[a].to;
         const std::uint8_t* row_n = hops_.row(nb) + base;
         const std::uint64_t closer = equal_mask64(row_n, closer_hops.data()) & valid;
         if (rule_ == CandidateRule::kShortest) {
@@ -163,7 +164,7 @@ class SourceFiller {
         const auto b = static_cast<unsigned>(std::countr_zero(m));
         const std::uint64_t* mask = &tmask_[std::size_t{b} * words_];
         if (std::all_of(mask, mask + words_, [](std::uint64_t w) { return w == 0; })) {
-          return no_candidate_error(s, base + b);
+          return no_candidate_error(s, SwitchIndex{base + b});
         }
         // Neighbouring destinations usually share a class (all remote leaves
         // of a fat tree do): compare with the previous one before hashing.
@@ -295,7 +296,7 @@ class SourceFiller {
     }
   }
 
-  Error no_candidate_error(std::uint32_t s, std::uint32_t t) const {
+  Error no_candidate_error(SwitchIndex s, SwitchIndex t) const {
     const Node& a = topo_.node(topo_.switch_node(s));
     const Node& b = topo_.node(topo_.switch_node(t));
     return Error{
@@ -353,12 +354,12 @@ Result<Routes> fill_balanced_lfts(const Topology& topo, const SwitchGraph& g, co
   SUBNETD_TRY(fill_switch_tables(
       pool, routes.lfts, routes.max_lid, stop, "LFT computation cancelled",
       [&] { return std::make_unique<SourceFiller>(topo, g, by_switch, hops, rule, order_pos); },
-      [&](std::unique_ptr<SourceFiller>& filler, std::uint32_t s, Lft& lft,
+      [&](std::unique_ptr<SourceFiller>& filler, SwitchIndex s, Lft& lft,
           unsigned slot) -> std::optional<Error> {
         if (auto err = filler->fill(s, lft, arc_load[slot])) return err;
         for (std::uint32_t l : arc_load[slot]) {
-          sum_by_switch[s] += l;
-          max_by_switch[s] = std::max(max_by_switch[s], l);
+          sum_by_switch[s.value] += l;
+          max_by_switch[s.value] = std::max(max_by_switch[s.value], l);
         }
         return std::nullopt;
       }));

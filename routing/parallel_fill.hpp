@@ -15,13 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "routing/ids.hpp"
 #include "routing/lft.hpp"
 #include "routing/result.hpp"
 #include "routing/worker_pool.hpp"
 
 namespace subnetd::routing {
 
-// make_filler() -> F (e.g. a unique_ptr); fill_one(F&, switch_index, Lft&,
+// make_filler() -> F (e.g. a unique_ptr); fill_one(F&, SwitchIndex, Lft&,
 // slot) -> std::optional<Error>.
 template <class MakeFiller, class FillOne>
 Result<void> fill_switch_tables(WorkerPool& pool, std::vector<Lft>& lfts, Lid max_lid,
@@ -41,7 +42,7 @@ Result<void> fill_switch_tables(WorkerPool& pool, std::vector<Lft>& lfts, Lid ma
       const auto s = static_cast<std::uint32_t>(i);
       Lft& lft = lfts[s];
       lft.resize(max_lid);
-      if (auto err = fill_one(*fillers[slot], s, lft, slot)) {
+      if (auto err = fill_one(*fillers[slot], SwitchIndex{s}, lft, slot)) {
         std::lock_guard lock(err_mu);
         if (!first_error || first_error->first > s) first_error.emplace(s, std::move(*err));
         failed.store(true, std::memory_order_relaxed);

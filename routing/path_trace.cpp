@@ -93,7 +93,7 @@ Result<PathTrace> trace_path(const Topology& topo, const LidMap& lids, const Rou
       }
       return trace;
     }
-    if (visited[n.switch_index]) {
+    if (visited[n.switch_index.value]) {
       trace.hops.push_back({at, in_port, 0});
       trace.status = lost(Errc::kForwardingLoop,
                           fmt::format("forwarding loop for LID {}: {} reached a second time",
@@ -107,10 +107,10 @@ Result<PathTrace> trace_path(const Topology& topo, const LidMap& lids, const Rou
                                       opts.max_switch_hops, describe_node(topo, at), dlid.value));
       return trace;
     }
-    visited[n.switch_index] = true;
+    visited[n.switch_index.value] = true;
     ++switch_hops;
 
-    const std::uint8_t out = routes.lfts[n.switch_index].get(dlid);
+    const std::uint8_t out = routes.lfts[n.switch_index.value].get(dlid);
     if (out == 0) {
       trace.hops.push_back({at, in_port, 0});
       if (!owns(lids, at, 0, dlid)) {

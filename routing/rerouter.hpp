@@ -75,6 +75,7 @@
 #include <vector>
 
 #include "routing/huge_buffer.hpp"
+#include "routing/ids.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/result.hpp"
@@ -87,21 +88,21 @@ namespace subnetd::routing {
 // One failed link, named by its end on a switch: a switch-to-switch link
 // (either end names it) or the link from a switch to a CA/router port.
 struct FailedLink {
-  std::uint32_t sw = 0;  // switch_index
+  SwitchIndex sw;
   PortNum port = 0;
   auto operator<=>(const FailedLink&) const = default;
 };
 
 // One LFT entry that differs from before the repair.
 struct LftChange {
-  std::uint32_t sw = 0;  // switch_index
-  std::uint32_t lid = 0;
+  SwitchIndex sw;
+  Lid lid;
   std::uint8_t old_port = kDropPort;
   std::uint8_t new_port = kDropPort;
 };
 
 struct DirtyBlock {
-  std::uint32_t sw = 0;  // switch_index
+  SwitchIndex sw;
   std::uint32_t block = 0;
 };
 
@@ -194,22 +195,23 @@ class Rerouter {
   // come from the per-port counts.
   Routes export_routes(WorkerPool& pool) const;
 
-  std::span<const std::uint8_t> block(std::uint32_t sw, std::uint32_t b) const {
+  std::span<const std::uint8_t> block(SwitchIndex sw, std::uint32_t b) const {
     return {row(sw) + std::size_t{b} * kLftBlockSize, kLftBlockSize};
   }
-  const std::uint8_t* row(std::uint32_t sw) const {
-    return table_.get() + std::size_t{sw} * stride_;
+  // Switch sw's working table, indexed by LID value (lft_entries() bytes).
+  const std::uint8_t* row(SwitchIndex sw) const {
+    return table_.get() + std::size_t{sw.value} * stride_;
   }
-  std::uint8_t entry(std::uint32_t sw, Lid lid) const {
+  std::uint8_t entry(SwitchIndex sw, Lid lid) const {
     return lid.value < stride_ ? row(sw)[lid.value] : kDropPort;
   }
   std::uint32_t num_switches() const { return n_; }
   std::uint32_t lft_entries() const { return stride_; }
   // Whether the rerouter believes a switch port's link is up (switch and CA
   // links; false for unconnected ports and ports it never saw cabled).
-  bool link_live(std::uint32_t sw, PortNum port) const;
+  bool link_live(SwitchIndex sw, PortNum port) const;
   // Whether the link from switch `sw` on `port` was cabled when built.
-  bool link_known(std::uint32_t sw, PortNum port) const;
+  bool link_known(SwitchIndex sw, PortNum port) const;
   // True after a refusal, until reset().
   bool stale() const { return stale_; }
   const RerouterStats& stats() const { return stats_; }

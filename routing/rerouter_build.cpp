@@ -58,21 +58,25 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
 
   // Port slots: classes from the rank, liveness from the cabling.
   const auto& rank = base.updown_rank;
-  auto guid = [&](std::uint32_t s) { return topo.node(topo.switch_node(s)).guid.value; };
+  auto guid = [&](std::uint32_t s) {
+    return topo.node(topo.switch_node(SwitchIndex{s})).guid.value;
+  };
   auto before = [&](std::uint32_t a, std::uint32_t b) {
     return std::pair(rank[a], guid(a)) < std::pair(rank[b], guid(b));
   };
   m.port_base.assign(n + 1, 0);
   for (std::uint32_t s = 0; s < n; ++s)
-    m.port_base[s + 1] = m.port_base[s] + topo.node(topo.switch_node(s)).num_ports + 1U;
+    m.port_base[s + 1] =
+        m.port_base[s] + topo.node(topo.switch_node(SwitchIndex{s})).num_ports + 1U;
   m.ports.assign(m.port_base[n], PortSlot{});
   m.up_first.assign(n + 1, 0);
   m.down_first.assign(n + 1, 0);
   m.has_endpoints.assign(n, 0);
   m.live_links.assign(n, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    const NodeId node = topo.switch_node(s);
-    m.has_endpoints[s] = g.has_endpoints(s) ? 1 : 0;
+    const SwitchIndex sw{s};
+    const NodeId node = topo.switch_node(sw);
+    m.has_endpoints[s] = g.has_endpoints(sw) ? 1 : 0;
     for (unsigned p = 1; p <= topo.node(node).num_ports; ++p) {
       const Port& port = topo.port(node, static_cast<PortNum>(p));
       if (!port.connected() || p == kDropPort) continue;
@@ -80,11 +84,11 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
         m.ports[m.port_base[s] + p].flags = kCaLink | kLive;
       }
     }
-    for (const SwitchArc& a : g.arcs(s)) {
+    for (const SwitchArc& a : g.arcs(sw)) {
       PortSlot& sl = m.ports[m.port_base[s] + a.local_port];
-      sl.peer = a.to;
+      sl.peer = a.to.value;
       sl.peer_port = a.remote_port;
-      sl.flags = kSwitchLink | kLive | (before(a.to, s) ? kUp : 0);
+      sl.flags = kSwitchLink | kLive | (before(a.to.value, s) ? kUp : 0);
       ++m.live_links[s];
       if (sl.up()) {
         m.up_list.push_back(a.local_port);
@@ -101,7 +105,7 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   const auto att = g.attachments();
   for (std::size_t d = 1; d < att.size() && d < entries; ++d) {
     if (!att[d].routable()) continue;
-    m.lid[d] = LidInfo{att[d].sw, att[d].port, static_cast<std::uint8_t>(att[d].port != 0)};
+    m.lid[d] = LidInfo{att[d].sw.value, att[d].port, static_cast<std::uint8_t>(att[d].port != 0)};
   }
   m.lid0 = m.lid;
 
@@ -217,9 +221,9 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
         if (m.has_endpoints[s] == 0) continue;
         for (std::uint64_t missing = ~row[w] & has_data[w]; missing != 0; missing &= missing - 1) {
           const std::uint32_t tt = w * 64 + static_cast<std::uint32_t>(std::countr_zero(missing));
-          if (g.component(tt) != g.component(s)) continue;
-          const Node& a = topo.node(topo.switch_node(s));
-          const Node& b = topo.node(topo.switch_node(tt));
+          if (g.component(SwitchIndex{tt}) != g.component(SwitchIndex{s})) continue;
+          const Node& a = topo.node(topo.switch_node(SwitchIndex{s}));
+          const Node& b = topo.node(topo.switch_node(SwitchIndex{tt}));
           return Error{
               Errc::kInvalidArgument,
               fmt::format("routes of engine {} send CA traffic from \"{}\" ({:#018x}) to "
@@ -277,9 +281,9 @@ void Rerouter::warm_up() {
     }
     if (p == 0) continue;
     if (m.has_endpoints[s] != 0) {
-      pick = FailedLink{s, p};
+      pick = FailedLink{SwitchIndex{s}, p};
     } else if (!fallback) {
-      fallback = FailedLink{s, p};
+      fallback = FailedLink{SwitchIndex{s}, p};
     }
   }
   if (!pick) pick = fallback;
@@ -292,15 +296,15 @@ void Rerouter::warm_up() {
   reset();
 }
 
-bool Rerouter::link_live(std::uint32_t sw, PortNum port) const {
-  if (sw >= n_ || !impl_->has_port(sw, port)) return false;
-  const std::uint8_t f = impl_->slot(sw, port).flags;
+bool Rerouter::link_live(SwitchIndex sw, PortNum port) const {
+  if (sw.value >= n_ || !impl_->has_port(sw.value, port)) return false;
+  const std::uint8_t f = impl_->slot(sw.value, port).flags;
   return (f & kLive) != 0 && (f & (kSwitchLink | kCaLink)) != 0;
 }
 
-bool Rerouter::link_known(std::uint32_t sw, PortNum port) const {
-  if (sw >= n_ || !impl_->has_port(sw, port)) return false;
-  return (impl_->slot(sw, port).flags & (kSwitchLink | kCaLink)) != 0;
+bool Rerouter::link_known(SwitchIndex sw, PortNum port) const {
+  if (sw.value >= n_ || !impl_->has_port(sw.value, port)) return false;
+  return (impl_->slot(sw.value, port).flags & (kSwitchLink | kCaLink)) != 0;
 }
 
 void Rerouter::reset() {
@@ -345,7 +349,7 @@ std::vector<DirtyBlock> Rerouter::changed_blocks() const {
   for (std::size_t w = 0; w < m.dirty_since.size(); ++w) {
     for (std::uint64_t bits = m.dirty_since[w]; bits != 0; bits &= bits - 1) {
       const std::size_t bit = w * 64 + static_cast<unsigned>(std::countr_zero(bits));
-      out.push_back({static_cast<std::uint32_t>(bit / m.blocks_per_switch),
+      out.push_back({SwitchIndex{static_cast<std::uint32_t>(bit / m.blocks_per_switch)},
                      static_cast<std::uint32_t>(bit % m.blocks_per_switch)});
     }
   }
@@ -367,7 +371,8 @@ Routes Rerouter::export_routes(WorkerPool& pool) const {
       Lft& l = out.lfts[s];
       const std::uint32_t size = base_->lfts[s].size();
       l.resize(Lid{size == 0 ? 0 : size - 1});
-      std::memcpy(l.data(), row(static_cast<std::uint32_t>(s)), std::min(size, stride_));
+      std::memcpy(l.data(), row(SwitchIndex{static_cast<std::uint32_t>(s)}),
+                  std::min(size, stride_));
     }
   });
   std::uint64_t total = 0, links = 0, max_routes = 0;

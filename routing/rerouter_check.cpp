@@ -18,29 +18,30 @@ using namespace rerouter_internal;
 
 Result<void> Rerouter::check_changes() const {
   Impl& m = *impl_;  // check_mark is scratch
-  auto where = [this](std::uint32_t s) { return topo_.switch_label(s); };
-  auto entry_of = [this](std::uint32_t s, std::uint32_t d) { return row(s)[d]; };
+  auto where = [this](std::uint32_t s) { return topo_.switch_label(SwitchIndex{s}); };
+  auto entry_of = [this](std::uint32_t s, std::uint32_t d) { return row(SwitchIndex{s})[d]; };
   // Every failed port is gone from its switch's table (cut-off switches
   // aside: nothing reaches them).
   for (const FailedLink& f : m.new_failed) {
-    if ((m.slot(f.sw, f.port).flags & kSwitchLink) && m.live_links[f.sw] == 0) continue;
+    const std::uint32_t s = f.sw.value;
+    if ((m.slot(s, f.port).flags & kSwitchLink) && m.live_links[s] == 0) continue;
     const std::uint8_t* r = row(f.sw);
     const void* hit = std::memchr(r, f.port, stride_);
     if (hit != nullptr) {
       const auto d = static_cast<std::uint32_t>(static_cast<const std::uint8_t*>(hit) - r);
       return Error{Errc::kIncomplete, fmt::format("switch {} still sends LID {} to failed port {}",
-                                                  where(f.sw), d, f.port)};
+                                                  where(s), d, f.port)};
     }
   }
   if (++m.check_epoch == 0) {
     std::fill(m.check_mark.begin(), m.check_mark.end(), 0);
     m.check_epoch = 1;
   }
-  for (const LftChange& c : m.changes) m.check_mark[c.sw] = m.check_epoch;
+  for (const LftChange& c : m.changes) m.check_mark[c.sw.value] = m.check_epoch;
   for (const LftChange& c : m.changes) {
-    const std::uint32_t s = c.sw, d = c.lid;
+    const std::uint32_t s = c.sw.value, d = c.lid.value;
     const std::uint32_t t = m.lid[d].sw;
-    if (t == kNoSwitch || c.new_port == kDropPort) continue;  // nothing left to route
+    if (t == kNoSwitch.value || c.new_port == kDropPort) continue;  // nothing left to route
     if (s == t) {
       if (c.new_port != m.lid[d].port) {
         return Error{

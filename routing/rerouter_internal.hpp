@@ -33,8 +33,8 @@ inline constexpr std::uint8_t kUp = 4;          // switch link toward the smalle
 inline constexpr std::uint8_t kLive = 8;        // the link is up as far as we know
 
 struct PortSlot {
-  std::uint32_t peer = kNoSwitch;  // neighbour switch (switch links)
-  PortNum peer_port = 0;           // the cable's port on the neighbour
+  std::uint32_t peer = kNoSwitch.value;  // neighbour switch (switch links)
+  PortNum peer_port = 0;                 // the cable's port on the neighbour
   std::uint8_t flags = 0;
   bool live_switch() const { return (flags & (kSwitchLink | kLive)) == (kSwitchLink | kLive); }
   bool down() const { return (flags & (kSwitchLink | kUp)) == kSwitchLink; }
@@ -42,9 +42,9 @@ struct PortSlot {
 };
 
 struct LidInfo {
-  std::uint32_t sw = kNoSwitch;  // delivering switch; kNoSwitch = unrouted or unreachable
-  PortNum port = 0;              // delivery port (0 = the switch's own LID)
-  std::uint8_t data = 0;         // a CA/router LID: loads ports
+  std::uint32_t sw = kNoSwitch.value;  // delivering switch; kNoSwitch = unrouted or unreachable
+  PortNum port = 0;                    // delivery port (0 = the switch's own LID)
+  std::uint8_t data = 0;               // a CA/router LID: loads ports
 };
 
 inline std::uint64_t key_of(std::uint32_t sw, std::uint32_t lid) {
@@ -211,7 +211,8 @@ struct Rerouter::Impl {
   }
   bool implicit_orphan(std::uint32_t s, std::uint32_t d) const {
     const std::uint32_t t0 = lid0[d].sw;
-    return t0 != kNoSwitch && ((legal0[std::size_t{s} * words + t0 / 64] >> (t0 % 64)) & 1U) == 0;
+    return t0 != kNoSwitch.value &&
+           ((legal0[std::size_t{s} * words + t0 / 64] >> (t0 % 64)) & 1U) == 0;
   }
   bool explicit_orphan(std::uint32_t s, std::uint32_t d) const {
     if (orphan_count[s] == 0) return false;

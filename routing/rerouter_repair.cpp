@@ -54,7 +54,7 @@ class Repair {
 
   std::uint8_t* row(std::uint32_t s) const { return table_ + std::size_t{s} * stride_; }
 
-  std::string where(std::uint32_t s) const { return topo_.switch_label(s); }
+  std::string where(std::uint32_t s) const { return topo_.switch_label(SwitchIndex{s}); }
 
   void begin() {
     ++m_.epoch;
@@ -83,26 +83,28 @@ class Repair {
   // anything changed).
   Result<void> mark_failures(std::span<const FailedLink> failed, RepairReport& rep) {
     for (const FailedLink& f : failed) {
-      if (f.sw >= n_) {
+      const std::uint32_t s = f.sw.value;
+      if (s >= n_) {
         return Error{Errc::kNotFound,
-                     fmt::format("failed link: no switch with index {} ({} switches)", f.sw, n_)};
+                     fmt::format("failed link: no switch with index {} ({} switches)", s, n_)};
       }
-      if (f.port == 0 || !m_.has_port(f.sw, f.port)) {
+      if (f.port == 0 || !m_.has_port(s, f.port)) {
         return Error{Errc::kInvalidArgument,
-                     fmt::format("failed link: switch {} has no port {}", where(f.sw), f.port)};
+                     fmt::format("failed link: switch {} has no port {}", where(s), f.port)};
       }
-      if ((m_.slot(f.sw, f.port).flags & (kSwitchLink | kCaLink)) == 0) {
+      if ((m_.slot(s, f.port).flags & (kSwitchLink | kCaLink)) == 0) {
         return Error{Errc::kInvalidArgument,
                      fmt::format("failed link: port {} of switch {} was not cabled when the "
                                  "routes were computed",
-                                 f.port, where(f.sw))};
+                                 f.port, where(s))};
       }
     }
     for (const FailedLink& f : failed) {
-      PortSlot& sl = m_.ports[m_.slot_index(f.sw, f.port)];
+      const std::uint32_t s = f.sw.value;
+      PortSlot& sl = m_.ports[m_.slot_index(s, f.port)];
       if ((sl.flags & kLive) == 0) continue;  // known already (e.g. both ends reported)
       sl.flags &= static_cast<std::uint8_t>(~kLive);
-      m_.new_dead.push_back(m_.slot_index(f.sw, f.port));
+      m_.new_dead.push_back(m_.slot_index(s, f.port));
       m_.new_failed.push_back(f);
       if (sl.flags & kCaLink) {
         ++rep.ca_links_failed;
@@ -112,8 +114,8 @@ class Repair {
       PortSlot& far = m_.ports[m_.slot_index(sl.peer, sl.peer_port)];
       far.flags &= static_cast<std::uint8_t>(~kLive);
       m_.new_dead.push_back(m_.slot_index(sl.peer, sl.peer_port));
-      m_.new_failed.push_back(FailedLink{sl.peer, sl.peer_port});
-      --m_.live_links[f.sw];
+      m_.new_failed.push_back(FailedLink{SwitchIndex{sl.peer}, sl.peer_port});
+      --m_.live_links[s];
       --m_.live_links[sl.peer];
     }
     return {};
@@ -122,7 +124,8 @@ class Repair {
   // LIDs behind failed CA links can no longer be reached.
   void mark_unreachable_lids() {
     for (const FailedLink& f : m_.new_failed) {
-      if ((m_.slot(f.sw, f.port).flags & kCaLink) == 0) continue;
+      const std::uint32_t s = f.sw.value;
+      if ((m_.slot(s, f.port).flags & kCaLink) == 0) continue;
       // The CA/router port at the far end and its 2^LMC LIDs.
       const Port& p = topo_.port(topo_.switch_node(f.sw), f.port);
       const std::uint32_t idx = topo_.port_index(p.remote_node, p.remote_port);
@@ -131,9 +134,9 @@ class Repair {
       if (base == 0) continue;
       const std::uint32_t count = lids_.lids_per_port(topo_, p.remote_node);
       for (std::uint32_t d = base; d < base + count && d < stride_; ++d) {
-        if (m_.lid[d].sw != f.sw || m_.lid[d].port != f.port) continue;
+        if (m_.lid[d].sw != s || m_.lid[d].port != f.port) continue;
         m_.lid_undo.emplace_back(d, m_.lid[d]);
-        m_.lid[d].sw = kNoSwitch;
+        m_.lid[d].sw = kNoSwitch.value;
       }
     }
   }
@@ -153,13 +156,14 @@ class Repair {
     acc.assign(words, 0);
     bool any = false;
     for (const FailedLink& f : m_.new_failed) {
-      const PortSlot& sl = m_.slot(f.sw, f.port);
+      const std::uint32_t s = f.sw.value;
+      const PortSlot& sl = m_.slot(s, f.port);
       if (!(sl.flags & kSwitchLink) || !sl.down()) continue;  // take each link from its upper end
       const std::uint64_t* low = &bits[std::size_t{sl.peer} * words];
       for (std::uint32_t w = 0; w < words; ++w) acc[w] |= low[w];
-      if (!m_.in_work[f.sw]) {
-        m_.in_work[f.sw] = 1;
-        work.push_back(f.sw);
+      if (!m_.in_work[s]) {
+        m_.in_work[s] = 1;
+        work.push_back(s);
       }
       any = true;
     }
@@ -207,10 +211,10 @@ class Repair {
     ends.assign(m_.new_failed.begin(), m_.new_failed.end());
     std::sort(ends.begin(), ends.end());
     for (std::size_t i = 0; i < ends.size();) {
-      const std::uint32_t s = ends[i].sw;
+      const std::uint32_t s = ends[i].sw.value;
       std::size_t j = i;
       const auto begin = static_cast<std::uint32_t>(m_.recs.size());
-      for (; j < ends.size() && ends[j].sw == s; ++j) {
+      for (; j < ends.size() && ends[j].sw.value == s; ++j) {
         const PortSlot& sl = m_.slot(s, ends[j].port);
         if ((sl.flags & kSwitchLink) && m_.live_links[s] == 0) continue;  // cut off
         m_.scan_buf.clear();
@@ -391,7 +395,7 @@ class Repair {
       set_entry(s, d, m_.lid[d].port);
       return Choice::kChosen;
     }
-    if (t == kNoSwitch || m_.live_links[t] == 0 || m_.live_links[s] == 0) {
+    if (t == kNoSwitch.value || m_.live_links[t] == 0 || m_.live_links[s] == 0) {
       set_entry(s, d, kDropPort);
       return Choice::kUnreachable;
     }
@@ -622,18 +626,19 @@ class Repair {
     for (const auto& rec : m_.recs) {
       const std::uint8_t now = row(rec.sw)[rec.lid];
       if (now == rec.old) continue;
-      m_.changes.push_back({rec.sw, rec.lid, rec.old, now});
+      m_.changes.push_back({SwitchIndex{rec.sw}, Lid{rec.lid}, rec.old, now});
     }
     for (const LftChange& c : m_.changes) {
-      const std::size_t bit = std::size_t{c.sw} * blocks_per_switch + c.lid / kLftBlockSize;
+      const std::size_t bit =
+          std::size_t{c.sw.value} * blocks_per_switch + c.lid.value / kLftBlockSize;
       const std::uint64_t mask = std::uint64_t{1} << (bit % 64);
       if (m_.dirty_now[bit / 64] & mask) continue;
       m_.dirty_now[bit / 64] |= mask;
       dirty_since[bit / 64] |= mask;
-      m_.blocks.push_back({c.sw, c.lid / kLftBlockSize});
+      m_.blocks.push_back({c.sw, c.lid.value / kLftBlockSize});
     }
     for (const DirtyBlock& b : m_.blocks) {
-      const std::size_t bit = std::size_t{b.sw} * blocks_per_switch + b.block;
+      const std::size_t bit = std::size_t{b.sw.value} * blocks_per_switch + b.block;
       m_.dirty_now[bit / 64] = 0;
     }
   }
@@ -652,7 +657,7 @@ class Repair {
     }
     for (std::uint32_t si : m_.new_dead) m_.ports[si].flags |= kLive;
     for (const FailedLink& f : m_.new_failed) {
-      if (m_.slot(f.sw, f.port).flags & kSwitchLink) ++m_.live_links[f.sw];
+      if (m_.slot(f.sw.value, f.port).flags & kSwitchLink) ++m_.live_links[f.sw.value];
     }
     m_.changes.clear();
     m_.blocks.clear();
@@ -678,9 +683,10 @@ Result<RepairReport> Rerouter::repair(std::span<const FailedLink> failed) {
 Result<RepairReport> Rerouter::apply_for_test(std::span<const FailedLink> failed,
                                               std::span<const LftChange> changes) {
   for (const LftChange& c : changes) {
-    if (c.sw >= n_ || c.lid >= stride_) {
-      return Error{Errc::kInvalidArgument,
-                   fmt::format("change of switch {} LID {} is outside the tables", c.sw, c.lid)};
+    if (c.sw.value >= n_ || c.lid.value >= stride_) {
+      return Error{Errc::kInvalidArgument, fmt::format("change of switch {} LID {} is outside the "
+                                                       "tables",
+                                                       c.sw.value, c.lid.value)};
     }
   }
   return run(failed, &changes);
@@ -711,8 +717,8 @@ Result<RepairReport> Rerouter::run(std::span<const FailedLink> failed,
     rep.t_route = Clock::now() - t;
   } else {
     for (const LftChange& c : *given) {
-      r.record_for(c.sw, c.lid);
-      r.set_entry(c.sw, c.lid, c.new_port);
+      r.record_for(c.sw.value, c.lid.value);
+      r.set_entry(c.sw.value, c.lid.value, c.new_port);
     }
   }
   const auto t = Clock::now();

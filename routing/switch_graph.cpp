@@ -19,7 +19,7 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
   std::uint32_t port_slots = 0;
   for (std::uint32_t s = 0; s < num_sw; ++s) {
     g.port_base_[s] = port_slots;
-    g.num_ports_[s] = topo.node(topo.switch_node(s)).num_ports;
+    g.num_ports_[s] = topo.node(topo.switch_node(SwitchIndex{s})).num_ports;
     port_slots += g.num_ports_[s] + 1U;
   }
   g.port_arc_.assign(port_slots, kNoArc);
@@ -33,7 +33,7 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
   };
 
   for (std::uint32_t s = 0; s < num_sw; ++s) {
-    const NodeId sn = topo.switch_node(s);
+    const NodeId sn = topo.switch_node(SwitchIndex{s});
     const Node& node = topo.node(sn);
     for (unsigned p = 1; p <= node.num_ports; ++p) {
       const Port& port = topo.port(sn, static_cast<PortNum>(p));
@@ -66,26 +66,27 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
       g.port_arc_[g.port_base_[s] + p] = static_cast<std::uint32_t>(g.arcs_.size());
       g.port_peer_[g.port_base_[s] + p] = arc.to;
       g.arcs_.push_back(arc);
-      g.arc_from_.push_back(s);
+      g.arc_from_.push_back(SwitchIndex{s});
     }
     g.first_arc_[s + 1] = static_cast<std::uint32_t>(g.arcs_.size());
     g.max_degree_ = std::max(g.max_degree_, g.first_arc_[s + 1] - g.first_arc_[s]);
   }
 
   // Components by BFS over the arcs.
-  g.component_.assign(num_sw, kNoSwitch);
-  std::vector<std::uint32_t> queue;
+  constexpr std::uint32_t kNoComponent = UINT32_MAX;
+  g.component_.assign(num_sw, kNoComponent);
+  std::vector<SwitchIndex> queue;
   queue.reserve(num_sw);
   for (std::uint32_t s = 0; s < num_sw; ++s) {
-    if (g.component_[s] != kNoSwitch) continue;
+    if (g.component_[s] != kNoComponent) continue;
     const std::uint32_t c = g.num_components_++;
     queue.clear();
-    queue.push_back(s);
+    queue.push_back(SwitchIndex{s});
     g.component_[s] = c;
     for (std::size_t i = 0; i < queue.size(); ++i) {
       for (const SwitchArc& a : g.arcs(queue[i])) {
-        if (g.component_[a.to] == kNoSwitch) {
-          g.component_[a.to] = c;
+        if (g.component_[a.to.value] == kNoComponent) {
+          g.component_[a.to.value] = c;
           queue.push_back(a.to);
         }
       }
@@ -131,18 +132,18 @@ Result<SwitchGraph> SwitchGraph::build(const Topology& topo, const LidMap& lids)
       continue;
     }
     g.attach_[l] = LidAttachment{peer.switch_index, port.remote_port};
-    g.has_endpoints_[peer.switch_index] = 1;
+    g.has_endpoints_[peer.switch_index.value] = 1;
   }
   return g;
 }
 
-void bfs_hops(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
+void bfs_hops(const SwitchGraph& g, std::vector<SwitchIndex>& queue,
               std::vector<std::uint32_t>& dist) {
   for (std::size_t i = 0; i < queue.size(); ++i) {
-    const std::uint32_t v = queue[i];
+    const SwitchIndex v = queue[i];
     for (const SwitchArc& a : g.arcs(v)) {
-      if (dist[a.to] == kUnreached) {
-        dist[a.to] = dist[v] + 1;
+      if (dist[a.to.value] == kUnreached) {
+        dist[a.to.value] = dist[v.value] + 1;
         queue.push_back(a.to);
       }
     }
@@ -150,13 +151,13 @@ void bfs_hops(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
 }
 
 std::vector<std::uint32_t> hops_to_nearest(const SwitchGraph& g,
-                                           std::span<const std::uint32_t> sources) {
+                                           std::span<const SwitchIndex> sources) {
   std::vector<std::uint32_t> dist(g.num_switches(), kUnreached);
-  std::vector<std::uint32_t> queue;
+  std::vector<SwitchIndex> queue;
   queue.reserve(g.num_switches());
-  for (const std::uint32_t s : sources) {
-    if (dist[s] == kUnreached) {
-      dist[s] = 0;
+  for (const SwitchIndex s : sources) {
+    if (dist[s.value] == kUnreached) {
+      dist[s.value] = 0;
       queue.push_back(s);
     }
   }

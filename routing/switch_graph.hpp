@@ -29,20 +29,19 @@
 
 namespace subnetd::routing {
 
-inline constexpr std::uint32_t kNoSwitch = UINT32_MAX;
 inline constexpr std::uint32_t kNoArc = UINT32_MAX;
 
 struct SwitchArc {
-  std::uint32_t to = kNoSwitch;  // neighbour's switch_index
-  PortNum local_port = 0;        // cable's port on this switch
-  PortNum remote_port = 0;       // cable's port on the neighbour
+  SwitchIndex to;           // neighbour
+  PortNum local_port = 0;   // cable's port on this switch
+  PortNum remote_port = 0;  // cable's port on the neighbour
 };
 
 // Where a LID leaves the switch fabric.
 struct LidAttachment {
-  std::uint32_t sw = kNoSwitch;  // delivering switch; kNoSwitch = not routable
-  PortNum port = 0;              // its port toward the owner; 0 = the switch's own LID
-  bool routable() const { return sw != kNoSwitch; }
+  SwitchIndex sw;    // delivering switch; kNoSwitch = not routable
+  PortNum port = 0;  // its port toward the owner; 0 = the switch's own LID
+  bool routable() const { return sw.valid(); }
 };
 
 class SwitchGraph {
@@ -58,30 +57,32 @@ class SwitchGraph {
   std::uint32_t num_arcs() const { return static_cast<std::uint32_t>(arcs_.size()); }
 
   // Arcs of switch s; arc i of the span has global index first_arc(s) + i.
-  std::span<const SwitchArc> arcs(std::uint32_t s) const {
-    return std::span<const SwitchArc>(arcs_).subspan(first_arc_[s],
-                                                     first_arc_[s + 1] - first_arc_[s]);
+  std::span<const SwitchArc> arcs(SwitchIndex s) const {
+    return std::span<const SwitchArc>(arcs_).subspan(first_arc_[s.value],
+                                                     first_arc_[s.value + 1] - first_arc_[s.value]);
   }
-  std::uint32_t first_arc(std::uint32_t s) const { return first_arc_[s]; }
+  // Global index of s's first arc; first_arc(SwitchIndex{num_switches()}) is
+  // num_arcs().
+  std::uint32_t first_arc(SwitchIndex s) const { return first_arc_[s.value]; }
   const SwitchArc& arc(std::uint32_t a) const { return arcs_[a]; }
-  std::uint32_t arc_source(std::uint32_t a) const { return arc_from_[a]; }
+  SwitchIndex arc_source(std::uint32_t a) const { return arc_from_[a]; }
   // Global index of the arc leaving switch s on port p, kNoArc when port p is
   // not cabled to another switch (unconnected, a CA, out of range).
-  std::uint32_t arc_at_port(std::uint32_t s, PortNum p) const {
-    if (p > num_ports_[s]) return kNoArc;
-    return port_arc_[port_base_[s] + p];
+  std::uint32_t arc_at_port(SwitchIndex s, PortNum p) const {
+    if (p > num_ports_[s.value]) return kNoArc;
+    return port_arc_[port_base_[s.value] + p];
   }
   // The switch at the far end of port p of switch s, kNoSwitch when port p
   // is not cabled to another switch (one lookup, for per-LID hot loops).
-  std::uint32_t peer_at_port(std::uint32_t s, PortNum p) const {
-    if (p > num_ports_[s]) return kNoSwitch;
-    return port_peer_[port_base_[s] + p];
+  SwitchIndex peer_at_port(SwitchIndex s, PortNum p) const {
+    if (p > num_ports_[s.value]) return kNoSwitch;
+    return port_peer_[port_base_[s.value] + p];
   }
-  std::uint8_t num_ports(std::uint32_t s) const { return num_ports_[s]; }
+  std::uint8_t num_ports(SwitchIndex s) const { return num_ports_[s.value]; }
   std::uint32_t max_degree() const { return max_degree_; }
 
   // Switch-graph connected components: component(s) in [0, num_components()).
-  std::uint32_t component(std::uint32_t s) const { return component_[s]; }
+  std::uint32_t component(SwitchIndex s) const { return component_[s.value]; }
   std::uint32_t num_components() const { return num_components_; }
 
   // LIDs 0..max_lid of the LidMap.
@@ -91,17 +92,17 @@ class SwitchGraph {
   }
   std::span<const LidAttachment> attachments() const { return attach_; }
   // True when at least one CA/router port hangs off switch s.
-  bool has_endpoints(std::uint32_t s) const { return has_endpoints_[s] != 0; }
+  bool has_endpoints(SwitchIndex s) const { return has_endpoints_[s.value] != 0; }
 
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   std::vector<std::uint32_t> first_arc_;  // S+1 offsets into arcs_
   std::vector<SwitchArc> arcs_;
-  std::vector<std::uint32_t> arc_from_;   // source switch of each arc
+  std::vector<SwitchIndex> arc_from_;     // source switch of each arc
   std::vector<std::uint32_t> port_base_;  // per switch, offset of its port 0 in port_arc_
   std::vector<std::uint32_t> port_arc_;   // (switch, port) -> arc or kNoArc
-  std::vector<std::uint32_t> port_peer_;  // (switch, port) -> neighbour switch or kNoSwitch
+  std::vector<SwitchIndex> port_peer_;    // (switch, port) -> neighbour switch or kNoSwitch
   std::vector<std::uint8_t> num_ports_;
   std::vector<std::uint32_t> component_;
   std::vector<std::uint8_t> has_endpoints_;
@@ -115,14 +116,14 @@ inline constexpr std::uint32_t kUnreached = UINT32_MAX;
 
 // Breadth-first over switch-to-switch links from the switches already in
 // `queue` (their `dist` set): appends every switch it reaches to `queue` and
-// sets its `dist` to the hops from the nearest start. Switches whose `dist`
-// is not kUnreached are left alone.
-void bfs_hops(const SwitchGraph& g, std::vector<std::uint32_t>& queue,
+// sets its `dist` (by switch index) to the hops from the nearest start.
+// Switches whose `dist` is not kUnreached are left alone.
+void bfs_hops(const SwitchGraph& g, std::vector<SwitchIndex>& queue,
               std::vector<std::uint32_t>& dist);
 
-// Hops from every switch to the nearest of `sources` (kUnreached where no
-// source is in its part).
+// Hops from every switch (by switch index) to the nearest of `sources`
+// (kUnreached where no source is in its part).
 std::vector<std::uint32_t> hops_to_nearest(const SwitchGraph& g,
-                                           std::span<const std::uint32_t> sources);
+                                           std::span<const SwitchIndex> sources);
 
 }  // namespace subnetd::routing

@@ -53,7 +53,7 @@ NodeId Topology::add_node(NodeType type, Guid node_guid, std::uint8_t num_ports,
   n.first_port = static_cast<std::uint32_t>(ports_.size());
   n.description = std::move(description);
   if (type == NodeType::kSwitch) {
-    n.switch_index = static_cast<std::uint32_t>(switches_.size());
+    n.switch_index = SwitchIndex{static_cast<std::uint32_t>(switches_.size())};
     switches_.push_back(id);
   }
   nodes_.push_back(std::move(n));

@@ -55,9 +55,9 @@ struct Node {
   NodeType type = NodeType::kCa;
   Guid guid;
   Guid system_guid;
-  std::uint8_t num_ports = 0;               // physical ports, numbered 1..num_ports
-  std::uint32_t first_port = 0;             // index of port 0 in the flat port array
-  std::uint32_t switch_index = UINT32_MAX;  // dense index among switches, UINT32_MAX otherwise
+  std::uint8_t num_ports = 0;    // physical ports, numbered 1..num_ports
+  std::uint32_t first_port = 0;  // index of port 0 in the flat port array
+  SwitchIndex switch_index;      // dense index among switches, kNoSwitch otherwise
   std::string description;
 };
 
@@ -105,11 +105,11 @@ class Topology {
 
   // Node ids of all switches, in switch_index order.
   std::span<const NodeId> switches() const { return switches_; }
-  NodeId switch_node(std::uint32_t switch_index) const { return switches_[switch_index]; }
+  NodeId switch_node(SwitchIndex switch_index) const { return switches_[switch_index.value]; }
   // How errors and logs name a node: "sw-a" (0x0002c90000000001). The
   // description is escaped and cut with printable() (it comes from the wire).
   std::string label(NodeId id) const;
-  std::string switch_label(std::uint32_t switch_index) const {
+  std::string switch_label(SwitchIndex switch_index) const {
     return label(switch_node(switch_index));
   }
 

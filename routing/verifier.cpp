@@ -30,7 +30,8 @@ constexpr std::uint32_t kStrip = 64;
 constexpr std::uint32_t kStrips = kTile / kStrip;
 constexpr std::uint32_t kDepWords = 4;  // 256 out-port bits per channel
 constexpr std::uint32_t kDeliver = UINT32_MAX - 1;
-constexpr std::uint32_t kBad = kNoSwitch;
+constexpr std::uint32_t kBad = kNoSwitch.value;
+constexpr std::uint32_t kNoPart = UINT32_MAX;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -58,10 +59,10 @@ class Checker {
       : topo_(topo), lids_(lids), routes_(routes), g_(g) {}
 
   // "sw-a" (0x0002c90000000001)
-  std::string sw(std::uint32_t s) const { return topo_.switch_label(s); }
+  std::string sw(std::uint32_t s) const { return topo_.switch_label(SwitchIndex{s}); }
   // sw-a, or the GUID when the switch has no description
   std::string label(std::uint32_t s) const {
-    const Node& n = topo_.node(topo_.switch_node(s));
+    const Node& n = topo_.node(topo_.switch_node(SwitchIndex{s}));
     return n.description.empty() ? fmt::format("{:#018x}", n.guid.value) : printable(n.description);
   }
   // LID 0x12 ("h-3" port 1) / LID 0x5 (switch "sw-1")
@@ -79,7 +80,7 @@ class Checker {
   Error entry_error(std::uint32_t s, std::uint32_t d) const {
     const LidAttachment att = g_.attachment(Lid{d});
     const std::uint8_t p = entry(s, d);
-    const NodeId sn = topo_.switch_node(s);
+    const NodeId sn = topo_.switch_node(SwitchIndex{s});
     const Node& node = topo_.node(sn);
     std::string why;
     if (p == kDropPort) {
@@ -104,7 +105,7 @@ class Checker {
     return Error{Errc::kIncomplete,
                  fmt::format("switch {} routes {} to {}; the LID is delivered by {} port {} "
                              "(reachable via port {})",
-                             sw(s), lid(d), why, sw(att.sw), att.port, first_hop(s, att))};
+                             sw(s), lid(d), why, sw(att.sw.value), att.port, first_hop(s, att))};
   }
 
   // The walk for LID d came back to switch path[from]: a forwarding loop.
@@ -115,7 +116,7 @@ class Checker {
     for (std::size_t i = from; i < path.size(); ++i) {
       text += fmt::format("{}[{}] -> ", label(path[i]), entry(path[i], d));
       guids += fmt::format("{}{} {:#018x}", i == from ? "" : ", ", label(path[i]),
-                           topo_.node(topo_.switch_node(path[i])).guid.value);
+                           topo_.node(topo_.switch_node(SwitchIndex{path[i]})).guid.value);
     }
     text += fmt::format("{}[{}]", label(path[from]), entry(path[from], d));
     return Error{Errc::kForwardingLoop,
@@ -129,21 +130,21 @@ class Checker {
     std::string guids;
     std::vector<std::uint32_t> named;
     for (std::uint32_t c : cycle) {
-      const std::uint32_t s = g_.arc_source(c);
+      const std::uint32_t s = g_.arc_source(c).value;
       text += fmt::format("{}[{}] -> ", label(s), g_.arc(c).local_port);
       if (std::find(named.begin(), named.end(), s) == named.end()) {
         guids += fmt::format("{}{} {:#018x}", named.empty() ? "" : ", ", label(s),
-                             topo_.node(topo_.switch_node(s)).guid.value);
+                             topo_.node(topo_.switch_node(SwitchIndex{s})).guid.value);
         named.push_back(s);
       }
     }
-    const std::uint32_t first = g_.arc_source(cycle.front());
+    const std::uint32_t first = g_.arc_source(cycle.front()).value;
     text += fmt::format("{}[{}]", label(first), g_.arc(cycle.front()).local_port);
     std::string example;
     if (cycle.size() >= 2) {
       // One counted LID whose route makes the first dependency of the cycle.
       const std::uint32_t s1 = first;
-      const std::uint32_t s2 = g_.arc_source(cycle[1]);
+      const std::uint32_t s2 = g_.arc_source(cycle[1]).value;
       const PortNum p1 = g_.arc(cycle[0]).local_port;
       const PortNum p2 = g_.arc(cycle[1]).local_port;
       for (std::uint32_t d = 1; d <= g_.max_lid().value; ++d) {
@@ -163,20 +164,20 @@ class Checker {
  private:
   // Lowest port of s on a shortest path toward the LID's switch (for messages).
   std::uint32_t first_hop(std::uint32_t s, LidAttachment att) const {
-    if (s == att.sw) return att.port;
+    if (s == att.sw.value) return att.port;
     std::vector<std::uint32_t> dist(g_.num_switches(), UINT32_MAX);
-    std::vector<std::uint32_t> queue{att.sw};
-    dist[att.sw] = 0;
+    std::vector<SwitchIndex> queue{att.sw};
+    dist[att.sw.value] = 0;
     for (std::size_t i = 0; i < queue.size() && dist[s] == UINT32_MAX; ++i) {
       for (const SwitchArc& a : g_.arcs(queue[i])) {
-        if (dist[a.to] == UINT32_MAX) {
-          dist[a.to] = dist[queue[i]] + 1;
+        if (dist[a.to.value] == UINT32_MAX) {
+          dist[a.to.value] = dist[queue[i].value] + 1;
           queue.push_back(a.to);
         }
       }
     }
-    for (const SwitchArc& a : g_.arcs(s)) {
-      if (dist[a.to] + 1 == dist[s]) return a.local_port;
+    for (const SwitchArc& a : g_.arcs(SwitchIndex{s})) {
+      if (dist[a.to.value] + 1 == dist[s]) return a.local_port;
     }
     return 0;
   }
@@ -221,11 +222,11 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   report.channels = std::uint64_t{g.num_arcs()} * num_vls;
 
   std::vector<std::uint32_t> part_size(g.num_components(), 0);
-  for (std::uint32_t s = 0; s < n; ++s) ++part_size[g.component(s)];
+  for (std::uint32_t s = 0; s < n; ++s) ++part_size[g.component(SwitchIndex{s})];
   // Where counted traffic enters the switch fabric.
   std::vector<std::uint32_t> sources;
   for (std::uint32_t s = 0; s < n; ++s) {
-    if (opts.switch_traffic || g.has_endpoints(s)) sources.push_back(s);
+    if (opts.switch_traffic || g.has_endpoints(SwitchIndex{s})) sources.push_back(s);
   }
 
   // Order of the column walks: farthest from the endpoints first. Their
@@ -235,9 +236,9 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   // order). Multi-source BFS from the switches with CAs/routers.
   std::vector<std::uint32_t> walk_order;
   {
-    std::vector<std::uint32_t> ca_switches;
+    std::vector<SwitchIndex> ca_switches;
     for (std::uint32_t s = 0; s < n; ++s) {
-      if (g.has_endpoints(s)) ca_switches.push_back(s);
+      if (g.has_endpoints(SwitchIndex{s})) ca_switches.push_back(SwitchIndex{s});
     }
     const std::vector<std::uint32_t> depth = hops_to_nearest(g, ca_switches);
     walk_order.resize(n);
@@ -270,7 +271,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     std::array<std::uint32_t, kTile> part{};
     for (std::uint32_t l = 0; l < width; ++l) {
       att[l] = lid0 + l == 0 ? LidAttachment{} : g.attachment(Lid{lid0 + l});
-      part[l] = att[l].routable() ? g.component(att[l].sw) : kNoSwitch;
+      part[l] = att[l].routable() ? g.component(att[l].sw) : kNoPart;
     }
     w.buf.resize(std::size_t{n} * kTile);
     w.next.resize(std::size_t{n} * kStrip);
@@ -302,13 +303,14 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
       const std::uint32_t l1 = std::min(width, l0 + kStrip);
       for (std::uint32_t s = 0; s < n; ++s) {
         const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
-        const std::uint32_t ps = g.component(s);
+        const SwitchIndex sw{s};
+        const std::uint32_t ps = g.component(sw);
         for (std::uint32_t l = l0; l < l1; ++l) {
           if (part[l] != ps) continue;
           const std::uint8_t p = row[l];
           // peer_at_port is kNoSwitch (== kBad) for port 0, drop, CAs, dark ports.
           w.next[std::size_t{l - l0} * n + s] =
-              s == att[l].sw && p == att[l].port ? kDeliver : g.peer_at_port(s, p);
+              sw == att[l].sw && p == att[l].port ? kDeliver : g.peer_at_port(sw, p).value;
         }
       }
       // Column walks: from every switch of the LID's part, next hops must end
@@ -322,7 +324,8 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         const std::uint32_t e = ++w.epoch;
         const std::uint32_t* next = &w.next[std::size_t{l - l0} * n];
         for (const std::uint32_t s0 : walk_order) {
-          if ((!one_part && g.component(s0) != part[l]) || w.stamp[s0] == 2 * e + 1) continue;
+          if ((!one_part && g.component(SwitchIndex{s0}) != part[l]) || w.stamp[s0] == 2 * e + 1)
+            continue;
           // Most switches lead straight to one already proven.
           const std::uint32_t first = next[s0];
           if (first == kDeliver || (first != kBad && w.stamp[first] == 2 * e + 1)) {
@@ -350,7 +353,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         const std::uint64_t bit = std::uint64_t{1} << (l - l0);
         std::uint64_t* const active = &w.active[strip];
         for (std::uint32_t s0 : sources) {
-          if (!one_part && g.component(s0) != part[l]) continue;
+          if (!one_part && g.component(SwitchIndex{s0}) != part[l]) continue;
           for (std::uint32_t cur = s0; (active[std::size_t{cur} * kStrips] & bit) == 0;) {
             active[std::size_t{cur} * kStrips] |= bit;
             if (next[cur] == kDeliver) break;
@@ -364,24 +367,25 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     // rows; a hop into the LID's own switch, which delivers it, makes none).
     w.local.assign(std::size_t{g.max_degree()} * kDepWords, 0);
     for (std::uint32_t s = 0; s < n; ++s) {
+      const SwitchIndex sw{s};
       const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
-      const std::uint32_t arc0 = g.first_arc(s);
+      const std::uint32_t arc0 = g.first_arc(sw);
       bool any = false;
       for (std::uint32_t strip = 0; strip < kStrips; ++strip) {
         for (std::uint64_t m = w.active[std::size_t{s} * kStrips + strip]; m != 0; m &= m - 1) {
           const std::uint32_t l = strip * kStrip + static_cast<std::uint32_t>(std::countr_zero(m));
           const std::uint8_t p = row[l];
-          if (s == att[l].sw && p == att[l].port) continue;  // delivered here
-          const std::uint32_t nb = g.peer_at_port(s, p);
-          const std::uint8_t p2 = w.buf[std::size_t{nb} * kTile + l];
+          if (sw == att[l].sw && p == att[l].port) continue;  // delivered here
+          const SwitchIndex nb = g.peer_at_port(sw, p);
+          const std::uint8_t p2 = w.buf[std::size_t{nb.value} * kTile + l];
           if (nb == att[l].sw && p2 == att[l].port) continue;  // leaves the fabric there
-          const std::uint32_t a = g.arc_at_port(s, p) - arc0;
+          const std::uint32_t a = g.arc_at_port(sw, p) - arc0;
           w.local[std::size_t{a} * kDepWords + p2 / 64] |= std::uint64_t{1} << (p2 % 64);
           any = true;
         }
       }
       if (!any) continue;
-      const std::uint32_t degree = g.first_arc(s + 1) - arc0;
+      const std::uint32_t degree = g.first_arc(SwitchIndex{s + 1}) - arc0;
       for (std::size_t i = 0; i < std::size_t{degree} * kDepWords; ++i) {
         const std::uint64_t bits = w.local[i];
         if (bits == 0) continue;

@@ -157,7 +157,7 @@ PortView SimCore::port_view(PortRef ref) const {
 }
 
 std::uint8_t SimCore::lft_entry(NodeId n, std::uint32_t lid) const {
-  const std::vector<std::uint8_t>& t = lfts_[topo_.node(n).switch_index];
+  const std::vector<std::uint8_t>& t = lfts_[topo_.node(n).switch_index.value];
   return lid < t.size() ? t[lid] : routing::kDropPort;
 }
 
@@ -337,7 +337,7 @@ void SimCore::lr_from_ca(std::uint32_t pk, NodeId node, PortNum port) {
 void SimCore::lr_at_switch(std::uint32_t pk, NodeId node, PortNum in) {
   const std::uint32_t dlid = pool_[pk].lrh_dlid;
   if (owns_lid(node, 0, dlid)) return lr_delivered(pk, node, in);
-  const std::uint32_t si = topo_.node(node).switch_index;
+  const std::uint32_t si = topo_.node(node).switch_index.value;
   // IBA 14.2.5.4: packets with a DLID above LinearFDBTop are discarded.
   if (dlid > switches_[si].linear_fdb_top) return drop(pk, DropReason::kLftBeyondTop);
   const std::vector<std::uint8_t>& lft = lfts_[si];
@@ -536,8 +536,8 @@ void SimCore::reset_node(NodeId n) {
   }
   if (node.type == NodeType::kSwitch) {
     ports_[index(n, 0)].state = PortState::kActive;
-    switches_[node.switch_index] = SwitchSim{};
-    std::vector<std::uint8_t>().swap(lfts_[node.switch_index]);
+    switches_[node.switch_index.value] = SwitchSim{};
+    std::vector<std::uint8_t>().swap(lfts_[node.switch_index.value]);
   }
   std::vector<std::uint8_t>().swap(sl2vl_[n.value]);
   std::vector<std::uint8_t>().swap(vlarb_[n.value]);

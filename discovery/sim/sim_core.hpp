@@ -175,8 +175,8 @@ class SimCore {
   std::uint32_t index(PortRef r) const { return topo_.port_index(r.node, r.port); }
   std::uint32_t index(NodeId n, PortNum p) const { return topo_.port_index(n, p); }
   bool is_switch(NodeId n) const { return topo_.node(n).type == routing::NodeType::kSwitch; }
-  SwitchSim& sw(NodeId n) { return switches_[topo_.node(n).switch_index]; }
-  const SwitchSim& sw(NodeId n) const { return switches_[topo_.node(n).switch_index]; }
+  SwitchSim& sw(NodeId n) { return switches_[topo_.node(n).switch_index.value]; }
+  const SwitchSim& sw(NodeId n) const { return switches_[topo_.node(n).switch_index.value]; }
   bool link_physically_up(NodeId n, PortNum p) const;
   std::uint8_t phys_state(NodeId n, PortNum p) const;
   // The end port a packet for this node's SMA is addressed through: port 0

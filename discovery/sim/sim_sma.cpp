@@ -310,7 +310,7 @@ std::uint16_t SimCore::sma_lft(mad::Smp& s, NodeId node) {
   if (!is_switch(node)) return st::kMethodAttrUnsupported;
   const std::uint64_t first = std::uint64_t{s.attr_mod} * routing::kLftBlockSize;
   if (first >= lft_cap_) return st::kInvalidField;
-  const std::uint32_t si = topo_.node(node).switch_index;
+  const std::uint32_t si = topo_.node(node).switch_index.value;
   std::vector<std::uint8_t>& t = lfts_[si];
   const auto begin = static_cast<std::size_t>(first);
   if (s.method == mad::Method::kSet) {

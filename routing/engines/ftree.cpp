@@ -21,6 +21,7 @@ namespace subnetd::routing {
 namespace {
 
 constexpr std::uint32_t kNoClass = UINT32_MAX;
+constexpr std::uint32_t kNoRank = UINT32_MAX;  // also "no position"
 
 }  // namespace
 
@@ -31,37 +32,41 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
   const std::uint32_t n = g.num_switches();
   FatTreeShape shape;
   shape.level.assign(n, kNoLevel);
-  auto guid_of = [&](std::uint32_t s) { return topo.node(topo.switch_node(s)).guid.value; };
+  auto guid_of = [&](SwitchIndex s) { return topo.node(topo.switch_node(s)).guid.value; };
 
   // Leaves upward.
-  std::vector<std::uint32_t> queue;
+  std::vector<SwitchIndex> queue;
   queue.reserve(n);
   std::vector<std::uint8_t> part_has_leaf(g.num_components(), 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    if (g.has_endpoints(s)) {
+    const SwitchIndex sw{s};
+    if (g.has_endpoints(sw)) {
       shape.level[s] = 0;
-      queue.push_back(s);
-      part_has_leaf[g.component(s)] = 1;
+      queue.push_back(sw);
+      part_has_leaf[g.component(sw)] = 1;
     }
   }
   bfs_hops(g, queue, shape.level);
 
   // Parts without a CA: downward from their lowest-GUID switch, so that it is
   // the one top and every switch of the part has an up/down path to the rest.
-  std::vector<std::uint32_t> part_root(g.num_components(), kNoSwitch);
+  std::vector<SwitchIndex> part_root(g.num_components(), kNoSwitch);
   for (std::uint32_t s = 0; s < n; ++s) {
-    std::uint32_t& r = part_root[g.component(s)];
-    if (part_has_leaf[g.component(s)] == 0 && (r == kNoSwitch || guid_of(s) < guid_of(r))) r = s;
+    const SwitchIndex sw{s};
+    SwitchIndex& r = part_root[g.component(sw)];
+    if (part_has_leaf[g.component(sw)] == 0 && (r == kNoSwitch || guid_of(sw) < guid_of(r))) {
+      r = sw;
+    }
   }
   std::vector<std::uint32_t> dist(n, kNoLevel);
   for (std::uint32_t c = 0; c < g.num_components(); ++c) {
     if (part_has_leaf[c] != 0) continue;
     queue.assign(1, part_root[c]);
-    dist[part_root[c]] = 0;
+    dist[part_root[c].value] = 0;
     bfs_hops(g, queue, dist);
     std::uint32_t depth = 0;
-    for (std::uint32_t v : queue) depth = std::max(depth, dist[v]);
-    for (std::uint32_t v : queue) shape.level[v] = depth - dist[v];
+    for (const SwitchIndex v : queue) depth = std::max(depth, dist[v.value]);
+    for (const SwitchIndex v : queue) shape.level[v.value] = depth - dist[v.value];
   }
 
   for (std::uint32_t s = 0; s < n; ++s)
@@ -75,13 +80,14 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
     shape.reason = "no CA or router is attached to any switch";
   } else {
     for (std::uint32_t s = 0; s < n && shape.reason.empty(); ++s) {
-      if (part_has_leaf[g.component(s)] == 0) continue;
-      for (const SwitchArc& a : g.arcs(s)) {
-        if (shape.level[a.to] == shape.level[s]) {
+      const SwitchIndex sw{s};
+      if (part_has_leaf[g.component(sw)] == 0) continue;
+      for (const SwitchArc& a : g.arcs(sw)) {
+        if (shape.level[a.to.value] == shape.level[s]) {
           shape.reason = fmt::format(
               "switches {} and {} are linked but both sit {} hops above the nearest "
               "CA-attached switch (a fat tree links only adjacent levels)",
-              topo.switch_label(s), topo.switch_label(a.to), shape.level[s]);
+              topo.switch_label(sw), topo.switch_label(a.to), shape.level[s]);
           break;
         }
       }
@@ -93,24 +99,26 @@ FatTreeShape fat_tree_shape(const Topology& topo, const SwitchGraph& g) {
   shape.up_width.assign(shape.num_levels, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
     std::uint32_t up = 0;
-    for (const SwitchArc& a : g.arcs(s)) up += shape.level[a.to] == shape.level[s] + 1 ? 1 : 0;
+    for (const SwitchArc& a : g.arcs(SwitchIndex{s})) {
+      up += shape.level[a.to.value] == shape.level[s] + 1 ? 1 : 0;
+    }
     shape.up_width[shape.level[s]] = std::max(shape.up_width[shape.level[s]], up);
   }
 
   // Rank: top level first, then by the lowest parent rank, then GUID.
   std::vector<std::vector<std::uint32_t>> by_level(shape.num_levels);
   for (std::uint32_t s = 0; s < n; ++s) by_level[shape.level[s]].push_back(s);
-  shape.rank.assign(n, kNoSwitch);
+  shape.rank.assign(n, kNoRank);
   std::uint32_t next = 0;
   std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint32_t>> keyed;
   for (std::uint32_t l = shape.num_levels; l-- > 0;) {
     keyed.clear();
     for (std::uint32_t s : by_level[l]) {
-      std::uint32_t parent = kNoSwitch;
-      for (const SwitchArc& a : g.arcs(s)) {
-        if (shape.level[a.to] == l + 1) parent = std::min(parent, shape.rank[a.to]);
+      std::uint32_t parent = kNoRank;
+      for (const SwitchArc& a : g.arcs(SwitchIndex{s})) {
+        if (shape.level[a.to.value] == l + 1) parent = std::min(parent, shape.rank[a.to.value]);
       }
-      keyed.emplace_back(parent, guid_of(s), s);
+      keyed.emplace_back(parent, guid_of(SwitchIndex{s}), s);
     }
     std::sort(keyed.begin(), keyed.end());
     for (const auto& k : keyed) shape.rank[std::get<2>(k)] = next++;
@@ -122,7 +130,7 @@ std::vector<std::uint32_t> ftree_order(const SwitchGraph& g, const FatTreeShape&
   const std::uint32_t n = g.num_switches();
   std::vector<std::uint32_t> by_rank(n);
   for (std::uint32_t s = 0; s < n; ++s) by_rank[shape.rank[s]] = s;
-  std::vector<std::uint32_t> pos(n, kNoSwitch);
+  std::vector<std::uint32_t> pos(n, kNoRank);
   std::vector<std::uint8_t> queued(n, 0);
   // Frontier key: higher level first, then rank.
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // -level, rank, switch
@@ -139,8 +147,8 @@ std::vector<std::uint32_t> ftree_order(const SwitchGraph& g, const FatTreeShape&
       const std::uint32_t s = std::get<2>(frontier.top());
       frontier.pop();
       pos[s] = next++;
-      for (const SwitchArc& a : g.arcs(s)) {
-        if (queued[a.to] == 0) push(a.to);
+      for (const SwitchArc& a : g.arcs(SwitchIndex{s})) {
+        if (queued[a.to.value] == 0) push(a.to.value);
       }
     }
   }
@@ -153,20 +161,22 @@ namespace {
 struct Stranded {
   std::uint64_t data = 0;  // s and t both have CAs: data would be stranded
   std::uint64_t any = 0;
-  std::uint32_t example_s = kNoSwitch, example_t = kNoSwitch;  // a data pair
+  SwitchIndex example_s, example_t;  // a data pair
 };
 
 Stranded count_stranded(const SwitchGraph& g, const HopTable& hops) {
   Stranded out;
   const std::uint32_t n = g.num_switches();
   for (std::uint32_t s = 0; s < n; ++s) {
-    const std::uint8_t* row = hops.row(s);
+    const SwitchIndex from{s};
+    const std::uint8_t* row = hops.row(from);
     for (std::uint32_t t = 0; t < n; ++t) {
-      if (row[t] != HopTable::kUnreachable || g.component(s) != g.component(t)) continue;
+      const SwitchIndex to{t};
+      if (row[t] != HopTable::kUnreachable || g.component(from) != g.component(to)) continue;
       ++out.any;
-      if (g.has_endpoints(s) && g.has_endpoints(t) && out.data++ == 0) {
-        out.example_s = s;
-        out.example_t = t;
+      if (g.has_endpoints(from) && g.has_endpoints(to) && out.data++ == 0) {
+        out.example_s = from;
+        out.example_t = to;
       }
     }
   }
@@ -224,7 +234,7 @@ Result<FtreeLayout> ftree_layout(const Topology& topo, const SwitchGraph& g, Fat
   for (std::uint32_t s = 0; s < n; ++s) by_rank[layout.shape.rank[s]] = s;
   std::vector<std::uint32_t> first(n + 1, 0);
   for (std::size_t d = 1; d < att.size(); ++d) {
-    if (att[d].routable() && att[d].port != 0) ++first[layout.shape.rank[att[d].sw] + 1];
+    if (att[d].routable() && att[d].port != 0) ++first[layout.shape.rank[att[d].sw.value] + 1];
   }
   for (std::uint32_t r = 0; r < n; ++r) first[r + 1] += first[r];
   const std::uint32_t data_lids = first[n];
@@ -232,12 +242,12 @@ Result<FtreeLayout> ftree_layout(const Topology& topo, const SwitchGraph& g, Fat
   std::uint32_t next_switch = data_lids;
   for (std::size_t d = 1; d < att.size(); ++d) {
     if (!att[d].routable()) continue;
-    if (att[d].port != 0) layout.dest_index[d] = first[layout.shape.rank[att[d].sw]]++;
+    if (att[d].port != 0) layout.dest_index[d] = first[layout.shape.rank[att[d].sw.value]]++;
   }
   std::vector<std::uint32_t> switch_lid(n, 0);
   for (std::size_t d = 1; d < att.size(); ++d) {
     if (att[d].routable() && att[d].port == 0)
-      switch_lid[att[d].sw] = static_cast<std::uint32_t>(d);
+      switch_lid[att[d].sw.value] = static_cast<std::uint32_t>(d);
   }
   for (std::uint32_t r = 0; r < n; ++r) {
     if (switch_lid[by_rank[r]] != 0) layout.dest_index[switch_lid[by_rank[r]]] = next_switch++;
@@ -293,9 +303,9 @@ Destinations group_destinations(const SwitchGraph& g, const FtreeLayout& layout)
   for (std::size_t l = 1; l < att.size(); ++l) {
     if (!att[l].routable()) continue;
     if (att[l].port == 0) {
-      d.switch_lid[att[l].sw] = static_cast<std::uint32_t>(l);
+      d.switch_lid[att[l].sw.value] = static_cast<std::uint32_t>(l);
     } else {
-      ++d.count[att[l].sw];
+      ++d.count[att[l].sw.value];
     }
   }
   std::vector<std::uint32_t> by_rank(n);
@@ -310,7 +320,7 @@ Destinations group_destinations(const SwitchGraph& g, const FtreeLayout& layout)
   std::vector<std::uint32_t> fill(d.first.begin(), d.first.end() - 1);
   for (std::size_t l = 1; l < att.size(); ++l) {
     if (att[l].routable() && att[l].port != 0)
-      d.lids[fill[att[l].sw]++] = static_cast<std::uint32_t>(l);
+      d.lids[fill[att[l].sw.value]++] = static_cast<std::uint32_t>(l);
   }
   const std::uint32_t levels = layout.shape.num_levels;
   d.q.assign(std::size_t{levels} * n, 0);
@@ -367,12 +377,12 @@ class SourceFiller {
         dest_(dest),
         sorted_arcs_(sorted_arcs) {}
 
-  std::optional<Error> fill(std::uint32_t s, Lft& lft, SwitchLoad& out) {
+  std::optional<Error> fill(SwitchIndex s, Lft& lft, SwitchLoad& out) {
     if (auto err = classify(s)) return err;
     load_.fill(0);
     std::uint8_t* const table = lft.data();
     const std::uint32_t n = g_.num_switches();
-    const std::uint32_t level = layout_.shape.level[s];
+    const std::uint32_t level = layout_.shape.level[s.value];
     const std::uint32_t* q_up = &dest_.q[std::size_t{level} * n];
     const std::uint32_t* r_up = &dest_.r[std::size_t{level} * n];
     const std::uint32_t* qs_up = &dest_.q_switch[std::size_t{level} * n];
@@ -386,7 +396,7 @@ class SourceFiller {
     for (std::uint32_t t : dest_.order) {
       const std::uint32_t k = dest_.count[t];
       const std::uint32_t* lids = &dest_.lids[dest_.first[t]];
-      if (t == s) {
+      if (t == s.value) {
         for (std::uint32_t i = 0; i < k; ++i) table[lids[i]] = g_.attachment(Lid{lids[i]}).port;
         if (dest_.switch_lid[t] != 0) table[dest_.switch_lid[t]] = 0;
         continue;
@@ -444,7 +454,7 @@ class SourceFiller {
       const bool dmodk = all_up_class_ != kNoClass;
       const CandidateClass* all_up = dmodk ? &classes_[all_up_class_] : nullptr;
       for (std::uint32_t t : dest_.order) {
-        if (t == s || class_of_[t] == kNoClass) continue;
+        if (t == s.value || class_of_[t] == kNoClass) continue;
         CandidateClass& cls = classes_[class_of_[t]];
         if (cls.indexed) continue;
         const std::uint32_t k = dest_.count[t];
@@ -549,7 +559,7 @@ class SourceFiller {
   // up-link" (a switch of an intact tree climbing), "one link" (a switch above
   // t descending) and "every down-link" (a spine reaching another spine);
   // what remains (degraded parts) goes through the general path.
-  std::optional<Error> classify(std::uint32_t s) {
+  std::optional<Error> classify(SwitchIndex s) {
     const std::uint32_t n = g_.num_switches();
     const std::uint32_t chunks = (n + 63) / 64;
     const std::uint32_t base_arc = g_.first_arc(s);
@@ -735,7 +745,7 @@ class SourceFiller {
         const auto b = static_cast<unsigned>(std::countr_zero(m));
         const std::uint64_t* mask = &tmask_[std::size_t{b} * words_];
         if (std::all_of(mask, mask + words_, [](std::uint64_t w) { return w == 0; })) {
-          return no_candidate_error(s, base + b);
+          return no_candidate_error(s, SwitchIndex{base + b});
         }
         if (((stranded_[c] >> b) & 1U) != 0 && dest_.count[base + b] == 0) {
           // Only t's switch LID (management traffic) and no up/down path: the
@@ -821,7 +831,7 @@ class SourceFiller {
     return h;
   }
 
-  Error no_candidate_error(std::uint32_t s, std::uint32_t t) const {
+  Error no_candidate_error(SwitchIndex s, SwitchIndex t) const {
     return Error{
         Errc::kInternal,
         fmt::format("ftree: switch {} is {} up/down hops from {} but has no neighbour "
@@ -844,7 +854,7 @@ class SourceFiller {
   std::vector<std::uint32_t> single_class_;                             // by arc
   std::vector<std::uint32_t> up_arcs_;  // the up arcs, in candidate order (= all_up_class_'s ports)
   std::uint32_t all_up_class_ = kNoClass;
-  std::vector<std::uint32_t> nb_;     // by arc: neighbour
+  std::vector<SwitchIndex> nb_;       // by arc: neighbour
   std::vector<PortNum> port_;         // by arc: local port
   std::vector<std::uint8_t> up_;      // by arc: an up-link
   std::vector<std::uint64_t> tmask_;  // by destination of the chunk: arc mask
@@ -874,15 +884,15 @@ Result<Routes> ftree_routes(const Topology& topo, const SwitchGraph& g, FatTreeS
   std::vector<std::uint32_t> copy(g.num_arcs(), 0);  // parallel-link index of each arc
   std::vector<std::uint32_t> seen(n, 0);             // links to a neighbour so far
   for (std::uint32_t s = 0; s < n; ++s) {
-    const std::uint32_t first = g.first_arc(s);
-    const auto deg = static_cast<std::uint32_t>(g.arcs(s).size());
+    const std::uint32_t first = g.first_arc(SwitchIndex{s});
+    const auto deg = static_cast<std::uint32_t>(g.arcs(SwitchIndex{s}).size());
     for (std::uint32_t i = 0; i < deg; ++i) {
       sorted_arcs[first + i] = first + i;
-      copy[first + i] = seen[g.arc(first + i).to]++;
+      copy[first + i] = seen[g.arc(first + i).to.value]++;
     }
-    for (std::uint32_t i = 0; i < deg; ++i) seen[g.arc(first + i).to] = 0;
+    for (std::uint32_t i = 0; i < deg; ++i) seen[g.arc(first + i).to.value] = 0;
     auto key = [&](std::uint32_t a) {
-      return std::make_tuple(copy[a], layout.shape.rank[g.arc(a).to], g.arc(a).local_port);
+      return std::make_tuple(copy[a], layout.shape.rank[g.arc(a).to.value], g.arc(a).local_port);
     };
     std::sort(sorted_arcs.begin() + first, sorted_arcs.begin() + first + deg,
               [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
@@ -900,8 +910,8 @@ Result<Routes> ftree_routes(const Topology& topo, const SwitchGraph& g, FatTreeS
   SUBNETD_TRY(fill_switch_tables(
       pool, routes.lfts, routes.max_lid, stop, "ftree: routing cancelled",
       [&] { return std::make_unique<SourceFiller>(topo, g, layout, tables, dest, sorted_arcs); },
-      [&](std::unique_ptr<SourceFiller>& filler, std::uint32_t s, Lft& lft, unsigned /*slot*/) {
-        return filler->fill(s, lft, loads[s]);
+      [&](std::unique_ptr<SourceFiller>& filler, SwitchIndex s, Lft& lft, unsigned /*slot*/) {
+        return filler->fill(s, lft, loads[s.value]);
       }));
 
   std::uint64_t total = 0;

@@ -133,7 +133,7 @@ struct FtreeLayout {
   std::vector<std::uint32_t> dest_index;
   std::vector<std::string> notes;
 
-  bool up(std::uint32_t s, std::uint32_t n) const { return pos[n] < pos[s]; }
+  bool up(SwitchIndex s, SwitchIndex n) const { return pos[n.value] < pos[s.value]; }
 };
 
 // The hop tables ftree routes by.

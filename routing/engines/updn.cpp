@@ -22,7 +22,9 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
                                std::stop_token stop) {
   const std::uint32_t n = g.num_switches();
   const std::uint32_t parts = g.num_components();
-  auto guid_of = [&](std::uint32_t s) { return topo.node(topo.switch_node(s)).guid.value; };
+  auto guid_of = [&](std::uint32_t s) {
+    return topo.node(topo.switch_node(SwitchIndex{s})).guid.value;
+  };
 
   UpDownOrder order;
   std::vector<std::uint8_t> is_root(n, 0);
@@ -39,7 +41,7 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
                    fmt::format("updn root GUID {:#018x} is {} \"{}\", not a switch", guid.value,
                                node_type_name(nd.type), nd.description)};
     }
-    is_root[nd.switch_index] = 1;
+    is_root[nd.switch_index.value] = 1;
     part_has_root[g.component(nd.switch_index)] = 1;
   }
   if (!root_guids.empty()) {
@@ -56,19 +58,20 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
   // while any of its aggregation switches keeps an edge link), so neither
   // does the order. Other parts (CAs on every switch, or none) get one root
   // at their centre (least eccentricity, lowest GUID) and BFS ranks from it.
-  std::vector<std::uint32_t> leaves;
+  std::vector<SwitchIndex> leaves;
   std::vector<std::uint8_t> has_leaf(parts, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    if (g.has_endpoints(s) && part_has_root[g.component(s)] == 0) {
-      leaves.push_back(s);
-      has_leaf[g.component(s)] = 1;
+    const SwitchIndex sw{s};
+    if (g.has_endpoints(sw) && part_has_root[g.component(sw)] == 0) {
+      leaves.push_back(sw);
+      has_leaf[g.component(sw)] = 1;
     }
   }
   const std::vector<std::uint32_t> height = hops_to_nearest(g, leaves);
   std::vector<std::uint32_t> max_height(parts, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    if (height[s] != kUnset)
-      max_height[g.component(s)] = std::max(max_height[g.component(s)], height[s]);
+    const std::uint32_t c = g.component(SwitchIndex{s});
+    if (height[s] != kUnset) max_height[c] = std::max(max_height[c], height[s]);
   }
   auto tiered = [&](std::uint32_t c) {
     return part_has_root[c] == 0 && has_leaf[c] != 0 && max_height[c] > 0;
@@ -79,7 +82,7 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
     auto ecc = eccentricities(g, pool, stop);  // once: the loop ends below
     if (!ecc.ok()) return ecc.error();
     for (std::uint32_t s = 0; s < n; ++s) {
-      const std::uint32_t cs = g.component(s);
+      const std::uint32_t cs = g.component(SwitchIndex{s});
       if (part_has_root[cs] != 0 || tiered(cs)) continue;
       std::uint32_t& best = centre[cs];
       if (best == kUnset ||
@@ -91,20 +94,20 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
       if (centre[cc] != kUnset) {
         order.notes.push_back(
             fmt::format("part {}: root {} at the centre ({} hops to the farthest switch)", cc,
-                        topo.switch_label(centre[cc]), (*ecc)[centre[cc]]));
+                        topo.switch_label(SwitchIndex{centre[cc]}), (*ecc)[centre[cc]]));
       }
     }
     break;
   }
-  std::vector<std::uint32_t> bfs_roots;
+  std::vector<SwitchIndex> bfs_roots;
   for (std::uint32_t s = 0; s < n; ++s) {
-    const std::uint32_t c = g.component(s);
-    if (is_root[s] != 0 || centre[c] == s) bfs_roots.push_back(s);
+    const std::uint32_t c = g.component(SwitchIndex{s});
+    if (is_root[s] != 0 || centre[c] == s) bfs_roots.push_back(SwitchIndex{s});
   }
   order.rank = hops_to_nearest(g, bfs_roots);
   std::vector<std::uint32_t> top_tier(parts, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    const std::uint32_t c = g.component(s);
+    const std::uint32_t c = g.component(SwitchIndex{s});
     if (!tiered(c)) continue;
     order.rank[s] = max_height[c] - height[s];
     if (order.rank[s] == 0) ++top_tier[c];
@@ -118,15 +121,15 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
     }
   }
   for (std::uint32_t s = 0; s < n; ++s) {
-    if (order.rank[s] == 0) order.roots.push_back(s);
+    if (order.rank[s] == 0) order.roots.push_back(SwitchIndex{s});
   }
 
   // Placement: per part, grow from its lowest-GUID root, always taking the
   // smallest (rank, GUID) switch adjacent to those already placed.
   std::vector<std::uint32_t> master(parts, kUnset);
-  for (std::uint32_t s : order.roots) {
+  for (const SwitchIndex s : order.roots) {
     std::uint32_t& m = master[g.component(s)];
-    if (m == kUnset || guid_of(s) < guid_of(m)) m = s;
+    if (m == kUnset || guid_of(s.value) < guid_of(m)) m = s.value;
   }
   order.pos.assign(n, kUnset);
   std::vector<std::uint8_t> queued(n, 0);
@@ -143,10 +146,11 @@ Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,
       const std::uint32_t s = std::get<2>(frontier.top());
       frontier.pop();
       order.pos[s] = next_pos++;
-      for (const SwitchArc& a : g.arcs(s)) {
-        if (queued[a.to] == 0) {
-          queued[a.to] = 1;
-          frontier.emplace(order.rank[a.to], guid_of(a.to), a.to);
+      for (const SwitchArc& a : g.arcs(SwitchIndex{s})) {
+        const std::uint32_t nb = a.to.value;
+        if (queued[nb] == 0) {
+          queued[nb] = 1;
+          frontier.emplace(order.rank[nb], guid_of(nb), nb);
         }
       }
     }

@@ -45,10 +45,10 @@
 namespace subnetd::routing {
 
 struct UpDownOrder {
-  std::vector<std::uint32_t> pos;    // by switch_index: place in the order (0 = first)
-  std::vector<std::uint32_t> rank;   // by switch_index: hops to the nearest root
-  std::vector<std::uint32_t> roots;  // switch indices of rank 0, ascending
-  std::vector<std::string> notes;    // how the roots were chosen, per part
+  std::vector<std::uint32_t> pos;   // by switch_index: place in the order (0 = first)
+  std::vector<std::uint32_t> rank;  // by switch_index: hops to the nearest root
+  std::vector<SwitchIndex> roots;   // the switches of rank 0, ascending
+  std::vector<std::string> notes;   // how the roots were chosen, per part
 };
 
 Result<UpDownOrder> updn_order(const Topology& topo, const SwitchGraph& g,

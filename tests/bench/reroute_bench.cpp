@@ -323,12 +323,13 @@ class Bench {
     for (std::size_t from = 0; from < dirty.size(); from += kSlice) {
       const std::size_t to = std::min(dirty.size(), from + kSlice);
       for (std::size_t i = from; i < to; ++i) {
-        const std::uint32_t s = dirty[i].sw, b = dirty[i].block;
+        const SwitchIndex s = dirty[i].sw;
+        const std::uint32_t b = dirty[i].block;
         // Dirty blocks come by switch: one path per switch.
         if (i == 0 || dirty[i - 1].sw != s) path = fast_->path_to(s);
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, b, path, 0);
         mad::LinearForwardingTable t;
-        const auto blk = base.lfts[s].block(b);
+        const auto blk = base.lfts[s.value].block(b);
         std::copy(blk.begin(), blk.end(), t.ports.begin());
         t.encode(mad::data_of(smp));
         pipe.submit(smp, 0, [&failed](Result<mad::Smp> r) { failed += r.ok() ? 0 : 1; });
@@ -498,7 +499,7 @@ int main(int argc, char** argv) {
       const routing::Port& port = topo.port(sw, static_cast<PortNum>(p));
       if (!port.connected()) continue;
       if (topo.node(port.remote_node).type != routing::NodeType::kSwitch) {
-        has_ca[topo.node(sw).switch_index] = 1;
+        has_ca[topo.node(sw).switch_index.value] = 1;
         continue;
       }
       if (std::pair(sw.value, p) < std::pair(port.remote_node.value, unsigned{port.remote_port}))
@@ -507,8 +508,8 @@ int main(int argc, char** argv) {
   }
   auto touches_ca = [&](const PortRef& l) {
     const routing::Port& p = topo.port(l);
-    return has_ca[topo.node(l.node).switch_index] != 0 ||
-           has_ca[topo.node(p.remote_node).switch_index] != 0;
+    return has_ca[topo.node(l.node).switch_index.value] != 0 ||
+           has_ca[topo.node(p.remote_node).switch_index.value] != 0;
   };
   Bench bench(sim, fast, lids.space.extended());
   std::mt19937_64 rng(a.seed);
@@ -610,7 +611,7 @@ int main(int argc, char** argv) {
            0};
     for (int i = 0; i < a.switch_failures && status == 0; ++i) {
       const NodeId victim =
-          topo.switch_node(static_cast<std::uint32_t>(rng() % topo.num_switches()));
+          topo.switch_node(SwitchIndex{static_cast<std::uint32_t>(rng() % topo.num_switches())});
       if (victim == topo.port(sm_node, sm_port).remote_node) continue;  // the SM's own switch
       std::vector<PortRef> cut;
       for (unsigned p = 1; p <= topo.node(victim).num_ports; ++p) {
@@ -618,7 +619,7 @@ int main(int argc, char** argv) {
         if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch)
           cut.push_back({victim, static_cast<PortNum>(p)});
       }
-      if (!check(bench.fail_links(cut, sw, has_ca[topo.node(victim).switch_index] != 0),
+      if (!check(bench.fail_links(cut, sw, has_ca[topo.node(victim).switch_index.value] != 0),
                  "switch failure"))
         break;
       check(bench.restore(cut), "restore");

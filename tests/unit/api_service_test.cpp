@@ -771,7 +771,7 @@ TEST_F(Api, ForwardingTableStreamEqualsTheLft) {
   start();
   auto stub = unix_stub();
   const NodeId leaf = node("leaf4");
-  const routing::Lft& lft = state_->routes->lfts[topo().node(leaf).switch_index];
+  const routing::Lft& lft = state_->routes->lfts[topo().node(leaf).switch_index.value];
   grpc::ClientContext ctx;
   set_deadline(ctx);
   v1::GetForwardingTableRequest req;
@@ -883,7 +883,8 @@ TEST_F(Api, TracePathReportsWhereAPacketIsLost) {
   // Publish tables with a drop entry at leaf2 for h-l6-1's LID.
   auto broken = std::make_shared<state::FabricState>(*state_);
   auto routes = std::make_shared<routing::Routes>(*state_->routes);
-  routes->lfts[topo().node(node("leaf2")).switch_index].set(lid_of("h-l6-1"), routing::kDropPort);
+  routes->lfts[topo().node(node("leaf2")).switch_index.value].set(lid_of("h-l6-1"),
+                                                                  routing::kDropPort);
   broken->routes = routes;
   broken->generation = 8;
   publisher_.publish(broken);

@@ -56,10 +56,10 @@ struct Fixture {
   }
 
   const routing::Topology& topo() const { return up.sweep.topology; }
-  std::uint32_t sw(std::string_view name) const {
+  SwitchIndex sw(std::string_view name) const {
     return topo().node(*topo().find_by_name(name)).switch_index;
   }
-  std::string name_of(std::uint32_t s) const {
+  std::string name_of(SwitchIndex s) const {
     return topo().node(topo().switch_node(s)).description;
   }
   PortNum port_to(std::string_view from, std::string_view to) const {
@@ -107,7 +107,7 @@ struct Fixture {
         });
   }
 
-  std::uint32_t lid_of(std::uint32_t s) const {
+  std::uint32_t lid_of(SwitchIndex s) const {
     return up.lids.map.base_lid(topo(), topo().switch_node(s), 0).value;
   }
 };

@@ -54,13 +54,13 @@ FatTreeShape shape_of(const Fabric& f) {
 // switches' names.
 std::vector<std::string> remove_switches(Topology& topo, std::size_t count, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::set<std::uint32_t> picked;
+  std::set<SwitchIndex> picked;
   while (picked.size() < count && picked.size() < topo.num_switches()) {
-    picked.insert(static_cast<std::uint32_t>(rng() % topo.num_switches()));
+    picked.insert(SwitchIndex{static_cast<std::uint32_t>(rng() % topo.num_switches())});
   }
   std::vector<std::string> gone;
   std::vector<std::uint8_t> drop(topo.num_nodes(), 0);
-  for (std::uint32_t s : picked) {
+  for (SwitchIndex s : picked) {
     drop[topo.switch_node(s).value] = 1;
     gone.push_back(topo.node(topo.switch_node(s)).description);
   }
@@ -108,7 +108,7 @@ void expect_up_down(const Fabric& f, const Routes& r) {
   ASSERT_EQ(r.updown_rank.size(), n);
   std::vector<std::uint8_t> has_cas(n, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
-    const NodeId node = f.topo.switch_node(s);
+    const NodeId node = f.topo.switch_node(SwitchIndex{s});
     for (unsigned p = 1; p <= f.topo.node(node).num_ports; ++p) {
       const Port& port = f.topo.port(node, static_cast<PortNum>(p));
       if (port.connected() && f.topo.node(port.remote_node).type != NodeType::kSwitch) {
@@ -121,20 +121,21 @@ void expect_up_down(const Fabric& f, const Routes& r) {
     if (!owner.node.valid() || f.topo.node(owner.node).type == NodeType::kSwitch) continue;
     for (std::uint32_t s0 = 0; s0 < n; ++s0) {
       if (has_cas[s0] == 0) continue;
-      std::uint32_t s = s0;
+      SwitchIndex s{s0};
       bool went_down = false;
       for (std::size_t hops = 0; hops <= n; ++hops) {
-        const std::uint8_t p = r.lfts[s].get(Lid{d});
+        const std::uint8_t p = r.lfts[s.value].get(Lid{d});
         const NodeId node = f.topo.switch_node(s);
         if (p == kDropPort || p == 0 || p > f.topo.node(node).num_ports) break;
         const Port& link = f.topo.port(node, p);
         if (!link.connected() || f.topo.node(link.remote_node).type != NodeType::kSwitch) break;
-        const std::uint32_t next = f.topo.node(link.remote_node).switch_index;
-        const bool up = r.updown_rank[next] < r.updown_rank[s];
+        const SwitchIndex next = f.topo.node(link.remote_node).switch_index;
+        const bool up = r.updown_rank[next.value] < r.updown_rank[s.value];
         if (up && went_down) {
           ADD_FAILURE() << f.spec << ": route from "
-                        << f.topo.node(f.topo.switch_node(s0)).description << " to LID " << d
-                        << " climbs at " << f.topo.node(node).description << " after going down";
+                        << f.topo.node(f.topo.switch_node(SwitchIndex{s0})).description
+                        << " to LID " << d << " climbs at " << f.topo.node(node).description
+                        << " after going down";
           return;
         }
         went_down |= !up;
@@ -175,11 +176,13 @@ TEST(FtreeShape, FatTreesAndPgftsAreFatTrees) {
     EXPECT_TRUE(shape.fat_tree) << spec << ": " << shape.reason;
     EXPECT_EQ(shape.num_levels, levels) << spec;
     // Rank is a permutation, top level first.
-    std::vector<std::uint32_t> by_rank(shape.rank.size(), kNoSwitch);
-    for (std::uint32_t s = 0; s < shape.rank.size(); ++s) by_rank.at(shape.rank[s]) = s;
+    std::vector<SwitchIndex> by_rank(shape.rank.size(), kNoSwitch);
+    for (std::uint32_t s = 0; s < shape.rank.size(); ++s) {
+      by_rank.at(shape.rank[s]) = SwitchIndex{s};
+    }
     for (std::uint32_t r = 1; r < by_rank.size(); ++r) {
       ASSERT_NE(by_rank[r], kNoSwitch) << spec;
-      EXPECT_GE(shape.level[by_rank[r - 1]], shape.level[by_rank[r]]) << spec;
+      EXPECT_GE(shape.level[by_rank[r - 1].value], shape.level[by_rank[r].value]) << spec;
     }
   }
 }
@@ -282,20 +285,20 @@ TEST(FtreeConvergence, EachLidHasOneTopSwitch) {
     const FatTreeShape shape = shape_of(f);
     const Routes r = route(f);
     const std::uint32_t top = shape.num_levels - 1;
-    std::map<std::uint32_t, std::set<std::uint32_t>> tops_of_leaf;  // leaf -> tops of its LIDs
+    std::map<SwitchIndex, std::set<SwitchIndex>> tops_of_leaf;  // leaf -> tops of its LIDs
     std::size_t lids_checked = 0;
     for (std::uint32_t d = 1; d <= f.lids.max_lid.value; ++d) {
       const PortRef owner = f.lids.owner_of(Lid{d});
       if (!owner.node.valid() || f.topo.node(owner.node).type == NodeType::kSwitch) continue;
       const NodeId home_node = f.topo.port(owner).remote_node;
-      const std::uint32_t home = f.topo.node(home_node).switch_index;
-      std::set<std::uint32_t> tops;
+      const SwitchIndex home = f.topo.node(home_node).switch_index;
+      std::set<SwitchIndex> tops;
       for (std::uint32_t s0 = 0; s0 < f.topo.num_switches(); ++s0) {
         if (shape.level[s0] != 0) continue;
-        std::uint32_t s = s0;
+        SwitchIndex s{s0};
         for (std::size_t hops = 0; hops < 16; ++hops) {
-          if (shape.level[s] == top) tops.insert(s);
-          const std::uint8_t p = r.lfts[s].get(Lid{d});
+          if (shape.level[s.value] == top) tops.insert(s);
+          const std::uint8_t p = r.lfts[s.value].get(Lid{d});
           const Port& link = f.topo.port(f.topo.switch_node(s), p);
           if (f.topo.node(link.remote_node).type != NodeType::kSwitch) break;
           s = f.topo.node(link.remote_node).switch_index;

@@ -192,8 +192,8 @@ TEST(Ibdmchk, ARemovedEntryIsATraversalError) {
   const PortRef owner = d.lids.owner_of(victim);
   ASSERT_EQ(d.topo.node(owner.node).type, routing::NodeType::kCa);
   const NodeId home = d.topo.port(owner).remote_node;
-  const std::uint32_t other = d.topo.node(home).switch_index == 0 ? 1 : 0;
-  d.routes.lfts[other].set(victim, routing::kDropPort);
+  const SwitchIndex other{d.topo.node(home).switch_index == SwitchIndex{0} ? 1U : 0U};
+  d.routes.lfts[other.value].set(victim, routing::kDropPort);
   const std::string dir = scratch_dir("removed_entry");
   ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes).ok());
   const std::string out = run_ibdmchk(dir);

@@ -132,7 +132,7 @@ TEST_F(LeafSpine, DropEntryStopsAtThatSwitch) {
   const NodeId src = t.port(leaf0, 1).remote_node;
   const NodeId dst = t.port(by_name(t, "leaf3"), 2).remote_node;
   const Lid dlid = f_.lids.base_lid(t, dst, 1);
-  f_.routes.lfts[t.node(leaf0).switch_index].set(dlid, kDropPort);
+  f_.routes.lfts[t.node(leaf0).switch_index.value].set(dlid, kDropPort);
 
   auto tr = trace_path(t, f_.lids, f_.routes, PortRef{src, 1}, dlid);
   ASSERT_TRUE(tr.ok());
@@ -154,9 +154,9 @@ TEST_F(LeafSpine, LoopIsDetected) {
   const NodeId dst = t.port(by_name(t, "leaf3"), 1).remote_node;
   const Lid dlid = f_.lids.base_lid(t, dst, 1);
   // leaf0 sends the LID up to some spine; make that spine send it back down.
-  const std::uint8_t up = f_.routes.lfts[t.node(leaf0).switch_index].get(dlid);
+  const std::uint8_t up = f_.routes.lfts[t.node(leaf0).switch_index.value].get(dlid);
   const Port& up_port = t.port(leaf0, up);
-  f_.routes.lfts[t.node(up_port.remote_node).switch_index].set(dlid, up_port.remote_port);
+  f_.routes.lfts[t.node(up_port.remote_node).switch_index.value].set(dlid, up_port.remote_port);
 
   auto tr = trace_path(t, f_.lids, f_.routes, PortRef{src, 1}, dlid);
   ASSERT_TRUE(tr.ok());
@@ -192,7 +192,7 @@ TEST_F(LeafSpine, DownLinkAndUncabledPort) {
   const NodeId src = f_.topo.port(leaf0, 1).remote_node;
   const NodeId dst = f_.topo.port(by_name(f_.topo, "leaf2"), 1).remote_node;
   const Lid dlid = f_.lids.base_lid(f_.topo, dst, 1);
-  const std::uint8_t up = f_.routes.lfts[f_.topo.node(leaf0).switch_index].get(dlid);
+  const std::uint8_t up = f_.routes.lfts[f_.topo.node(leaf0).switch_index.value].get(dlid);
   f_.topo.mutable_port(leaf0, up).state = PortState::kDown;
   auto tr = trace_path(f_.topo, f_.lids, f_.routes, PortRef{src, 1}, dlid);
   ASSERT_TRUE(tr.ok());
@@ -215,7 +215,7 @@ TEST_F(LeafSpine, DeliveredToTheWrongPort) {
   const NodeId src = t.port(by_name(t, "leaf0"), 1).remote_node;
   const NodeId dst = t.port(leaf1, 1).remote_node;
   const Lid dlid = f_.lids.base_lid(t, dst, 1);
-  f_.routes.lfts[t.node(leaf1).switch_index].set(dlid, 2);  // the neighbour CA
+  f_.routes.lfts[t.node(leaf1).switch_index.value].set(dlid, 2);  // the neighbour CA
   auto tr = trace_path(t, f_.lids, f_.routes, PortRef{src, 1}, dlid);
   ASSERT_TRUE(tr.ok());
   ASSERT_FALSE(tr->complete());

@@ -109,12 +109,12 @@ struct TestHeld : HeldTables {
   explicit TestHeld(const Up& up) : routes(up.r.routes) {
     const Topology& t = up.r.sweep.topology;
     for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
-      index[t.node(t.switch_node(s)).guid] = s;
+      index[t.node(t.switch_node(SwitchIndex{s})).guid] = SwitchIndex{s};
     }
     row = [this](Guid g) -> std::span<const std::uint8_t> {
       auto it = index.find(g);
       if (it == index.end()) return {};
-      const routing::Lft& lft = routes->lfts[it->second];
+      const routing::Lft& lft = routes->lfts[it->second.value];
       return {lft.data(), lft.size()};
     };
   }
@@ -122,7 +122,7 @@ struct TestHeld : HeldTables {
   TestHeld& operator=(const TestHeld&) = delete;
 
   std::shared_ptr<const routing::Routes> routes;
-  std::unordered_map<Guid, std::uint32_t> index;
+  std::unordered_map<Guid, SwitchIndex> index;
 };
 
 NodeId sim_node(const Up& up, NodeId found) {
@@ -137,14 +137,14 @@ void expect_fabric_holds(const Up& up) {
   const routing::LidMap& lids = up.r.lids.map;
   std::size_t lft_mismatches = 0;
   for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
-    const NodeId sw = sim_node(up, t.switch_node(s));
+    const NodeId sw = sim_node(up, t.switch_node(SwitchIndex{s}));
     for (std::uint32_t l = 1; l <= lids.max_lid.value; ++l) {
       const std::uint8_t want = up.r.routes->lfts[s].get(Lid{l});
       auto have = up.sim->lft_entry(sw, Lid{l});
       ASSERT_TRUE(have.ok());
       if (*have != want && ++lft_mismatches <= 5) {
-        ADD_FAILURE() << t.node(t.switch_node(s)).description << " LID " << l << ": holds "
-                      << int{*have} << ", computed " << int{want};
+        ADD_FAILURE() << t.node(t.switch_node(SwitchIndex{s})).description << " LID " << l
+                      << ": holds " << int{*have} << ", computed " << int{want};
       }
     }
   }
@@ -260,7 +260,7 @@ TEST(Programmer, ChangedEntriesSendOnlyTheirBlocks) {
 
   // Switch 0 (a leaf): re-point the LID of a CA on another leaf to another
   // up-port (still a valid route, though the Programmer does not care).
-  const NodeId sw = t.switch_node(0);
+  const NodeId sw = t.switch_node(SwitchIndex{0});
   std::vector<PortNum> up_ports;
   for (unsigned p = 1; p <= t.node(sw).num_ports; ++p) {
     const routing::Port& port = t.port(sw, static_cast<PortNum>(p));
@@ -334,7 +334,7 @@ TEST(Programmer, AWrongEntryLosesTheSmpForThatLid) {
   ASSERT_TRUE(victim.node.valid());
   const Lid victim_lid = up.r.lids.map.base_lid(t, victim.node, victim.port);
   const NodeId leaf = t.port(victim).remote_node;
-  const std::uint32_t leaf_index = t.node(leaf).switch_index;
+  const SwitchIndex leaf_index = t.node(leaf).switch_index;
   PortNum up_port = 0;
   for (unsigned p = 1; p <= t.node(leaf).num_ports && up_port == 0; ++p) {
     const routing::Port& port = t.port(leaf, static_cast<PortNum>(p));
@@ -353,7 +353,7 @@ TEST(Programmer, AWrongEntryLosesTheSmpForThatLid) {
                          Wrong{"drop", routing::kDropPort, DropReason::kLftUnset}}) {
     SCOPED_TRACE(w.what);
     routing::Routes wrong = *up.r.routes;
-    wrong.lfts[leaf_index].set(victim_lid, w.port);
+    wrong.lfts[leaf_index.value].set(victim_lid, w.port);
     auto report = Programmer(*up.sim, kTablesOnly).program(up.r.sweep, up.r.lids.map, wrong, &held);
     ASSERT_TRUE(report.ok()) << report.error().message;
     ASSERT_TRUE(report->ok()) << report->failures.front();

@@ -158,9 +158,9 @@ TEST(RerouteDaemon, CutCableIsRepairedByTheFastPathAndEveryLidStillAnswers) {
   const NodeId swept_agg = *t.find_by_name("agg-p0-0");
   EXPECT_FALSE(t.port(swept_agg, p).connected());
   EXPECT_TRUE(before->topology->port(swept_agg, p).connected());
-  const std::uint32_t agg_sw = t.node(swept_agg).switch_index;
+  const SwitchIndex agg_sw = t.node(swept_agg).switch_index;
   for (std::uint32_t l = 1; l <= after->lids->max_lid.value; ++l) {
-    ASSERT_NE(after->routes->lfts[agg_sw].get(Lid{l}), p) << "LID " << l;
+    ASSERT_NE(after->routes->lfts[agg_sw.value].get(Lid{l}), p) << "LID " << l;
   }
   // Events: the link and the reroute, with its figures.
   EXPECT_FALSE(h.events_of(EventKind::kLinkDown).empty());
@@ -190,7 +190,8 @@ TEST(RerouteDaemon, CutCableIsRepairedByTheFastPathAndEveryLidStillAnswers) {
   // Every switch holds exactly the published tables (the blocks landed).
   std::uint64_t differ = 0;
   for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
-    const NodeId sim_node = *h.sim->topology().find_by_guid(t.node(t.switch_node(sw)).guid);
+    const NodeId sim_node =
+        *h.sim->topology().find_by_guid(t.node(t.switch_node(SwitchIndex{sw})).guid);
     for (std::uint32_t l = 1; l <= after->lids->max_lid.value; ++l) {
       const auto e = h.sim->lft_entry(sim_node, Lid{l});
       ASSERT_TRUE(e.ok());

@@ -45,9 +45,9 @@ bool engine_exists(std::string_view name) {
 }
 
 // a -> b is "down" when b comes later in the exported order.
-bool goes_down(const Topology& topo, const Routes& r, std::uint32_t a, std::uint32_t b) {
-  auto key = [&](std::uint32_t s) {
-    return std::pair(r.updown_rank[s], topo.node(topo.switch_node(s)).guid.value);
+bool goes_down(const Topology& topo, const Routes& r, SwitchIndex a, SwitchIndex b) {
+  auto key = [&](SwitchIndex s) {
+    return std::pair(r.updown_rank[s.value], topo.node(topo.switch_node(s)).guid.value);
   };
   return key(a) < key(b);
 }
@@ -65,17 +65,17 @@ std::string updown_violation(const Topology& topo, const LidMap& lids, const Rou
     const LidAttachment at = g->attachment(Lid{d});
     if (!at.routable() || (at.port == 0 && !switch_lids)) continue;
     for (std::uint32_t s = 0; s < n; ++s) {
-      if (from_ca_switches_only && !g->has_endpoints(s)) continue;
+      if (from_ca_switches_only && !g->has_endpoints(SwitchIndex{s})) continue;
       bool went_down = false;
-      std::uint32_t x = s;
+      SwitchIndex x{s};
       for (std::uint32_t hops = 0; x != at.sw; ++hops) {
-        const std::uint8_t e = r.lfts[x].get(Lid{d});
-        const std::uint32_t nb = g->peer_at_port(x, e);
+        const std::uint8_t e = r.lfts[x.value].get(Lid{d});
+        const SwitchIndex nb = g->peer_at_port(x, e);
         if (nb == kNoSwitch || hops > n) break;  // unreachable parts stay dropped
         const bool down = goes_down(topo, r, x, nb);
         if (!down && went_down) {
           return fmt::format("LID {} from switch {}: up-link after a down-link at switch {}", d, s,
-                             x);
+                             x.value);
         }
         went_down = went_down || down;
         x = nb;
@@ -138,8 +138,8 @@ struct Cut {
   std::string what;
 };
 
-std::set<std::pair<std::uint32_t, PortNum>> end_set(const std::vector<FailedLink>& ends) {
-  std::set<std::pair<std::uint32_t, PortNum>> s;
+std::set<std::pair<SwitchIndex, PortNum>> end_set(const std::vector<FailedLink>& ends) {
+  std::set<std::pair<SwitchIndex, PortNum>> s;
   for (const FailedLink& e : ends) s.emplace(e.sw, e.port);
   return s;
 }
@@ -147,11 +147,10 @@ std::set<std::pair<std::uint32_t, PortNum>> end_set(const std::vector<FailedLink
 // Whether the route of (s, d) in `table` crosses one of `cut` over the
 // topology as it was before the cut.
 bool crosses(const Topology& before, const std::vector<std::uint8_t>& table, std::uint32_t stride,
-             std::uint32_t s, std::uint32_t d,
-             const std::set<std::pair<std::uint32_t, PortNum>>& cut) {
-  std::uint32_t x = s;
+             SwitchIndex s, Lid d, const std::set<std::pair<SwitchIndex, PortNum>>& cut) {
+  SwitchIndex x = s;
   for (std::size_t hops = 0; hops <= before.num_switches(); ++hops) {
-    const std::uint8_t e = table[std::size_t{x} * stride + d];
+    const std::uint8_t e = table[std::size_t{x.value} * stride + d.value];
     if (e == kDropPort || e == 0) return false;
     if (cut.count({x, e}) != 0) return true;
     const NodeId node = before.switch_node(x);
@@ -212,7 +211,8 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
     std::vector<PortRef> links = testing::switch_links(live);
     if (links.empty()) break;
     if (kind == 0) {
-      const NodeId sw = live.switch_node(static_cast<std::uint32_t>(rng() % live.num_switches()));
+      const NodeId sw =
+          live.switch_node(SwitchIndex{static_cast<std::uint32_t>(rng() % live.num_switches())});
       for (unsigned p = 1; p <= live.node(sw).num_ports; ++p) {
         const Port& port = live.port(sw, static_cast<PortNum>(p));
         if (!port.connected()) continue;
@@ -252,7 +252,7 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
     const std::uint32_t stride = rr->lft_entries();
     std::vector<std::uint8_t> before(std::size_t{rr->num_switches()} * stride);
     for (std::uint32_t s = 0; s < rr->num_switches(); ++s)
-      std::copy_n(rr->row(s), stride, before.begin() + std::size_t{s} * stride);
+      std::copy_n(rr->row(SwitchIndex{s}), stride, before.begin() + std::size_t{s} * stride);
     const Topology live_before = live;
     for (const FailedLink& e : cut.ends) live.disconnect({live.switch_node(e.sw), e.port});
 
@@ -273,8 +273,9 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
       EXPECT_FALSE(rep->reason.empty());
       EXPECT_TRUE(rr->stale());
       for (std::uint32_t s = 0; s < rr->num_switches(); ++s) {
+        const SwitchIndex sw{s};
         ASSERT_TRUE(
-            std::equal(rr->row(s), rr->row(s) + stride, before.begin() + std::size_t{s} * stride))
+            std::equal(rr->row(sw), rr->row(sw) + stride, before.begin() + std::size_t{s} * stride))
             << "refused repair changed switch " << s;
       }
       base = std::make_unique<Topology>(live);
@@ -295,23 +296,24 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
 
     // Only entries whose old route crossed the failed link(s) changed.
     const auto cut_ends = end_set(cut.ends);
-    std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
+    std::set<std::pair<SwitchIndex, Lid>> seen;
     for (const LftChange& c : rep->changes) {
       ASSERT_TRUE(seen.emplace(c.sw, c.lid).second) << "change listed twice";
-      ASSERT_EQ(before[std::size_t{c.sw} * stride + c.lid], c.old_port);
-      ASSERT_EQ(rr->row(c.sw)[c.lid], c.new_port);
+      ASSERT_EQ(before[std::size_t{c.sw.value} * stride + c.lid.value], c.old_port);
+      ASSERT_EQ(rr->row(c.sw)[c.lid.value], c.new_port);
       ASSERT_TRUE(crosses(live_before, before, stride, c.sw, c.lid, cut_ends))
-          << "switch " << c.sw << " LID " << c.lid << " changed (" << int(c.old_port) << " -> "
-          << int(c.new_port) << ") though its route did not cross the failed link";
+          << "switch " << c.sw.value << " LID " << c.lid.value << " changed (" << int(c.old_port)
+          << " -> " << int(c.new_port) << ") though its route did not cross the failed link";
     }
     // Every changed entry is in a listed block, and nothing else changed.
-    std::set<std::pair<std::uint32_t, std::uint32_t>> blocks;
+    std::set<std::pair<SwitchIndex, std::uint32_t>> blocks;
     for (const DirtyBlock& b : rep->blocks) ASSERT_TRUE(blocks.emplace(b.sw, b.block).second);
     for (std::uint32_t s = 0; s < rr->num_switches(); ++s) {
+      const SwitchIndex sw{s};
       for (std::uint32_t d = 0; d < stride; ++d) {
-        if (rr->row(s)[d] == before[std::size_t{s} * stride + d]) continue;
-        ASSERT_TRUE(seen.count({s, d})) << "unlisted change at switch " << s << " LID " << d;
-        ASSERT_TRUE(blocks.count({s, d / kLftBlockSize}));
+        if (rr->row(sw)[d] == before[std::size_t{s} * stride + d]) continue;
+        ASSERT_TRUE(seen.count({sw, Lid{d}})) << "unlisted change at switch " << s << " LID " << d;
+        ASSERT_TRUE(blocks.count({sw, d / kLftBlockSize}));
       }
     }
 
@@ -419,7 +421,7 @@ TEST(Rerouter, EdgeAggregationFailureLeavesOrphansWithoutCaTraffic) {
   // down; they become orphans for its LIDs and every edge switch avoids them.
   Built b = build("fat-tree:levels=3,k=4", "updn");
   ASSERT_TRUE(b.rr);
-  const std::uint32_t edge = sw_index(b.f, "edge-p0-0");
+  const SwitchIndex edge = sw_index(b.f, "edge-p0-0");
   const PortNum p = port_to(b.f, "edge-p0-0", "agg-p0-0");
   const FailedLink cut[] = {{edge, p}};
   auto rep = b.rr->repair(cut);
@@ -467,7 +469,7 @@ TEST(Rerouter, CaLinkFailureDropsItsLidsAtTheLeafOnly) {
   EXPECT_EQ(rep->ca_links_failed, 1U);
   ASSERT_EQ(rep->changes.size(), 1U);
   EXPECT_EQ(rep->changes[0].sw, b.f.topo.node(leaf).switch_index);
-  EXPECT_EQ(rep->changes[0].lid, ca_lid.value);
+  EXPECT_EQ(rep->changes[0].lid, ca_lid);
   EXPECT_EQ(rep->changes[0].new_port, kDropPort);
   EXPECT_EQ(rep->blocks.size(), 1U);
 }
@@ -500,7 +502,7 @@ TEST(Rerouter, ResetRestoresTheBuiltTablesAndRepeatsARepairExactly) {
   ASSERT_TRUE(b.rr);
   WorkerPool pool(2);
   const Routes original = b.rr->export_routes(pool);
-  const std::uint32_t core = sw_index(b.f, "core-0");
+  const SwitchIndex core = sw_index(b.f, "core-0");
   const FailedLink cut[] = {{core, 1}};
   auto first = b.rr->repair(cut);
   ASSERT_TRUE(first.ok());
@@ -528,22 +530,22 @@ TEST(Rerouter, ResetRestoresTheBuiltTablesAndRepeatsARepairExactly) {
 TEST(Rerouter, BadInputChangesNothing) {
   Built b = build("fat-tree:levels=2,radix=4", "updn");
   ASSERT_TRUE(b.rr);
-  const FailedLink no_switch[] = {{999, 1}};
+  const FailedLink no_switch[] = {{SwitchIndex{999}, 1}};
   auto r1 = b.rr->repair(no_switch);
   ASSERT_FALSE(r1.ok());
   EXPECT_EQ(r1.error().code, Errc::kNotFound);
-  const FailedLink no_port[] = {{0, 200}};
+  const FailedLink no_port[] = {{SwitchIndex{0}, 200}};
   auto r2 = b.rr->repair(no_port);
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(r2.error().code, Errc::kInvalidArgument);
   EXPECT_NE(r2.error().message.find("no port 200"), std::string::npos) << r2.error().message;
-  const FailedLink port_zero[] = {{0, 0}};
+  const FailedLink port_zero[] = {{SwitchIndex{0}, 0}};
   EXPECT_FALSE(b.rr->repair(port_zero).ok());
   // leaf0 has 4 ports: 2 CAs and 2 spines. A good end after a bad one: the
   // whole call fails and the good one is not applied either.
-  const FailedLink mixed[] = {{0, 3}, {999, 1}};
+  const FailedLink mixed[] = {{SwitchIndex{0}, 3}, {SwitchIndex{999}, 1}};
   EXPECT_FALSE(b.rr->repair(mixed).ok());
-  EXPECT_TRUE(b.rr->link_live(0, 3));
+  EXPECT_TRUE(b.rr->link_live(SwitchIndex{0}, 3));
 }
 
 // ---------------------------------------------------------------------------
@@ -558,7 +560,7 @@ TEST(RerouterRefusal, NoUpDownRouteForACaSwitchFallsBackToFullRecompute) {
   ASSERT_TRUE(b.rr);
   WorkerPool pool(2);
   const Routes before = b.rr->export_routes(pool);
-  const std::uint32_t sw1 = sw_index(b.f, "sw-1");
+  const SwitchIndex sw1 = sw_index(b.f, "sw-1");
   const PortNum p = port_to(b.f, "sw-1", "sw-0");
   const FailedLink cut[] = {{sw1, p}};
   auto rep = b.rr->repair(cut);
@@ -592,17 +594,17 @@ std::vector<LftChange> naive_repair(const Fabric& f, const Topology& live, const
   EXPECT_TRUE(g.ok());
   const std::uint32_t n = g->num_switches();
   std::vector<LftChange> out;
-  std::map<std::uint32_t, std::vector<std::uint32_t>> hops_to;  // by destination switch
-  auto hops = [&](std::uint32_t t) -> const std::vector<std::uint32_t>& {
+  std::map<SwitchIndex, std::vector<std::uint32_t>> hops_to;  // by destination switch
+  auto hops = [&](SwitchIndex t) -> const std::vector<std::uint32_t>& {
     auto it = hops_to.find(t);
     if (it != hops_to.end()) return it->second;
     std::vector<std::uint32_t> h(n, UINT32_MAX);
-    std::vector<std::uint32_t> q{t};
-    h[t] = 0;
+    std::vector<SwitchIndex> q{t};
+    h[t.value] = 0;
     for (std::size_t i = 0; i < q.size(); ++i) {
       for (const SwitchArc& a : g->arcs(q[i])) {
-        if (h[a.to] == UINT32_MAX) {
-          h[a.to] = h[q[i]] + 1;
+        if (h[a.to.value] == UINT32_MAX) {
+          h[a.to.value] = h[q[i].value] + 1;
           q.push_back(a.to);
         }
       }
@@ -618,12 +620,12 @@ std::vector<LftChange> naive_repair(const Fabric& f, const Topology& live, const
       PortNum best = kDropPort;
       std::uint32_t best_h = UINT32_MAX;
       for (const SwitchArc& a : g->arcs(e.sw)) {
-        if (h[a.to] < best_h) {
-          best_h = h[a.to];
+        if (h[a.to.value] < best_h) {
+          best_h = h[a.to.value];
           best = a.local_port;
         }
       }
-      out.push_back({e.sw, d, e.port, best});
+      out.push_back({e.sw, Lid{d}, e.port, best});
     }
   }
   return out;
@@ -640,12 +642,12 @@ TEST(RerouterRefusal, CheckRefusesARouteIntoAnOrphan) {
   Built b = build("fat-tree:levels=3,k=4", "ftree");
   ASSERT_TRUE(b.rr);
   const Topology& t = b.f.topo;
-  const std::uint32_t core0 = sw_index(b.f, "core-0");
+  const SwitchIndex core0 = sw_index(b.f, "core-0");
   const Lid core1_lid = b.f.lids.base_lid(t, *t.find_by_name("core-1"), 0);
   ASSERT_TRUE(core1_lid.valid());
   // agg-p0-0 is cabled to both core-0 and core-1 (plane 0): it goes straight
   // up to core-1.
-  const std::uint32_t agg = sw_index(b.f, "agg-p0-0");
+  const SwitchIndex agg = sw_index(b.f, "agg-p0-0");
   const PortNum agg_to_core1 = port_to(b.f, "agg-p0-0", "core-1");
   ASSERT_EQ(b.rr->entry(agg, core1_lid), agg_to_core1);
   // core-0's orphan entry moves to another pod; agg-p0-0 now sends into core-0.
@@ -654,8 +656,8 @@ TEST(RerouterRefusal, CheckRefusesARouteIntoAnOrphan) {
                             ? port_to(b.f, "core-0", "agg-p2-0")
                             : port_to(b.f, "core-0", "agg-p1-0");
   const LftChange changes[] = {
-      {core0, core1_lid.value, static_cast<std::uint8_t>(was), static_cast<std::uint8_t>(other)},
-      {agg, core1_lid.value, static_cast<std::uint8_t>(agg_to_core1),
+      {core0, core1_lid, static_cast<std::uint8_t>(was), static_cast<std::uint8_t>(other)},
+      {agg, core1_lid, static_cast<std::uint8_t>(agg_to_core1),
        static_cast<std::uint8_t>(port_to(b.f, "agg-p0-0", "core-0"))}};
   WorkerPool pool(2);
   const Routes before = b.rr->export_routes(pool);
@@ -703,7 +705,7 @@ TEST(RerouterRefusal, CheckRefusesANaiveRepairThatClosesACreditLoop) {
     const std::vector<LftChange> naive = naive_repair(f, live, *rr, cut);
     // What the full verifier says about the naive tables.
     Routes candidate = *routes;
-    for (const LftChange& c : naive) candidate.lfts[c.sw].set(Lid{c.lid}, c.new_port);
+    for (const LftChange& c : naive) candidate.lfts[c.sw.value].set(c.lid, c.new_port);
     auto full = verify(live, f.lids, candidate, pool, {});
     const bool loop = !full.ok() && full.error().code == Errc::kCdgCycle;
     cycles += loop ? 1 : 0;

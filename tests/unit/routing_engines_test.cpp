@@ -64,33 +64,34 @@ TEST(SwitchGraph, ArcsAttachmentsAndSkippedLinks) {
   auto g = SwitchGraph::build(t, lids);
   ASSERT_TRUE(g.ok()) << g.error().message;
 
+  constexpr SwitchIndex s0{0}, s1{1}, s2{2};  // sw-a, sw-b, sw-c
   EXPECT_EQ(g->num_switches(), 3u);
   EXPECT_EQ(g->num_arcs(), 4u);
-  ASSERT_EQ(g->arcs(0).size(), 2u);
-  EXPECT_EQ(g->arcs(0)[0].to, 1u);
-  EXPECT_EQ(g->arcs(0)[0].local_port, 1);
-  EXPECT_EQ(g->arcs(0)[0].remote_port, 2);
-  EXPECT_EQ(g->arcs(0)[1].local_port, 2);
-  EXPECT_EQ(g->arcs(0)[1].remote_port, 1);
-  EXPECT_EQ(g->arc_at_port(0, 2), g->first_arc(0) + 1);
-  EXPECT_EQ(g->arc_source(g->arc_at_port(1, 1)), 1u);
-  EXPECT_EQ(g->arc_at_port(0, 3), kNoArc);  // a CA
-  EXPECT_EQ(g->arc_at_port(0, 4), kNoArc);  // dark
-  EXPECT_EQ(g->arc_at_port(0, 9), kNoArc);  // no such port
-  EXPECT_TRUE(g->arcs(2).empty());
+  ASSERT_EQ(g->arcs(s0).size(), 2u);
+  EXPECT_EQ(g->arcs(s0)[0].to, s1);
+  EXPECT_EQ(g->arcs(s0)[0].local_port, 1);
+  EXPECT_EQ(g->arcs(s0)[0].remote_port, 2);
+  EXPECT_EQ(g->arcs(s0)[1].local_port, 2);
+  EXPECT_EQ(g->arcs(s0)[1].remote_port, 1);
+  EXPECT_EQ(g->arc_at_port(s0, 2), g->first_arc(s0) + 1);
+  EXPECT_EQ(g->arc_source(g->arc_at_port(s1, 1)), s1);
+  EXPECT_EQ(g->arc_at_port(s0, 3), kNoArc);  // a CA
+  EXPECT_EQ(g->arc_at_port(s0, 4), kNoArc);  // dark
+  EXPECT_EQ(g->arc_at_port(s0, 9), kNoArc);  // no such port
+  EXPECT_TRUE(g->arcs(s2).empty());
   EXPECT_EQ(g->num_components(), 2u);
-  EXPECT_EQ(g->component(0), g->component(1));
-  EXPECT_NE(g->component(0), g->component(2));
+  EXPECT_EQ(g->component(s0), g->component(s1));
+  EXPECT_NE(g->component(s0), g->component(s2));
 
   const LidAttachment h1_at = g->attachment(lids.base_lid(t, h1, 1));
-  EXPECT_EQ(h1_at.sw, 0u);
+  EXPECT_EQ(h1_at.sw, s0);
   EXPECT_EQ(h1_at.port, 3);
   const LidAttachment b_at = g->attachment(lids.base_lid(t, b, 0));
-  EXPECT_EQ(b_at.sw, 1u);
+  EXPECT_EQ(b_at.sw, s1);
   EXPECT_EQ(b_at.port, 0);
   EXPECT_FALSE(g->attachment(lids.base_lid(t, h2, 1)).routable());
-  EXPECT_TRUE(g->has_endpoints(0));
-  EXPECT_FALSE(g->has_endpoints(1));
+  EXPECT_TRUE(g->has_endpoints(s0));
+  EXPECT_FALSE(g->has_endpoints(s1));
 
   std::string notes;
   for (const auto& n : g->notes()) notes += n + "\n";
@@ -309,11 +310,11 @@ TEST(LinkCuts, UpdnSurvivesRandomCuts) {
 // 4). Both engines must reach that optimum.
 
 // CA/router LIDs switch s routes through its port p.
-std::uint32_t carried(const Fabric& f, const Routes& r, const SwitchGraph& g, std::uint32_t s,
+std::uint32_t carried(const Fabric& f, const Routes& r, const SwitchGraph& g, SwitchIndex s,
                       PortNum p) {
   std::uint32_t c = 0;
   for (std::uint32_t d = 1; d <= f.lids.max_lid.value; ++d) {
-    c += g.attachment(Lid{d}).port != 0 && r.lfts[s].get(Lid{d}) == p;
+    c += g.attachment(Lid{d}).port != 0 && r.lfts[s.value].get(Lid{d}) == p;
   }
   return c;
 }
@@ -328,10 +329,11 @@ TEST(Balance, LeafSpineIsOptimal) {
     EXPECT_EQ(r.load.max_routes, 7u) << engine;
     EXPECT_EQ(r.load.links, 2u * 8 * 4);
     EXPECT_DOUBLE_EQ(r.load.mean_routes, (8 * 4 * 7 + 4 * 8 * 4) / 64.0) << engine;
-    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+    for (std::uint32_t i = 0; i < g->num_switches(); ++i) {
+      const SwitchIndex s{i};
       for (const SwitchArc& a : g->arcs(s)) {
         EXPECT_EQ(carried(f, r, *g, s, a.local_port), g->has_endpoints(s) ? 7u : 4u)
-            << engine << " switch " << s << " port " << int{a.local_port};
+            << engine << " switch " << i << " port " << int{a.local_port};
       }
     }
   }
@@ -362,12 +364,13 @@ TEST(Balance, ThreeLevelEdgesSpreadEvenly) {
   for (std::string_view engine : {"minhop", "updn"}) {
     const Routes r = route(f, engine);
     EXPECT_EQ(r.load.max_routes, 31u) << engine;
-    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+    for (std::uint32_t i = 0; i < g->num_switches(); ++i) {
+      const SwitchIndex s{i};
       if (!g->has_endpoints(s)) continue;
       std::vector<std::uint32_t> counts;
       for (const SwitchArc& a : g->arcs(s)) counts.push_back(carried(f, r, *g, s, a.local_port));
       const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
-      EXPECT_LE(*hi - *lo, 1u) << engine << " edge switch " << s;
+      EXPECT_LE(*hi - *lo, 1u) << engine << " edge switch " << i;
     }
   }
 }
@@ -414,7 +417,7 @@ TEST(Updn, AutomaticRootsAreTheFatTreeCores) {
   auto order = updn_order(f.topo, *g, {}, pool, {});
   ASSERT_TRUE(order.ok()) << order.error().message;
   ASSERT_EQ(order->roots.size(), 9u);  // (k/2)^2 cores
-  for (std::uint32_t s : order->roots) {
+  for (SwitchIndex s : order->roots) {
     EXPECT_EQ(f.topo.node(f.topo.switch_node(s)).description.rfind("core-", 0), 0u);
   }
   // A total order with exactly one switch that has no earlier neighbour.
@@ -424,7 +427,9 @@ TEST(Updn, AutomaticRootsAreTheFatTreeCores) {
   std::uint32_t minima = 0;
   for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
     bool has_up = false;
-    for (const SwitchArc& a : g->arcs(s)) has_up |= order->pos[a.to] < order->pos[s];
+    for (const SwitchArc& a : g->arcs(SwitchIndex{s})) {
+      has_up |= order->pos[a.to.value] < order->pos[s];
+    }
     minima += has_up ? 0 : 1;
   }
   EXPECT_EQ(minima, 1u);
@@ -454,7 +459,7 @@ TEST(Updn, DegradedFatTreeKeepsItsTiers) {
   ASSERT_EQ(order->roots.size(), 1u);
   EXPECT_EQ(order->roots[0], f.topo.node(agg).switch_index);
   for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
-    const std::string& name = f.topo.node(f.topo.switch_node(s)).description;
+    const std::string& name = f.topo.node(f.topo.switch_node(SwitchIndex{s})).description;
     if (name.rfind("core-", 0) == 0) {
       EXPECT_EQ(order->rank[s], 1u) << name;
     } else if (name.rfind("edge-", 0) == 0) {
@@ -465,12 +470,13 @@ TEST(Updn, DegradedFatTreeKeepsItsTiers) {
   const Routes updn = route(f, "updn");
   EXPECT_TRUE(verify_routes(f, updn).ok());
   EXPECT_EQ(updn.load.max_routes, minhop.load.max_routes);
-  for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+  for (std::uint32_t i = 0; i < g->num_switches(); ++i) {
+    const SwitchIndex s{i};
     if (!g->has_endpoints(s)) continue;
     std::vector<std::uint32_t> counts;
     for (const SwitchArc& a : g->arcs(s)) counts.push_back(carried(f, updn, *g, s, a.local_port));
     const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
-    EXPECT_LE(*hi - *lo, 1u) << "edge switch " << s;
+    EXPECT_LE(*hi - *lo, 1u) << "edge switch " << i;
   }
 }
 
@@ -488,8 +494,8 @@ TEST(Updn, CentreRootWhenEverySwitchHasHosts) {
 TEST(Updn, ConfiguredRoots) {
   const Fabric f = make_fabric("random:switches=30,degree=4,hosts=1,seed=2");
   EngineOptions opts;
-  opts.root_guids = {f.topo.node(f.topo.switch_node(7)).guid,
-                     f.topo.node(f.topo.switch_node(19)).guid};
+  opts.root_guids = {f.topo.node(f.topo.switch_node(SwitchIndex{7})).guid,
+                     f.topo.node(f.topo.switch_node(SwitchIndex{19})).guid};
   const Routes r = route(f, "updn", 2, opts);
   auto v = verify_routes(f, r);
   EXPECT_TRUE(v.ok()) << v.error().message;
@@ -535,17 +541,19 @@ TEST(HopTable, ShortestAndUpDownAgainstBfs) {
   const std::uint32_t n = g->num_switches();
   for (std::uint32_t t = 0; t < n; ++t) {
     std::vector<std::uint32_t> dist(n, UINT32_MAX);
-    std::vector<std::uint32_t> q{t};
+    std::vector<SwitchIndex> q{SwitchIndex{t}};
     dist[t] = 0;
     for (std::size_t i = 0; i < q.size(); ++i) {
       for (const SwitchArc& a : g->arcs(q[i])) {
-        if (dist[a.to] == UINT32_MAX) {
-          dist[a.to] = dist[q[i]] + 1;
+        if (dist[a.to.value] == UINT32_MAX) {
+          dist[a.to.value] = dist[q[i].value] + 1;
           q.push_back(a.to);
         }
       }
     }
-    for (std::uint32_t v = 0; v < n; ++v) ASSERT_EQ(hops->hops(v, t), dist[v]);
+    for (std::uint32_t v = 0; v < n; ++v) {
+      ASSERT_EQ(hops->hops(SwitchIndex{v}, SwitchIndex{t}), dist[v]);
+    }
   }
   // Up/down: hops are never shorter than the shortest path, and a switch in
   // mode D has a down-neighbour in mode D one hop closer.
@@ -553,24 +561,28 @@ TEST(HopTable, ShortestAndUpDownAgainstBfs) {
   ASSERT_TRUE(order.ok());
   auto ud = updown_hops(*g, order->pos, pool, {});
   ASSERT_TRUE(ud.ok());
-  for (std::uint32_t t = 0; t < n; ++t) {
-    for (std::uint32_t v = 0; v < n; ++v) {
+  for (std::uint32_t ti = 0; ti < n; ++ti) {
+    const SwitchIndex t{ti};
+    for (std::uint32_t vi = 0; vi < n; ++vi) {
+      const SwitchIndex v{vi};
       ASSERT_NE(ud->hops(v, t), HopTable::kUnreachable);
       ASSERT_GE(ud->hops(v, t), hops->hops(v, t));
       if (v == t || !ud->down(v, t)) continue;
       bool ok = false;
       for (const SwitchArc& a : g->arcs(v)) {
-        ok |= order->pos[a.to] > order->pos[v] && ud->down(a.to, t) &&
+        ok |= order->pos[a.to.value] > order->pos[vi] && ud->down(a.to, t) &&
               ud->hops(a.to, t) + 1 == ud->hops(v, t);
       }
-      ASSERT_TRUE(ok) << "switch " << v << " to " << t;
+      ASSERT_TRUE(ok) << "switch " << vi << " to " << ti;
     }
   }
   auto ecc = eccentricities(*g, pool, {});
   ASSERT_TRUE(ecc.ok());
   for (std::uint32_t v = 0; v < n; ++v) {
     std::uint32_t m = 0;
-    for (std::uint32_t t = 0; t < n; ++t) m = std::max<std::uint32_t>(m, hops->hops(v, t));
+    for (std::uint32_t t = 0; t < n; ++t) {
+      m = std::max<std::uint32_t>(m, hops->hops(SwitchIndex{v}, SwitchIndex{t}));
+    }
     EXPECT_EQ((*ecc)[v], m);
   }
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <string_view>
@@ -15,10 +16,24 @@
 #include <vector>
 
 #include "discovery/topo/generators.hpp"
+#include "routing/ids.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/topology.hpp"
+
+namespace subnetd {
+
+// How gtest prints the strong ids in assertion failures (by value, not as
+// raw bytes).
+inline void PrintTo(SwitchIndex s, std::ostream* os) {
+  *os << "switch " << s.value;
+}
+inline void PrintTo(Lid l, std::ostream* os) {
+  *os << "LID " << l.value;
+}
+
+}  // namespace subnetd
 
 namespace subnetd::routing::testing {
 
@@ -49,7 +64,7 @@ inline Fabric make_fabric(std::string_view spec) {
 }
 
 // The switch_index of the switch named `name`.
-inline std::uint32_t sw_index(const Fabric& f, std::string_view name) {
+inline SwitchIndex sw_index(const Fabric& f, std::string_view name) {
   return f.topo.node(*f.topo.find_by_name(name)).switch_index;
 }
 
@@ -120,12 +135,12 @@ inline TraceOutcome trace_all(const Topology& topo, const LidMap& lids, const Ro
     std::vector<std::size_t> stack{s};
     comp[s] = labels;
     while (!stack.empty()) {
-      const NodeId v = topo.switch_node(static_cast<std::uint32_t>(stack.back()));
+      const NodeId v = topo.switch_node(SwitchIndex{static_cast<std::uint32_t>(stack.back())});
       stack.pop_back();
       for (unsigned p = 1; p <= topo.node(v).num_ports; ++p) {
         const Port& port = topo.port(v, static_cast<PortNum>(p));
         if (!port.connected() || topo.node(port.remote_node).type != NodeType::kSwitch) continue;
-        const std::size_t w = topo.node(port.remote_node).switch_index;
+        const std::size_t w = topo.node(port.remote_node).switch_index.value;
         if (comp[w] == SIZE_MAX) {
           comp[w] = labels;
           stack.push_back(w);
@@ -141,20 +156,20 @@ inline TraceOutcome trace_all(const Topology& topo, const LidMap& lids, const Ro
     // The switch that must deliver d, if any.
     std::size_t home = SIZE_MAX;
     if (topo.node(owner.node).type == NodeType::kSwitch) {
-      home = topo.node(owner.node).switch_index;
+      home = topo.node(owner.node).switch_index.value;
     } else {
       const Port& p = topo.port(owner);
       if (p.connected() && topo.node(p.remote_node).type == NodeType::kSwitch) {
-        home = topo.node(p.remote_node).switch_index;
+        home = topo.node(p.remote_node).switch_index.value;
       }
     }
     for (std::size_t s = 0; s < num_sw; ++s) {
       const bool reachable = home != SIZE_MAX && comp[s] == comp[home];
-      NodeId cur = topo.switch_node(static_cast<std::uint32_t>(s));
+      NodeId cur = topo.switch_node(SwitchIndex{static_cast<std::uint32_t>(s)});
       bool delivered = false;
       std::string failure;
       for (std::size_t hops = 0; hops <= num_sw; ++hops) {
-        const std::uint8_t port = routes.lfts[topo.node(cur).switch_index].get(Lid{d});
+        const std::uint8_t port = routes.lfts[topo.node(cur).switch_index.value].get(Lid{d});
         if (port == 0) {
           delivered = owner.node == cur && owner.port == 0;
           if (!delivered) failure = "consumed by the wrong switch";
@@ -183,7 +198,8 @@ inline TraceOutcome trace_all(const Topology& topo, const LidMap& lids, const Ro
           ++out.delivered;
         } else if (out.first_failure.empty()) {
           out.first_failure =
-              "from " + topo.node(topo.switch_node(static_cast<std::uint32_t>(s))).description +
+              "from " +
+              topo.node(topo.switch_node(SwitchIndex{static_cast<std::uint32_t>(s)})).description +
               " to LID " + std::to_string(d) + ": " + failure;
         }
       } else if (delivered) {

@@ -164,7 +164,7 @@ TEST_P(SimSweep, SweepProgramAndRouteEveryLid) {
   // 4. A cut switch-to-switch cable: both switches report it (trap 128,
   //    LID-routed to the SM through the programmed tables).
   for (std::uint32_t s = 0; s < truth.num_switches(); ++s) {
-    const NodeId sw = truth.switch_node(s);
+    const NodeId sw = truth.switch_node(SwitchIndex{s});
     for (unsigned p = 1; p <= truth.node(sw).num_ports; ++p) {
       const routing::Port& tp = truth.port(sw, static_cast<PortNum>(p));
       if (!tp.connected() || truth.node(tp.remote_node).type != NodeType::kSwitch) continue;

@@ -274,7 +274,7 @@ TEST(SimFabricSilentNode, DropsWhatReachesTheSmaAndCanBeUndone) {
   ASSERT_TRUE(sim);
   EXPECT_FALSE(sim->set_node_silent(NodeId{9999}, true).ok());
   // leaf0 is switch 0; the SM's CA hangs off it on port 1.
-  const NodeId leaf0 = sim->topology().switch_node(0);
+  const NodeId leaf0 = sim->topology().switch_node(SwitchIndex{0});
   ASSERT_TRUE(sim->set_node_silent(leaf0, true).ok());
   const std::array<std::uint8_t, 1> path{1};
   Mad m;
@@ -340,12 +340,12 @@ TEST(Sweeper, SilentNodesInARing) {
   const Topology truth = load("ring:switches=5,hosts=2");
   auto sim = make_sim(truth);
   ASSERT_TRUE(sim);
-  const NodeId sw2 = truth.switch_node(2);
+  const NodeId sw2 = truth.switch_node(SwitchIndex{2});
   NodeId silent_ca = kNoNode;
   for (std::uint32_t i = 0; i < truth.num_nodes(); ++i) {
     const NodeId n{i};
     if (truth.node(n).type == NodeType::kCa &&
-        truth.port(n, 1).remote_node == truth.switch_node(4)) {
+        truth.port(n, 1).remote_node == truth.switch_node(SwitchIndex{4})) {
       silent_ca = n;
       break;
     }

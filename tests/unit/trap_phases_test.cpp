@@ -91,7 +91,7 @@ void expect_routed_around(Harness& h, const std::string& a, const std::string& b
   }
   const PortNum pa = h.port_to(a, b), pb = h.port_to(b, a);
   for (const auto& [n, p] : {std::pair{na, pa}, std::pair{nb, pb}}) {
-    const routing::Lft& lft = s->routes->lfts[t.node(n).switch_index];
+    const routing::Lft& lft = s->routes->lfts[t.node(n).switch_index.value];
     for (std::uint32_t l = 1; l <= s->lids->max_lid.value; ++l) {
       ASSERT_NE(lft.get(Lid{l}), p) << t.node(n).description << " still routes LID " << l
                                     << " through the dead port " << static_cast<int>(p);

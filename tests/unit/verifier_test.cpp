@@ -79,9 +79,9 @@ TEST(Verifier, HoleIsIncompleteAndSaysWhere) {
   const Port& host_port = f.topo.port(leaf3, 1);
   const std::string host = f.topo.node(host_port.remote_node).description;
   const Lid lid = f.lids.base_lid(f.topo, host_port.remote_node, host_port.remote_port);
-  const std::uint32_t leaf0 = sw_index(f, "leaf0");
-  const PortNum was = r.lfts[leaf0].get(lid);
-  r.lfts[leaf0].set(lid, kDropPort);
+  const SwitchIndex leaf0 = sw_index(f, "leaf0");
+  const PortNum was = r.lfts[leaf0.value].get(lid);
+  r.lfts[leaf0.value].set(lid, kDropPort);
   auto v = run_verify(f, r);
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.error().code, Errc::kIncomplete);
@@ -114,8 +114,8 @@ TEST(Verifier, ForwardingLoopIsNamed) {
   const Lid lid = f.lids.base_lid(f.topo, hp.remote_node, hp.remote_port);
   const PortNum up = port_to(f, "edge-p0-0", "agg-p0-0");
   const PortNum down = port_to(f, "agg-p0-0", "edge-p0-0");
-  r.lfts[sw_index(f, "edge-p0-0")].set(lid, up);
-  r.lfts[sw_index(f, "agg-p0-0")].set(lid, down);
+  r.lfts[sw_index(f, "edge-p0-0").value].set(lid, up);
+  r.lfts[sw_index(f, "agg-p0-0").value].set(lid, down);
   auto v = run_verify(f, r);
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.error().code, Errc::kForwardingLoop);
@@ -136,7 +136,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
   const Lid lid = f.lids.base_lid(f.topo, h1.remote_node, h1.remote_port);
   {
     Routes r = route(f, "updn");
-    r.lfts[sw_index(f, "leaf1")].set(lid, 2);  // the other CA on leaf1
+    r.lfts[sw_index(f, "leaf1").value].set(lid, 2);  // the other CA on leaf1
     auto v = run_verify(f, r);
     ASSERT_FALSE(v.ok());
     EXPECT_EQ(v.error().code, Errc::kIncomplete);
@@ -146,7 +146,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
   }
   {
     Routes r = route(f, "updn");
-    r.lfts[sw_index(f, "spine0")].set(lid, 0);
+    r.lfts[sw_index(f, "spine0").value].set(lid, 0);
     auto v = run_verify(f, r);
     ASSERT_FALSE(v.ok());
     EXPECT_EQ(v.error().code, Errc::kIncomplete);
@@ -155,7 +155,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
   }
   {
     Routes r = route(f, "updn");
-    r.lfts[sw_index(f, "spine0")].set(lid, 9);  // spines have 4 ports
+    r.lfts[sw_index(f, "spine0").value].set(lid, 9);  // spines have 4 ports
     auto v = run_verify(f, r);
     ASSERT_FALSE(v.ok());
     EXPECT_TRUE(contains(v.error().message, "port 9, but it has 4 ports")) << v.error().message;
@@ -190,7 +190,7 @@ TEST(Verifier, UnreachablePairsAreNotChecked) {
   // 12 LIDs; 4 in the small part, 8 in the big one.
   EXPECT_EQ(v->pairs_checked, 2u * 4u + 4u * 8u);
   // Garbage toward the other part is not a route anyone can use.
-  r.lfts[sw_index(f, "sw-1")].set(lid_of(f, "sw-4", 0), 1);
+  r.lfts[sw_index(f, "sw-1").value].set(lid_of(f, "sw-4", 0), 1);
   EXPECT_TRUE(run_verify(f, r).ok());
 }
 
@@ -268,7 +268,7 @@ Reference reference_cdg(const Fabric& f, const Routes& r, bool switch_traffic) {
       NodeId cur = src;
       std::optional<Channel> prev;
       for (std::size_t hop = 0; hop <= t.num_switches(); ++hop) {
-        const std::uint8_t p = r.lfts[t.node(cur).switch_index].get(Lid{d});
+        const std::uint8_t p = r.lfts[t.node(cur).switch_index.value].get(Lid{d});
         if (p == 0 || p == kDropPort) break;
         const Port& link = t.port(cur, p);
         if (!link.connected() || t.node(link.remote_node).type != NodeType::kSwitch) break;
