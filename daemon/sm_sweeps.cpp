@@ -444,17 +444,21 @@ asio::awaitable<void> SubnetManager::build_new_fast_path(std::shared_ptr<SweepIn
 void SubnetManager::schedule_light_sweep() {
   SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || cfg_.sweep.interval.count() == 0) return;
-  light_timer_.start(cfg_.sweep.interval,
-                     [this] { asio::co_spawn(strand_, periodic_light_sweep(), asio::detached); });
+  light_timer_.start(cfg_.sweep.interval, [this] {
+    light_starting_ = true;
+    asio::co_spawn(strand_, periodic_light_sweep(), asio::detached);
+  });
 }
 
 asio::awaitable<void> SubnetManager::periodic_light_sweep() {
   SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
+  light_starting_ = false;
   // Before the first bring-up there is nothing to compare with; a heavy
   // sweep pending or running looks at everything anyway.
   if (!current_ || heavy_running_ || heavy_timer_.pending() || light_running_) {
     schedule_light_sweep();
+    check_idle();
     co_return;
   }
   const state::LightSweepReport found = co_await light_sweep();
@@ -462,9 +466,10 @@ asio::awaitable<void> SubnetManager::periodic_light_sweep() {
   if (found.found_change()) {
     spdlog::info("light sweep: {}", found.change);
     request_heavy_sweep(std::chrono::milliseconds{0}, "light sweep: " + found.change);
-    co_return;
+  } else {
+    schedule_light_sweep();
   }
-  schedule_light_sweep();
+  check_idle();
 }
 
 asio::awaitable<state::LightSweepReport> SubnetManager::light_sweep() {
@@ -521,8 +526,9 @@ asio::awaitable<state::LightSweepReport> SubnetManager::light_sweep() {
         });
   }
   co_await flow.drained();
+  // No check_idle() here: the caller acts on the report first (a heavy
+  // sweep it requests must count as work), then checks.
   light_running_ = false;
-  check_idle();
   if (engine_.stopped() && report.change.empty()) {
     report.change = engine_.error() ? engine_.error()->message : "the MAD engine stopped";
   }

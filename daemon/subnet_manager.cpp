@@ -90,7 +90,7 @@ void SubnetManager::post(std::function<void()> fn) {
 bool SubnetManager::idle() const {
   const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
   return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
-         !heavy_running_ && !sweep_due && !light_running_ && !verify_running_;
+         !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_;
 }
 
 void SubnetManager::check_idle() {
@@ -321,6 +321,7 @@ void SubnetManager::trigger_light_sweep(std::string reason,
             }
             schedule_light_sweep();
             done(state::SweepReply{true, generation_, msg, std::move(found)});
+            check_idle();
             co_return;
           }
           spdlog::info("light sweep ({}): {}", reason, found.change);
@@ -331,6 +332,7 @@ void SubnetManager::trigger_light_sweep(std::string reason,
           });
           request_heavy_sweep(std::chrono::milliseconds{0},
                               fmt::format("light sweep ({}): {}", reason, found.change));
+          check_idle();
         },
         asio::detached);
   });

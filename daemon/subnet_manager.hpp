@@ -272,6 +272,9 @@ class SubnetManager final : public state::SmControl {
   std::shared_ptr<SweepInProgress> sweep_;                           // the one running
   std::chrono::milliseconds retry_backoff_{500};
   bool light_running_ = false;
+  // The periodic light sweep's timer fired and its coroutine, posted, has
+  // not begun yet: work for idle(), like a due timer.
+  bool light_starting_ = false;
 
   // Failures the fast path found (see KnownDown), newest last.
   std::vector<KnownDown> known_down_;

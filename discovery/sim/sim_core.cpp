@@ -161,6 +161,12 @@ std::uint8_t SimCore::lft_entry(NodeId n, std::uint32_t lid) const {
   return lid < t.size() ? t[lid] : routing::kDropPort;
 }
 
+void SimCore::set_lft_entry(NodeId n, std::uint32_t lid, PortNum port) {
+  std::vector<std::uint8_t>& t = lfts_[topo_.node(n).switch_index.value];
+  if (lid >= t.size()) t.resize(std::size_t{lid} + 1, routing::kDropPort);
+  t[lid] = port;
+}
+
 std::uint32_t SimCore::linear_fdb_top(NodeId n) const {
   return sw(n).linear_fdb_top;
 }

@@ -104,6 +104,10 @@ class SimCore {
   PortView port_view(PortRef ref) const;
   // The LFT entry a switch holds for `lid` (255 when none).
   std::uint8_t lft_entry(NodeId sw, std::uint32_t lid) const;
+  // Writes one entry as an SMP Set from someone else would; the caller
+  // checked that `sw` is a switch and lid < lft_cap().
+  void set_lft_entry(NodeId sw, std::uint32_t lid, PortNum port);
+  std::uint32_t lft_cap() const { return lft_cap_; }
   std::uint32_t linear_fdb_top(NodeId sw) const;
   bool port_state_change(NodeId sw) const;
   bool powered(NodeId n) const { return powered_[n.value] != 0; }

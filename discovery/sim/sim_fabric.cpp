@@ -310,6 +310,19 @@ Result<std::uint8_t> SimFabric::lft_entry(NodeId sw, Lid lid) const {
   return core_.lft_entry(sw, lid.value);
 }
 
+Result<void> SimFabric::set_lft_entry(NodeId sw, Lid lid, PortNum port) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  if (lid.value >= core_.lft_cap()) {
+    return Error{
+        Errc::kOutOfRange,
+        fmt::format("simulator: LID {:#x} is beyond the LFT capacity {:#x} of \"{}\"", lid.value,
+                    core_.lft_cap(), printable(core_.topology().node(sw).description))};
+  }
+  core_.set_lft_entry(sw, lid.value, port);
+  return {};
+}
+
 Result<bool> SimFabric::port_state_change(NodeId sw) const {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_switch(sw));

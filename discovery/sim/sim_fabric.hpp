@@ -79,6 +79,10 @@ class SimFabric final : public Transport {
   // never answers), or answer again. Its links stay up and, for a switch,
   // forwarding continues. Error: unknown node.
   Result<void> set_node_silent(NodeId node, bool silent);
+  // Changes one entry of a switch's LFT behind the SM's back (another SM,
+  // a management tool, a bit flip): no trap, no state change. Errors:
+  // unknown node, not a switch, LID beyond the switch's LFT capacity.
+  Result<void> set_lft_entry(NodeId sw, Lid lid, PortNum port);
 
   // ---- inspection (thread-safe)
   // The node with this node GUID (the topology's GUID index is built on
