@@ -45,6 +45,7 @@ boost::asio::awaitable<Result<Identified>> FastPath::identify(
   popts.timeout = config_.timeout;
   popts.retries = config_.retries;
   popts.sm_lid = config_.sm_lid;
+  popts.urgent = true;  // a sweep's or a programming pass's SMPs wait meanwhile
 
   // What a PortInfo answer of port p of switch s means (both kinds of probe).
   auto judge = [this, &out](SwitchIndex s, PortNum p, const mad::Smp& answer) {

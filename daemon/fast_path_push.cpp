@@ -75,6 +75,7 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
   fo.per_destination = config_.switch_window;
   fo.timeout = config_.timeout;
   fo.retries = config_.retries;
+  fo.urgent = true;  // a sweep's or a programming pass's SMPs wait meanwhile
   auto pending = std::make_shared<PushInFlight>(engine, fo);
   if (blocks.empty()) return pending;
   PushInFlight& state = *pending;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 namespace subnetd::discovery {
@@ -400,9 +401,35 @@ void Flow::submit_raw(const Mad& mad, std::uint64_t dest, RawCallback done) {
 void Flow::enqueue(std::uint32_t s) {
   queued_.push_back(s);
   fill();
+  count_urgent();
+}
+
+void Flow::count_urgent() {
+  if (!opts_.urgent) return;
+  const bool busy = pending() != 0;
+  if (busy == counted_busy_) return;
+  counted_busy_ = busy;
+  if (busy) {
+    ++engine_.urgent_busy_;
+  } else if (--engine_.urgent_busy_ == 0) {
+    engine_.resume_held();
+  }
+}
+
+void MadEngine::resume_held() {
+  // fill() may run callbacks (a failed transmit) that open or close flows:
+  // walk a copy, skipping any closed meanwhile.
+  const std::vector<Flow*> flows = flows_;
+  for (Flow* f : flows) {
+    if (urgent_busy_ != 0 || stopped_) return;
+    if (std::find(flows_.begin(), flows_.end(), f) == flows_.end()) continue;
+    if (!f->opts_.urgent && !f->queued_.empty()) f->fill();
+  }
 }
 
 void Flow::fill() {
+  // An urgent flow is at work: hold back (resume_held() calls again).
+  if (!opts_.urgent && engine_.urgent_busy_ != 0) return;
   const bool had_unsent = unsent() != 0;
   while (in_flight_ < opts_.window && !queued_.empty() && !engine_.stopped_) {
     const std::uint32_t s = queued_.front();
@@ -441,6 +468,7 @@ void Flow::on_done(std::uint64_t dest) {
     }
   }
   fill();
+  count_urgent();
   wake_if_idle();
 }
 
@@ -466,6 +494,7 @@ void Flow::cancel() {
     }
   }
   in_flight_ = 0;
+  count_urgent();
   idle_signal_.cancel();
 }
 

@@ -60,6 +60,11 @@ struct FlowOptions {
   std::chrono::microseconds timeout{100'000};  // per attempt, transport time
   unsigned retries = 3;                        // resends after the first attempt
   std::uint32_t sm_lid = 0xFFFF;               // SLID of LID-routed requests
+  // While an urgent flow has requests pending, the other flows transmit
+  // nothing new (what they have in flight completes as usual): the fast
+  // path's probes and LFT push have the fabric to themselves while a sweep
+  // or a programming pass keeps its window full.
+  bool urgent = false;
 };
 
 struct FlowStats {
@@ -168,7 +173,10 @@ class MadEngine {
 
   std::uint32_t next_tid_;
   std::size_t in_flight_ = 0;
-  std::vector<Flow*> flows_;  // open flows (stop() wakes their waiters)
+  std::vector<Flow*> flows_;     // open flows (stop() wakes their waiters)
+  std::size_t urgent_busy_ = 0;  // urgent flows with requests pending
+  // The last urgent flow went idle: the others send what they held back.
+  void resume_held();
   // Handlers posted or waiting hold a weak_ptr to this: they do nothing once
   // the engine is gone.
   std::shared_ptr<int> life_ = std::make_shared<int>(0);
@@ -246,6 +254,8 @@ class Flow {
   void fill();
   void on_done(std::uint64_t dest);
   void wake_if_idle();
+  // Urgent flows: keeps MadEngine::urgent_busy_ in step with pending().
+  void count_urgent();
 
   struct Dest {
     unsigned in_flight = 0;
@@ -259,6 +269,7 @@ class Flow {
   std::unordered_map<std::uint64_t, Dest> dests_;  // only with per_destination
   std::size_t parked_ = 0;
   std::size_t in_flight_ = 0;
+  bool counted_busy_ = false;  // urgent and counted in urgent_busy_
   std::size_t wake_at_ = 0;    // drained()'s threshold while it waits
   bool wake_on_sent_ = false;  // all_sent() waits
   std::chrono::steady_clock::time_point all_sent_at_{};
