@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace subnetd::daemon {
 namespace {
 
@@ -179,6 +181,9 @@ BringUpOptions bring_up_options(const Config& cfg) {
   BringUpOptions o;
   discovery::FlowOptions pipe;
   pipe.window = cfg.sweep.smp_window;
+  // At most this many SMPs queued at one switch's SMA (real SMAs hold a few
+  // dozen; a full queue drops the next SMP, a sweep's or the fast path's).
+  pipe.per_destination = std::min(cfg.sweep.smp_window, kSmpsPerSwitch);
   pipe.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg.sweep.timeout);
   pipe.retries = cfg.sweep.retries;
   o.space = *routing::LidSpace::from_bits(cfg.addressing.lid_bits);

@@ -29,6 +29,11 @@
 
 namespace subnetd::daemon {
 
+// SMPs a sweep, a programming pass or a read-back keeps queued at one
+// switch's SMA at most (bring_up_options; the fast path's push has its own
+// FastPathConfig::switch_window).
+inline constexpr unsigned kSmpsPerSwitch = 16;
+
 struct BringUpOptions {
   discovery::SweepOptions sweep;
   discovery::ProgramOptions program;

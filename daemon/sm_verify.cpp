@@ -154,7 +154,7 @@ asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
   const std::shared_ptr<FastPath> fp = fast_;
   discovery::FlowOptions fo;
   fo.window = cfg_.sweep.smp_window;
-  fo.per_destination = 16;
+  fo.per_destination = kSmpsPerSwitch;
   fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
   fo.retries = cfg_.sweep.retries;
   discovery::Flow flow(engine_, fo);

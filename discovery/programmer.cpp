@@ -202,7 +202,10 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     }
     q.version = version();
     const std::uint64_t word = q.pack();
-    pipeline.submit(build(q), 0, [&failed, word](Result<mad::Smp> r) {
+    // Keyed by node for the flow's per-destination window: a switch's SMA
+    // queue is finite, and a pass that filled it would have the fast
+    // path's SMPs to that switch dropped.
+    pipeline.submit(build(q), std::uint64_t{q.node.value} + 1, [&failed, word](Result<mad::Smp> r) {
       if (!r.ok()) failed(word, r.error());
     });
   };
