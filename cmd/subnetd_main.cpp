@@ -263,9 +263,12 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   }
   spdlog::info("transport {}", bundle->transport->name());
 
+  // Background priority: the io thread must wake at once for a trap while
+  // a route or verification keeps every core busy.
   routing::WorkerPool pool(cfg.routing.threads != 0
                                ? cfg.routing.threads
-                               : std::max(1U, std::thread::hardware_concurrency()));
+                               : std::max(1U, std::thread::hardware_concurrency()),
+                           kComputeNice);
   boost::asio::io_context io;
   state::StatePublisher publisher;
   bool ready = false;

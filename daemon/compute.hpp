@@ -18,12 +18,22 @@
 #include <utility>
 
 #include "discovery/coro.hpp"
+#include "routing/worker_pool.hpp"
 
 namespace subnetd::daemon {
 
+// How much less CPU priority compute threads get than the io thread (nice
+// +10: a CFS weight ~9x lower, so a thread woken by a trap preempts them at
+// once rather than after their time slice, on a machine with as many busy
+// compute threads as cores). For the SM's ComputeRunner and the daemon's
+// WorkerPool.
+inline constexpr int kComputeNice = 10;
+
 class ComputeRunner {
  public:
-  ComputeRunner() : pool_(1) {}
+  explicit ComputeRunner(int nice = kComputeNice) : pool_(1) {
+    boost::asio::post(pool_, [nice] { routing::lower_thread_priority(nice); });
+  }
   ~ComputeRunner() { pool_.join(); }
   ComputeRunner(const ComputeRunner&) = delete;
   ComputeRunner& operator=(const ComputeRunner&) = delete;

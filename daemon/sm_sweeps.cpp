@@ -265,21 +265,36 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   // the new tables instead, once their rerouter is built (step 4).
   std::uint64_t folded_to = seq0;
   for (;;) {
-    if (const std::size_t n = fold(r->sweep.topology, folded_to); n != 0) {
-      spdlog::info("heavy sweep: {} link(s) found down meanwhile are left out", n);
-      // Directed routes found over them go around them now.
-      r->sweep.paths = discovery::bfs_paths(r->sweep.topology, r->sweep.sm_node, r->sweep.sm_port,
-                                            {}, &ctx->reached);
-      ++ctx->paths_version;
+    const std::size_t folded = fold(r->sweep.topology, folded_to);
+    if (folded != 0) {
+      spdlog::info("heavy sweep: {} link(s) found down meanwhile are left out", folded);
     }
     folded_to = failure_seq_;
     ctx->route_seq = folded_to;
     enter_phase(Phase::kRoute);
     t = Steady::now();
     const auto stop = stop_source_.get_token();
-    auto route = [&] { return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop); };
+    // Directed routes found over links folded out go around them now:
+    // computed with the routes, off the strand (milliseconds at k=36, the
+    // time a repair under way would otherwise wait); the topology is only
+    // read meanwhile. A trap handled meanwhile may compute newer ones.
+    discovery::DrPaths paths;
+    std::vector<std::uint8_t> reached;
+    const std::uint64_t paths_version = ctx->paths_version;
+    auto route = [&] {
+      if (folded != 0) {
+        paths = discovery::bfs_paths(r->sweep.topology, r->sweep.sm_node, r->sweep.sm_port, {},
+                                     &reached);
+      }
+      return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop);
+    };
     auto routes = co_await compute_.run(route);
     if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
+    if (folded != 0 && ctx->paths_version == paths_version) {
+      r->sweep.paths = std::move(paths);
+      ctx->reached = std::move(reached);
+      ++ctx->paths_version;
+    }
     if (!routes.ok()) co_return fail(routes.error());
     r->routes = std::move(routes).value();
     r->times.route = Steady::now() - t;

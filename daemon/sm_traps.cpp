@@ -109,8 +109,10 @@ void SubnetManager::remember_down(const FastPath& fast,
                    fmt::format("link down: {}[{}] - {}[{}]", guid_str(a), f.port, guid_str(b),
                                port.remote_port));
   }
-  // A sweep past its discovery routes its SMPs around them from now on.
-  if (sweep_ && sweep_->result && sweep_->phase != Phase::kSweep) reroute_sweep_paths(*sweep_);
+  // A sweep past its discovery routes its SMPs around them from now on:
+  // once the repair is handed to the transport (see handle_traps), as new
+  // directed routes for the whole fabric take milliseconds at k=36.
+  sweep_paths_due_ = true;
   // A long flap storm must not grow this without bound: what every sweep
   // since has folded in is of no further use.
   constexpr std::size_t kKeep = 65536;
@@ -118,6 +120,13 @@ void SubnetManager::remember_down(const FastPath& fast,
     known_down_.erase(known_down_.begin(), known_down_.begin() + static_cast<std::ptrdiff_t>(
                                                                      known_down_.size() - kKeep));
   }
+}
+
+void SubnetManager::reroute_sweep_paths_if_due() {
+  SUBNETD_ASSERT_ON(strand_);
+  if (!sweep_paths_due_) return;
+  sweep_paths_due_ = false;
+  if (sweep_ && sweep_->result && sweep_->phase != Phase::kSweep) reroute_sweep_paths(*sweep_);
 }
 
 void SubnetManager::apply_to_new_tables(SweepInProgress& ctx,
@@ -211,6 +220,16 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
   }
   const std::uint64_t seq_before = failure_seq_;
   remember_down(*fp, found->failed);
+  // However this ends, the sweep in progress gets directed routes around
+  // the links found down, after the repair (SMPs it sends meanwhile over
+  // them time out and go again on the new routes: paths_version).
+  struct SweepPathsAfter {
+    SubnetManager* sm;
+    std::weak_ptr<int> alive;
+    ~SweepPathsAfter() {
+      if (!alive.expired()) sm->reroute_sweep_paths_if_due();
+    }
+  } sweep_paths_after{this, alive};
   const bool more_to_see = found->link_up || found->unanswered != 0;
 
   SweepInProgress* ctx = sweep_.get();

@@ -1,13 +1,29 @@
 #include "routing/worker_pool.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 
 namespace subnetd::routing {
 
-WorkerPool::WorkerPool(unsigned threads) {
+void lower_thread_priority(int increment) {
+  if (increment <= 0) return;
+  const auto tid = static_cast<id_t>(::gettid());
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, tid);
+  if (now == -1 && errno != 0) return;
+  (void)::setpriority(PRIO_PROCESS, tid, std::min(19, now + increment));
+}
+
+WorkerPool::WorkerPool(unsigned threads, int nice) {
   const unsigned extra = threads > 1 ? threads - 1 : 0;
   for (unsigned i = 0; i < extra; ++i) {
-    workers_.emplace_back([this, slot = i + 1] { worker_loop(slot); });
+    workers_.emplace_back([this, nice, slot = i + 1] {
+      lower_thread_priority(nice);
+      worker_loop(slot);
+    });
   }
 }
 

@@ -14,10 +14,19 @@
 
 namespace subnetd::routing {
 
+// Raises the calling thread's nice value by `increment` (Linux: per
+// thread), so that a latency-critical thread of the same process preempts
+// it as soon as it wakes. Needs no privilege; best effort (a failure
+// leaves the priority as it was).
+void lower_thread_priority(int increment);
+
 class WorkerPool {
  public:
   // `threads` = total threads used by a loop, including the caller (>= 1).
-  explicit WorkerPool(unsigned threads);
+  // `nice` > 0 lowers the workers' scheduling priority by that much (see
+  // lower_thread_priority): the daemon's pool computes in the background
+  // while its io thread must wake at once for a trap.
+  explicit WorkerPool(unsigned threads, int nice = 0);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
