@@ -20,8 +20,8 @@
 //           `sweeps` heavy sweeps run back to back: p50/p99/max of the calls
 //           that began while a sweep ran (goal p99 < 5 ms), by phase, and of
 //           those that began while the SM was idle.
-//  phases   `samples` random switch-to-switch cables (mt19937_64(seed)) cut
-//           on an idle SM, and in each phase of an operator's heavy sweep
+//  phases   `samples` random switch-to-switch cables (mt19937_64(seed)), each
+//           cut in turn on an idle SM, and in each phase of an operator's heavy sweep
 //           (the SubnetManager's phase hook cuts it as the phase begins), and
 //           in a phase (rotating) of the re-balancing sweep that follows a
 //           repair. Prints the latency_us of the kReroute events (trap
@@ -329,8 +329,13 @@ int phases_part(const Args& args, Rig& rig) {
   };
   int rebalance_phase = 0;
   for (int sample = 0; sample < args.samples; ++sample) {
+    // The same cable in every case of a sample, so that the cases differ
+    // only in when it is cut (an edge-aggregation cable rewrites ~10x the
+    // blocks an aggregation-core one does).
+    const Cable cable = pick();
+    Cable first = pick();  // the re-balancing case's earlier repair
+    while (first.ga == cable.ga && first.a.port == cable.a.port) first = pick();
     for (int kase = 0; kase < 7; ++kase) {
-      const Cable cable = pick();
       std::vector<Cable> cut{cable};
       std::int64_t before = rig.events().last_id();
       const std::uint64_t drops0 = sma_drops();
@@ -356,8 +361,6 @@ int phases_part(const Args& args, Rig& rig) {
       } else {
         // A repair first (on an idle SM), then the cut in a step of the
         // re-balancing sweep it schedules.
-        Cable first = pick();
-        while (first.ga == cable.ga && first.a.port == cable.a.port) first = pick();
         cut.insert(cut.begin(), first);
         if (auto r = rig.cut_and_reroute(first); !r.ok())
           return fail("cut " + name(first), r.error());

@@ -200,7 +200,7 @@ struct Outcome {
 class Rig {
  public:
   Rig(const Args& args, std::unique_ptr<discovery::sim::SimFabric> sim)
-      : args_(args), sim_(std::move(sim)), pool_(args.threads) {}
+      : args_(args), sim_(std::move(sim)), pool_(args.threads, daemon::kComputeNice) {}
   ~Rig() { stop(); }
 
   Result<void> start() {
