@@ -18,6 +18,10 @@ constexpr std::uint32_t kNoSlot = UINT32_MAX;
 // answers flowing, few enough that traps, gRPC commands and other flows get
 // their turn in between.
 constexpr int kPumpBatch = 1024;
+// Wall time one strand turn may spend moving a virtual clock (the
+// simulator) answer by answer: short enough for a trap's repair or a
+// command posted meanwhile not to notice.
+constexpr auto kVirtualTurn = std::chrono::microseconds{100};
 // A real-time transport without an event_fd is polled this often.
 constexpr std::chrono::milliseconds kPollPeriod{1};
 
@@ -297,21 +301,27 @@ void MadEngine::pump() {
   }
   if (virtual_time_ && in_flight_ > 0) {
     // Nothing more is due now: let the virtual clock run to the next
-    // delivery, or to the earliest deadline.
-    const auto now = transport_.now();
-    std::chrono::microseconds wait{0};
-    if (!deadlines_.empty() && deadlines_.top().first > now) {
-      wait = std::chrono::duration_cast<std::chrono::microseconds>(deadlines_.top().first - now) +
-             std::chrono::microseconds{1};
+    // delivery, or to the earliest deadline; again and again within one
+    // strand turn of bounded wall time (a turn per answer would cost an
+    // io_context round, with its epoll_wait, per SMP), then yield.
+    const auto turn_end = std::chrono::steady_clock::now() + kVirtualTurn;
+    for (; taken < kPumpBatch && in_flight_ > 0; ++taken) {
+      const auto now = transport_.now();
+      std::chrono::microseconds wait{0};
+      if (!deadlines_.empty() && deadlines_.top().first > now) {
+        wait = std::chrono::duration_cast<std::chrono::microseconds>(deadlines_.top().first - now) +
+               std::chrono::microseconds{1};
+      }
+      auto got = transport_.receive(wait);
+      if (!got.ok()) {
+        fail(got.error());
+        return;
+      }
+      if (got->has_value()) handle(**got);
+      if (stopped_) return;
+      expire(transport_.now());
+      if (std::chrono::steady_clock::now() >= turn_end) break;
     }
-    auto got = transport_.receive(wait);
-    if (!got.ok()) {
-      fail(got.error());
-      return;
-    }
-    if (got->has_value()) handle(**got);
-    if (stopped_) return;
-    expire(transport_.now());
     if (in_flight_ > 0) kick();
   }
   arm();
@@ -319,6 +329,16 @@ void MadEngine::pump() {
 
 void MadEngine::arm() {
   if (stopped_) return;
+  if (virtual_time_) {
+    // Requests in flight: the pump runs again by itself (kick), so the fd
+    // need not follow every answer; idle, it must wake us for a trap.
+    const bool pumping = in_flight_ > 0 && pump_posted_;
+    if (pumping != fd_unwatched_) {
+      fd_unwatched_ = pumping;
+      transport_.watch_event_fd(!pumping);
+    }
+    if (pumping) return;
+  }
   if (fd_ && !waiting_fd_ && started_) {
     waiting_fd_ = true;
     fd_->async_wait(asio::posix::stream_descriptor::wait_read,

@@ -175,6 +175,7 @@ class MadEngine {
   std::size_t in_flight_ = 0;
   std::vector<Flow*> flows_;     // open flows (stop() wakes their waiters)
   std::size_t urgent_busy_ = 0;  // urgent flows with requests pending
+  bool fd_unwatched_ = false;    // arm(): told the transport nobody watches its fd
   // The last urgent flow went idle: the others send what they held back.
   void resume_held();
   // Handlers posted or waiting hold a weak_ptr to this: they do nothing once

@@ -63,6 +63,11 @@ class Transport {
   // A file descriptor that becomes readable when receive() has something
   // (for an event loop); -1 if the backend has none.
   virtual int event_fd() const { return -1; }
+  // Whether anyone watches event_fd() now. A virtual-time transport whose
+  // engine is pumping it anyway (requests in flight) may then skip the
+  // syscalls that keep the fd's readiness in step, two per answer; when
+  // watched again it must be readable if receive() has something.
+  virtual void watch_event_fd(bool /*watched*/) {}
 
   // True when now() is a virtual clock that receive(timeout) moves forward
   // instead of waiting (the simulator): the MAD engine then drives time

@@ -96,6 +96,8 @@ SimFabric::~SimFabric() {
 }
 
 void SimFabric::sync_event_fd() {
+  // Unwatched (the engine pumps us), the fd may lag: no syscall per answer.
+  if (!event_fd_watched_) return;
   const bool want = !core_.inbox().empty();
   if (want == event_fd_armed_) return;
   if (want) {
@@ -107,6 +109,13 @@ void SimFabric::sync_event_fd() {
     [[maybe_unused]] const ssize_t n = ::read(event_fd_, &drained, sizeof drained);
   }
   event_fd_armed_ = want;
+}
+
+void SimFabric::watch_event_fd(bool watched) {
+  std::lock_guard lock(mu_);
+  if (watched == event_fd_watched_) return;
+  event_fd_watched_ = watched;
+  sync_event_fd();
 }
 
 // ------------------------------------------------------------------ Transport

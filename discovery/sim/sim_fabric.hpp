@@ -58,6 +58,7 @@ class SimFabric final : public Transport {
   LocalPort local_port() const override;
   int event_fd() const override { return event_fd_; }
   bool virtual_time() const override { return true; }
+  void watch_event_fd(bool watched) override;
   std::string name() const override { return "sim"; }
 
   // ---- fault injection (thread-safe; effective at the current transport time)
@@ -110,7 +111,8 @@ class SimFabric final : public Transport {
   mutable std::mutex mu_;
   SimCore core_;  // guarded by mu_ (its topology() is immutable and is not)
   int event_fd_;
-  bool event_fd_armed_ = false;  // guarded by mu_
+  bool event_fd_armed_ = false;   // guarded by mu_
+  bool event_fd_watched_ = true;  // guarded by mu_
 };
 
 }  // namespace subnetd::discovery::sim

@@ -132,6 +132,10 @@ class SimWire final : public discovery::Transport {
   discovery::LocalPort local_port() const override { return sim_.local_port(); }
   int event_fd() const override { return fd_; }
   bool virtual_time() const override { return true; }
+  void watch_event_fd(bool watched) override {
+    sim_.watch_event_fd(watched);
+    if (watched) sync(true);
+  }
   std::string name() const override { return "sim"; }
 
   // A fault was injected now: its traps are on their way.

@@ -71,6 +71,7 @@ class BorrowedSim final : public discovery::Transport {
   discovery::LocalPort local_port() const override { return s_.local_port(); }
   int event_fd() const override { return s_.event_fd(); }
   bool virtual_time() const override { return s_.virtual_time(); }
+  void watch_event_fd(bool watched) override { s_.watch_event_fd(watched); }
   std::string name() const override { return "sim"; }
 
  private:

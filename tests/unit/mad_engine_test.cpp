@@ -30,6 +30,8 @@ mad::Smp own_node_info() {
                           std::span<const std::uint8_t>{}, 0);
 }
 
+constexpr int kBulk = 5000;
+
 struct Trace {
   int bulk_done = 0;
   int urgent_done = 0;
@@ -38,7 +40,7 @@ struct Trace {
   bool all_ok = true;
 };
 
-// A bulk flow of 200 requests (window 4), then, once it runs, an urgent or
+// A bulk flow of kBulk requests (window 4), then, once it runs, an urgent or
 // ordinary flow of 10 requests one at a time (window 1).
 Trace run(bool urgent) {
   auto sim = fabric();
@@ -50,14 +52,14 @@ Trace run(bool urgent) {
     bulk_opts.window = 4;
     Flow bulk(engine, bulk_opts);
     bool urgent_running = false;
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < kBulk; ++i) {
       bulk.submit(own_node_info(), 0, [&t, &urgent_running](Result<mad::Smp> r) {
         t.all_ok = t.all_ok && r.ok();
         ++t.bulk_done;
         if (urgent_running) ++t.bulk_done_while_urgent;
       });
     }
-    co_await bulk.drained(150);  // it is under way
+    co_await bulk.drained(kBulk - 100);  // it is under way (a pump turn takes up to 1024)
     FlowOptions fast_opts;
     fast_opts.window = 1;
     fast_opts.urgent = urgent;
@@ -81,7 +83,7 @@ TEST(MadEngineUrgent, OtherFlowsSendNothingNewWhileAnUrgentFlowWorks) {
   const Trace t = run(/*urgent=*/true);
   EXPECT_TRUE(t.all_ok);
   EXPECT_EQ(t.urgent_done, 10);
-  EXPECT_EQ(t.bulk_done, 200);  // held back, then resumed
+  EXPECT_EQ(t.bulk_done, kBulk);  // held back, then resumed
   // Only what the bulk flow had in flight when the urgent one began.
   EXPECT_LE(t.bulk_done_while_urgent, t.bulk_sent_at_urgent_submit);
 }
@@ -92,7 +94,7 @@ TEST(MadEngineUrgent, OrdinaryFlowsShareTheTransport) {
   const Trace t = run(/*urgent=*/false);
   EXPECT_TRUE(t.all_ok);
   EXPECT_EQ(t.urgent_done, 10);
-  EXPECT_EQ(t.bulk_done, 200);
+  EXPECT_EQ(t.bulk_done, kBulk);
   EXPECT_GT(t.bulk_done_while_urgent, t.bulk_sent_at_urgent_submit);
 }
 
