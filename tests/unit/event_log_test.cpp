@@ -32,7 +32,8 @@ WallTime at_us(std::int64_t us) {
 EventLogOptions opts_with(std::size_t ring) {
   EventLogOptions o;
   o.ring_capacity = ring;
-  auto tick = std::make_shared<std::int64_t>(1'700'000'000'000'000);
+  // Atomic: append() reads the clock from every appending thread.
+  auto tick = std::make_shared<std::atomic<std::int64_t>>(1'700'000'000'000'000);
   o.clock = [tick] { return at_us((*tick)++); };
   return o;
 }
