@@ -40,22 +40,7 @@ using namespace std::chrono_literals;
 
 // The SM owns its transport; the test keeps the simulator to cut cables
 // and, once the SM has stopped, to probe.
-class Borrowed final : public discovery::Transport {
- public:
-  explicit Borrowed(discovery::sim::SimFabric& s) : s_(s) {}
-  Result<void> send(const discovery::Mad& m) override { return s_.send(m); }
-  Result<std::optional<discovery::Mad>> receive(std::chrono::microseconds t) override {
-    return s_.receive(t);
-  }
-  std::chrono::nanoseconds now() const override { return s_.now(); }
-  discovery::LocalPort local_port() const override { return s_.local_port(); }
-  int event_fd() const override { return s_.event_fd(); }
-  bool virtual_time() const override { return s_.virtual_time(); }
-  std::string name() const override { return "sim"; }
-
- private:
-  discovery::sim::SimFabric& s_;
-};
+using Borrowed = testing::BorrowedSim;
 
 struct Harness {
   std::unique_ptr<discovery::sim::SimFabric> sim;
