@@ -110,9 +110,8 @@ void SubnetManager::remember_down(const FastPath& fast,
                                port.remote_port));
   }
   // A sweep past its discovery routes its SMPs around them from now on:
-  // once the repair is handed to the transport (see handle_traps), as new
-  // directed routes for the whole fabric take milliseconds at k=36.
-  sweep_paths_due_ = true;
+  // handle_traps does it once the repair is handed to the transport, as
+  // new directed routes for the whole fabric take milliseconds at k=36.
   // A long flap storm must not grow this without bound: what every sweep
   // since has folded in is of no further use.
   constexpr std::size_t kKeep = 65536;
@@ -122,10 +121,8 @@ void SubnetManager::remember_down(const FastPath& fast,
   }
 }
 
-void SubnetManager::reroute_sweep_paths_if_due() {
+void SubnetManager::reroute_running_sweep_paths() {
   SUBNETD_ASSERT_ON(strand_);
-  if (!sweep_paths_due_) return;
-  sweep_paths_due_ = false;
   if (sweep_ && sweep_->result && sweep_->phase != Phase::kSweep) reroute_sweep_paths(*sweep_);
 }
 
@@ -226,10 +223,11 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
   struct SweepPathsAfter {
     SubnetManager* sm;
     std::weak_ptr<int> alive;
+    bool due;  // remember_down recorded a link down
     ~SweepPathsAfter() {
-      if (!alive.expired()) sm->reroute_sweep_paths_if_due();
+      if (due && !alive.expired()) sm->reroute_running_sweep_paths();
     }
-  } sweep_paths_after{this, alive};
+  } sweep_paths_after{this, alive, failure_seq_ != seq_before};
   const bool more_to_see = found->link_up || found->unanswered != 0;
 
   SweepInProgress* ctx = sweep_.get();

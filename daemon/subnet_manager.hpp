@@ -193,9 +193,8 @@ class SubnetManager final : public state::SmControl {
   // The sweep's directed routes, again, around the links found down since
   // it began (its topology is not changed: a rerouter may be reading it).
   void reroute_sweep_paths(SweepInProgress& ctx);
-  // reroute_sweep_paths for the sweep in progress if remember_down found
-  // something since the last call.
-  void reroute_sweep_paths_if_due();
+  // reroute_sweep_paths for the sweep in progress, if it is past discovery.
+  void reroute_running_sweep_paths();
   // Whether (node, port) of the sweep in progress is on a link found down
   // since it began, or no route reaches the node any more.
   bool skip_port(const SweepInProgress& ctx, NodeId n, PortNum p) const;
@@ -278,7 +277,6 @@ class SubnetManager final : public state::SmControl {
   // The periodic light sweep's timer fired and its coroutine, posted, has
   // not begun yet: work for idle(), like a due timer.
   bool light_starting_ = false;
-  bool sweep_paths_due_ = false;  // remember_down: reroute_sweep_paths_if_due
 
   // Failures the fast path found (see KnownDown), newest last.
   std::vector<KnownDown> known_down_;
