@@ -67,6 +67,11 @@ struct FlowOptions {
   bool urgent = false;
 };
 
+// The per-destination window key of a node (Flow::submit's `dest`).
+inline std::uint64_t dest_of(NodeId node) {
+  return std::uint64_t{node.value} + 1;
+}
+
 struct FlowStats {
   std::uint64_t submitted = 0;
   std::uint64_t sent = 0;  // every transmission, retries included

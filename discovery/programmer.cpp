@@ -205,7 +205,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     // Keyed by node for the flow's per-destination window: a switch's SMA
     // queue is finite, and a pass that filled it would have the fast
     // path's SMPs to that switch dropped.
-    pipeline.submit(build(q), std::uint64_t{q.node.value} + 1, [&failed, word](Result<mad::Smp> r) {
+    pipeline.submit(build(q), dest_of(q.node), [&failed, word](Result<mad::Smp> r) {
       if (!r.ok()) failed(word, r.error());
     });
   };

@@ -73,10 +73,9 @@ class Sweep {
     return v;
   }
 
-  // The flow's per-destination window key of a node found already (its
-  // SMA's queue is finite); NodeInfo probes of nodes not yet known go
+  // Requests to a node found already carry its per-destination window key
+  // (its SMA's queue is finite); NodeInfo probes of nodes not yet known go
   // without one.
-  static std::uint64_t dest_of(NodeId node) { return std::uint64_t{node.value} + 1; }
 
   // NodeInfo along `path`, reached from (parent, parent_port) (kNoNode for ourselves).
   void probe(std::vector<std::uint8_t> path, NodeId parent, PortNum parent_port) {
