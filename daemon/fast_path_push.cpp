@@ -128,7 +128,7 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
     mad::patch_smp(m.data, 0, b.block,
                    std::span<const std::uint8_t, mad::kSmpDataSize>(
                        rerouter_->block(s, b.block).data(), mad::kSmpDataSize));
-    const std::uint64_t dest = std::uint64_t{s.value} + 1;
+    const discovery::DestKey dest{std::uint64_t{s.value} + 1};
     state.flow.submit_raw(m, dest, [give_up, s](Result<const discovery::Mad*> r) {
       if (!r.ok()) {
         give_up(s);

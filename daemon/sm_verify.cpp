@@ -201,7 +201,7 @@ asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
               break;
             }
           },
-          std::uint64_t{sw} + 1);
+          discovery::dest_of(n));
       if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
     }
   }

@@ -108,6 +108,8 @@ void MadEngine::release(std::uint32_t s) {
   slot.flow = nullptr;
   slot.decoded = nullptr;
   slot.raw = nullptr;
+  slot.checked = nullptr;
+  slot.next = kNoSlot;
   free_.push_back(s);
 }
 
@@ -162,11 +164,31 @@ Result<void> MadEngine::transmit(std::uint32_t s) {
     if (slot.attempts > 0) ++flow->stats_.retries;
   }
   ++slot.attempts;
-  slot.deadline =
-      transport_.now() + (flow != nullptr ? flow->opts_.timeout : std::chrono::microseconds{0});
-  deadlines_.emplace(slot.deadline, slot.tid);
+  const std::chrono::nanoseconds timeout =
+      flow != nullptr ? flow->opts_.timeout : std::chrono::microseconds{0};
+  slot.deadline = transport_.now() + timeout;
+  add_deadline(timeout, {slot.deadline, slot.tid});
   kick();
   return {};
+}
+
+void MadEngine::add_deadline(std::chrono::nanoseconds timeout, Deadline d) {
+  for (Deadlines& q : deadlines_) {
+    if (q.timeout == timeout) {
+      q.queue.push_back(d);
+      return;
+    }
+  }
+  deadlines_.push_back(Deadlines{timeout, {d}});
+}
+
+std::optional<std::chrono::nanoseconds> MadEngine::earliest_deadline() const {
+  std::optional<std::chrono::nanoseconds> first;
+  for (const Deadlines& q : deadlines_) {
+    if (!q.queue.empty() && (!first || q.queue.front().first < *first))
+      first = q.queue.front().first;
+  }
+  return first;
 }
 
 void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
@@ -177,10 +199,11 @@ void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
     --in_flight_;
   }
   Flow* flow = slot.flow;
-  const std::uint64_t dest = slot.dest;
+  const DestKey dest = slot.dest;
   // Taken out before the callback runs: it may submit (and grow the pool).
   auto decoded = std::move(slot.decoded);
   auto raw = std::move(slot.raw);
+  auto checked = std::move(slot.checked);
   std::uint16_t status = 0;
   if (answer.ok()) {
     if (auto peek = mad::peek_smp((*answer)->data)) status = peek->status;
@@ -188,7 +211,7 @@ void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
   // Only failures are described (a formatted string per answer would cost
   // more than the rest of the answer's handling).
   std::string what;
-  if (flow != nullptr && decoded && (!answer.ok() || status != 0)) {
+  if (flow != nullptr && (decoded || checked) && (!answer.ok() || status != 0)) {
     what = mad::describe_smp(bytes_of(slot.mad));
   }
   release(s);
@@ -199,14 +222,24 @@ void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
   } else if (answer.error().code == Errc::kTimeout) {
     ++flow->stats_.timeouts;
   }
-  if (decoded) {
+  if (decoded || checked) {
+    std::optional<Error> error;
     if (!answer.ok()) {
-      decoded(Error{answer.error().code, what + ": " + answer.error().message});
+      error = Error{answer.error().code, what + ": " + answer.error().message};
     } else if (status != 0) {
-      decoded(Error{Errc::kInvalidArgument,
-                    fmt::format("{} answered with MAD status {:#06x}", what, status)});
-    } else {
+      error = Error{Errc::kInvalidArgument,
+                    fmt::format("{} answered with MAD status {:#06x}", what, status)};
+    }
+    if (error) {
+      if (decoded) {
+        decoded(std::move(*error));
+      } else {
+        checked(std::move(*error));
+      }
+    } else if (decoded) {
       decoded(mad::decode_smp((*answer)->data));
+    } else {
+      checked(Result<void>{});
     }
   } else if (raw) {
     raw(answer);
@@ -240,9 +273,17 @@ void MadEngine::handle(const Mad& m) {
 }
 
 void MadEngine::expire(std::chrono::nanoseconds now) {
-  while (!deadlines_.empty() && deadlines_.top().first <= now) {
-    const auto [deadline, tid] = deadlines_.top();
-    deadlines_.pop();
+  for (;;) {
+    // The FIFO whose front is due first (a resend below may append to any).
+    Deadlines* due = nullptr;
+    for (Deadlines& q : deadlines_) {
+      if (!q.queue.empty() && q.queue.front().first <= now &&
+          (due == nullptr || q.queue.front().first < due->queue.front().first))
+        due = &q;
+    }
+    if (due == nullptr) return;
+    const auto [deadline, tid] = due->queue.front();
+    due->queue.pop_front();
     const std::uint32_t s = ring_find(tid);
     if (s == kNoSlot || pool_[s].deadline != deadline) continue;  // answered or resent
     Slot& slot = pool_[s];
@@ -308,8 +349,8 @@ void MadEngine::pump() {
     for (; taken < kPumpBatch && in_flight_ > 0; ++taken) {
       const auto now = transport_.now();
       std::chrono::microseconds wait{0};
-      if (!deadlines_.empty() && deadlines_.top().first > now) {
-        wait = std::chrono::duration_cast<std::chrono::microseconds>(deadlines_.top().first - now) +
+      if (const auto first = earliest_deadline(); first && *first > now) {
+        wait = std::chrono::duration_cast<std::chrono::microseconds>(*first - now) +
                std::chrono::microseconds{1};
       }
       auto got = transport_.receive(wait);
@@ -355,8 +396,8 @@ void MadEngine::arm() {
   if (virtual_time_) return;  // deadlines pass in the pump
   // Real time: a timer for the earliest deadline (or a poll without fd).
   std::optional<std::chrono::nanoseconds> in;
-  if (!deadlines_.empty())
-    in = std::max(std::chrono::nanoseconds{0}, deadlines_.top().first - transport_.now());
+  if (const auto first = earliest_deadline())
+    in = std::max(std::chrono::nanoseconds{0}, *first - transport_.now());
   if (!fd_ && (started_ || in_flight_ > 0)) {
     in = in ? std::min<std::chrono::nanoseconds>(*in, kPollPeriod)
             : std::chrono::nanoseconds{kPollPeriod};
@@ -387,10 +428,7 @@ Flow::~Flow() {
   std::erase(engine_.flows_, this);
 }
 
-void Flow::submit(const mad::Smp& smp, std::uint32_t dlid, Callback done, std::uint64_t dest) {
-  SUBNETD_ASSERT_ON(engine_.strand_);
-  if (engine_.stopped_) return;
-  const std::uint32_t s = engine_.allocate(this);
+void Flow::encode(std::uint32_t s, const mad::Smp& smp, std::uint32_t dlid, DestKey dest) {
   MadEngine::Slot& slot = engine_.pool_[s];
   mad::encode_smp(smp, std::span<std::uint8_t, kMadSize>(slot.mad.data));
   if (smp.directed()) {
@@ -401,12 +439,30 @@ void Flow::submit(const mad::Smp& smp, std::uint32_t dlid, Callback done, std::u
     slot.mad.slid = opts_.sm_lid;
   }
   slot.dest = dest;
-  slot.decoded = std::move(done);
+}
+
+void Flow::submit(const mad::Smp& smp, std::uint32_t dlid, Callback done, DestKey dest) {
+  SUBNETD_ASSERT_ON(engine_.strand_);
+  if (engine_.stopped_) return;
+  const std::uint32_t s = engine_.allocate(this);
+  encode(s, smp, dlid, dest);
+  engine_.pool_[s].decoded = std::move(done);
   ++stats_.submitted;
   enqueue(s);
 }
 
-void Flow::submit_raw(const Mad& mad, std::uint64_t dest, RawCallback done) {
+void Flow::submit_checked(const mad::Smp& smp, std::uint32_t dlid, CheckedCallback done,
+                          DestKey dest) {
+  SUBNETD_ASSERT_ON(engine_.strand_);
+  if (engine_.stopped_) return;
+  const std::uint32_t s = engine_.allocate(this);
+  encode(s, smp, dlid, dest);
+  engine_.pool_[s].checked = std::move(done);
+  ++stats_.submitted;
+  enqueue(s);
+}
+
+void Flow::submit_raw(const Mad& mad, DestKey dest, RawCallback done) {
   SUBNETD_ASSERT_ON(engine_.strand_);
   if (engine_.stopped_) return;
   const std::uint32_t s = engine_.allocate(this);
@@ -454,11 +510,17 @@ void Flow::fill() {
   while (in_flight_ < opts_.window && !queued_.empty() && !engine_.stopped_) {
     const std::uint32_t s = queued_.front();
     queued_.pop_front();
-    const std::uint64_t dest = engine_.pool_[s].dest;
-    if (opts_.per_destination != 0 && dest != 0) {
-      Dest& d = dests_[dest];
+    const DestKey dest = engine_.pool_[s].dest;
+    if (opts_.per_destination != 0 && dest.value != 0) {
+      Dest& d = dests_[dest.value];
       if (d.in_flight >= opts_.per_destination) {
-        d.parked.push_back(s);
+        engine_.pool_[s].next = kNoSlot;
+        if (d.tail == kNoSlot) {
+          d.head = s;
+        } else {
+          engine_.pool_[d.tail].next = s;
+        }
+        d.tail = s;
         ++parked_;
         continue;
       }
@@ -470,17 +532,20 @@ void Flow::fill() {
   if (had_unsent && unsent() == 0) all_sent_at_ = std::chrono::steady_clock::now();
 }
 
-void Flow::on_done(std::uint64_t dest) {
+void Flow::on_done(DestKey dest) {
   --in_flight_;
-  if (opts_.per_destination != 0 && dest != 0) {
-    auto it = dests_.find(dest);
+  if (opts_.per_destination != 0 && dest.value != 0) {
+    auto it = dests_.find(dest.value);
     if (it != dests_.end()) {
       Dest& d = it->second;
       --d.in_flight;
-      if (!d.parked.empty()) {
+      if (d.head != kNoSlot) {
         // Its turn at the front: it waited for this destination, not the queue.
-        queued_.push_front(d.parked.front());
-        d.parked.pop_front();
+        const std::uint32_t s = d.head;
+        d.head = engine_.pool_[s].next;
+        if (d.head == kNoSlot) d.tail = kNoSlot;
+        engine_.pool_[s].next = kNoSlot;
+        queued_.push_front(s);
         --parked_;
       } else if (d.in_flight == 0) {
         dests_.erase(it);
@@ -501,7 +566,11 @@ void Flow::cancel() {
   for (std::uint32_t s : queued_) engine_.release(s);
   queued_.clear();
   for (auto& [dest, d] : dests_) {
-    for (std::uint32_t s : d.parked) engine_.release(s);
+    for (std::uint32_t s = d.head; s != kNoSlot;) {
+      const std::uint32_t next = engine_.pool_[s].next;
+      engine_.release(s);
+      s = next;
+    }
   }
   dests_.clear();
   parked_ = 0;
@@ -511,6 +580,7 @@ void Flow::cancel() {
       slot.flow = nullptr;
       slot.decoded = nullptr;
       slot.raw = nullptr;
+      slot.checked = nullptr;
     }
   }
   in_flight_ = 0;

@@ -40,7 +40,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <unordered_map>
 #include <vector>
 
@@ -67,9 +66,15 @@ struct FlowOptions {
   bool urgent = false;
 };
 
-// The per-destination window key of a node (Flow::submit's `dest`).
-inline std::uint64_t dest_of(NodeId node) {
-  return std::uint64_t{node.value} + 1;
+// A destination for a flow's per-destination window: a type of its own so
+// that it cannot be passed where a DLID is expected (both were integers).
+// Value 0 = none.
+struct DestKey {
+  std::uint64_t value = 0;
+  friend bool operator==(DestKey, DestKey) = default;
+};
+inline DestKey dest_of(NodeId node) {
+  return DestKey{std::uint64_t{node.value} + 1};
 }
 
 struct FlowStats {
@@ -137,11 +142,13 @@ class MadEngine {
   struct Slot {
     Mad mad;  // encoded request, TID in place
     Flow* flow = nullptr;
-    std::uint64_t dest = 0;
-    std::function<void(Result<mad::Smp>)> decoded;  // one of the two is set
+    DestKey dest;
+    std::function<void(Result<mad::Smp>)> decoded;  // one of the three is set
     std::function<void(Result<const Mad*>)> raw;
+    std::function<void(Result<void>)> checked;
     std::chrono::nanoseconds deadline{};
     std::uint32_t tid = 0;
+    std::uint32_t next = UINT32_MAX;  // the next slot parked for the same destination
     std::uint16_t attempts = 0;
     bool live = false;
     bool in_flight = false;
@@ -195,9 +202,19 @@ class MadEngine {
   void ring_erase(std::uint32_t tid);
   std::uint32_t ring_find(std::uint32_t tid) const;
   void grow_ring();
-  // (deadline, tid) min-heap with lazy deletion.
-  using Deadline = std::pair<std::chrono::nanoseconds, std::uint32_t>;
-  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  // Deadlines with lazy deletion, one FIFO per distinct timeout: every
+  // deadline is the transport's (monotonic) now plus its flow's timeout, so
+  // each FIFO is in order, and a few timeouts (one a flow kind) make a
+  // min-heap's log n and cache misses per request unnecessary.
+  using Deadline = std::pair<std::chrono::nanoseconds, std::uint32_t>;  // (deadline, tid)
+  struct Deadlines {
+    std::chrono::nanoseconds timeout;
+    std::deque<Deadline> queue;
+  };
+  std::vector<Deadlines> deadlines_;
+  void add_deadline(std::chrono::nanoseconds timeout, Deadline d);
+  // The earliest deadline pending (stale ones included), if any.
+  std::optional<std::chrono::nanoseconds> earliest_deadline() const;
 };
 
 // A group of requests with common options (see MadEngine). Not movable: the
@@ -221,13 +238,18 @@ class Flow {
   // Queues a request and sends it at once if the windows allow. The TID is
   // assigned here. For a directed-route SMP `dlid` is ignored; for a
   // LID-routed one it is the destination LID. `dest` names the destination
-  // for the per-destination window (e.g. a NodeId value + 1; 0 = none).
+  // for the per-destination window (dest_of(node); none by default).
   // A non-zero status in the answer is an error (kInvalidArgument naming
   // the status), like a timeout.
-  void submit(const mad::Smp& smp, std::uint32_t dlid, Callback done, std::uint64_t dest = 0);
+  void submit(const mad::Smp& smp, std::uint32_t dlid, Callback done, DestKey dest = {});
+  // The same for a caller that needs only the outcome (a Set's answer is
+  // not decoded): ok, or the timeout / MAD status error that submit gives.
+  using CheckedCallback = std::function<void(Result<void>)>;
+  void submit_checked(const mad::Smp& smp, std::uint32_t dlid, CheckedCallback done,
+                      DestKey dest = {});
   // An already encoded request (its TID bytes are overwritten); the hot
   // path of the fast path's LFT push, which patches one template per block.
-  void submit_raw(const Mad& mad, std::uint64_t dest, RawCallback done);
+  void submit_raw(const Mad& mad, DestKey dest, RawCallback done);
 
   // Drops everything queued or in flight (no callbacks) and wakes drained().
   void cancel();
@@ -258,15 +280,18 @@ class Flow {
   friend class MadEngine;
   void enqueue(std::uint32_t slot);
   void fill();
-  void on_done(std::uint64_t dest);
+  void on_done(DestKey dest);
   void wake_if_idle();
   // Urgent flows: keeps MadEngine::urgent_busy_ in step with pending().
   void count_urgent();
 
+  // Slots waiting for this destination's window: a list through
+  // Slot::next (no allocation per destination).
   struct Dest {
     unsigned in_flight = 0;
-    std::deque<std::uint32_t> parked;  // slots waiting for this destination's window
+    std::uint32_t head = UINT32_MAX, tail = UINT32_MAX;
   };
+  void encode(std::uint32_t slot, const mad::Smp& smp, std::uint32_t dlid, DestKey dest);
 
   MadEngine& engine_;
   FlowOptions opts_;

@@ -76,6 +76,9 @@ class Sweep {
   // Requests to a node found already carry its per-destination window key
   // (its SMA's queue is finite); NodeInfo probes of nodes not yet known go
   // without one.
+  void ask(NodeId node, const mad::Smp& smp, Flow::Callback done) {
+    pipeline_.submit(smp, 0, std::move(done), dest_of(node));
+  }
 
   // NodeInfo along `path`, reached from (parent, parent_port) (kNoNode for ourselves).
   void probe(std::vector<std::uint8_t> path, NodeId parent, PortNum parent_port) {
@@ -177,7 +180,7 @@ class Sweep {
   void request_node_description(NodeId node) {
     mad::Smp smp = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kNodeDescription, 0,
                                     out_.paths.path(node), 0);
-    pipeline_.submit(smp, dest_of(node), [this, node](Result<mad::Smp> r) {
+    ask(node, smp, [this, node](Result<mad::Smp> r) {
       if (!r.ok()) {
         out_.warnings.push_back(fmt::format("{}: NodeDescription: {}",
                                             describe(out_.topology, node), r.error().message));
@@ -194,7 +197,7 @@ class Sweep {
     }
     mad::Smp smp =
         mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kSwitchInfo, 0, out_.paths.path(node), 0);
-    pipeline_.submit(smp, dest_of(node), [this, node](Result<mad::Smp> r) {
+    ask(node, smp, [this, node](Result<mad::Smp> r) {
       if (!r.ok()) {
         out_.warnings.push_back(
             fmt::format("{}: SwitchInfo: {}", describe(out_.topology, node), r.error().message));
@@ -207,7 +210,7 @@ class Sweep {
     if (!opts_.extended_lids) return;
     mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtSwitchInfo, 0,
                                     out_.paths.path(node), 0);
-    pipeline_.submit(ext, dest_of(node), [this, node](Result<mad::Smp> r) {
+    ask(node, ext, [this, node](Result<mad::Smp> r) {
       // A switch not yet in an extended mode answers with a status: its
       // table holds nothing we wrote.
       out_.lft_top[node.value] =
@@ -218,7 +221,7 @@ class Sweep {
   void request_port_info(NodeId node, PortNum port) {
     mad::Smp smp = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kPortInfo, port,
                                     out_.path_to_port(node, port), 0);
-    pipeline_.submit(smp, dest_of(node), [this, node, port](Result<mad::Smp> r) {
+    ask(node, smp, [this, node, port](Result<mad::Smp> r) {
       if (!r.ok()) {
         out_.warnings.push_back(fmt::format(
             "{} port {}: PortInfo: {}", describe(out_.topology, node), port, r.error().message));
@@ -230,7 +233,7 @@ class Sweep {
     if (opts_.extended_lids && lid_port) {
       mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtPortInfo, port,
                                       out_.path_to_port(node, port), 0);
-      pipeline_.submit(ext, dest_of(node), [this, node, port](Result<mad::Smp> r) {
+      ask(node, ext, [this, node, port](Result<mad::Smp> r) {
         if (!r.ok()) return;  // a port without extended LIDs simply has none yet
         auto e = mad::ExtPortInfo::decode(mad::data_of(*r));
         routing::Port& p = out_.topology.mutable_port(node, port);
