@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace subnetd::discovery {
 namespace {
@@ -81,8 +82,13 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   // Requests are handed to the flow a bounded number at a time: each queued
   // SMP holds its MAD and callback, and a full-scale fabric has ~17 million
   // LFT blocks (5+ GB queued at once). Refilled at half, so the window
-  // never runs dry.
-  constexpr std::size_t kQueued = 16384;
+  // never runs dry; few enough that the queued slots stay in the CPU's
+  // cache between their encoding and their transmission (16k queued cost
+  // a cache miss or more per SMP at k=80).
+  constexpr std::size_t kQueued = 1024;
+  // LFT blocks go to this many switches at a time, interleaved, so that
+  // the per-switch window (SMA queues) leaves the flow's window full.
+  constexpr std::uint32_t kSwitchesAtOnce = 8;
   auto stopped = [&engine]() -> Error {
     return engine.error()
                ? *engine.error()
@@ -205,9 +211,12 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     // Keyed by node for the flow's per-destination window: a switch's SMA
     // queue is finite, and a pass that filled it would have the fast
     // path's SMPs to that switch dropped.
-    pipeline.submit(build(q), dest_of(q.node), [&failed, word](Result<mad::Smp> r) {
-      if (!r.ok()) failed(word, r.error());
-    });
+    pipeline.submit_checked(
+        build(q), 0,
+        [&failed, word](Result<void> r) {
+          if (!r.ok()) failed(word, r.error());
+        },
+        dest_of(q.node));
   };
   failed = [&](std::uint64_t word, const Error& e) {
     const Req q = Req::unpack(word);
@@ -245,22 +254,28 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
 
   // Phase 2: LFT blocks that differ from what the switch holds.
   const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
-  for (std::uint32_t si = 0; si < t.num_switches(); ++si) {
-    const SwitchIndex s{si};
-    const NodeId n = t.switch_node(s);
-    const std::span<const std::uint8_t> have_row =
-        held != nullptr && held->row ? held->row(t.node(n).guid) : std::span<const std::uint8_t>{};
+  for (std::uint32_t first = 0; first < t.num_switches(); first += kSwitchesAtOnce) {
+    const std::uint32_t end = std::min<std::uint32_t>(t.num_switches(), first + kSwitchesAtOnce);
+    std::array<std::span<const std::uint8_t>, kSwitchesAtOnce> have_rows{};
+    for (std::uint32_t si = first; si < end; ++si) {
+      const NodeId n = t.switch_node(SwitchIndex{si});
+      if (held != nullptr && held->row) have_rows[si - first] = held->row(t.node(n).guid);
+    }
     for (std::uint32_t b = 0; b < blocks; ++b) {
       const std::size_t at = std::size_t{b} * routing::kLftBlockSize;
-      const auto want = want_row(s).subspan(at, routing::kLftBlockSize);
-      if (have_row.size() >= at + routing::kLftBlockSize &&
-          std::equal(want.begin(), want.end(),
-                     have_row.begin() + static_cast<std::ptrdiff_t>(at))) {
-        ++report.lft_blocks_unchanged;
-        continue;
+      for (std::uint32_t si = first; si < end; ++si) {
+        const SwitchIndex s{si};
+        const std::span<const std::uint8_t> have_row = have_rows[si - first];
+        const auto want = want_row(s).subspan(at, routing::kLftBlockSize);
+        if (have_row.size() >= at + routing::kLftBlockSize &&
+            std::equal(want.begin(), want.end(),
+                       have_row.begin() + static_cast<std::ptrdiff_t>(at))) {
+          ++report.lft_blocks_unchanged;
+          continue;
+        }
+        ++report.lft_blocks_sent;
+        issue(Req{Kind::kBlock, t.switch_node(s), b});
       }
-      ++report.lft_blocks_sent;
-      issue(Req{Kind::kBlock, n, b});
       if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
       if (engine.stopped()) co_return stopped();
     }

@@ -425,6 +425,72 @@ TEST(Programmer, ASwitchThatStopsAnsweringIsNamedAndNothingIsActivated) {
   }
 }
 
+// ------------------------------------------------------------------ SMA queues
+
+// A programming pass with the daemon's flow options (64 SMPs in flight) on
+// switches whose SMAs queue only 4 SMPs, with a per-switch window of 4: ~130
+// LFT blocks per switch (LIDs from 0x2000), sent to 8 switches at a time,
+// never overflow a queue. `per_destination` 0 shows the check can fail.
+constexpr unsigned kShortQueue = 4;
+
+struct ShortQueues {
+  ProgramReport report;
+  std::uint64_t drops = 0;  // at full SMA queues, while programming
+};
+
+ShortQueues program_on_short_queues(unsigned per_destination) {
+  ShortQueues out;
+  const Case c{"fat-tree:levels=3,k=4", 16, 0, 0x2000};
+  auto truth = daemon::load_topology(c.spec);
+  EXPECT_TRUE(truth.ok());
+  if (!truth.ok()) return out;
+  sim::SimOptions so;
+  so.latency = sim::LatencyModel{};
+  so.latency->sma_queue_depth = kShortQueue;
+  auto made = SimFabric::create(*truth, so);
+  EXPECT_TRUE(made.ok());
+  if (!made.ok()) return out;
+  SimFabric& sim = **made;
+  auto swept = Sweeper(sim, {}).run();  // retries make up for its drops
+  EXPECT_TRUE(swept.ok());
+  if (!swept.ok()) return out;
+  routing::LidAssignOptions lo;
+  lo.previous = remembered(*truth, c.lid_base, c.lmc);
+  auto lids = routing::assign_lids(swept->topology, lo);
+  EXPECT_TRUE(lids.ok());
+  if (!lids.ok()) return out;
+  routing::WorkerPool pool(1);
+  auto routes = (*routing::make_engine("updn"))->compute(swept->topology, lids->map, {}, pool, {});
+  EXPECT_TRUE(routes.ok());
+  if (!routes.ok()) return out;
+  daemon::Config cfg;
+  cfg.sweep.smp_window = 64;
+  ProgramOptions po = daemon::bring_up_options(cfg).program;
+  EXPECT_EQ(po.pipeline.per_destination, daemon::kSmpsPerSwitch);
+  po.pipeline.per_destination = per_destination;
+  po.pipeline.retries = 0;  // a dropped SMP shows as a failure
+  const std::uint64_t before = sim.stats().drops_of(DropReason::kSmaQueueFull);
+  auto report = Programmer(sim, po).program(*swept, lids->map, *routes, nullptr);
+  EXPECT_TRUE(report.ok());
+  if (report.ok()) out.report = std::move(report).value();
+  out.drops = sim.stats().drops_of(DropReason::kSmaQueueFull) - before;
+  return out;
+}
+
+TEST(Programmer, PerSwitchWindowKeepsEverySmaQueueWithinItsDepth) {
+  const ShortQueues q = program_on_short_queues(kShortQueue);
+  EXPECT_EQ(q.drops, 0U);
+  EXPECT_TRUE(q.report.ok()) << join_lines(q.report.failures);
+  EXPECT_GT(q.report.lft_blocks_sent, 20U * 100U);  // 20 switches, ~130 blocks each
+  EXPECT_EQ(q.report.smps.retries, 0U);
+}
+
+TEST(Programmer, WithoutItTheSamePassOverflowsTheQueues) {
+  const ShortQueues q = program_on_short_queues(/*per_destination=*/0);
+  EXPECT_GT(q.drops, 0U);
+  EXPECT_FALSE(q.report.ok());
+}
+
 // ------------------------------------------------------------------ extended LIDs
 
 class Extended : public testing::TestWithParam<Case> {};
