@@ -64,6 +64,8 @@ const char* drop_reason_name(DropReason r) {
       return "unexpected";
     case DropReason::kSilentNode:
       return "silent_node";
+    case DropReason::kNoAlternative:
+      return "no_alternative";
     case DropReason::kCount:
       break;
   }
@@ -98,6 +100,7 @@ SimCore::SimCore(routing::Topology topo, const SimOptions& opts, PortRef sm)
   powered_.assign(nodes, 1);
   silent_.assign(nodes, 0);
   lfts_.resize(topo_.num_switches());
+  failover_.resize(topo_.num_switches());
   sl2vl_.resize(nodes);
   vlarb_.resize(nodes);
   if (opts_.latency) sma_busy_until_.assign(nodes, Clock{0});
@@ -239,6 +242,12 @@ void SimCore::run_until(Clock deadline, bool stop_at_delivery) {
       case EventKind::kTrapTimer:
         on_trap_timer(node, ev.packet);
         break;
+      case EventKind::kDetect:
+        on_detect(node, ev.port);
+        break;
+      case EventKind::kNotify:
+        on_notify(node, ev.port, ev.packet);
+        break;
     }
   }
 }
@@ -350,7 +359,9 @@ void SimCore::lr_at_switch(std::uint32_t pk, NodeId node, PortNum in) {
   if (dlid >= lft.size() || lft[dlid] == routing::kDropPort) {
     return drop(pk, DropReason::kLftUnset);
   }
-  const PortNum out = lft[dlid];
+  const PortNum out = failover_[si] ? choose_port(node, dlid, lft[dlid]) : lft[dlid];
+  if (out == routing::kDropPort) return drop(pk, DropReason::kNoAlternative);
+  if (out != lft[dlid]) ++stats_.failover_forwards;
   // Port 0 would be this switch's own SMA, but the DLID is not its LID.
   if (out == 0) return drop(pk, DropReason::kNoLidMatch);
   if (out > topo_.node(node).num_ports) return drop(pk, DropReason::kLftBadPort);
@@ -504,6 +515,11 @@ void SimCore::reevaluate_link(NodeId n, PortNum p) {
   if (up == (a.state != PortState::kDown)) return;
   a.state = b.state = up ? PortState::kInit : PortState::kDown;
   ++stats_.link_state_changes;
+  if (!up) {
+    for (const PortRef end : {PortRef{n, p}, PortRef{tp.remote_node, tp.remote_port}}) {
+      if (is_switch(end.node)) on_link_down(end.node, end.port);
+    }
+  }
   // SwitchInfo:PortStateChange and trap 128 on each switch end that is on.
   for (const PortRef end : {PortRef{n, p}, PortRef{tp.remote_node, tp.remote_port}}) {
     if (is_switch(end.node) && powered(end.node)) raise_trap128(end.node);
@@ -544,7 +560,9 @@ void SimCore::reset_node(NodeId n) {
     ports_[index(n, 0)].state = PortState::kActive;
     switches_[node.switch_index.value] = SwitchSim{};
     std::vector<std::uint8_t>().swap(lfts_[node.switch_index.value]);
+    failover_[node.switch_index.value].reset();  // armed tables are volatile too
   }
+  homes_dirty_ = true;
   std::vector<std::uint8_t>().swap(sl2vl_[n.value]);
   std::vector<std::uint8_t>().swap(vlarb_[n.value]);
   if (opts_.latency) sma_busy_until_[n.value] = Clock{0};

@@ -23,9 +23,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <queue>
 #include <random>
 #include <span>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "discovery/mad/smp.hpp"
@@ -116,6 +119,17 @@ class SimCore {
   std::size_t pending_events() const { return events_.size() + (now_.size() - now_head_); }
   std::size_t lft_bytes() const;
 
+  // ---- switch-local fast failover (sim_failover.cpp)
+  // Arms (or, with !enabled, disarms) a switch's failover tables; clears the
+  // state notifications left (what an SM does once it has repaired the
+  // LFTs). The caller checked that `sw` is a switch.
+  void set_failover(NodeId sw, FailoverTables tables);
+  void clear_failover_state(NodeId sw);
+  // The port a LID-routed packet for `lid` leaves `sw` by now: the LFT
+  // port, or with failover a live port of the LID's group; routing::kDropPort
+  // when it would be dropped (unset, no live port left), 0 when `sw` owns it.
+  std::uint8_t effective_port(NodeId sw, std::uint32_t lid) const;
+
  private:
   // Dynamic state of one port slot. LID-related fields are meaningful on end
   // ports only (CA ports, switch port 0).
@@ -164,7 +178,10 @@ class SimCore {
     std::uint64_t link_epoch = 0;
   };
 
-  enum class EventKind : std::uint8_t { kArrive, kSmaDone, kTrapTimer };
+  // kDetect: a switch notices that its port went down (failover);
+  // kNotify: a fault notification reaches a switch (`packet` names the
+  // destination switch's node).
+  enum class EventKind : std::uint8_t { kArrive, kSmaDone, kTrapTimer, kDetect, kNotify };
   struct Event {
     Clock t;
     std::uint64_t seq;
@@ -217,6 +234,34 @@ class SimCore {
   void on_trap_timer(NodeId sw, std::uint32_t tid_low);
   void reset_node(NodeId n);
 
+  // ---- fast failover (sim_failover.cpp)
+  // A switch's failover tables and what faults left in them.
+  struct FailoverSim {
+    FailoverTables tables;
+    // Ports whose link went down and that the switch has not noticed yet
+    // (failover_detect): it still forwards into them.
+    PortMask undetected;
+    // Per destination switch (node value): ports notifications removed.
+    std::unordered_map<std::uint32_t, PortMask> removed;
+    // Destination switches this switch has sent notifications for.
+    std::unordered_set<std::uint32_t> notified;
+  };
+  const FailoverSim* failover(NodeId sw) const;
+  // Forwarding as the switch sees it (undetected failures count as live).
+  bool port_live(NodeId sw, const FailoverSim& f, PortNum p) const;
+  std::uint8_t choose_port(NodeId sw, std::uint32_t lid, std::uint8_t lft_port) const;
+  // The switch a LID is delivered by (its own switch, or the switch a CA
+  // port is cabled to); kNoNode for a LID no port holds.
+  std::uint32_t home_of(std::uint32_t lid) const;
+  const std::vector<std::uint32_t>& lids_homed_at(std::uint32_t home) const;
+  void rebuild_homes() const;
+  void on_link_down(NodeId sw, PortNum p);
+  void on_detect(NodeId sw, PortNum p);
+  void on_notify(NodeId sw, PortNum in, std::uint32_t dest);
+  // True when some LID homed at `dest` has no way out of `sw`.
+  bool stranded(NodeId sw, std::uint32_t dest) const;
+  void send_notifications(NodeId sw, std::uint32_t dest, PortNum except);
+
   // ---- the SMA (sim_sma.cpp)
   enum class SmaOutcome : std::uint8_t { kRespond, kConsumed, kUnexpected };
   SmaOutcome sma_handle(Packet& p, NodeId node, PortNum in);
@@ -243,10 +288,16 @@ class SimCore {
   std::vector<std::uint8_t> powered_;  // by node
   std::vector<std::uint8_t> silent_;   // by node: SMA does not answer (fault injection)
   // Allocated on first write (empty otherwise).
-  std::vector<std::vector<std::uint8_t>> lfts_;   // by switch_index, LID-indexed
-  std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (in, out) or port
-  std::vector<std::vector<std::uint8_t>> vlarb_;  // by node: 4 blocks x 64 bytes per port
-  std::vector<Clock> sma_busy_until_;             // by node; latency model only
+  std::vector<std::vector<std::uint8_t>> lfts_;         // by switch_index, LID-indexed
+  std::vector<std::vector<std::uint8_t>> sl2vl_;        // by node: 8 bytes per (in, out) or port
+  std::vector<std::vector<std::uint8_t>> vlarb_;        // by node: 4 blocks x 64 bytes per port
+  std::vector<Clock> sma_busy_until_;                   // by node; latency model only
+  std::vector<std::unique_ptr<FailoverSim>> failover_;  // by switch_index, null until armed
+  // LID -> home switch (node value), and its inverse; rebuilt lazily after
+  // a LID changes on any port.
+  mutable std::vector<std::uint32_t> home_;
+  mutable std::vector<std::vector<std::uint32_t>> homed_;  // by node
+  mutable bool homes_dirty_ = true;
 
   std::deque<Packet> pool_;  // a deque: handlers keep references across allocations
   std::vector<std::uint32_t> free_;

@@ -332,6 +332,57 @@ Result<void> SimFabric::set_lft_entry(NodeId sw, Lid lid, PortNum port) {
   return {};
 }
 
+Result<void> SimFabric::set_failover(NodeId sw, FailoverTables tables) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  const routing::Node& node = core_.topology().node(sw);
+  if (tables.groups.size() > 256) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("simulator: {} failover groups for \"{}\" (at most 255)",
+                             tables.groups.size() - 1, printable(node.description))};
+  }
+  for (std::size_t g = 1; g < tables.groups.size(); ++g) {
+    for (unsigned p = static_cast<unsigned>(node.num_ports) + 1; p < 256; ++p) {
+      if (tables.groups[g].test(static_cast<PortNum>(p))) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("simulator: failover group {} of \"{}\" names port {} (it has {})",
+                                 g, printable(node.description), p, node.num_ports)};
+      }
+    }
+  }
+  for (std::size_t l = 0; l < tables.lid_group.size(); ++l) {
+    const std::uint8_t g = tables.lid_group[l];
+    if (g != 0 && g >= tables.groups.size()) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("simulator: LID {:#x} of \"{}\" names failover group {} of {}", l,
+                               printable(node.description), g, tables.groups.size())};
+    }
+  }
+  core_.set_failover(sw, std::move(tables));
+  return {};
+}
+
+Result<void> SimFabric::clear_failover_state(NodeId sw) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  core_.clear_failover_state(sw);
+  return {};
+}
+
+Result<std::uint8_t> SimFabric::effective_port(NodeId sw, Lid lid) const {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  return core_.effective_port(sw, lid.value);
+}
+
+void SimFabric::run_for(std::chrono::nanoseconds d) {
+  std::lock_guard lock(mu_);
+  const auto deadline = core_.now() + d;
+  core_.run_until(deadline, /*stop_at_delivery=*/false);
+  core_.advance_to(deadline);
+  sync_event_fd();
+}
+
 Result<bool> SimFabric::port_state_change(NodeId sw) const {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_switch(sw));

@@ -85,6 +85,21 @@ class SimFabric final : public Transport {
   // unknown node, not a switch, LID beyond the switch's LFT capacity.
   Result<void> set_lft_entry(NodeId sw, Lid lid, PortNum port);
 
+  // ---- switch-local fast failover (thread-safe; discovery/README.md)
+  // Arms a switch's failover tables (replacing any), or disarms them with
+  // `enabled` false; either clears its notification state. Errors: unknown
+  // node, not a switch, a group naming a port the switch does not have, a
+  // LID naming a group that does not exist, more than 255 groups.
+  Result<void> set_failover(NodeId sw, FailoverTables tables);
+  // Forgets what fault notifications removed (an SM that repaired the LFTs).
+  Result<void> clear_failover_state(NodeId sw);
+  // The port a packet for `lid` leaves `sw` by now, failover included:
+  // 0 = `sw` owns the LID, routing::kDropPort = dropped there.
+  Result<std::uint8_t> effective_port(NodeId sw, Lid lid) const;
+  // Lets `d` of transport time pass (events due run: detections,
+  // notifications, trap repeats), as a receive() that gets nothing would.
+  void run_for(std::chrono::nanoseconds d);
+
   // ---- inspection (thread-safe)
   // The node with this node GUID (the topology's GUID index is built on
   // first use, so it is looked up under the fabric's lock).

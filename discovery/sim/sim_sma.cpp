@@ -286,6 +286,7 @@ std::uint16_t SimCore::sma_port_info(mad::Smp& s, NodeId node, PortNum in) {
         ps.master_sm_lid = req.master_sm_lid;
       }
       ps.lmc = swn ? 0 : req.lmc;  // base switch port 0 has no LMC
+      homes_dirty_ = true;
       ps.m_key = req.m_key;
       ps.gid_prefix = req.gid_prefix;
       ps.m_key_lease_period = req.m_key_lease_period;
@@ -444,6 +445,7 @@ std::uint16_t SimCore::sma_ext_port_info(mad::Smp& s, NodeId node, PortNum in) {
     ps.lid = req.lid;
     ps.master_sm_lid = req.master_sm_lid;
     ps.lmc = swn ? 0 : req.lmc;
+    homes_dirty_ = true;
   }
   mad::ExtPortInfo out;
   if (end_port) {

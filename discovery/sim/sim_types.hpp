@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "routing/ids.hpp"
 
@@ -28,6 +29,48 @@ struct LatencyModel {
   // SMPs that may wait at one SMA (the one being served included); an SMP
   // arriving at a full queue is dropped, as by a real SMA's bounded queue.
   std::uint32_t sma_queue_depth = 64;
+  // Switch-local fast failover (FailoverTables): time from a port's link
+  // going down until its switch stops using it (forwards on another port of
+  // the LID's group, or sends fault notifications); packets sent meanwhile
+  // are lost on the dead link.
+  std::chrono::nanoseconds failover_detect{1'000};
+  // Time a switch spends on a fault notification it receives, beyond the
+  // hop_delay of the link it crossed (update its groups, decide whether to
+  // pass it on).
+  std::chrono::nanoseconds notify_processing{500};
+};
+
+// Switch ports as a bit set (IBA switches have at most 254 ports).
+class PortMask {
+ public:
+  void set(PortNum p) { bits_[p >> 6] |= std::uint64_t{1} << (p & 63); }
+  void reset(PortNum p) { bits_[p >> 6] &= ~(std::uint64_t{1} << (p & 63)); }
+  bool test(PortNum p) const { return (bits_[p >> 6] >> (p & 63)) & 1; }
+  bool none() const { return (bits_[0] | bits_[1] | bits_[2] | bits_[3]) == 0; }
+  PortMask& operator|=(const PortMask& o) {
+    for (std::size_t i = 0; i < bits_.size(); ++i) bits_[i] |= o.bits_[i];
+    return *this;
+  }
+  friend bool operator==(const PortMask&, const PortMask&) = default;
+
+ private:
+  std::array<std::uint64_t, 4> bits_{};
+};
+
+// What an SM arms on a switch for switch-local fast failover (issue 14;
+// discovery/README.md, "Fast failover"): port groups, a group per LID
+// beside its LFT port, and the ports fault notifications go out of. With
+// `enabled` false (the default) the switch forwards by its LFT alone.
+struct FailoverTables {
+  bool enabled = false;
+  // Group id -> its ports; id 0 means "no group" and is never used.
+  std::vector<PortMask> groups;
+  // LID-indexed group id (0 = none); LIDs beyond its size have none.
+  std::vector<std::uint8_t> lid_group;
+  // Ports a fault notification is sent out of (towards switches that may
+  // route through this one); a receiver that does not route the named
+  // destination through the sender ignores it.
+  PortMask notify;
 };
 
 struct SimOptions {
@@ -89,6 +132,7 @@ enum class DropReason : std::uint8_t {
   kNoSm,             // a response or trap reached a port where no SM listens
   kUnexpected,       // an SMA received a response or a trap
   kSilentNode,       // reached the SMA of a node made silent by fault injection
+  kNoAlternative,    // failover: the LFT port is down and the LID's group has no live port
   kCount,
 };
 inline constexpr std::size_t kNumDropReasons = static_cast<std::size_t>(DropReason::kCount);
@@ -103,6 +147,13 @@ struct SimStats {
   std::uint64_t traps_sent = 0;       // trap transmissions, repeats included
   std::uint64_t traps_repressed = 0;  // TrapRepress that matched an outstanding trap
   std::uint64_t link_state_changes = 0;
+  // Fast failover: link-down detections by switches with failover enabled,
+  // packets forwarded on a group port instead of their dead LFT port, fault
+  // notifications sent (each one link crossing) and received.
+  std::uint64_t failover_detections = 0;
+  std::uint64_t failover_forwards = 0;
+  std::uint64_t notifications_sent = 0;
+  std::uint64_t notifications_received = 0;
 
   std::uint64_t drops_of(DropReason r) const { return drops[static_cast<std::size_t>(r)]; }
   std::uint64_t drops_total() const {

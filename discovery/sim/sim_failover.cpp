@@ -1,0 +1,220 @@
+// Switch-local fast failover in the simulator (issue 14; discovery/README.md,
+// "Fast failover"): what a switch does by itself when a port dies, before
+// any SM acts.
+//
+// - Local failover: a LID whose LFT port is not ACTIVE (as the switch sees
+//   it: a dead link counts as live until failover_detect has passed) leaves
+//   by a live port of the LID's group, chosen by LID modulo the live ports
+//   (the same LID always takes the same port, different LIDs spread).
+// - Fault notification: when a switch notices a dead port and some LID of a
+//   destination switch D has no way out any more, it sends a notification
+//   naming D out of its notify ports. A receiver removes the port towards the
+//   sender from D's ports and, if it is then stranded for D too, passes the
+//   notification on. Each switch does so once per D until an SM clears the
+//   state, so a storm of notifications always ends.
+//
+// Notifications are data-plane events between switches, not MADs: they take
+// hop_delay + notify_processing per link and do not touch any SMA.
+
+#include <algorithm>
+#include <array>
+
+#include "discovery/sim/sim_core.hpp"
+
+namespace subnetd::discovery::sim {
+namespace {
+
+using routing::NodeType;
+using routing::PortState;
+
+constexpr std::uint32_t kNoHome = UINT32_MAX;
+
+}  // namespace
+
+const SimCore::FailoverSim* SimCore::failover(NodeId sw) const {
+  return failover_[topo_.node(sw).switch_index.value].get();
+}
+
+void SimCore::set_failover(NodeId sw, FailoverTables tables) {
+  std::unique_ptr<FailoverSim>& slot = failover_[topo_.node(sw).switch_index.value];
+  if (!tables.enabled) {
+    slot.reset();
+    return;
+  }
+  slot = std::make_unique<FailoverSim>();
+  slot->tables = std::move(tables);
+  // Links already down count as noticed.
+}
+
+void SimCore::clear_failover_state(NodeId sw) {
+  FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
+  if (f == nullptr) return;
+  f->removed.clear();
+  f->notified.clear();
+}
+
+bool SimCore::port_live(NodeId sw, const FailoverSim& f, PortNum p) const {
+  if (p == 0 || p > topo_.node(sw).num_ports) return false;
+  return f.undetected.test(p) || ports_[index(sw, p)].state == PortState::kActive;
+}
+
+std::uint8_t SimCore::choose_port(NodeId sw, std::uint32_t lid, std::uint8_t lft_port) const {
+  const FailoverSim& f = *failover_[topo_.node(sw).switch_index.value];
+  if (lft_port == 0 || lft_port == routing::kDropPort) return lft_port;
+  const PortMask* removed = nullptr;
+  if (!f.removed.empty()) {
+    auto it = f.removed.find(home_of(lid));
+    if (it != f.removed.end()) removed = &it->second;
+  }
+  auto usable = [&](PortNum p) {
+    return port_live(sw, f, p) && (removed == nullptr || !removed->test(p));
+  };
+  if (usable(lft_port)) return lft_port;
+  const std::uint8_t g = lid < f.tables.lid_group.size() ? f.tables.lid_group[lid] : 0;
+  if (g == 0 || g >= f.tables.groups.size()) return routing::kDropPort;
+  const PortMask& group = f.tables.groups[g];
+  std::array<std::uint8_t, 256> live{};
+  unsigned n = 0;
+  const unsigned ports = topo_.node(sw).num_ports;
+  for (unsigned p = 1; p <= ports; ++p) {
+    const auto pn = static_cast<PortNum>(p);
+    if (group.test(pn) && usable(pn)) live[n++] = static_cast<std::uint8_t>(p);
+  }
+  if (n == 0) return routing::kDropPort;
+  return live[lid % n];
+}
+
+std::uint8_t SimCore::effective_port(NodeId sw, std::uint32_t lid) const {
+  if (owns_lid(sw, 0, lid)) return 0;
+  const std::uint32_t si = topo_.node(sw).switch_index.value;
+  if (lid > switches_[si].linear_fdb_top) return routing::kDropPort;
+  const std::vector<std::uint8_t>& lft = lfts_[si];
+  if (lid >= lft.size()) return routing::kDropPort;
+  const std::uint8_t p = lft[lid];
+  return failover_[si] ? choose_port(sw, lid, p) : p;
+}
+
+// ---------------------------------------------------------------- homes
+
+void SimCore::rebuild_homes() const {
+  std::uint32_t top = 0;
+  for (std::uint32_t i = 0; i < topo_.num_nodes(); ++i) {
+    const NodeId n{i};
+    const routing::Node& node = topo_.node(n);
+    const bool swn = node.type == NodeType::kSwitch;
+    for (unsigned p = swn ? 0 : 1; p <= (swn ? 0U : node.num_ports); ++p) {
+      const PortSim& ps = ports_[index(n, static_cast<PortNum>(p))];
+      if (ps.lid != 0) top = std::max(top, ps.lid + (1U << ps.lmc) - 1);
+    }
+  }
+  home_.assign(std::size_t{top} + 1, kNoHome);
+  homed_.assign(topo_.num_nodes(), {});
+  for (std::uint32_t i = 0; i < topo_.num_nodes(); ++i) {
+    const NodeId n{i};
+    const routing::Node& node = topo_.node(n);
+    const bool swn = node.type == NodeType::kSwitch;
+    for (unsigned p = swn ? 0 : 1; p <= (swn ? 0U : node.num_ports); ++p) {
+      const auto pn = static_cast<PortNum>(p);
+      const PortSim& ps = ports_[index(n, pn)];
+      if (ps.lid == 0) continue;
+      std::uint32_t home = n.value;
+      if (!swn) {
+        const routing::Port& tp = topo_.port(n, pn);
+        if (!tp.connected() || !is_switch(tp.remote_node)) continue;
+        home = tp.remote_node.value;
+      }
+      for (std::uint32_t l = ps.lid; l < ps.lid + (1U << ps.lmc) && l <= top; ++l) {
+        home_[l] = home;
+        homed_[home].push_back(l);
+      }
+    }
+  }
+  homes_dirty_ = false;
+}
+
+std::uint32_t SimCore::home_of(std::uint32_t lid) const {
+  if (homes_dirty_) rebuild_homes();
+  return lid < home_.size() ? home_[lid] : kNoHome;
+}
+
+const std::vector<std::uint32_t>& SimCore::lids_homed_at(std::uint32_t home) const {
+  if (homes_dirty_) rebuild_homes();
+  return homed_[home];
+}
+
+// ---------------------------------------------------------------- faults
+
+void SimCore::on_link_down(NodeId sw, PortNum p) {
+  FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
+  if (f == nullptr) return;
+  f->undetected.set(p);
+  const Clock delay = opts_.latency ? opts_.latency->failover_detect : Clock{0};
+  schedule(clock_ + delay, EventKind::kDetect, 0, sw, p);
+}
+
+void SimCore::on_detect(NodeId sw, PortNum p) {
+  FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
+  if (f == nullptr || !f->undetected.test(p)) return;  // disarmed or reset meanwhile
+  f->undetected.reset(p);
+  ++stats_.failover_detections;
+  if (!powered(sw)) return;
+  // Destination switches some LID of which used this port and now has no
+  // way out of this switch.
+  const std::vector<std::uint8_t>& lft = lfts_[topo_.node(sw).switch_index.value];
+  if (homes_dirty_) rebuild_homes();
+  const std::size_t end = std::min(lft.size(), home_.size());
+  for (std::uint32_t l = 1; l < end; ++l) {
+    const std::uint8_t lp = lft[l];
+    if (lp == routing::kDropPort || lp == 0) continue;
+    const std::uint8_t g = l < f->tables.lid_group.size() ? f->tables.lid_group[l] : 0;
+    const bool involved =
+        lp == p || (g != 0 && g < f->tables.groups.size() && f->tables.groups[g].test(p));
+    if (!involved) continue;
+    const std::uint32_t home = home_[l];
+    if (home == kNoHome || home == sw.value || f->notified.contains(home)) continue;
+    if (choose_port(sw, l, lp) != routing::kDropPort) continue;
+    f->notified.insert(home);
+    send_notifications(sw, home, p);
+  }
+}
+
+bool SimCore::stranded(NodeId sw, std::uint32_t dest) const {
+  const std::vector<std::uint8_t>& lft = lfts_[topo_.node(sw).switch_index.value];
+  for (std::uint32_t l : lids_homed_at(dest)) {
+    if (l >= lft.size()) continue;
+    const std::uint8_t lp = lft[l];
+    if (lp == routing::kDropPort || lp == 0) continue;
+    if (choose_port(sw, l, lp) == routing::kDropPort) return true;
+  }
+  return false;
+}
+
+void SimCore::send_notifications(NodeId sw, std::uint32_t dest, PortNum except) {
+  const FailoverSim& f = *failover_[topo_.node(sw).switch_index.value];
+  const Clock delay =
+      opts_.latency ? opts_.latency->hop_delay + opts_.latency->notify_processing : Clock{0};
+  const unsigned ports = topo_.node(sw).num_ports;
+  for (unsigned q = 1; q <= ports; ++q) {
+    const auto pn = static_cast<PortNum>(q);
+    if (pn == except || !f.tables.notify.test(pn)) continue;
+    if (ports_[index(sw, pn)].state != PortState::kActive) continue;
+    const routing::Port& tp = topo_.port(sw, pn);
+    if (!tp.connected() || !is_switch(tp.remote_node)) continue;
+    ++stats_.notifications_sent;
+    schedule(clock_ + delay, EventKind::kNotify, dest, tp.remote_node, tp.remote_port);
+  }
+}
+
+void SimCore::on_notify(NodeId sw, PortNum in, std::uint32_t dest) {
+  // Lost with the link or the switch it was crossing to.
+  if (!powered(sw) || !link_physically_up(sw, in)) return;
+  ++stats_.notifications_received;
+  FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
+  if (f == nullptr || dest == sw.value) return;  // no failover here: ignored
+  f->removed[dest].set(in);
+  if (f->notified.contains(dest) || !stranded(sw, dest)) return;
+  f->notified.insert(dest);
+  send_notifications(sw, dest, in);
+}
+
+}  // namespace subnetd::discovery::sim
