@@ -117,6 +117,14 @@ const char* attr_name(AttrId a) {
       return "ExtLinearForwardingTable";
     case AttrId::kExtSwitchInfo:
       return "ExtSwitchInfo";
+    case AttrId::kFailoverInfo:
+      return "FailoverInfo";
+    case AttrId::kFailoverGroupTable:
+      return "FailoverGroupTable";
+    case AttrId::kFailoverLidGroupTable:
+      return "FailoverLidGroupTable";
+    case AttrId::kFailoverNotifyConfig:
+      return "FailoverNotifyConfig";
   }
   return "UnknownAttribute";
 }
@@ -135,6 +143,10 @@ bool is_known_attr(std::uint16_t raw) {
     case AttrId::kExtPortInfo:
     case AttrId::kExtLinearForwardingTable:
     case AttrId::kExtSwitchInfo:
+    case AttrId::kFailoverInfo:
+    case AttrId::kFailoverGroupTable:
+    case AttrId::kFailoverLidGroupTable:
+    case AttrId::kFailoverNotifyConfig:
       return true;
   }
   return false;

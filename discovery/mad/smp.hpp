@@ -52,6 +52,11 @@ enum class AttrId : std::uint16_t {
   kExtPortInfo = 0xFF10,
   kExtLinearForwardingTable = 0xFF11,
   kExtSwitchInfo = 0xFF12,
+  // Vendor-specific: switch-local fast failover (discovery/mad/failover.hpp).
+  kFailoverInfo = 0xFF30,
+  kFailoverGroupTable = 0xFF31,
+  kFailoverLidGroupTable = 0xFF32,
+  kFailoverNotifyConfig = 0xFF33,
 };
 const char* attr_name(AttrId a);
 bool is_known_attr(std::uint16_t raw);

@@ -273,6 +273,8 @@ class SimCore {
   std::uint16_t sma_vlarb(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_ext_port_info(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_ext_switch_info(mad::Smp& s, NodeId node);
+  std::uint16_t sma_failover(mad::Smp& s, NodeId node);  // sim_failover.cpp
+  FailoverSim& failover_slot(NodeId sw);
   mad::PortInfo build_port_info(NodeId node, PortNum port, PortNum in) const;
   std::uint16_t apply_port_state(NodeId node, PortNum port, std::uint8_t state, std::uint8_t phys,
                                  bool dry_run);

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 
+#include "discovery/mad/failover.hpp"
 #include "discovery/sim/sim_core.hpp"
 
 namespace subnetd::discovery::sim {
@@ -28,6 +29,32 @@ using routing::NodeType;
 using routing::PortState;
 
 constexpr std::uint32_t kNoHome = UINT32_MAX;
+namespace st = mad::status;
+
+PortMask from_wire(const mad::WirePortMask& w) {
+  PortMask m;
+  for (unsigned p = 0; p < 256; ++p) {
+    if (mad::mask_test(w, p)) m.set(static_cast<PortNum>(p));
+  }
+  return m;
+}
+
+mad::WirePortMask to_wire(const PortMask& m) {
+  mad::WirePortMask w{};
+  for (unsigned p = 0; p < 256; ++p) {
+    if (m.test(static_cast<PortNum>(p))) mad::mask_set(w, p);
+  }
+  return w;
+}
+
+// A mask naming port 0 or a port beyond the switch's.
+bool bad_ports(const mad::WirePortMask& w, unsigned num_ports) {
+  if (mad::mask_test(w, 0)) return true;
+  for (unsigned p = num_ports + 1; p < 256; ++p) {
+    if (mad::mask_test(w, p)) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -60,7 +87,7 @@ bool SimCore::port_live(NodeId sw, const FailoverSim& f, PortNum p) const {
 
 std::uint8_t SimCore::choose_port(NodeId sw, std::uint32_t lid, std::uint8_t lft_port) const {
   const FailoverSim& f = *failover_[topo_.node(sw).switch_index.value];
-  if (lft_port == 0 || lft_port == routing::kDropPort) return lft_port;
+  if (!f.tables.enabled || lft_port == 0 || lft_port == routing::kDropPort) return lft_port;
   const PortMask* removed = nullptr;
   if (!f.removed.empty()) {
     auto it = f.removed.find(home_of(lid));
@@ -146,7 +173,7 @@ const std::vector<std::uint32_t>& SimCore::lids_homed_at(std::uint32_t home) con
 
 void SimCore::on_link_down(NodeId sw, PortNum p) {
   FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
-  if (f == nullptr) return;
+  if (f == nullptr || !f->tables.enabled) return;
   f->undetected.set(p);
   const Clock delay = opts_.latency ? opts_.latency->failover_detect : Clock{0};
   schedule(clock_ + delay, EventKind::kDetect, 0, sw, p);
@@ -210,11 +237,139 @@ void SimCore::on_notify(NodeId sw, PortNum in, std::uint32_t dest) {
   if (!powered(sw) || !link_physically_up(sw, in)) return;
   ++stats_.notifications_received;
   FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
-  if (f == nullptr || dest == sw.value) return;  // no failover here: ignored
+  if (f == nullptr || !f->tables.enabled || dest == sw.value) return;  // not armed: ignored
   f->removed[dest].set(in);
   if (f->notified.contains(dest) || !stranded(sw, dest)) return;
   f->notified.insert(dest);
   send_notifications(sw, dest, in);
+}
+
+// ---------------------------------------------------------------- the SMA
+
+SimCore::FailoverSim& SimCore::failover_slot(NodeId sw) {
+  std::unique_ptr<FailoverSim>& slot = failover_[topo_.node(sw).switch_index.value];
+  if (!slot) slot = std::make_unique<FailoverSim>();
+  return *slot;
+}
+
+std::uint16_t SimCore::sma_failover(mad::Smp& s, NodeId node) {
+  if (!is_switch(node)) return st::kMethodAttrUnsupported;
+  const bool capable = opts_.failover_capable;
+  const bool set = s.method == mad::Method::kSet;
+  const unsigned ports = topo_.node(node).num_ports;
+  const FailoverSim* have = failover(node);
+  switch (s.attr_id) {
+    case mad::AttrId::kFailoverInfo: {
+      if (s.attr_mod != 0) return st::kInvalidField;
+      if (set) {
+        const auto req = mad::FailoverInfo::decode(mad::data_of(s));
+        if ((req.enabled && !capable) || req.group_top > mad::kFailoverMaxGroups ||
+            req.lid_top >= lft_cap_) {
+          return st::kInvalidField;
+        }
+        FailoverSim& f = failover_slot(node);
+        f.tables.enabled = req.enabled;
+        f.tables.groups.resize(std::size_t{req.group_top} + 1);
+        f.tables.lid_group.resize(std::size_t{req.lid_top} + 1, 0);
+        if (!req.enabled) {
+          f.undetected = PortMask{};
+          f.removed.clear();
+          f.notified.clear();
+        }
+        have = &f;
+      }
+      mad::FailoverInfo out;
+      out.cap_local = out.cap_notify = capable;
+      out.group_cap = capable ? mad::kFailoverMaxGroups : 0;
+      if (have != nullptr) {
+        out.enabled = have->tables.enabled;
+        out.group_top = static_cast<std::uint16_t>(
+            have->tables.groups.empty() ? 0 : have->tables.groups.size() - 1);
+        out.lid_top = static_cast<std::uint32_t>(
+            have->tables.lid_group.empty() ? 0 : have->tables.lid_group.size() - 1);
+      }
+      if (opts_.latency) {
+        out.detect_ns = static_cast<std::uint32_t>(opts_.latency->failover_detect.count());
+        out.notify_hop_ns = static_cast<std::uint32_t>(
+            (opts_.latency->hop_delay + opts_.latency->notify_processing).count());
+      }
+      out.encode(mad::data_of(s));
+      return st::kOk;
+    }
+    case mad::AttrId::kFailoverGroupTable: {
+      if (!capable) return st::kMethodAttrUnsupported;
+      const std::uint32_t first = s.attr_mod * mad::kFailoverGroupsPerBlock;
+      if (first + mad::kFailoverGroupsPerBlock - 1 > mad::kFailoverMaxGroups) {
+        return st::kInvalidField;
+      }
+      if (set) {
+        const auto req = mad::FailoverGroupBlock::decode(mad::data_of(s));
+        for (unsigned i = 0; i < mad::kFailoverGroupsPerBlock; ++i) {
+          const bool none_group = first + i == 0;
+          const bool empty = req.groups[i] == mad::WirePortMask{};
+          if (bad_ports(req.groups[i], ports) || (none_group && !empty)) return st::kInvalidField;
+        }
+        FailoverSim& f = failover_slot(node);
+        if (f.tables.groups.size() < first + mad::kFailoverGroupsPerBlock) {
+          f.tables.groups.resize(first + mad::kFailoverGroupsPerBlock);
+        }
+        for (unsigned i = 0; i < mad::kFailoverGroupsPerBlock; ++i) {
+          f.tables.groups[first + i] = from_wire(req.groups[i]);
+        }
+        have = &f;
+      }
+      mad::FailoverGroupBlock out;
+      for (unsigned i = 0; have != nullptr && i < mad::kFailoverGroupsPerBlock; ++i) {
+        if (first + i < have->tables.groups.size()) {
+          out.groups[i] = to_wire(have->tables.groups[first + i]);
+        }
+      }
+      out.encode(mad::data_of(s));
+      return st::kOk;
+    }
+    case mad::AttrId::kFailoverLidGroupTable: {
+      if (!capable) return st::kMethodAttrUnsupported;
+      const std::uint64_t first = std::uint64_t{s.attr_mod} * mad::kFailoverLidsPerBlock;
+      if (first >= lft_cap_) return st::kInvalidField;
+      const auto at = static_cast<std::size_t>(first);
+      if (set) {
+        const auto req = mad::FailoverLidGroupBlock::decode(mad::data_of(s));
+        FailoverSim& f = failover_slot(node);
+        std::vector<std::uint8_t>& lg = f.tables.lid_group;
+        const std::size_t end = std::min<std::size_t>(at + mad::kFailoverLidsPerBlock, lft_cap_);
+        if (lg.size() < end) lg.resize(end, 0);
+        std::copy_n(req.groups.begin(), end - at, lg.begin() + static_cast<std::ptrdiff_t>(at));
+        have = &f;
+      }
+      mad::FailoverLidGroupBlock out;
+      if (have != nullptr) {
+        const std::vector<std::uint8_t>& lg = have->tables.lid_group;
+        for (std::size_t i = 0; i < mad::kFailoverLidsPerBlock && at + i < lg.size(); ++i) {
+          out.groups[i] = lg[at + i];
+        }
+      }
+      out.encode(mad::data_of(s));
+      return st::kOk;
+    }
+    case mad::AttrId::kFailoverNotifyConfig: {
+      if (!capable) return st::kMethodAttrUnsupported;
+      if (s.attr_mod != 0) return st::kInvalidField;
+      if (set) {
+        const auto req = mad::FailoverNotifyConfig::decode(mad::data_of(s));
+        if (bad_ports(req.notify, ports)) return st::kInvalidField;
+        FailoverSim& f = failover_slot(node);
+        f.tables.notify = from_wire(req.notify);
+        if (req.clear_state) clear_failover_state(node);
+        have = &f;
+      }
+      mad::FailoverNotifyConfig out;
+      if (have != nullptr) out.notify = to_wire(have->tables.notify);
+      out.encode(mad::data_of(s));
+      return st::kOk;
+    }
+    default:
+      return st::kMethodAttrUnsupported;
+  }
 }
 
 }  // namespace subnetd::discovery::sim

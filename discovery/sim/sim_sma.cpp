@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "discovery/mad/failover.hpp"
 #include "discovery/sim/sim_core.hpp"
 
 namespace subnetd::discovery::sim {
@@ -24,7 +25,6 @@ constexpr std::uint8_t kVlCap = 4;      // VL0-VL7
 constexpr std::uint8_t kMtuCap = 5;     // 4096 bytes
 constexpr std::uint8_t kVlArbCap = 32;  // entries in each of the high and low tables
 constexpr std::uint16_t kPartitionCap = 64;
-constexpr std::uint32_t kVendorId = 0;                   // the simulator is nobody's hardware
 constexpr std::uint8_t kWidthSupported = 1 | 2 | 4 | 8;  // 1x, 4x, 8x, 12x
 constexpr std::uint8_t kWidthDefault = 2;                // 4x
 constexpr std::uint8_t kSpeedSupported = 1 | 2 | 4;      // SDR, DDR, QDR
@@ -104,6 +104,12 @@ SimCore::SmaOutcome SimCore::sma_handle(Packet& p, NodeId node, PortNum in) {
     case mad::AttrId::kExtSwitchInfo:
       if (space_.extended()) status = sma_ext_switch_info(s, node);
       break;
+    case mad::AttrId::kFailoverInfo:
+    case mad::AttrId::kFailoverGroupTable:
+    case mad::AttrId::kFailoverLidGroupTable:
+    case mad::AttrId::kFailoverNotifyConfig:
+      status = sma_failover(s, node);
+      break;
     default:  // Notice (no notice queue), SMInfo (no SM here), unknown attributes
       break;
   }
@@ -125,7 +131,7 @@ std::uint16_t SimCore::sma_node_info(mad::Smp& s, NodeId node, PortNum in) {
   ni.device_id = static_cast<std::uint16_t>(nd.type);
   ni.revision = 1;
   ni.local_port_num = in;  // the port the SMP entered by
-  ni.vendor_id = kVendorId;
+  ni.vendor_id = mad::kSubnetdVendorId;  // speaks subnetd's vendor attributes
   ni.encode(mad::data_of(s));
   return st::kOk;
 }

@@ -111,6 +111,11 @@ struct SimOptions {
   // packet until the switches' HOQ lifetime expires. The simulator drops it
   // after this many links.
   std::uint32_t lid_routed_hop_limit = 64;
+
+  // Switches have switch-local fast failover (FailoverInfo's capability
+  // bits); false imitates switches without it (FailoverInfo answers with no
+  // capability, the tables with status 0x000C).
+  bool failover_capable = true;
 };
 
 // Why the simulator discarded an SMP. Every discard is counted under one.

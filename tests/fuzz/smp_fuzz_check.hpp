@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 
+#include "discovery/mad/failover.hpp"
 #include "discovery/mad/smp.hpp"
 
 namespace subnetd::discovery::mad::fuzz {
@@ -66,6 +67,14 @@ inline std::string check_attribute(const Smp& smp) {
       return check_attribute_stable<ExtPortInfo>(smp);
     case AttrId::kExtSwitchInfo:
       return check_attribute_stable<ExtSwitchInfo>(smp);
+    case AttrId::kFailoverInfo:
+      return check_attribute_stable<FailoverInfo>(smp);
+    case AttrId::kFailoverGroupTable:
+      return check_attribute_stable<FailoverGroupBlock>(smp);
+    case AttrId::kFailoverLidGroupTable:
+      return check_attribute_stable<FailoverLidGroupBlock>(smp);
+    case AttrId::kFailoverNotifyConfig:
+      return check_attribute_stable<FailoverNotifyConfig>(smp);
   }
   return {};  // unknown attribute, decoded only with allow_unknown_attribute
 }

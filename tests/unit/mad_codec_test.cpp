@@ -331,7 +331,7 @@ void expect_covers_range(const std::vector<FieldMap<T>>& fields, int first, int 
 
 const std::array<Method, 5> kMethods = {Method::kGet, Method::kSet, Method::kTrap,
                                         Method::kTrapRepress, Method::kGetResp};
-const std::array<AttrId, 12> kAttrs = {AttrId::kNotice,
+const std::array<AttrId, 16> kAttrs = {AttrId::kNotice,
                                        AttrId::kNodeDescription,
                                        AttrId::kNodeInfo,
                                        AttrId::kSwitchInfo,
@@ -342,7 +342,11 @@ const std::array<AttrId, 12> kAttrs = {AttrId::kNotice,
                                        AttrId::kSmInfo,
                                        AttrId::kExtPortInfo,
                                        AttrId::kExtLinearForwardingTable,
-                                       AttrId::kExtSwitchInfo};
+                                       AttrId::kExtSwitchInfo,
+                                       AttrId::kFailoverInfo,
+                                       AttrId::kFailoverGroupTable,
+                                       AttrId::kFailoverLidGroupTable,
+                                       AttrId::kFailoverNotifyConfig};
 
 Smp random_smp(Rng& rng, bool directed) {
   Smp s;

@@ -7,6 +7,8 @@
 // removed) must deliver every pair of CAs that is still connected, without
 // loops, once detection and notification have had their microseconds.
 // The same cuts without failover armed lose pairs (the checks can fail).
+// Then the wire: the vendor attributes that arm the same tables by SMP, as
+// an SM will (discovery/mad/failover.hpp).
 
 #include <gtest/gtest.h>
 
@@ -18,6 +20,8 @@
 
 #include "daemon/bringup.hpp"
 #include "daemon/transport_factory.hpp"
+#include "discovery/mad/failover.hpp"
+#include "discovery/mad_engine.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "routing/lft.hpp"
 
@@ -107,9 +111,11 @@ std::map<std::uint32_t, NodeId> lid_homes(const Fabric& f) {
   return home;
 }
 
-// Arms every switch: per LID, the group of ports whose neighbour is as far
-// from the LID's switch as the LFT port's neighbour.
-void arm_equal_cost_groups(const Fabric& f) {
+// Per switch: per LID, the group of ports whose neighbour is as far from
+// the LID's switch as the LFT port's neighbour; notifications out of every
+// port towards a switch.
+std::vector<std::pair<NodeId, FailoverTables>> equal_cost_tables(const Fabric& f) {
+  std::vector<std::pair<NodeId, FailoverTables>> out;
   const Topology& t = f.sim->topology();
   const auto hops = switch_hops(t);
   const auto home = lid_homes(f);
@@ -146,8 +152,13 @@ void arm_equal_cost_groups(const Fabric& f) {
       }
       ft.lid_group[lid] = it->second;
     }
-    ASSERT_TRUE(f.sim->set_failover(sw, std::move(ft)).ok());
+    out.emplace_back(sw, std::move(ft));
   }
+  return out;
+}
+
+void arm_equal_cost_groups(const Fabric& f) {
+  for (auto& [sw, ft] : equal_cost_tables(f)) ASSERT_TRUE(f.sim->set_failover(sw, ft).ok());
 }
 
 enum class Walk { kDelivered, kDropped, kDeadLink, kLoop };
@@ -366,6 +377,223 @@ TEST(SimFailover, BadTablesAreRefusedWithTheirReason) {
       << r.error().message;
   // A CA is not a switch.
   EXPECT_FALSE(f.sim->set_failover(f.cas.front().first.node, FailoverTables{}).ok());
+}
+
+// ------------------------------------------------------------------ the wire
+
+// One SMP, LID-routed to `lid`, answered (or not) by the simulator.
+struct Answer {
+  std::uint16_t status = 0xFFFF;  // 0xFFFF: no answer
+  mad::Smp smp;
+};
+
+Answer ask(SimFabric& sim, Lid lid, mad::Method m, mad::AttrId attr, std::uint32_t attr_mod,
+           const std::function<void(mad::SmpData)>& fill = {}) {
+  mad::Smp smp = mad::make_lr_smp(m, attr, attr_mod, 0);
+  if (fill) fill(mad::data_of(smp));
+  Mad request;
+  mad::encode_smp(smp, std::span<std::uint8_t, kMadSize>(request.data));
+  request.dlid = lid.value;
+  request.slid = 1;
+  auto body = [&request](MadEngine& engine) -> boost::asio::awaitable<Answer> {
+    Answer a;
+    FlowOptions o;
+    o.retries = 0;
+    o.timeout = std::chrono::milliseconds{1};
+    Flow flow(engine, o);
+    auto done = [&a](Result<const Mad*> r) {
+      if (!r.ok()) return;
+      auto d = mad::decode_smp((*r)->data);
+      if (!d.ok()) return;
+      a.status = d->status;
+      a.smp = *d;
+    };
+    flow.submit_raw(request, {}, done);
+    co_await flow.drained();
+    co_return a;
+  };
+  return run_blocking<Answer>(sim, body);
+}
+
+TEST(FailoverWire, LayoutsAreAsDocumented) {
+  std::array<std::uint8_t, mad::kSmpDataSize> buf{};
+  mad::FailoverInfo fi;
+  fi.cap_local = true;
+  fi.cap_notify = true;
+  fi.enabled = true;
+  fi.group_cap = 255;
+  fi.group_top = 0x0102;
+  fi.lid_top = 0x01BFFF;
+  fi.detect_ns = 1000;
+  fi.notify_hop_ns = 700;
+  fi.encode(mad::SmpData(buf));
+  EXPECT_EQ(buf[0], 0x03);
+  EXPECT_EQ(buf[1], 0x01);
+  EXPECT_EQ(buf[3], 255);
+  EXPECT_EQ(buf[4], 0x01);
+  EXPECT_EQ(buf[5], 0x02);
+  EXPECT_EQ(buf[9], 0x01);
+  EXPECT_EQ(buf[10], 0xBF);
+  EXPECT_EQ(buf[11], 0xFF);
+  EXPECT_EQ(mad::FailoverInfo::decode(mad::ConstSmpData(buf)), fi);
+  mad::FailoverGroupBlock gb;
+  mad::mask_set(gb.groups[1], 9);  // group 2b+1, port 9: byte 32 + 1, bit 1
+  buf.fill(0);
+  gb.encode(mad::SmpData(buf));
+  EXPECT_EQ(buf[33], 0x02);
+  EXPECT_EQ(mad::FailoverGroupBlock::decode(mad::ConstSmpData(buf)), gb);
+  mad::FailoverNotifyConfig nc;
+  mad::mask_set(nc.notify, 1);
+  nc.clear_state = true;
+  buf.fill(0);
+  nc.encode(mad::SmpData(buf));
+  EXPECT_EQ(buf[0], 0x02);
+  EXPECT_EQ(buf[32], 0x01);
+  EXPECT_EQ(mad::FailoverNotifyConfig::decode(mad::ConstSmpData(buf)), nc);
+}
+
+// The tables of equal_cost_tables() armed by SMP Sets of the four
+// attributes behave exactly as the same tables armed directly, before and
+// after a cut, and read back as written.
+TEST(FailoverWire, TablesArmedBySmpForwardAsTablesArmedDirectly) {
+  const std::string spec = "fat-tree:levels=3,k=4";
+  const Fabric direct = bring_up(spec);
+  const Fabric wire = bring_up(spec);
+  ASSERT_NE(direct.sim, nullptr);
+  ASSERT_NE(wire.sim, nullptr);
+  arm_equal_cost_groups(direct);
+  const Topology& t = wire.sim->topology();
+  for (auto& [sw, ft] : equal_cost_tables(wire)) {
+    const Lid lid = wire.sim->port_view({sw, 0})->lid;
+    const Answer ni = ask(*wire.sim, lid, mad::Method::kGet, mad::AttrId::kNodeInfo, 0);
+    ASSERT_EQ(ni.status, 0);
+    EXPECT_EQ(mad::NodeInfo::decode(mad::data_of(ni.smp)).vendor_id, mad::kSubnetdVendorId);
+    const Answer caps = ask(*wire.sim, lid, mad::Method::kGet, mad::AttrId::kFailoverInfo, 0);
+    ASSERT_EQ(caps.status, 0);
+    const auto have = mad::FailoverInfo::decode(mad::data_of(caps.smp));
+    EXPECT_TRUE(have.cap_local && have.cap_notify && !have.enabled);
+    EXPECT_EQ(have.group_cap, mad::kFailoverMaxGroups);
+    for (std::uint32_t b = 0; b * mad::kFailoverGroupsPerBlock < ft.groups.size(); ++b) {
+      mad::FailoverGroupBlock gb;
+      for (unsigned i = 0; i < mad::kFailoverGroupsPerBlock; ++i) {
+        const std::size_t g = b * mad::kFailoverGroupsPerBlock + i;
+        if (g == 0 || g >= ft.groups.size()) continue;
+        for (unsigned p = 1; p < 256; ++p) {
+          if (ft.groups[g].test(static_cast<PortNum>(p))) mad::mask_set(gb.groups[i], p);
+        }
+      }
+      const Answer a = ask(*wire.sim, lid, mad::Method::kSet, mad::AttrId::kFailoverGroupTable, b,
+                           [&gb](mad::SmpData d) { gb.encode(d); });
+      ASSERT_EQ(a.status, 0);
+      EXPECT_EQ(mad::FailoverGroupBlock::decode(mad::data_of(a.smp)), gb);
+    }
+    for (std::uint32_t b = 0; b * mad::kFailoverLidsPerBlock < ft.lid_group.size(); ++b) {
+      mad::FailoverLidGroupBlock lb;
+      for (unsigned i = 0; i < mad::kFailoverLidsPerBlock; ++i) {
+        const std::size_t l = b * mad::kFailoverLidsPerBlock + i;
+        if (l < ft.lid_group.size()) lb.groups[i] = ft.lid_group[l];
+      }
+      const Answer a = ask(*wire.sim, lid, mad::Method::kSet, mad::AttrId::kFailoverLidGroupTable,
+                           b, [&lb](mad::SmpData d) { lb.encode(d); });
+      ASSERT_EQ(a.status, 0);
+    }
+    mad::FailoverNotifyConfig nc;
+    for (unsigned p = 1; p < 256; ++p) {
+      if (ft.notify.test(static_cast<PortNum>(p))) mad::mask_set(nc.notify, p);
+    }
+    ASSERT_EQ(ask(*wire.sim, lid, mad::Method::kSet, mad::AttrId::kFailoverNotifyConfig, 0,
+                  [&nc](mad::SmpData d) { nc.encode(d); })
+                  .status,
+              0);
+    mad::FailoverInfo on;
+    on.enabled = true;
+    on.group_top = static_cast<std::uint16_t>(ft.groups.size() - 1);
+    on.lid_top = static_cast<std::uint32_t>(ft.lid_group.size() - 1);
+    const Answer armed = ask(*wire.sim, lid, mad::Method::kSet, mad::AttrId::kFailoverInfo, 0,
+                             [&on](mad::SmpData d) { on.encode(d); });
+    ASSERT_EQ(armed.status, 0);
+    const auto now = mad::FailoverInfo::decode(mad::data_of(armed.smp));
+    EXPECT_TRUE(now.enabled);
+    EXPECT_EQ(now.group_top, on.group_top);
+    EXPECT_EQ(now.lid_top, on.lid_top);
+    EXPECT_EQ(now.detect_ns, 1000U);
+  }
+  auto same = [&](const char* when) {
+    for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+      const NodeId sw = t.switch_node(SwitchIndex{s});
+      for (std::uint32_t l = 1; l <= wire.max_lid; ++l) {
+        ASSERT_EQ(*wire.sim->effective_port(sw, Lid{l}), *direct.sim->effective_port(sw, Lid{l}))
+            << when << ": " << t.node(sw).description << " LID " << l;
+      }
+    }
+  };
+  same("armed");
+  const PortRef cut = switch_links(t).front();
+  ASSERT_TRUE(wire.sim->link_down(cut).ok());
+  ASSERT_TRUE(direct.sim->link_down(cut).ok());
+  wire.sim->run_for(kSettle);
+  direct.sim->run_for(kSettle);
+  same("after a cut");
+  EXPECT_EQ(check_pairs(wire).lost, 0);
+}
+
+TEST(FailoverWire, SwitchesWithoutTheFeatureAndBadRequestsAreAnsweredWithAStatus) {
+  const Fabric f = bring_up("fat-tree:levels=2,radix=4");
+  ASSERT_NE(f.sim, nullptr);
+  const Topology& t = f.sim->topology();
+  const Lid sw = f.sim->port_view({t.switch_node(SwitchIndex{0}), 0})->lid;
+  const Lid ca = f.cas.back().second;
+  using mad::AttrId;
+  using mad::Method;
+  // A CA has none of it.
+  EXPECT_EQ(ask(*f.sim, ca, Method::kGet, AttrId::kFailoverInfo, 0).status,
+            mad::status::kMethodAttrUnsupported);
+  // Group 0 is "no group"; ports beyond the switch's; blocks beyond 255
+  // groups or the LFT capacity; attr_mod of a single attribute.
+  mad::FailoverGroupBlock g0;
+  mad::mask_set(g0.groups[0], 1);
+  EXPECT_EQ(ask(*f.sim, sw, Method::kSet, AttrId::kFailoverGroupTable, 0,
+                [&g0](mad::SmpData d) { g0.encode(d); })
+                .status,
+            mad::status::kInvalidField);
+  mad::FailoverGroupBlock far;
+  mad::mask_set(far.groups[1], 200);
+  EXPECT_EQ(ask(*f.sim, sw, Method::kSet, AttrId::kFailoverGroupTable, 0,
+                [&far](mad::SmpData d) { far.encode(d); })
+                .status,
+            mad::status::kInvalidField);
+  EXPECT_EQ(ask(*f.sim, sw, Method::kGet, AttrId::kFailoverGroupTable, 128).status,
+            mad::status::kInvalidField);
+  EXPECT_EQ(ask(*f.sim, sw, Method::kGet, AttrId::kFailoverLidGroupTable, 0x10000000).status,
+            mad::status::kInvalidField);
+  EXPECT_EQ(ask(*f.sim, sw, Method::kGet, AttrId::kFailoverInfo, 1).status,
+            mad::status::kInvalidField);
+
+  // A simulator whose switches lack the feature says so and refuses to arm.
+  auto topo = daemon::load_topology("fat-tree:levels=2,radix=4");
+  ASSERT_TRUE(topo.ok());
+  SimOptions so;
+  so.failover_capable = false;
+  auto plain = SimFabric::create(std::move(topo).value(), so);
+  ASSERT_TRUE(plain.ok());
+  routing::WorkerPool pool(1);
+  daemon::BringUpOptions opts;
+  opts.engine = "updn";
+  ASSERT_TRUE(daemon::BringUp::run_blocking(**plain, pool, opts, nullptr).ok());
+  const Lid psw = (*plain)->port_view({t.switch_node(SwitchIndex{0}), 0})->lid;
+  const Answer caps = ask(**plain, psw, Method::kGet, AttrId::kFailoverInfo, 0);
+  ASSERT_EQ(caps.status, 0);
+  const auto none = mad::FailoverInfo::decode(mad::data_of(caps.smp));
+  EXPECT_FALSE(none.cap_local || none.cap_notify);
+  EXPECT_EQ(none.group_cap, 0);
+  mad::FailoverInfo on;
+  on.enabled = true;
+  EXPECT_EQ(ask(**plain, psw, Method::kSet, AttrId::kFailoverInfo, 0,
+                [&on](mad::SmpData d) { on.encode(d); })
+                .status,
+            mad::status::kInvalidField);
+  EXPECT_EQ(ask(**plain, psw, Method::kGet, AttrId::kFailoverGroupTable, 0).status,
+            mad::status::kMethodAttrUnsupported);
 }
 
 }  // namespace
