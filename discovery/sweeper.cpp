@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "discovery/mad/failover.hpp"
+
 namespace subnetd::discovery {
 namespace {
 
@@ -41,6 +43,7 @@ class Sweep {
  private:
   Result<SweepResult> finish(Transport& transport, std::chrono::nanoseconds start) {
     if (!fatal_.empty()) return Error{Errc::kUnreachable, fatal_};
+    if (!foreign_vendor_.empty()) return Error{Errc::kInvalidArgument, foreign_vendor_};
     if (!out_.sm_node.valid())
       return Error{Errc::kInternal, "sweep ended without the SM's own node"};
     // Without a live, answering neighbour on the SM's port there is no
@@ -127,6 +130,7 @@ class Sweep {
       is_new = true;
       node = t.add_node(type, guid, ni.num_ports, fmt::format("{:#018x}", ni.node_guid));
       t.mutable_node(node).system_guid = Guid{ni.system_image_guid};
+      t.mutable_node(node).vendor_id = ni.vendor_id;
       out_.paths.add(path);
       out_.max_hops =
           std::max<std::uint32_t>(out_.max_hops, static_cast<std::uint32_t>(path.size()));
@@ -177,6 +181,22 @@ class Sweep {
     if (type != NodeType::kSwitch) request_port_info(node, arrival);
   }
 
+  // Extended LIDs need subnetd's vendor attributes (0xFF10-0xFF12), which
+  // other vendors' nodes use for other things: a node of another vendor is
+  // sent none, and the sweep fails naming it (the first one found).
+  bool speaks_extended_lids(NodeId node) {
+    const std::uint32_t vendor = out_.topology.node(node).vendor_id;
+    if (vendor == mad::kSubnetdVendorId) return true;
+    if (foreign_vendor_.empty()) {
+      foreign_vendor_ = fmt::format(
+          "lid_bits above 16 need subnetd's extended-LID attributes, and {} (NodeInfo VendorID "
+          "{:#08x}) does not have them (nothing was sent to it: its vendor may use attributes "
+          "0xFF10-0xFF12 for something else); set addressing.lid_bits to 16",
+          describe(out_.topology, node), vendor);
+    }
+    return false;
+  }
+
   void request_node_description(NodeId node) {
     mad::Smp smp = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kNodeDescription, 0,
                                     out_.paths.path(node), 0);
@@ -207,7 +227,7 @@ class Sweep {
         out_.lft_top[node.value] = mad::SwitchInfo::decode(mad::data_of(*r)).linear_fdb_top;
       }
     });
-    if (!opts_.extended_lids) return;
+    if (!opts_.extended_lids || !speaks_extended_lids(node)) return;
     mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtSwitchInfo, 0,
                                     out_.paths.path(node), 0);
     ask(node, ext, [this, node](Result<mad::Smp> r) {
@@ -230,7 +250,7 @@ class Sweep {
       on_port_info(node, port, mad::PortInfo::decode(mad::data_of(*r)));
     });
     const bool lid_port = port == 0 || out_.topology.node(node).type != NodeType::kSwitch;
-    if (opts_.extended_lids && lid_port) {
+    if (opts_.extended_lids && lid_port && speaks_extended_lids(node)) {
       mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtPortInfo, port,
                                       out_.path_to_port(node, port), 0);
       ask(node, ext, [this, node, port](Result<mad::Smp> r) {
@@ -280,6 +300,7 @@ class Sweep {
   Flow pipeline_;
   SweepResult out_;
   std::string fatal_;
+  std::string foreign_vendor_;  // the first node that cannot do extended LIDs
 };
 
 }  // namespace

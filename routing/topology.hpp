@@ -58,6 +58,7 @@ struct Node {
   std::uint8_t num_ports = 0;    // physical ports, numbered 1..num_ports
   std::uint32_t first_port = 0;  // index of port 0 in the flat port array
   SwitchIndex switch_index;      // dense index among switches, kNoSwitch otherwise
+  std::uint32_t vendor_id = 0;   // NodeInfo:VendorID (24 bits), as the sweep found it
   std::string description;
 };
 

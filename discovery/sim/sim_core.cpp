@@ -66,6 +66,8 @@ const char* drop_reason_name(DropReason r) {
       return "silent_node";
     case DropReason::kNoAlternative:
       return "no_alternative";
+    case DropReason::kVendorAttribute:
+      return "vendor_attribute";
     case DropReason::kCount:
       break;
   }
@@ -491,6 +493,8 @@ void SimCore::sma_done(std::uint32_t pk, NodeId node, PortNum in) {
       return free_packet(pk);
     case SmaOutcome::kUnexpected:
       return drop(pk, DropReason::kUnexpected);
+    case SmaOutcome::kForeignVendor:
+      return drop(pk, DropReason::kVendorAttribute);
   }
   mad::Smp& s = p.smp;
   // The response goes back the way the request came: LID-routed to the

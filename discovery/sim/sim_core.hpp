@@ -263,7 +263,7 @@ class SimCore {
   void send_notifications(NodeId sw, std::uint32_t dest, PortNum except);
 
   // ---- the SMA (sim_sma.cpp)
-  enum class SmaOutcome : std::uint8_t { kRespond, kConsumed, kUnexpected };
+  enum class SmaOutcome : std::uint8_t { kRespond, kConsumed, kUnexpected, kForeignVendor };
   SmaOutcome sma_handle(Packet& p, NodeId node, PortNum in);
   std::uint16_t sma_node_info(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_switch_info(mad::Smp& s, NodeId node);

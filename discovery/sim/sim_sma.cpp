@@ -67,6 +67,11 @@ SimCore::SmaOutcome SimCore::sma_handle(Packet& p, NodeId node, PortNum in) {
     case mad::Method::kGetResp:
       return SmaOutcome::kUnexpected;
   }
+  // Another vendor's node: our vendor attributes mean something else to it,
+  // or nothing; it does not answer them (as ibsim does not).
+  if (static_cast<std::uint16_t>(s.attr_id) >= 0xFF00 && opts_.vendor_id != mad::kSubnetdVendorId) {
+    return SmaOutcome::kForeignVendor;
+  }
   ++stats_.smps_handled;
   const bool set = s.method == mad::Method::kSet;
   std::uint16_t status = st::kMethodAttrUnsupported;
@@ -130,8 +135,8 @@ std::uint16_t SimCore::sma_node_info(mad::Smp& s, NodeId node, PortNum in) {
   ni.partition_cap = kPartitionCap;
   ni.device_id = static_cast<std::uint16_t>(nd.type);
   ni.revision = 1;
-  ni.local_port_num = in;  // the port the SMP entered by
-  ni.vendor_id = mad::kSubnetdVendorId;  // speaks subnetd's vendor attributes
+  ni.local_port_num = in;          // the port the SMP entered by
+  ni.vendor_id = opts_.vendor_id;  // subnetd's: it speaks subnetd's vendor attributes
   ni.encode(mad::data_of(s));
   return st::kOk;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "discovery/mad/failover.hpp"
 #include "routing/ids.hpp"
 
 namespace subnetd::discovery::sim {
@@ -116,6 +117,12 @@ struct SimOptions {
   // bits); false imitates switches without it (FailoverInfo answers with no
   // capability, the tables with status 0x000C).
   bool failover_capable = true;
+
+  // NodeInfo:VendorID of every node. Any other value than subnetd's
+  // (mad::kSubnetdVendorId, 0xFA57F0) imitates another vendor's hardware:
+  // it drops every vendor-specific SMP (0xFF00-0xFFFF) unanswered, as ibsim
+  // does, counted as DropReason::kVendorAttribute.
+  std::uint32_t vendor_id = mad::kSubnetdVendorId;
 };
 
 // Why the simulator discarded an SMP. Every discard is counted under one.
@@ -138,6 +145,7 @@ enum class DropReason : std::uint8_t {
   kUnexpected,       // an SMA received a response or a trap
   kSilentNode,       // reached the SMA of a node made silent by fault injection
   kNoAlternative,    // failover: the LFT port is down and the LID's group has no live port
+  kVendorAttribute,  // a vendor-specific SMP at a node of another vendor (SimOptions::vendor_id)
   kCount,
 };
 inline constexpr std::size_t kNumDropReasons = static_cast<std::size_t>(DropReason::kCount);

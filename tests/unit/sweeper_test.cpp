@@ -637,5 +637,46 @@ TEST(Sweeper, ImplausibleNodeInfoIsAWarning) {
   }
 }
 
+// Extended LIDs use subnetd's vendor attributes (0xFF10-0xFF12), which
+// other vendors use for other things: a fabric of another vendor's nodes is
+// sent none of them, and the sweep says why it cannot go on. In 16-bit mode
+// the same fabric sweeps as any other. (The simulator of another vendor
+// drops vendor SMPs, as ibsim does: the drop counter shows whether any was
+// sent.)
+TEST(Sweeper, ExtendedLidsAreNeverAskedOfAnotherVendorsNodes) {
+  SimOptions o;
+  o.vendor_id = 0x0002C9;
+  o.lid_bits = 24;
+  auto sim = make_sim(load("fat-tree:levels=2,radix=4"), o);
+  ASSERT_NE(sim, nullptr);
+  SweepOptions so;
+  so.extended_lids = true;
+  auto r = Sweeper(*sim, so).run();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("VendorID 0x0002c9"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("addressing.lid_bits to 16"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(sim->stats().drops_of(DropReason::kVendorAttribute), 0U);
+
+  auto plain = make_sim(load("fat-tree:levels=2,radix=4"), [] {
+    SimOptions p;
+    p.vendor_id = 0x0002C9;
+    return p;
+  }());
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(Sweeper(*plain, {}).run().ok());
+  // What the check above rules out: that node drops our attributes.
+  Mad m;
+  mad::encode_smp(mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtPortInfo, 1,
+                                   std::span<const std::uint8_t>{}, 0),
+                  std::span<std::uint8_t, kMadSize>(m.data));
+  m.dlid = m.slid = mad::kPermissiveLid;
+  ASSERT_TRUE(plain->send(m).ok());
+  auto got = plain->receive(std::chrono::microseconds{100});
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  EXPECT_EQ(plain->stats().drops_of(DropReason::kVendorAttribute), 1U);
+}
+
 }  // namespace
 }  // namespace subnetd::discovery
