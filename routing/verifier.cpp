@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "routing/cdg.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/text.hpp"
 
@@ -28,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kTile = 4 * kLftBlockSize;
 constexpr std::uint32_t kStrip = 64;
 constexpr std::uint32_t kStrips = kTile / kStrip;
-constexpr std::uint32_t kDepWords = 4;  // 256 out-port bits per channel
+constexpr std::uint32_t kDepWords = kCdgDepWords;
 constexpr std::uint32_t kDeliver = UINT32_MAX - 1;
 constexpr std::uint32_t kBad = kNoSwitch.value;
 constexpr std::uint32_t kNoPart = UINT32_MAX;
@@ -427,53 +428,14 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   for (std::uint64_t word : deps)
     report.dependencies += static_cast<std::uint64_t>(std::popcount(word));
   const std::uint32_t arcs = g.num_arcs();
-  struct Frame {
-    std::uint32_t ch;
-    std::uint32_t word;
-    std::uint64_t rest;
-  };
-  std::vector<std::uint8_t> color;  // 0 unvisited, 1 on the DFS stack, 2 done
-  std::vector<Frame> stack;
   for (std::uint32_t vl = 0; vl < num_vls; ++vl) {
-    const std::uint64_t* vdeps = deps.data() + std::size_t{vl} * arcs * kDepWords;
-    color.assign(arcs, 0);
-    std::uint64_t steps = 0;
-    for (std::uint32_t start = 0; start < arcs; ++start) {
-      if (color[start] != 0) continue;
-      color[start] = 1;
-      stack.push_back({start, 0, vdeps[std::size_t{start} * kDepWords]});
-      while (!stack.empty()) {
-        if ((++steps & 0xFFFF) == 0 && stop.stop_requested()) {
-          return Error{Errc::kCancelled, "verification cancelled"};
-        }
-        Frame& f = stack.back();
-        while (f.rest == 0 && f.word + 1 < kDepWords) {
-          ++f.word;
-          f.rest = vdeps[std::size_t{f.ch} * kDepWords + f.word];
-        }
-        if (f.rest == 0) {
-          color[f.ch] = 2;
-          stack.pop_back();
-          continue;
-        }
-        const auto p =
-            static_cast<PortNum>(f.word * 64 + static_cast<unsigned>(std::countr_zero(f.rest)));
-        f.rest &= f.rest - 1;
-        const std::uint32_t b = g.arc_at_port(g.arc(f.ch).to, p);
-        if (b == kNoArc) continue;  // delivery to a CA: not a channel
-        if (color[b] == 1) {
-          std::vector<std::uint32_t> cycle;
-          auto it =
-              std::find_if(stack.begin(), stack.end(), [b](const Frame& x) { return x.ch == b; });
-          for (; it != stack.end(); ++it) cycle.push_back(it->ch);
-          return check.cycle_error(vl, cycle, opts.switch_traffic);
-        }
-        if (color[b] == 0) {
-          color[b] = 1;
-          stack.push_back({b, 0, vdeps[std::size_t{b} * kDepWords]});
-        }
-      }
-    }
+    auto cycle =
+        find_cdg_cycle(g,
+                       std::span<const std::uint64_t>(deps).subspan(
+                           std::size_t{vl} * arcs * kDepWords, std::size_t{arcs} * kDepWords),
+                       stop);
+    if (!cycle.ok()) return Error{Errc::kCancelled, "verification cancelled"};
+    if (!cycle->empty()) return check.cycle_error(vl, *cycle, opts.switch_traffic);
   }
   report.cdg_seconds = seconds_since(t_cdg);
   report.total_seconds = seconds_since(t_start);

@@ -362,6 +362,30 @@ Result<void> SimFabric::set_failover(NodeId sw, FailoverTables tables) {
   return {};
 }
 
+Result<void> SimFabric::arm_failover(const routing::Topology& topo,
+                                     const routing::FailoverPlan& plan) {
+  for (std::uint32_t i = 0; i < plan.num_switches(); ++i) {
+    const SwitchIndex s{i};
+    const routing::Node& node = topo.node(topo.switch_node(s));
+    auto sw = node_by_guid(node.guid);
+    if (!sw.ok()) {
+      return Error{Errc::kNotFound,
+                   fmt::format("simulator: no switch {:#018x} to arm", node.guid.value)};
+    }
+    FailoverTables t;
+    t.enabled = true;
+    const auto groups = plan.groups(s);
+    t.groups.assign(groups.begin(), groups.end());
+    t.lid_group.resize(std::size_t{plan.max_lid().value} + 1);
+    for (std::uint32_t l = 1; l < t.lid_group.size(); ++l) {
+      t.lid_group[l] = plan.lid_group(s, Lid{l});
+    }
+    t.notify = plan.notify(s);
+    SUBNETD_TRY(set_failover(*sw, std::move(t)));
+  }
+  return {};
+}
+
 Result<void> SimFabric::clear_failover_state(NodeId sw) {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_switch(sw));

@@ -37,6 +37,7 @@
 #include "discovery/sim/sim_core.hpp"
 #include "discovery/sim/sim_types.hpp"
 #include "discovery/transport.hpp"
+#include "routing/failover_plan.hpp"
 #include "routing/topology.hpp"
 
 namespace subnetd::discovery::sim {
@@ -91,6 +92,11 @@ class SimFabric final : public Transport {
   // node, not a switch, a group naming a port the switch does not have, a
   // LID naming a group that does not exist, more than 255 groups.
   Result<void> set_failover(NodeId sw, FailoverTables tables);
+  // Arms every switch with what `plan` gives it (the plan's switches are
+  // matched to the fabric's by node GUID; `topo` is the topology the plan
+  // was computed for), as an SM's SMPs would: a test and benchmark
+  // shortcut. Error: a switch of the plan the fabric does not have.
+  Result<void> arm_failover(const routing::Topology& topo, const routing::FailoverPlan& plan);
   // Forgets what fault notifications removed (an SM that repaired the LFTs).
   Result<void> clear_failover_state(NodeId sw);
   // The port a packet for `lid` leaves `sw` by now, failover included:

@@ -12,6 +12,7 @@
 
 #include "discovery/mad/failover.hpp"
 #include "routing/ids.hpp"
+#include "routing/port_mask.hpp"
 
 namespace subnetd::discovery::sim {
 
@@ -41,22 +42,8 @@ struct LatencyModel {
   std::chrono::nanoseconds notify_processing{500};
 };
 
-// Switch ports as a bit set (IBA switches have at most 254 ports).
-class PortMask {
- public:
-  void set(PortNum p) { bits_[p >> 6] |= std::uint64_t{1} << (p & 63); }
-  void reset(PortNum p) { bits_[p >> 6] &= ~(std::uint64_t{1} << (p & 63)); }
-  bool test(PortNum p) const { return (bits_[p >> 6] >> (p & 63)) & 1; }
-  bool none() const { return (bits_[0] | bits_[1] | bits_[2] | bits_[3]) == 0; }
-  PortMask& operator|=(const PortMask& o) {
-    for (std::size_t i = 0; i < bits_.size(); ++i) bits_[i] |= o.bits_[i];
-    return *this;
-  }
-  friend bool operator==(const PortMask&, const PortMask&) = default;
-
- private:
-  std::array<std::uint64_t, 4> bits_{};
-};
+// Switch ports as a bit set (routing/port_mask.hpp).
+using PortMask = routing::PortMask;
 
 // What an SM arms on a switch for switch-local fast failover (issue 14;
 // discovery/README.md, "Fast failover"): port groups, a group per LID

@@ -1,0 +1,116 @@
+#pragma once
+// FailoverPlan: the port groups an SM arms on switches for switch-local fast
+// failover (issue 14; discovery/README.md, "Fast failover"), computed from
+// routes that obey an up/down order (Routes::updown_rank: ftree, updn).
+//
+// A switch forwards a LID by its LFT port while that port lives; when it
+// dies, by a live port of the LID's group; with none left it notifies its
+// neighbours, which stop sending it traffic for the LID's switch. The plan
+// gives every (switch s, destination switch t) pair one group:
+//   - s reaches t going only down (down_ok): the down-links to a neighbour n
+//     that is t, or that reaches t going only down and whose every entry for
+//     t's CA/router LIDs goes down ("descends"). A packet that came down into
+//     n must keep going down there, so n may not be one that climbs.
+//   - otherwise, if s has an up*/down* route to t (legal): the up-links to a
+//     neighbour that has one.
+//   - otherwise (an orphan pair, lft.hpp: no CA traffic enters it): none.
+//   - and, always, the ports of s's own LFT entries for t's CA/router LIDs,
+//     so that the group is every port the switch may use for t.
+// Along any mix of these choices a packet climbs while the order strictly
+// falls and then only descends: no loop, and every route is up*down*. The
+// channel dependency graph of every state the switches can reach (any ports
+// dead, any notifications received) is therefore a subgraph of one acyclic
+// graph. routing/failover_verify.hpp checks that without trusting it.
+//
+// Ids: a switch's distinct groups get ids 1..255 (0 = none) in the order of
+// their first destination. A switch that needs more distinct sets gives the
+// pairs that do not fit the largest group already numbered that lies within
+// their set and has two ports or more (any subset of legal ports is legal),
+// or none; stats().pairs_narrowed counts them. A LID's group on switch s is
+// the group of (s, the switch that delivers the LID); s's own LIDs and the
+// LIDs s delivers itself have none.
+// Notifications go to every switch neighbour (a receiver that does not send
+// the destination through the sender ignores it).
+//
+// Memory: S x S bytes of group ids (64 MB at 8,000 switches), up to 255 x 32
+// bytes of masks per switch, 4 bytes per LID; 2 x S x S bits of closures and
+// S x S bits of "descends" while it is built.
+// Pure computation (no I/O); build() runs on the caller's thread and `pool`.
+
+#include <cstdint>
+#include <span>
+#include <stop_token>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/port_mask.hpp"
+#include "routing/result.hpp"
+#include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::routing {
+
+struct FailoverPlanStats {
+  std::uint32_t switches = 0;
+  std::uint32_t destinations = 0;            // switches that deliver some LID
+  std::uint64_t pairs_grouped = 0;           // (switch, destination) pairs with a group
+  std::uint64_t pairs_with_alternative = 0;  // ... whose group has two ports or more
+  std::uint64_t pairs_narrowed = 0;          // group table full: a smaller group used
+  std::uint32_t groups = 0;                  // group ids in use, all switches
+  std::uint32_t max_groups = 0;              // most on one switch
+  std::uint64_t memory_bytes = 0;
+  double seconds = 0;
+};
+
+class FailoverPlan {
+ public:
+  static constexpr unsigned kMaxGroups = 255;
+
+  // kUnsupported when the routes carry no up/down order (minhop);
+  // kInvalidArgument when they do not fit the topology.
+  static Result<FailoverPlan> build(const Topology& topo, const LidMap& lids, const Routes& routes,
+                                    WorkerPool& pool, std::stop_token stop = {});
+
+  std::uint32_t num_switches() const { return n_; }
+  // Groups of switch s by id; [0] is the empty "none".
+  std::span<const PortMask> groups(SwitchIndex s) const {
+    return std::span<const PortMask>(masks_).subspan(
+        group_first_[s.value], group_first_[s.value + 1] - group_first_[s.value]);
+  }
+  std::uint8_t group_id(SwitchIndex s, SwitchIndex t) const {
+    return gid_[std::size_t{s.value} * n_ + t.value];
+  }
+  const PortMask& group(SwitchIndex s, SwitchIndex t) const {
+    return masks_[group_first_[s.value] + group_id(s, t)];
+  }
+  // Highest LID the plan covers (the LidMap's).
+  Lid max_lid() const { return Lid{static_cast<std::uint32_t>(home_.size()) - 1}; }
+  // The switch that delivers a LID (kNoSwitch: none).
+  SwitchIndex home(Lid l) const {
+    return l.value < home_.size() ? SwitchIndex{home_[l.value]} : kNoSwitch;
+  }
+  std::uint8_t lid_group(SwitchIndex s, Lid l) const {
+    const SwitchIndex t = home(l);
+    return t.valid() && t != s ? group_id(s, t) : 0;
+  }
+  const PortMask& notify(SwitchIndex s) const { return notify_[s.value]; }
+  const FailoverPlanStats& stats() const { return stats_; }
+
+  // Tests that feed the verifier a plan it must refuse.
+  PortMask& mutable_group_for_test(SwitchIndex s, std::uint8_t id) {
+    return masks_[group_first_[s.value] + id];
+  }
+
+ private:
+  std::uint32_t n_ = 0;
+  std::vector<std::uint8_t> gid_;           // S x S
+  std::vector<std::uint32_t> group_first_;  // S + 1 offsets into masks_
+  std::vector<PortMask> masks_;
+  std::vector<PortMask> notify_;
+  std::vector<std::uint32_t> home_;  // by LID: delivering switch index
+  FailoverPlanStats stats_;
+};
+
+}  // namespace subnetd::routing

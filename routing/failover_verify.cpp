@@ -1,0 +1,408 @@
+#include "routing/failover_verify.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+#include "routing/cdg.hpp"
+#include "routing/switch_graph.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+class Checker {
+ public:
+  Checker(const Topology& topo, const Routes& routes, const FailoverPlan& plan,
+          const SwitchGraph& g)
+      : topo_(topo), routes_(routes), plan_(plan), g_(g), n_(g.num_switches()) {
+    // Data (CA/router) LIDs per destination switch.
+    const auto attach = g.attachments();
+    lid_first_.assign(std::size_t{n_} + 1, 0);
+    for (std::size_t l = 1; l < attach.size(); ++l) {
+      if (attach[l].routable() && attach[l].port != 0) ++lid_first_[attach[l].sw.value + 1];
+    }
+    for (std::uint32_t t = 0; t < n_; ++t) lid_first_[t + 1] += lid_first_[t];
+    lid_list_.resize(lid_first_[n_]);
+    std::vector<std::uint32_t> fill(lid_first_.begin(), lid_first_.end() - 1);
+    for (std::size_t l = 1; l < attach.size(); ++l) {
+      if (attach[l].routable() && attach[l].port != 0) {
+        lid_list_[fill[attach[l].sw.value]++] = static_cast<std::uint32_t>(l);
+      }
+    }
+  }
+
+  std::span<const std::uint32_t> lids_of(std::uint32_t t) const {
+    return std::span<const std::uint32_t>(lid_list_).subspan(lid_first_[t],
+                                                             lid_first_[t + 1] - lid_first_[t]);
+  }
+  bool has_data(std::uint32_t t) const { return lid_first_[t + 1] > lid_first_[t]; }
+
+  std::uint8_t entry(std::uint32_t s, std::uint32_t lid) const {
+    return routes_.lfts[s].get(Lid{lid});
+  }
+  // The ports of s's entries for t's data LIDs that lead to a switch.
+  PortMask lft_ports(std::uint32_t s, std::uint32_t t) const {
+    PortMask m;
+    for (const std::uint32_t l : lids_of(t)) {
+      const std::uint8_t p = entry(s, l);
+      if (g_.arc_at_port(SwitchIndex{s}, p) != kNoArc) m.set(p);
+    }
+    return m;
+  }
+  PortMask hset(std::uint32_t s, std::uint32_t t) const {
+    PortMask m = lft_ports(s, t);
+    m |= plan_.group(SwitchIndex{s}, SwitchIndex{t});
+    return m;
+  }
+
+  std::string label(std::uint32_t s) const { return topo_.switch_label(SwitchIndex{s}); }
+
+  const Topology& topo_;
+  const Routes& routes_;
+  const FailoverPlan& plan_;
+  const SwitchGraph& g_;
+  const std::uint32_t n_;
+  std::vector<std::uint32_t> lid_first_;
+  std::vector<std::uint32_t> lid_list_;
+};
+
+// Per-thread state of the single-failure walk for one destination.
+struct FailureScratch {
+  std::vector<PortMask> removed;
+  std::vector<std::uint8_t> dead;
+  std::vector<std::uint32_t> depth;
+  std::vector<std::uint32_t> touched;
+  std::vector<std::uint32_t> queue;
+  std::vector<std::uint32_t> reach;  // BFS marks without the failed link
+  std::vector<std::uint32_t> bfs;
+  std::uint32_t reach_epoch = 0;
+  void init(std::uint32_t n) {
+    if (removed.size() == n) return;
+    removed.assign(n, PortMask{});
+    dead.assign(n, 0);
+    depth.assign(n, 0);
+    reach.assign(n, 0);
+  }
+};
+
+}  // namespace
+
+Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap& lids,
+                                             const Routes& routes, const FailoverPlan& plan,
+                                             const FailoverVerifyOptions& opts, WorkerPool& pool,
+                                             std::stop_token stop) {
+  const auto t_start = Clock::now();
+  FailoverVerifyReport report;
+  auto built = SwitchGraph::build(topo, lids);
+  if (!built.ok()) return built.error();
+  const SwitchGraph& g = *built;
+  const std::uint32_t n = g.num_switches();
+  if (plan.num_switches() != n || routes.lfts.size() != n) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("failover plan for {} switches and routes for {}; the fabric has {}",
+                             plan.num_switches(), routes.lfts.size(), n)};
+  }
+  const Checker check(topo, routes, plan, g);
+
+  // (a) Groups name switch links only.
+  for (std::uint32_t s = 0; s < n; ++s) {
+    const auto groups = plan.groups(SwitchIndex{s});
+    for (std::size_t id = 1; id < groups.size(); ++id) {
+      std::optional<PortNum> bad;
+      groups[id].for_each([&](PortNum p) {
+        if (!bad && g.arc_at_port(SwitchIndex{s}, p) == kNoArc) bad = p;
+      });
+      if (bad) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("failover group {} of {} names port {}, which is not cabled to "
+                                 "another switch",
+                                 id, check.label(s), *bad)};
+      }
+    }
+  }
+
+  // (b) The dependency graph over every port of H, per destination switch.
+  const auto t_cdg = Clock::now();
+  const std::uint32_t arcs = g.num_arcs();
+  std::vector<std::uint32_t> dests;
+  for (std::uint32_t t = 0; t < n; ++t) {
+    if (check.has_data(t)) dests.push_back(t);
+  }
+  std::vector<std::vector<std::uint64_t>> deps(pool.size());
+  std::atomic<std::uint64_t> pairs{0};
+  pool.parallel_for(dests.size(), 1, [&](std::size_t b, std::size_t e, unsigned slot) {
+    std::vector<std::uint64_t>& dep = deps[slot];
+    if (dep.empty()) dep.assign(std::size_t{arcs} * kCdgDepWords, 0);
+    std::vector<PortMask> h(n);
+    std::vector<std::uint8_t> active(n);
+    std::vector<std::uint32_t> queue;
+    std::uint64_t my_pairs = 0;
+    for (std::size_t i = b; i < e && !stop.stop_requested(); ++i) {
+      const std::uint32_t t = dests[i];
+      const std::uint32_t part = g.component(SwitchIndex{t});
+      std::fill(active.begin(), active.end(), 0);
+      queue.clear();
+      for (std::uint32_t s = 0; s < n; ++s) {
+        h[s] = s == t || g.component(SwitchIndex{s}) != part ? PortMask{} : check.hset(s, t);
+        if (s != t && g.component(SwitchIndex{s}) == part && g.has_endpoints(SwitchIndex{s})) {
+          active[s] = 1;
+          queue.push_back(s);
+        }
+      }
+      for (std::size_t q = 0; q < queue.size(); ++q) {
+        const std::uint32_t s = queue[q];
+        h[s].for_each([&](PortNum p) {
+          const std::uint32_t m = g.peer_at_port(SwitchIndex{s}, p).value;
+          if (m != t && active[m] == 0) {
+            active[m] = 1;
+            queue.push_back(m);
+          }
+        });
+      }
+      my_pairs += queue.size();
+      for (const std::uint32_t s : queue) {
+        h[s].for_each([&](PortNum p) {
+          const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, p);
+          const std::uint32_t m = g.arc(a).to.value;
+          if (m == t) return;
+          const auto& w = h[m].words();
+          std::uint64_t* d = &dep[std::size_t{a} * kCdgDepWords];
+          for (std::uint32_t k = 0; k < kCdgDepWords; ++k) d[k] |= w[k];
+        });
+      }
+    }
+    pairs += my_pairs;
+  });
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "failover verification cancelled"};
+  std::vector<std::uint64_t> all(std::size_t{arcs} * kCdgDepWords, 0);
+  for (const auto& d : deps) {
+    for (std::size_t i = 0; i < d.size(); ++i) all[i] |= d[i];
+  }
+  deps.clear();
+  for (const std::uint64_t w : all)
+    report.dependencies += static_cast<std::uint64_t>(std::popcount(w));
+  report.pairs = pairs.load();
+  report.channels = arcs;
+  auto cycle = find_cdg_cycle(g, all, stop);
+  if (!cycle.ok()) return Error{Errc::kCancelled, "failover verification cancelled"};
+  if (!cycle->empty()) {
+    std::string text;
+    for (const std::uint32_t c : *cycle) {
+      text += fmt::format("{}[{}] -> ", check.label(g.arc_source(c).value), g.arc(c).local_port);
+    }
+    const std::uint32_t c0 = cycle->front();
+    text += fmt::format("{}[{}]", check.label(g.arc_source(c0).value), g.arc(c0).local_port);
+    return Error{Errc::kCdgCycle,
+                 fmt::format("fast failover groups allow a credit loop on VL 0: {}", text)};
+  }
+  report.cdg_seconds = seconds_since(t_cdg);
+  if (!opts.check_failures) {
+    report.total_seconds = seconds_since(t_start);
+    return report;
+  }
+
+  // (c) Every single switch-to-switch link failure. First, per switch, the
+  // (port, destination) pairs a dead port strands directly: an entry for the
+  // destination uses the port and the group holds no other port.
+  const auto t_fail = Clock::now();
+  std::vector<std::vector<std::uint64_t>> fragile(n);
+  pool.parallel_for(n, 8, [&](std::size_t b, std::size_t e, unsigned) {
+    std::vector<PortMask> lm(n);
+    std::vector<std::uint32_t> touched;
+    for (std::size_t si = b; si < e && !stop.stop_requested(); ++si) {
+      const auto s = static_cast<std::uint32_t>(si);
+      const Lft& lft = routes.lfts[si];
+      const auto attach = g.attachments();
+      const auto end = static_cast<std::uint32_t>(std::min<std::size_t>(attach.size(), lft.size()));
+      for (std::uint32_t l = 1; l < end; ++l) {
+        const LidAttachment& at = attach[l];
+        if (!at.routable() || at.port == 0 || at.sw.value == s) continue;
+        const std::uint8_t p = lft.get(Lid{l});
+        if (g.arc_at_port(SwitchIndex{s}, p) == kNoArc) continue;
+        if (lm[at.sw.value].none()) touched.push_back(at.sw.value);
+        lm[at.sw.value].set(p);
+      }
+      for (const std::uint32_t t : touched) {
+        const PortMask& grp = plan.group(SwitchIndex{s}, SwitchIndex{t});
+        if (grp.count() <= 1) {
+          lm[t].for_each([&](PortNum p) {
+            PortMask only;
+            only.set(p);
+            if (grp.subset_of(only)) fragile[si].push_back((std::uint64_t{p} << 32) | t);
+          });
+        }
+        lm[t] = PortMask{};
+      }
+      touched.clear();
+      std::sort(fragile[si].begin(), fragile[si].end());
+    }
+  });
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "failover verification cancelled"};
+
+  std::vector<std::uint32_t> links;
+  for (std::uint32_t a = 0; a < arcs; ++a) {
+    const SwitchArc& arc = g.arc(a);
+    if (a < g.arc_at_port(arc.to, arc.remote_port)) links.push_back(a);
+  }
+  report.links_checked = static_cast<std::uint32_t>(links.size());
+  std::vector<FailureScratch> scratch(pool.size());
+  std::atomic<std::uint32_t> links_with_gaps{0}, max_depth{0};
+  std::atomic<std::uint64_t> gap_pairs{0}, stranded{0};
+  std::mutex first_mu;
+  std::size_t first_index = SIZE_MAX;
+  pool.parallel_for(links.size(), 64, [&](std::size_t b, std::size_t e, unsigned slot) {
+    FailureScratch& sc = scratch[slot];
+    sc.init(n);
+    std::vector<std::uint64_t> seeds;  // (destination << 32) | switch
+    for (std::size_t li = b; li < e && !stop.stop_requested(); ++li) {
+      const std::uint32_t a = links[li];
+      const std::uint32_t sa = g.arc_source(a).value;
+      const PortNum pa = g.arc(a).local_port;
+      const std::uint32_t sb = g.arc(a).to.value;
+      const PortNum pb = g.arc(a).remote_port;
+      auto failed = [&](std::uint32_t s, PortNum p) {
+        return (s == sa && p == pa) || (s == sb && p == pb);
+      };
+      seeds.clear();
+      for (const auto& [s, p] : {std::pair{sa, pa}, std::pair{sb, pb}}) {
+        const auto& fr = fragile[s];
+        auto it = std::lower_bound(fr.begin(), fr.end(), std::uint64_t{p} << 32);
+        for (; it != fr.end() && (*it >> 32) == p; ++it) {
+          seeds.push_back(((*it & 0xFFFFFFFFULL) << 32) | s);
+        }
+      }
+      std::sort(seeds.begin(), seeds.end());
+      std::uint64_t my_gaps = 0;
+      std::string gap_text;
+      bool reach_ready = false;
+      for (std::size_t i = 0; i < seeds.size();) {
+        const auto t = static_cast<std::uint32_t>(seeds[i] >> 32);
+        sc.queue.clear();
+        for (; i < seeds.size() && (seeds[i] >> 32) == t; ++i) {
+          const auto s = static_cast<std::uint32_t>(seeds[i] & 0xFFFFFFFFULL);
+          if (sc.dead[s] != 0) continue;
+          sc.dead[s] = 1;
+          sc.depth[s] = 0;
+          sc.touched.push_back(s);
+          sc.queue.push_back(s);
+        }
+        auto stranded_at = [&](std::uint32_t m) {
+          auto usable = [&](PortNum p) { return !sc.removed[m].test(p) && !failed(m, p); };
+          bool any = false;
+          plan.group(SwitchIndex{m}, SwitchIndex{t}).for_each([&](PortNum p) {
+            any = any || usable(p);
+          });
+          if (any) return false;
+          for (const std::uint32_t l : check.lids_of(t)) {
+            const std::uint8_t p = check.entry(m, l);
+            if (p != 0 && p != kDropPort && !usable(p)) return true;
+          }
+          return false;
+        };
+        for (std::size_t q = 0; q < sc.queue.size(); ++q) {
+          const std::uint32_t x = sc.queue[q];
+          for (std::uint32_t c = g.first_arc(SwitchIndex{x}); c < g.first_arc(SwitchIndex{x + 1});
+               ++c) {
+            const SwitchArc& arc = g.arc(c);
+            if (failed(x, arc.local_port)) continue;  // the notification cannot cross it
+            const std::uint32_t m = arc.to.value;
+            if (m == t) continue;
+            if (!plan.notify(SwitchIndex{x}).test(arc.local_port)) {
+              if (sc.dead[m] == 0 && check.hset(m, t).test(arc.remote_port)) {
+                ++my_gaps;
+                if (gap_text.empty()) {
+                  gap_text =
+                      fmt::format("{} keeps sending traffic for {} to {}, which does not notify it",
+                                  check.label(m), check.label(t), check.label(x));
+                }
+              }
+              continue;
+            }
+            if (sc.removed[m].none() && sc.dead[m] == 0) sc.touched.push_back(m);
+            sc.removed[m].set(arc.remote_port);
+            if (sc.dead[m] != 0 || !stranded_at(m)) continue;
+            sc.dead[m] = 1;
+            sc.depth[m] = sc.depth[x] + 1;
+            sc.queue.push_back(m);
+          }
+        }
+        // Stranded CA switches still physically connected to t are gaps.
+        for (const std::uint32_t x : sc.queue) {
+          std::uint32_t d = sc.depth[x];
+          std::uint32_t cur = max_depth.load();
+          while (d > cur && !max_depth.compare_exchange_weak(cur, d)) {
+          }
+          if (!g.has_endpoints(SwitchIndex{x})) continue;
+          if (!reach_ready) {
+            // Switches connected to t without the failed link (a bridge
+            // disconnects; then the pair is not the failover's to save).
+            ++sc.reach_epoch;
+            sc.bfs.assign(1, t);
+            sc.reach[t] = sc.reach_epoch;
+            for (std::size_t k = 0; k < sc.bfs.size(); ++k) {
+              const std::uint32_t y = sc.bfs[k];
+              for (std::uint32_t c = g.first_arc(SwitchIndex{y});
+                   c < g.first_arc(SwitchIndex{y + 1}); ++c) {
+                if (failed(y, g.arc(c).local_port)) continue;
+                const std::uint32_t z = g.arc(c).to.value;
+                if (sc.reach[z] != sc.reach_epoch) {
+                  sc.reach[z] = sc.reach_epoch;
+                  sc.bfs.push_back(z);
+                }
+              }
+            }
+            reach_ready = true;
+          }
+          if (sc.reach[x] != sc.reach_epoch) continue;
+          ++my_gaps;
+          if (gap_text.empty()) {
+            gap_text = fmt::format("{} has no path left to {}", check.label(x), check.label(t));
+          }
+        }
+        stranded += sc.queue.size();
+        for (const std::uint32_t x : sc.touched) {
+          sc.removed[x] = PortMask{};
+          sc.dead[x] = 0;
+        }
+        sc.touched.clear();
+        reach_ready = false;  // the BFS is per destination t
+      }
+      if (my_gaps != 0) {
+        ++links_with_gaps;
+        gap_pairs += my_gaps;
+        std::lock_guard lock(first_mu);
+        if (li < first_index) {
+          first_index = li;
+          report.first_gap = fmt::format("link {}[{}] -- {}[{}] failing: {}", check.label(sa), pa,
+                                         check.label(sb), pb, gap_text);
+        }
+      }
+    }
+  });
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "failover verification cancelled"};
+  report.links_with_gaps = links_with_gaps.load();
+  report.gap_pairs = gap_pairs.load();
+  report.stranded_pairs = stranded.load();
+  report.max_notify_depth = max_depth.load();
+  report.failures_seconds = seconds_since(t_fail);
+  report.total_seconds = seconds_since(t_start);
+  if (opts.require_coverage && report.links_with_gaps != 0) {
+    return Error{Errc::kUnreachable,
+                 fmt::format("fast failover would leave {} single link failures to the SM "
+                             "({} pairs); first: {}",
+                             report.links_with_gaps, report.gap_pairs, report.first_gap)};
+  }
+  return report;
+}
+
+}  // namespace subnetd::routing

@@ -1,0 +1,207 @@
+// Fast failover groups (routing/failover_plan.hpp) and their verifier
+// (routing/failover_verify.hpp), issue 14 deliverable 3: on fat trees
+// (pristine and degraded), random graphs and tori the groups the SM computes
+// keep the channel dependency graph acyclic over every port of every group,
+// and on fat trees every single link failure is recovered by the switches
+// alone. A group set that allows a credit loop is refused.
+
+#include "routing/failover_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "routing/engine.hpp"
+#include "routing/failover_verify.hpp"
+#include "routing/verifier.hpp"
+#include "routing_test_support.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using testing::Fabric;
+using testing::make_fabric;
+
+Routes route(const Fabric& f, std::string_view engine, WorkerPool& pool) {
+  auto e = make_engine(engine);
+  EXPECT_TRUE(e.ok());
+  auto r = (*e)->compute(f.topo, f.lids, EngineOptions{}, pool, {});
+  EXPECT_TRUE(r.ok()) << f.spec << ": " << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return Routes{};
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  EXPECT_TRUE(v.ok()) << f.spec << ": " << (v.ok() ? "" : v.error().message);
+  return std::move(r).value();
+}
+
+// Cuts `count` switch-to-switch links chosen by `seed`.
+void degrade(Fabric& f, unsigned count, unsigned seed) {
+  std::vector<PortRef> links;
+  for (const NodeId s : f.topo.switches()) {
+    for (unsigned p = 1; p <= f.topo.node(s).num_ports; ++p) {
+      const Port& port = f.topo.port(s, static_cast<PortNum>(p));
+      if (port.connected() && f.topo.node(port.remote_node).type == NodeType::kSwitch &&
+          port.remote_node.value > s.value) {
+        links.push_back({s, static_cast<PortNum>(p)});
+      }
+    }
+  }
+  std::mt19937 rng(seed);
+  std::shuffle(links.begin(), links.end(), rng);
+  for (unsigned i = 0; i < count && i < links.size(); ++i) f.topo.disconnect(links[i]);
+}
+
+struct Case {
+  const char* spec;
+  const char* engine;
+  unsigned cut;     // switch links removed before routing (seeded)
+  bool full_cover;  // every single failure must be recovered locally
+};
+
+class FailoverPlanFabrics : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FailoverPlanFabrics, GroupsAreDeadlockFreeAndCoverSingleFailures) {
+  const Case c = GetParam();
+  WorkerPool pool(2);
+  Fabric f = make_fabric(c.spec);
+  if (c.cut != 0) degrade(f, c.cut, 7);
+  const Routes routes = route(f, c.engine, pool);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_GT(plan->stats().pairs_with_alternative, 0U) << c.spec;
+  EXPECT_EQ(plan->stats().pairs_narrowed, 0U) << c.spec;
+  FailoverVerifyOptions opts;
+  opts.require_coverage = c.full_cover;
+  auto report = verify_failover(f.topo, f.lids, routes, *plan, opts, pool);
+  ASSERT_TRUE(report.ok()) << c.spec << ": " << report.error().message;
+  EXPECT_GT(report->links_checked, 0U);
+  EXPECT_GT(report->dependencies, 0U);
+  if (c.full_cover) {
+    EXPECT_EQ(report->gap_pairs, 0U) << report->first_gap;
+    EXPECT_GT(report->stranded_pairs, 0U);  // notifications had work to do
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fabrics, FailoverPlanFabrics,
+    ::testing::Values(Case{"fat-tree:levels=2,radix=8", "ftree", 0, true},
+                      Case{"fat-tree:levels=3,k=4", "ftree", 0, true},
+                      Case{"fat-tree:levels=3,k=6,hosts_per_edge=2", "ftree", 0, true},
+                      Case{"fat-tree:levels=3,k=6,hosts_per_edge=2", "updn", 0, true},
+                      Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "ftree", 6, false},
+                      Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "updn", 6, false},
+                      Case{"random:switches=40,degree=6,hosts=2,seed=3", "updn", 0, false},
+                      Case{"torus:dims=4x4x3,hosts=1", "updn", 0, false},
+                      Case{"ring:switches=8,hosts=1", "updn", 0, false}));
+
+// Every group of every switch widened to all of its switch ports: traffic
+// may then turn down->up, and on a torus that closes a credit loop.
+TEST(FailoverVerify, GroupsThatAllowACreditLoopAreRefused) {
+  WorkerPool pool(2);
+  Fabric f = make_fabric("torus:dims=4x4,hosts=1");
+  const Routes routes = route(f, "updn", pool);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(verify_failover(f.topo, f.lids, routes, *plan, {}, pool).ok());
+  for (std::uint32_t s = 0; s < plan->num_switches(); ++s) {
+    PortMask all;
+    const NodeId node = f.topo.switch_node(SwitchIndex{s});
+    for (unsigned p = 1; p <= f.topo.node(node).num_ports; ++p) {
+      const Port& port = f.topo.port(node, static_cast<PortNum>(p));
+      if (port.connected() && f.topo.node(port.remote_node).type == NodeType::kSwitch) {
+        all.set(static_cast<PortNum>(p));
+      }
+    }
+    for (std::size_t id = 1; id < plan->groups(SwitchIndex{s}).size(); ++id) {
+      plan->mutable_group_for_test(SwitchIndex{s}, static_cast<std::uint8_t>(id)) = all;
+    }
+  }
+  auto bad = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kCdgCycle) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("credit loop"), std::string::npos);
+}
+
+TEST(FailoverVerify, AGroupNamingAPortWithoutASwitchIsRefused) {
+  WorkerPool pool(1);
+  Fabric f = make_fabric("fat-tree:levels=2,radix=4");
+  const Routes routes = route(f, "ftree", pool);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok());
+  // Leaf 0's port 1 goes to a CA.
+  const SwitchIndex leaf = f.topo.node(*f.topo.find_by_name("leaf0")).switch_index;
+  ASSERT_GT(plan->groups(leaf).size(), 1U);
+  plan->mutable_group_for_test(leaf, 1).set(1);
+  auto bad = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("port 1"), std::string::npos) << bad.error().message;
+}
+
+// Without groups (every id emptied) the same failures are left to the SM:
+// the coverage check can fail.
+TEST(FailoverVerify, WithoutAlternativesFailuresAreGapsAndCoverageIsRefused) {
+  WorkerPool pool(1);
+  Fabric f = make_fabric("fat-tree:levels=3,k=4");
+  const Routes routes = route(f, "ftree", pool);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok());
+  for (std::uint32_t s = 0; s < plan->num_switches(); ++s) {
+    for (std::size_t id = 1; id < plan->groups(SwitchIndex{s}).size(); ++id) {
+      plan->mutable_group_for_test(SwitchIndex{s}, static_cast<std::uint8_t>(id)) = PortMask{};
+    }
+  }
+  auto counted = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
+  ASSERT_TRUE(counted.ok());
+  EXPECT_EQ(counted->links_with_gaps, counted->links_checked);
+  EXPECT_FALSE(counted->first_gap.empty());
+  FailoverVerifyOptions strict;
+  strict.require_coverage = true;
+  auto refused = verify_failover(f.topo, f.lids, routes, *plan, strict, pool);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Errc::kUnreachable);
+}
+
+TEST(FailoverPlan, RoutesWithoutAnUpDownOrderHaveNoPlan) {
+  WorkerPool pool(1);
+  Fabric f = make_fabric("ring:switches=4,hosts=1");
+  auto e = make_engine("minhop");
+  ASSERT_TRUE(e.ok());
+  auto r = (*e)->compute(f.topo, f.lids, EngineOptions{}, pool, {});
+  ASSERT_TRUE(r.ok());
+  auto plan = FailoverPlan::build(f.topo, f.lids, *r, pool);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, Errc::kUnsupported);
+}
+
+// On a fat tree an edge switch's group for a remote edge switch is all its
+// up-links, an aggregation switch's for an edge switch below it the one
+// down-link, and LIDs take their switch's group.
+TEST(FailoverPlan, FatTreeGroupsAreTheLegalNextHops) {
+  WorkerPool pool(1);
+  Fabric f = make_fabric("fat-tree:levels=3,k=4");
+  const Routes routes = route(f, "ftree", pool);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok());
+  auto idx = [&](const char* name) { return testing::sw_index(f, name); };
+  const SwitchIndex e00 = idx("edge-p0-0"), e10 = idx("edge-p1-0"), a00 = idx("agg-p0-0");
+  const PortMask& up = plan->group(e00, e10);
+  EXPECT_EQ(up.count(), 2U);
+  EXPECT_TRUE(up.test(testing::port_to(f, "edge-p0-0", "agg-p0-0")));
+  EXPECT_TRUE(up.test(testing::port_to(f, "edge-p0-0", "agg-p0-1")));
+  const PortMask& down = plan->group(a00, e00);
+  EXPECT_EQ(down.count(), 1U);
+  EXPECT_TRUE(down.test(testing::port_to(f, "agg-p0-0", "edge-p0-0")));
+  EXPECT_EQ(plan->group_id(e00, e00), 0);
+  // A CA LID behind edge-p1-0 takes the group of (e00, e10).
+  for (std::uint32_t l = 1; l <= plan->max_lid().value; ++l) {
+    if (plan->home(Lid{l}) == e10) {
+      EXPECT_EQ(plan->lid_group(e00, Lid{l}), plan->group_id(e00, e10));
+      EXPECT_EQ(plan->lid_group(e10, Lid{l}), 0);
+    }
+  }
+  EXPECT_EQ(plan->notify(e00).count(), 2U);  // both up-links
+}
+
+}  // namespace
+}  // namespace subnetd::routing
