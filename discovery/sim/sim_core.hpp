@@ -129,6 +129,12 @@ class SimCore {
   // port, or with failover a live port of the LID's group; routing::kDropPort
   // when it would be dropped (unset, no live port left), 0 when `sw` owns it.
   std::uint8_t effective_port(NodeId sw, std::uint32_t lid) const;
+  // The effective forwarding state after faults, checked where it differs
+  // from the LFTs (sim_failover.cpp).
+  FailoverCheck check_failover_forwarding() const;
+  // A failed link back up and ACTIVE at once (a test/benchmark shortcut for
+  // "an SM re-activated it"); no trap.
+  void restore_link(PortRef end);
 
  private:
   // Dynamic state of one port slot. LID-related fields are meaningful on end

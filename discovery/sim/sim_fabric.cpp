@@ -393,6 +393,25 @@ Result<void> SimFabric::clear_failover_state(NodeId sw) {
   return {};
 }
 
+void SimFabric::clear_all_failover_state() {
+  std::lock_guard lock(mu_);
+  const routing::Topology& t = core_.topology();
+  for (const NodeId sw : t.switches()) core_.clear_failover_state(sw);
+}
+
+FailoverCheck SimFabric::check_failover_forwarding() const {
+  std::lock_guard lock(mu_);
+  return core_.check_failover_forwarding();
+}
+
+Result<void> SimFabric::restore_link(PortRef end) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_link_end(end));
+  core_.restore_link(end);
+  sync_event_fd();
+  return {};
+}
+
 Result<std::uint8_t> SimFabric::effective_port(NodeId sw, Lid lid) const {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_switch(sw));

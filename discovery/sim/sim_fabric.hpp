@@ -99,6 +99,19 @@ class SimFabric final : public Transport {
   Result<void> arm_failover(const routing::Topology& topo, const routing::FailoverPlan& plan);
   // Forgets what fault notifications removed (an SM that repaired the LFTs).
   Result<void> clear_failover_state(NodeId sw);
+  // The same on every switch.
+  void clear_all_failover_state();
+  // Checks the effective forwarding state where it differs from the LFTs
+  // (after link or switch failures): every switch that forwards some
+  // CA/router LID differently now is walked from, and where that walk fails
+  // the sources whose traffic reaches it are found and sorted into
+  // unreachable (a live path exists) and cut off. Every other switch
+  // forwards by its LFT, so if the LFTs delivered every pair before, a
+  // source is lost exactly when its path meets a failing changed switch.
+  FailoverCheck check_failover_forwarding() const;
+  // A failed link back up and straight to ACTIVE, with no trap, as if an SM
+  // had re-activated it (tests and benchmarks that cut and restore links).
+  Result<void> restore_link(PortRef end);
   // The port a packet for `lid` leaves `sw` by now, failover included:
   // 0 = `sw` owns the LID, routing::kDropPort = dropped there.
   Result<std::uint8_t> effective_port(NodeId sw, Lid lid) const;

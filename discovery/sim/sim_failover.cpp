@@ -16,11 +16,16 @@
 // Notifications are data-plane events between switches, not MADs: they take
 // hop_delay + notify_processing per link and do not touch any SMA.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "discovery/mad/failover.hpp"
 #include "discovery/sim/sim_core.hpp"
+#include "routing/text.hpp"
 
 namespace subnetd::discovery::sim {
 namespace {
@@ -184,6 +189,7 @@ void SimCore::on_detect(NodeId sw, PortNum p) {
   if (f == nullptr || !f->undetected.test(p)) return;  // disarmed or reset meanwhile
   f->undetected.reset(p);
   ++stats_.failover_detections;
+  stats_.failover_last_change = clock_;
   if (!powered(sw)) return;
   // Destination switches some LID of which used this port and now has no
   // way out of this switch.
@@ -238,10 +244,194 @@ void SimCore::on_notify(NodeId sw, PortNum in, std::uint32_t dest) {
   ++stats_.notifications_received;
   FailoverSim* f = failover_[topo_.node(sw).switch_index.value].get();
   if (f == nullptr || !f->tables.enabled || dest == sw.value) return;  // not armed: ignored
-  f->removed[dest].set(in);
+  PortMask& removed = f->removed[dest];
+  if (!removed.test(in)) {
+    removed.set(in);
+    stats_.failover_last_change = clock_;
+  }
   if (f->notified.contains(dest) || !stranded(sw, dest)) return;
   f->notified.insert(dest);
   send_notifications(sw, dest, in);
+}
+
+// ---------------------------------------------------------------- checks
+
+void SimCore::restore_link(PortRef end) {
+  const routing::Port& tp = topo_.port(end);
+  if (!tp.connected()) return;
+  PortSim& a = ports_[index(end)];
+  PortSim& b = ports_[index(tp.remote_node, tp.remote_port)];
+  a.failed = b.failed = false;
+  ++link_epoch_;
+  if (link_physically_up(end.node, end.port)) a.state = b.state = PortState::kActive;
+}
+
+FailoverCheck SimCore::check_failover_forwarding() const {
+  FailoverCheck out;
+  if (homes_dirty_) rebuild_homes();
+  auto is_data = [&](std::uint32_t l) {
+    const std::uint32_t h = l < home_.size() ? home_[l] : kNoHome;
+    return h != kNoHome && ports_[index(NodeId{h}, 0)].lid != l;
+  };
+  // Changed (LID, switch) pairs: the LFT port is down, or a notification
+  // named it for the LID's switch.
+  std::vector<std::uint64_t> changed;
+  for (std::uint32_t si = 0; si < topo_.num_switches(); ++si) {
+    const NodeId sw = topo_.switch_node(SwitchIndex{si});
+    if (!powered(sw)) continue;
+    const std::vector<std::uint8_t>& lft = lfts_[si];
+    const std::size_t before = changed.size();
+    PortMask dead;
+    for (unsigned p = 1; p <= topo_.node(sw).num_ports; ++p) {
+      const auto pn = static_cast<PortNum>(p);
+      if (topo_.port(sw, pn).connected() && ports_[index(sw, pn)].state != PortState::kActive) {
+        dead.set(pn);
+      }
+    }
+    const std::size_t end = std::min(lft.size(), home_.size());
+    if (!dead.none()) {
+      for (std::uint32_t l = 1; l < end; ++l) {
+        const std::uint8_t lp = lft[l];
+        if (lp != 0 && lp != routing::kDropPort && dead.test(lp) && is_data(l)) {
+          changed.push_back((std::uint64_t{l} << 32) | sw.value);
+        }
+      }
+    }
+    if (const FailoverSim* f = failover_[si].get(); f != nullptr) {
+      for (const auto& [dest, mask] : f->removed) {
+        for (const std::uint32_t l : lids_homed_at(dest)) {
+          if (l >= end || !is_data(l)) continue;
+          const std::uint8_t lp = lft[l];
+          if (lp != 0 && lp != routing::kDropPort && mask.test(lp) && !dead.test(lp)) {
+            changed.push_back((std::uint64_t{l} << 32) | sw.value);
+          }
+        }
+      }
+    }
+    if (changed.size() != before) ++out.switches_changed;
+  }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  out.changed = changed.size();
+
+  enum : std::uint8_t { kUnknown = 0, kDelivered, kDeadEnd, kLoop };
+  std::unordered_map<std::uint32_t, std::uint8_t> memo;
+  std::vector<std::uint32_t> path;
+  std::unordered_set<std::uint32_t> sources, seen;
+  std::vector<std::uint32_t> queue;
+  std::vector<std::uint8_t> reach;
+  auto describe = [&](std::uint32_t node) {
+    return printable(topo_.node(NodeId{node}).description);
+  };
+  for (std::size_t i = 0; i < changed.size();) {
+    const auto lid = static_cast<std::uint32_t>(changed[i] >> 32);
+    const std::uint32_t home = home_[lid];
+    ++out.lids;
+    memo.clear();
+    sources.clear();
+    bool reach_ready = false;
+    // Where a packet for `lid` entering switch x ends.
+    auto walk = [&](std::uint32_t x) {
+      path.clear();
+      std::uint8_t result = kLoop;
+      for (std::uint32_t hop = 0; hop <= opts_.lid_routed_hop_limit; ++hop) {
+        if (auto it = memo.find(x); it != memo.end()) {
+          result = it->second;
+          break;
+        }
+        if (std::find(path.begin(), path.end(), x) != path.end()) break;  // a loop
+        path.push_back(x);
+        const NodeId xn{x};
+        const std::uint8_t p = effective_port(xn, lid);
+        if (p == 0) {
+          result = kDelivered;
+          break;
+        }
+        if (p == routing::kDropPort || p > topo_.node(xn).num_ports ||
+            ports_[index(xn, p)].state != PortState::kActive) {
+          result = kDeadEnd;
+          break;
+        }
+        const routing::Port& tp = topo_.port(xn, p);
+        if (!is_switch(tp.remote_node)) {
+          const PortSim& ca = ports_[index(tp.remote_node, tp.remote_port)];
+          const bool owns = ca.lid != 0 && lid >= ca.lid && lid < ca.lid + (1U << ca.lmc);
+          result = owns ? kDelivered : kDeadEnd;
+          break;
+        }
+        x = tp.remote_node.value;
+      }
+      for (const std::uint32_t y : path) memo[y] = result;
+      return result;
+    };
+    for (; i < changed.size() && (changed[i] >> 32) == lid; ++i) {
+      const auto c = static_cast<std::uint32_t>(changed[i] & 0xFFFFFFFFULL);
+      const std::uint8_t r = walk(c);
+      if (r == kDelivered) {
+        ++out.delivered;
+        continue;
+      }
+      ++(r == kLoop ? out.loops : out.dead_ends);
+      if (r == kLoop && out.first_problem.empty()) {
+        out.first_problem = fmt::format("LID {:#x} circles from \"{}\"", lid, describe(c));
+      }
+      // The switches whose traffic for the LID reaches c now.
+      seen.clear();
+      queue.assign(1, c);
+      seen.insert(c);
+      for (std::size_t q = 0; q < queue.size(); ++q) {
+        const NodeId y{queue[q]};
+        bool has_source = false;
+        for (unsigned p = 1; p <= topo_.node(y).num_ports; ++p) {
+          const auto pn = static_cast<PortNum>(p);
+          const routing::Port& tp = topo_.port(y, pn);
+          if (!tp.connected() || ports_[index(y, pn)].state != PortState::kActive) continue;
+          if (!is_switch(tp.remote_node)) {
+            has_source = true;
+            continue;
+          }
+          const std::uint32_t z = tp.remote_node.value;
+          if (seen.contains(z) || effective_port(tp.remote_node, lid) != tp.remote_port) continue;
+          seen.insert(z);
+          queue.push_back(z);
+        }
+        if (has_source && y.value != home) sources.insert(y.value);
+      }
+    }
+    for (const std::uint32_t src : sources) {
+      if (!reach_ready) {
+        // Switches with a live path to the LID's switch.
+        reach.assign(topo_.num_nodes(), 0);
+        queue.assign(1, home);
+        reach[home] = 1;
+        for (std::size_t q = 0; q < queue.size(); ++q) {
+          const NodeId y{queue[q]};
+          for (unsigned p = 1; p <= topo_.node(y).num_ports; ++p) {
+            const auto pn = static_cast<PortNum>(p);
+            const routing::Port& tp = topo_.port(y, pn);
+            if (!tp.connected() || !is_switch(tp.remote_node) ||
+                ports_[index(y, pn)].state != PortState::kActive ||
+                reach[tp.remote_node.value] != 0) {
+              continue;
+            }
+            reach[tp.remote_node.value] = 1;
+            queue.push_back(tp.remote_node.value);
+          }
+        }
+        reach_ready = true;
+      }
+      if (reach[src] == 0) {
+        ++out.cut_off_sources;
+        continue;
+      }
+      ++out.unreachable_sources;
+      if (out.first_problem.empty()) {
+        out.first_problem = fmt::format("\"{}\" cannot reach LID {:#x} behind \"{}\"",
+                                        describe(src), lid, describe(home));
+      }
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- the SMA

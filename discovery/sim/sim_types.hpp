@@ -138,6 +138,24 @@ enum class DropReason : std::uint8_t {
 inline constexpr std::size_t kNumDropReasons = static_cast<std::size_t>(DropReason::kCount);
 const char* drop_reason_name(DropReason r);
 
+// What check_failover_forwarding() found. Units are (switch, LID) pairs:
+// a switch whose forwarding of a LID differs from its LFT now (its LFT port
+// is down or was named in a notification) is "changed".
+struct FailoverCheck {
+  std::uint64_t lids = 0;     // CA/router LIDs some switch forwards differently now
+  std::uint64_t changed = 0;  // changed (switch, LID) pairs
+  std::uint32_t switches_changed = 0;
+  std::uint64_t delivered = 0;  // changed pairs from which the LID is delivered
+  std::uint64_t dead_ends = 0;  // changed pairs from which it is dropped
+  std::uint64_t loops = 0;      // changed pairs from which it circles
+  // Source switches (with live CA/router ports) whose traffic to the LID now
+  // reaches a dead end or a loop although a live path to the LID exists, and
+  // those with no live path at all (cut off: not the failover's to save).
+  std::uint64_t unreachable_sources = 0;
+  std::uint64_t cut_off_sources = 0;
+  std::string first_problem;  // the first unreachable source or loop, described
+};
+
 struct SimStats {
   std::array<std::uint64_t, kNumDropReasons> drops{};
   std::uint64_t sent_by_sm = 0;       // MADs handed to send()
@@ -154,6 +172,9 @@ struct SimStats {
   std::uint64_t failover_forwards = 0;
   std::uint64_t notifications_sent = 0;
   std::uint64_t notifications_received = 0;
+  // Transport time of the latest detection or notification that changed
+  // some switch's forwarding (data-plane recovery ends there).
+  std::chrono::nanoseconds failover_last_change{0};
 
   std::uint64_t drops_of(DropReason r) const { return drops[static_cast<std::size_t>(r)]; }
   std::uint64_t drops_total() const {

@@ -300,6 +300,12 @@ TEST(SimFailover, PlannedGroupsRecoverExactlyWhatTheVerifierPromises) {
       const Check after = check_pairs(f);
       EXPECT_EQ(after.loops, 0) << c.spec;
       if (after.lost != 0) ++sim_links_losing;
+      // The simulator's own check, which walks only from switches whose
+      // forwarding changed, agrees with walking every pair.
+      const FailoverCheck fc = f.sim->check_failover_forwarding();
+      EXPECT_EQ(fc.loops, 0U);
+      EXPECT_GT(fc.changed, 0U);
+      EXPECT_EQ(fc.unreachable_sources != 0, after.lost != 0) << c.spec << ": " << fc.first_problem;
     }
     EXPECT_EQ(sim_links_losing, report->links_with_gaps) << c.spec << ": " << report->first_gap;
     if (std::string_view(c.engine) == "ftree") {
@@ -318,7 +324,9 @@ TEST(SimFailover, WithoutFailoverTheSameCutsLosePairs) {
     ASSERT_NE(f.sim, nullptr);
     ASSERT_TRUE(f.sim->link_down(l).ok());
     f.sim->run_for(kSettle);
-    lost += check_pairs(f).lost;
+    const int lost_here = check_pairs(f).lost;
+    lost += lost_here;
+    EXPECT_EQ(f.sim->check_failover_forwarding().unreachable_sources != 0, lost_here != 0);
   }
   EXPECT_GT(lost, 0);
 }
