@@ -148,6 +148,8 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("routing.engine", routing.engine, kApplies),
     SUBNETD_KEY("routing.root_guids", routing.root_guids, kApplies),
     SUBNETD_KEY("routing.threads", routing.threads, always<&kPoolAtStart>),
+    SUBNETD_KEY("routing.fast_failover", routing.fast_failover, kApplies),
+    SUBNETD_KEY("routing.failover_require_coverage", routing.failover_require_coverage, kApplies),
     SUBNETD_KEY("sweep.interval", sweep.interval, kApplies),
     SUBNETD_KEY("sweep.smp_window", sweep.smp_window, kApplies),
     SUBNETD_KEY("sweep.timeout", sweep.timeout, umad_longer_timeout),
@@ -181,7 +183,10 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
     }
   }
   plan.reroute = !(running.routing.engine == next.routing.engine) ||
-                 running.routing.root_guids != next.routing.root_guids;
+                 running.routing.root_guids != next.routing.root_guids ||
+                 running.routing.fast_failover != next.routing.fast_failover ||
+                 running.routing.failover_require_coverage !=
+                     next.routing.failover_require_coverage;
   return plan;
 }
 
@@ -358,6 +363,16 @@ class Parser {
       return std::nullopt;
     }
     return v;
+  }
+
+  // YAML 1.2 core booleans only: a typo ("ture", "yes") is an error, not false.
+  std::optional<bool> boolean(const YAML::Node& n, const std::string& path) {
+    auto s = scalar(n, path, "true or false");
+    if (!s) return std::nullopt;
+    if (*s == "true" || *s == "True" || *s == "TRUE") return true;
+    if (*s == "false" || *s == "False" || *s == "FALSE") return false;
+    fail(n.Mark(), path, fmt::format("expected true or false, got \"{}\"", printable(*s)));
+    return std::nullopt;
   }
 
   template <class E>
@@ -577,6 +592,14 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
       {"threads",
        [&](const YAML::Node& n, const std::string& path) {
          if (auto v = p.integer(n, path, 0, 1024)) cfg.routing.threads = static_cast<unsigned>(*v);
+       }},
+      {"fast_failover",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.boolean(n, path)) cfg.routing.fast_failover = *v;
+       }},
+      {"failover_require_coverage",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.boolean(n, path)) cfg.routing.failover_require_coverage = *v;
        }},
   };
   const K sweep_keys[] = {

@@ -73,6 +73,15 @@ struct RoutingConfig {
   std::vector<Guid> root_guids;
   // Routing worker threads; 0 = one per hardware thread.
   unsigned threads = 0;
+  // Arm switch-local fast failover (issue 14) on the switches that have it,
+  // with groups the failover verifier proved deadlock-free; the SM's repair
+  // path runs either way.
+  bool fast_failover = true;
+  // Refuse to arm groups that leave some single link failure to the SM
+  // (pairs with no alternative before it acts); otherwise such failures are
+  // logged and counted, and the groups armed (they never make a failure
+  // worse than no groups).
+  bool failover_require_coverage = false;
   bool operator==(const RoutingConfig&) const = default;
 };
 

@@ -185,6 +185,7 @@ void SubnetManager::detect_reboots(const discovery::SweepResult& sweep,
     const bool lid_reset = had.valid() && has != had;
     const bool top_reset = top != discovery::SweepResult::kUnknownTop && top < want_top;
     if (!lid_reset && !top_reset) continue;
+    armer_.forget(guid);  // its failover tables are gone with its LFT
     if (held_unknown_.insert(guid).second) {
       const std::string msg = fmt::format(
           "switch {} lost its tables (port-0 LID {:#x}, was {:#x}; LinearFDBTop {}, want {}): "
@@ -415,6 +416,11 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
                  fmt::format("heavy sweep ({}): {}", reason, summary));
   publish(state::SmState::kMaster, {});
   schedule_light_sweep();
+
+  // 6. Switch-local fast failover for the tables now in place (and, after
+  // repairs, stage 2's clean-up: groups re-armed, notifications cleared).
+  co_await arm_fast_failover(r);
+  if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
   co_return state::SweepReply{true, generation_, summary, {}};
 }
 

@@ -60,6 +60,8 @@
 #include "daemon/compute.hpp"
 #include "daemon/config.hpp"
 #include "daemon/fast_path.hpp"
+#include "discovery/failover_armer.hpp"
+#include "routing/failover_plan.hpp"
 #include "daemon/signal.hpp"
 #include "daemon/store.hpp"
 #include "daemon/transport_factory.hpp"
@@ -203,6 +205,11 @@ class SubnetManager final : public state::SmControl {
   awaitable<void> build_new_fast_path(std::shared_ptr<SweepInProgress> ctx,
                                       std::shared_ptr<BringUpResult> result);
   awaitable<void> persist_lids(const routing::LidAssignment& lids);
+  // ---- sm_failover.cpp
+  // Computes and verifies the failover plan for the published tables, arms
+  // it on the switches that have the feature (only what differs), and after
+  // repairs clears the notification state the failures left.
+  awaitable<void> arm_fast_failover(std::shared_ptr<const BringUpResult> r);
   void detect_reboots(const discovery::SweepResult& sweep, const routing::Routes* expected);
   awaitable<state::LightSweepReport> light_sweep();
   void schedule_light_sweep();
@@ -261,6 +268,13 @@ class SubnetManager final : public state::SmControl {
   std::chrono::nanoseconds last_reroute_{};
   // Switches whose tables are unknown (see the top).
   std::set<Guid> held_unknown_;
+  // Fast failover: what each switch can do and holds; the plan armed; the
+  // repairs counted when it was armed (a repair since leaves notification
+  // state on the switches); a line for the log and status.
+  discovery::FailoverArmer armer_;
+  std::shared_ptr<const routing::FailoverPlan> failover_plan_;
+  std::uint64_t reroutes_at_arm_ = 0;
+  std::string failover_summary_;
 
   // Heavy sweeps.
   Timer heavy_timer_;
