@@ -187,6 +187,8 @@ std::string_view event_kind_word(v1::EventKind k) {
       return "switch_up";
     case v1::EVENT_KIND_SM_STATE:
       return "sm_state";
+    case v1::EVENT_KIND_FAILOVER:
+      return "failover";
     default:
       return "?";
   }

@@ -266,6 +266,8 @@ v1::EventKind to_proto(state::EventKind k) {
       return v1::EVENT_KIND_SWITCH_UP;
     case K::kSmState:
       return v1::EVENT_KIND_SM_STATE;
+    case K::kFailover:
+      return v1::EVENT_KIND_FAILOVER;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
@@ -295,6 +297,8 @@ std::optional<state::EventKind> from_proto(v1::EventKind k) {
       return K::kSwitchUp;
     case v1::EVENT_KIND_SM_STATE:
       return K::kSmState;
+    case v1::EVENT_KIND_FAILOVER:
+      return K::kFailover;
     default:
       return std::nullopt;
   }

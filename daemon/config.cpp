@@ -182,11 +182,11 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       plan.applied.emplace_back(rule.key);
     }
   }
-  plan.reroute = !(running.routing.engine == next.routing.engine) ||
-                 running.routing.root_guids != next.routing.root_guids ||
-                 running.routing.fast_failover != next.routing.fast_failover ||
-                 running.routing.failover_require_coverage !=
-                     next.routing.failover_require_coverage;
+  plan.reroute =
+      !(running.routing.engine == next.routing.engine) ||
+      running.routing.root_guids != next.routing.root_guids ||
+      running.routing.fast_failover != next.routing.fast_failover ||
+      running.routing.failover_require_coverage != next.routing.failover_require_coverage;
   return plan;
 }
 

@@ -82,7 +82,7 @@ asio::awaitable<void> SubnetManager::arm_fast_failover(std::shared_ptr<const Bri
     if (planned.error().code == Errc::kCancelled) co_return;
     failover_summary_ = "not armed: " + planned.error().message;
     spdlog::warn("fast failover: groups refused, not armed: {}", planned.error().message);
-    events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
+    events_.append(state::EventKind::kFailover, std::nullopt, std::nullopt,
                    "fast failover not armed: " + planned.error().message);
     co_return;
   }
@@ -115,23 +115,23 @@ asio::awaitable<void> SubnetManager::arm_fast_failover(std::shared_ptr<const Bri
       a.lid_blocks_sent, a.blocks_unchanged, plan_ms, vr.links_checked - vr.links_with_gaps,
       vr.links_checked);
   spdlog::info("fast failover: {}", failover_summary_);
-  events_.append(state::EventKind::kSweep, std::nullopt, std::nullopt,
+  events_.append(state::EventKind::kFailover, std::nullopt, std::nullopt,
                  "fast failover " + failover_summary_);
 
-  // Stage 2's clean-up: the repairs since the last arming left notification
-  // state on the switches; the groups just armed are for the repaired
-  // tables, so it goes.
-  if (reroutes_ != reroutes_at_arm_ && a.armed != 0) {
-    auto cleared =
-        co_await armer_.clear_notifications(engine_, r->sweep, opts.program.pipeline);
+  // Stage 2's clean-up: failures since the last arming (repaired by the
+  // fast path, or links that went down and came back, switches that
+  // rebooted) may have left notification state on the switches, and a
+  // removed port stays removed until it is cleared: the groups just armed
+  // are for the tables in place, so it all goes. One SMP per armed switch.
+  if (a.armed != 0) {
+    auto cleared = co_await armer_.clear_notifications(engine_, r->sweep, opts.program.pipeline);
     if (gone()) co_return;
-    if (cleared.ok()) {
-      spdlog::info("fast failover: notification state cleared on {} switches", cleared->armed);
-    } else {
+    if (!cleared.ok()) {
       spdlog::warn("fast failover: clearing notifications: {}", cleared.error().message);
+    } else if (!cleared->failures.empty()) {
+      spdlog::warn("fast failover: clearing notifications: {}", cleared->failures.front());
     }
   }
-  reroutes_at_arm_ = reroutes_;
 }
 
 }  // namespace subnetd::daemon

@@ -60,12 +60,12 @@
 #include "daemon/compute.hpp"
 #include "daemon/config.hpp"
 #include "daemon/fast_path.hpp"
-#include "discovery/failover_armer.hpp"
-#include "routing/failover_plan.hpp"
 #include "daemon/signal.hpp"
 #include "daemon/store.hpp"
 #include "daemon/transport_factory.hpp"
+#include "discovery/failover_armer.hpp"
 #include "discovery/mad_engine.hpp"
+#include "routing/failover_plan.hpp"
 #include "routing/worker_pool.hpp"
 #include "state/control.hpp"
 #include "state/event_log.hpp"
@@ -268,12 +268,10 @@ class SubnetManager final : public state::SmControl {
   std::chrono::nanoseconds last_reroute_{};
   // Switches whose tables are unknown (see the top).
   std::set<Guid> held_unknown_;
-  // Fast failover: what each switch can do and holds; the plan armed; the
-  // repairs counted when it was armed (a repair since leaves notification
-  // state on the switches); a line for the log and status.
+  // Fast failover: what each switch can do and holds; the plan armed; a
+  // line for the log.
   discovery::FailoverArmer armer_;
   std::shared_ptr<const routing::FailoverPlan> failover_plan_;
-  std::uint64_t reroutes_at_arm_ = 0;
   std::string failover_summary_;
 
   // Heavy sweeps.

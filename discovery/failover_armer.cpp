@@ -37,7 +37,9 @@ std::uint8_t lid_group_at(const FailoverPlan* plan, SwitchIndex s, std::uint32_t
   return plan->lid_group(s, Lid{lid});
 }
 
-std::string name_of(const routing::Topology& t, NodeId n) { return t.label(n); }
+std::string name_of(const routing::Topology& t, NodeId n) {
+  return t.label(n);
+}
 
 // What a pass's callbacks share (a pointer to it keeps each callback within
 // std::function's inline storage).
@@ -48,9 +50,8 @@ struct PassState {
   void fail(SwitchIndex s, std::string_view what, const Error& e) {
     failed[s.value] = 1;
     if (report->failures.size() < 64) {
-      report->failures.push_back(fmt::format("{}: {}: {}",
-                                             name_of(*topo, topo->switch_node(s)), what,
-                                             e.message));
+      report->failures.push_back(
+          fmt::format("{}: {}: {}", name_of(*topo, topo->switch_node(s)), what, e.message));
     }
   }
 };
@@ -220,8 +221,8 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::arm(MadEngine& engine, const S
     if (needs_info[si] == 0 || ps.failed[si] != 0) continue;
     const SwitchIndex s{si};
     const NodeId n = t.switch_node(s);
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kFailoverInfo, 0,
-                                    sweep.paths.path(n), 0);
+    mad::Smp smp =
+        mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kFailoverInfo, 0, sweep.paths.path(n), 0);
     mad::FailoverInfo info;
     info.enabled = true;
     info.group_top = static_cast<std::uint16_t>(plan->groups(s).size() - 1);
@@ -255,9 +256,8 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::arm(MadEngine& engine, const S
 Result<ArmReport> FailoverArmer::arm_blocking(Transport& transport, const SweepResult& sweep,
                                               std::shared_ptr<const FailoverPlan> plan,
                                               FlowOptions pipeline) {
-  return run_blocking<Result<ArmReport>>(transport, [&](MadEngine& engine) {
-    return arm(engine, sweep, plan, pipeline);
-  });
+  return run_blocking<Result<ArmReport>>(
+      transport, [&](MadEngine& engine) { return arm(engine, sweep, plan, pipeline); });
 }
 
 asio::awaitable<Result<ArmReport>> FailoverArmer::clear_notifications(MadEngine& engine,

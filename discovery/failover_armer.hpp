@@ -41,13 +41,13 @@
 namespace subnetd::discovery {
 
 struct ArmReport {
-  std::uint32_t switches = 0;     // switches of the sweep
-  std::uint32_t foreign = 0;      // another vendor's: never asked
-  std::uint32_t capable = 0;      // have the feature
-  std::uint32_t not_capable = 0;  // answered without it
-  std::uint32_t silent = 0;       // never answered (this call or before)
-  std::uint32_t newly_silent = 0; // of which: timed out in this call
-  std::uint32_t armed = 0;        // capable switches that hold the plan now
+  std::uint32_t switches = 0;      // switches of the sweep
+  std::uint32_t foreign = 0;       // another vendor's: never asked
+  std::uint32_t capable = 0;       // have the feature
+  std::uint32_t not_capable = 0;   // answered without it
+  std::uint32_t silent = 0;        // never answered (this call or before)
+  std::uint32_t newly_silent = 0;  // of which: timed out in this call
+  std::uint32_t armed = 0;         // capable switches that hold the plan now
   std::uint64_t info_gets = 0;
   std::uint64_t info_sets = 0;
   std::uint64_t group_blocks_sent = 0;

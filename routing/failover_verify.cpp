@@ -298,11 +298,10 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
         }
         auto stranded_at = [&](std::uint32_t m) {
           auto usable = [&](PortNum p) { return !sc.removed[m].test(p) && !failed(m, p); };
-          bool any = false;
-          plan.group(SwitchIndex{m}, SwitchIndex{t}).for_each([&](PortNum p) {
-            any = any || usable(p);
-          });
-          if (any) return false;
+          PortMask left = plan.group(SwitchIndex{m}, SwitchIndex{t}).minus(sc.removed[m]);
+          if (m == sa) left.reset(pa);
+          if (m == sb) left.reset(pb);
+          if (!left.none()) return false;
           for (const std::uint32_t l : check.lids_of(t)) {
             const std::uint8_t p = check.entry(m, l);
             if (p != 0 && p != kDropPort && !usable(p)) return true;

@@ -17,6 +17,7 @@ constexpr std::pair<EventKind, std::string_view> kEventKinds[] = {
     {EventKind::kSwitchDown, "switch_down"},
     {EventKind::kSwitchUp, "switch_up"},
     {EventKind::kSmState, "sm_state"},
+    {EventKind::kFailover, "failover"},
 };
 
 }  // namespace

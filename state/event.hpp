@@ -27,6 +27,7 @@ enum class EventKind : std::uint8_t {
   kSwitchDown,
   kSwitchUp,
   kSmState,
+  kFailover,  // fast failover armed (or refused), with what the verifier found
 };
 
 std::string_view to_string(EventKind k);

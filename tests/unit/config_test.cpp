@@ -66,6 +66,8 @@ routing:
   engine: ftree
   root_guids: [0x10, "0x0002C90000000020", 48]
   threads: 3
+  fast_failover: false
+  failover_require_coverage: true
 sweep:
   interval: 1.5s
   smp_window: 4096
@@ -98,6 +100,8 @@ log:
   EXPECT_EQ(c.routing.root_guids[1].value, 0x0002c90000000020u);
   EXPECT_EQ(c.routing.root_guids[2].value, 48u);
   EXPECT_EQ(c.routing.threads, 3u);
+  EXPECT_FALSE(c.routing.fast_failover);
+  EXPECT_TRUE(c.routing.failover_require_coverage);
   EXPECT_EQ(c.sweep.interval, milliseconds{1500});
   EXPECT_EQ(c.sweep.smp_window, 4096u);
   EXPECT_EQ(c.sweep.timeout, milliseconds{250});
@@ -153,7 +157,9 @@ TEST(ConfigErrors, UnknownTopLevelKey) {
 
 TEST(ConfigErrors, UnknownNestedKey) {
   expect_error(std::string(kSim) + "routing:\n  engine: updn\n  enigne: ftree\n", "5:3",
-               "routing.enigne", "unknown key (expected one of: engine, root_guids, threads)");
+               "routing.enigne",
+               "unknown key (expected one of: engine, root_guids, threads, fast_failover, "
+               "failover_require_coverage)");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -182,6 +188,11 @@ TEST(ConfigErrors, WrongTypes) {
   expect_error(std::string(kSim) + "store:\n  path: {a: 1}\n", "4:9", "store.path",
                "expected a path, got a mapping");
   expect_error("- fabric\n- log\n", "1:1", "(top level)", "expected a mapping, got a list");
+  // Booleans are true or false: "yes" and typos are errors, not false.
+  expect_error(std::string(kSim) + "routing:\n  fast_failover: yes\n", "4:18",
+               "routing.fast_failover", "expected true or false, got \"yes\"");
+  expect_error(std::string(kSim) + "routing:\n  failover_require_coverage: [true]\n", "4:30",
+               "routing.failover_require_coverage", "expected true or false, got a list");
 }
 
 TEST(ConfigErrors, OutOfRangeNumbers) {

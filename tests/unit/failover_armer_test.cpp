@@ -6,6 +6,8 @@
 // most one request each per daemon run and keep working through the SM's
 // repairs alone.
 
+#include "discovery/failover_armer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -13,7 +15,6 @@
 
 #include "daemon/bringup.hpp"
 #include "daemon/transport_factory.hpp"
-#include "discovery/failover_armer.hpp"
 #include "discovery/mad/failover.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "routing/engine.hpp"
@@ -49,12 +50,11 @@ Rig bring_up(const std::string& spec, SimOptions so = {}) {
   EXPECT_TRUE(up.ok()) << (up.ok() ? "" : up.error().message);
   if (!up.ok()) return r;
   r.up = std::move(up).value();
-  auto plan =
-      FailoverPlan::build(r.up.sweep.topology, r.up.lids.map, *r.up.routes, pool, {});
+  auto plan = FailoverPlan::build(r.up.sweep.topology, r.up.lids.map, *r.up.routes, pool, {});
   EXPECT_TRUE(plan.ok());
   if (!plan.ok()) return r;
-  auto verdict = routing::verify_failover(r.up.sweep.topology, r.up.lids.map, *r.up.routes,
-                                          *plan, {}, pool);
+  auto verdict =
+      routing::verify_failover(r.up.sweep.topology, r.up.lids.map, *r.up.routes, *plan, {}, pool);
   EXPECT_TRUE(verdict.ok());
   r.plan = std::make_shared<const FailoverPlan>(std::move(plan).value());
   return r;
@@ -110,9 +110,8 @@ TEST(FailoverArmer, ArmedBySmpEverySingleFailureIsRecoveredByTheSwitches) {
     EXPECT_EQ(fc.loops, 0U);
     ASSERT_TRUE(r.sim->restore_link(l).ok());
     // Stage 2's clean-up: every armed switch forgets its notifications.
-    auto cleared = run_blocking<Result<ArmReport>>(*r.sim, [&](MadEngine& e) {
-      return armer.clear_notifications(e, r.up.sweep, quick());
-    });
+    auto cleared = run_blocking<Result<ArmReport>>(
+        *r.sim, [&](MadEngine& e) { return armer.clear_notifications(e, r.up.sweep, quick()); });
     ASSERT_TRUE(cleared.ok());
     EXPECT_EQ(cleared->notify_sets, switches);
     EXPECT_EQ(r.sim->check_failover_forwarding().changed, 0U);
@@ -144,9 +143,8 @@ TEST(FailoverArmer, ArmingAgainSendsOnlyWhatDiffers) {
   ASSERT_TRUE(routes.ok());
   auto plan2 = FailoverPlan::build(cut, r.up.lids.map, *routes, pool, {});
   ASSERT_TRUE(plan2.ok());
-  auto changed = armer.arm_blocking(*r.sim, r.up.sweep,
-                                    std::make_shared<const FailoverPlan>(std::move(plan2).value()),
-                                    quick());
+  auto changed = armer.arm_blocking(
+      *r.sim, r.up.sweep, std::make_shared<const FailoverPlan>(std::move(plan2).value()), quick());
   ASSERT_TRUE(changed.ok());
   EXPECT_GT(changed->group_blocks_sent + changed->lid_blocks_sent, 0U);
   EXPECT_LT(changed->lid_blocks_sent, first->lid_blocks_sent);

@@ -1,0 +1,102 @@
+// The SubnetManager and switch-local fast failover (issue 14): after its
+// heavy sweep the SM has armed proven groups on every simulated switch by
+// SMP, so a cable cut is routed around by the switches alone (checked with
+// the SM stopped: nothing but the switches acts); with fast_failover off
+// the same cut strands pairs until the SM repairs. With the SM running, the
+// fast path repairs the tables (stage 2) and the re-balancing sweep re-arms
+// and clears what the notifications left.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "daemon_test_support.hpp"
+
+namespace subnetd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kFabric = "fat-tree:levels=3,k=4";
+
+std::vector<PortRef> switch_links(const routing::Topology& t) {
+  std::vector<PortRef> out;
+  for (const NodeId n : t.switches()) {
+    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
+      const routing::Port& tp = t.port(n, static_cast<PortNum>(p));
+      if (tp.connected() && t.node(tp.remote_node).type == routing::NodeType::kSwitch &&
+          tp.remote_node.value > n.value) {
+        out.push_back({n, static_cast<PortNum>(p)});
+      }
+    }
+  }
+  return out;
+}
+
+bool event_says(testing::SimSm& h, std::string_view text) {
+  for (const state::Event& e :
+       h.events.recent_since(0, 100000).value_or(std::vector<state::Event>{})) {
+    if (e.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(FailoverDaemon, TheSmArmsEverySwitchAndTheSwitchesRecoverAlone) {
+  testing::SimSm h(kFabric, [](Config& cfg) { cfg.routing.engine = EngineKind::kFtree; });
+  h.start();
+  ASSERT_TRUE(h.settle());
+  EXPECT_TRUE(event_says(h, "fast failover armed on 20 of 20 switches")) << "no arming event";
+  EXPECT_TRUE(event_says(h, "32 of 32 single link failures recovered by the switches alone"));
+  h.stop();  // from here on only the switches act
+  for (const PortRef& l : switch_links(h.sim->topology())) {
+    ASSERT_TRUE(h.sim->link_down(l).ok());
+    h.sim->run_for(50us);
+    const auto fc = h.sim->check_failover_forwarding();
+    EXPECT_GT(fc.changed, 0U);
+    EXPECT_EQ(fc.unreachable_sources, 0U) << fc.first_problem;
+    EXPECT_EQ(fc.loops, 0U);
+    ASSERT_TRUE(h.sim->restore_link(l).ok());
+    h.sim->clear_all_failover_state();
+  }
+}
+
+TEST(FailoverDaemon, TurnedOffNothingIsArmedAndACutStrandsPairs) {
+  testing::SimSm h(kFabric, [](Config& cfg) {
+    cfg.routing.engine = EngineKind::kFtree;
+    cfg.routing.fast_failover = false;
+  });
+  h.start();
+  ASSERT_TRUE(h.settle());
+  EXPECT_FALSE(event_says(h, "fast failover armed"));
+  h.stop();
+  std::uint64_t unreachable = 0;
+  for (const PortRef& l : switch_links(h.sim->topology())) {
+    ASSERT_TRUE(h.sim->link_down(l).ok());
+    h.sim->run_for(50us);
+    unreachable += h.sim->check_failover_forwarding().unreachable_sources;
+    ASSERT_TRUE(h.sim->restore_link(l).ok());
+  }
+  EXPECT_GT(unreachable, 0U);
+}
+
+// Stage 2: the fast path rewrites the tables around the cut, the
+// re-balancing sweep re-arms the groups for them and clears the switches'
+// notification state, after which no switch forwards differently from its
+// LFT: the tables alone avoid the dead link.
+TEST(FailoverDaemon, StageTwoRepairsReArmsAndClearsTheNotifications) {
+  testing::SimSm h(kFabric, [](Config& cfg) { cfg.routing.engine = EngineKind::kFtree; });
+  h.start();
+  ASSERT_TRUE(h.settle());
+  const PortRef cut{*h.sim->topology().find_by_name("agg-p0-0"), h.port_to("agg-p0-0", "core-0")};
+  ASSERT_TRUE(h.sim->link_down(cut).ok());
+  ASSERT_TRUE(h.settle());  // trap, fast path, re-balancing sweep
+  EXPECT_GE(h.events_of(state::EventKind::kReroute), 1U);
+  const auto fc = h.sim->check_failover_forwarding();
+  EXPECT_EQ(fc.changed, 0U) << fc.switches_changed << " switches still forward around the cut";
+  EXPECT_EQ(fc.unreachable_sources, 0U);
+  auto v = h.verify(true);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
+
+}  // namespace
+}  // namespace subnetd::daemon
