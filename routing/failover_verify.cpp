@@ -288,60 +288,55 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
       for (std::size_t i = 0; i < seeds.size();) {
         const auto t = static_cast<std::uint32_t>(seeds[i] >> 32);
         sc.queue.clear();
+        // What a switch does for t now: forwards, is stranded and notifies
+        // (it has a group for t), or drops t silently (no group: not under
+        // failover, so nobody is told).
+        enum : std::uint8_t { kAlive = 0, kNotifies = 1, kSilent = 2 };
+        auto fate = [&](std::uint32_t m) -> std::uint8_t {
+          auto usable = [&](PortNum p) { return !sc.removed[m].test(p) && !failed(m, p); };
+          const PortMask& grp = plan.group(SwitchIndex{m}, SwitchIndex{t});
+          PortMask left = grp.minus(sc.removed[m]);
+          if (m == sa) left.reset(pa);
+          if (m == sb) left.reset(pb);
+          if (!left.none()) return kAlive;
+          for (const std::uint32_t l : check.lids_of(t)) {
+            const std::uint8_t p = check.entry(m, l);
+            if (p != 0 && p != kDropPort && !usable(p)) return grp.none() ? kSilent : kNotifies;
+          }
+          return kAlive;
+        };
         for (; i < seeds.size() && (seeds[i] >> 32) == t; ++i) {
           const auto s = static_cast<std::uint32_t>(seeds[i] & 0xFFFFFFFFULL);
           if (sc.dead[s] != 0) continue;
-          sc.dead[s] = 1;
+          sc.dead[s] = fate(s);
+          if (sc.dead[s] == kAlive) continue;
           sc.depth[s] = 0;
           sc.touched.push_back(s);
           sc.queue.push_back(s);
         }
-        auto stranded_at = [&](std::uint32_t m) {
-          auto usable = [&](PortNum p) { return !sc.removed[m].test(p) && !failed(m, p); };
-          PortMask left = plan.group(SwitchIndex{m}, SwitchIndex{t}).minus(sc.removed[m]);
-          if (m == sa) left.reset(pa);
-          if (m == sb) left.reset(pb);
-          if (!left.none()) return false;
-          for (const std::uint32_t l : check.lids_of(t)) {
-            const std::uint8_t p = check.entry(m, l);
-            if (p != 0 && p != kDropPort && !usable(p)) return true;
-          }
-          return false;
-        };
         for (std::size_t q = 0; q < sc.queue.size(); ++q) {
           const std::uint32_t x = sc.queue[q];
+          if (sc.dead[x] != kNotifies) continue;
           for (std::uint32_t c = g.first_arc(SwitchIndex{x}); c < g.first_arc(SwitchIndex{x + 1});
                ++c) {
             const SwitchArc& arc = g.arc(c);
             if (failed(x, arc.local_port)) continue;  // the notification cannot cross it
             const std::uint32_t m = arc.to.value;
-            if (m == t) continue;
-            if (!plan.notify(SwitchIndex{x}).test(arc.local_port)) {
-              if (sc.dead[m] == 0 && check.hset(m, t).test(arc.remote_port)) {
-                ++my_gaps;
-                if (gap_text.empty()) {
-                  gap_text =
-                      fmt::format("{} keeps sending traffic for {} to {}, which does not notify it",
-                                  check.label(m), check.label(t), check.label(x));
-                }
-              }
-              continue;
-            }
+            if (m == t || !plan.notify(SwitchIndex{x}).test(arc.local_port)) continue;
             if (sc.removed[m].none() && sc.dead[m] == 0) sc.touched.push_back(m);
             sc.removed[m].set(arc.remote_port);
-            if (sc.dead[m] != 0 || !stranded_at(m)) continue;
-            sc.dead[m] = 1;
+            if (sc.dead[m] != 0) continue;
+            sc.dead[m] = fate(m);
+            if (sc.dead[m] == kAlive) continue;
             sc.depth[m] = sc.depth[x] + 1;
             sc.queue.push_back(m);
           }
         }
-        // Stranded CA switches still physically connected to t are gaps.
-        for (const std::uint32_t x : sc.queue) {
-          std::uint32_t d = sc.depth[x];
-          std::uint32_t cur = max_depth.load();
-          while (d > cur && !max_depth.compare_exchange_weak(cur, d)) {
-          }
-          if (!g.has_endpoints(SwitchIndex{x})) continue;
+        // Switches still physically connected to t whose traffic for t is
+        // lost are gaps: a stranded or silent switch with CAs, and a live
+        // switch that still sends t into one (not notified: no notify port
+        // towards it, or a silent one never notifies).
+        auto connected = [&](std::uint32_t y) {
           if (!reach_ready) {
             // Switches connected to t without the failed link (a bridge
             // disconnects; then the pair is not the failover's to save).
@@ -349,10 +344,10 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
             sc.bfs.assign(1, t);
             sc.reach[t] = sc.reach_epoch;
             for (std::size_t k = 0; k < sc.bfs.size(); ++k) {
-              const std::uint32_t y = sc.bfs[k];
-              for (std::uint32_t c = g.first_arc(SwitchIndex{y});
-                   c < g.first_arc(SwitchIndex{y + 1}); ++c) {
-                if (failed(y, g.arc(c).local_port)) continue;
+              const std::uint32_t w = sc.bfs[k];
+              for (std::uint32_t c = g.first_arc(SwitchIndex{w});
+                   c < g.first_arc(SwitchIndex{w + 1}); ++c) {
+                if (failed(w, g.arc(c).local_port)) continue;
                 const std::uint32_t z = g.arc(c).to.value;
                 if (sc.reach[z] != sc.reach_epoch) {
                   sc.reach[z] = sc.reach_epoch;
@@ -362,10 +357,33 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
             }
             reach_ready = true;
           }
-          if (sc.reach[x] != sc.reach_epoch) continue;
-          ++my_gaps;
-          if (gap_text.empty()) {
-            gap_text = fmt::format("{} has no path left to {}", check.label(x), check.label(t));
+          return sc.reach[y] == sc.reach_epoch;
+        };
+        for (const std::uint32_t x : sc.queue) {
+          std::uint32_t d = sc.depth[x];
+          std::uint32_t cur = max_depth.load();
+          while (d > cur && !max_depth.compare_exchange_weak(cur, d)) {
+          }
+          if (g.has_endpoints(SwitchIndex{x}) && connected(x)) {
+            ++my_gaps;
+            if (gap_text.empty()) {
+              gap_text = fmt::format("{} has no path left to {}", check.label(x), check.label(t));
+            }
+          }
+          const bool tells = sc.dead[x] == kNotifies;
+          for (std::uint32_t c = g.first_arc(SwitchIndex{x}); c < g.first_arc(SwitchIndex{x + 1});
+               ++c) {
+            const SwitchArc& arc = g.arc(c);
+            const std::uint32_t m = arc.to.value;
+            if (m == t || sc.dead[m] != 0 || failed(x, arc.local_port)) continue;
+            if (tells && plan.notify(SwitchIndex{x}).test(arc.local_port)) continue;
+            if (!check.hset(m, t).test(arc.remote_port) || !connected(m)) continue;
+            ++my_gaps;
+            if (gap_text.empty()) {
+              gap_text = fmt::format("{} keeps sending traffic for {} to {}, which {}",
+                                     check.label(m), check.label(t), check.label(x),
+                                     tells ? "does not notify it" : "drops it (no group)");
+            }
           }
         }
         stranded += sc.queue.size();

@@ -15,8 +15,9 @@
 //      destination switch).
 //  (c) every single switch-to-switch link failure: the state the switches
 //      settle in, exactly as they compute it (discovery/sim/sim_failover.cpp):
-//      a switch is stranded for t when the port of some entry for t is dead
-//      or was named in a notification and no port of its group is left; it
+//      a switch is stranded for t when it has a group for t, the port of some
+//      entry for t is dead or was named in a notification, and no port of its
+//      group is left (a pair without a group is not under failover); it
 //      then notifies the neighbours on its notify ports, which drop the port
 //      towards it for t. Every switch that is not stranded forwards to a
 //      neighbour that is not, so a CA/router pair is cut off exactly when its

@@ -7,7 +7,8 @@
 //   by a live port of the LID's group, chosen by LID modulo the live ports
 //   (the same LID always takes the same port, different LIDs spread).
 // - Fault notification: when a switch notices a dead port and some LID of a
-//   destination switch D has no way out any more, it sends a notification
+//   destination switch D that has a group has no way out any more (a LID
+//   without a group is not under failover: nobody is told), it sends a notification
 //   naming D out of its notify ports. A receiver removes the port towards the
 //   sender from D's ports and, if it is then stranded for D too, passes the
 //   notification on. Each switch does so once per D until an SM clears the
@@ -199,10 +200,11 @@ void SimCore::on_detect(NodeId sw, PortNum p) {
   for (std::uint32_t l = 1; l < end; ++l) {
     const std::uint8_t lp = lft[l];
     if (lp == routing::kDropPort || lp == 0) continue;
+    // A LID without a group is not under failover: it is dropped on a
+    // dead port until the SM repairs, and nobody is told.
     const std::uint8_t g = l < f->tables.lid_group.size() ? f->tables.lid_group[l] : 0;
-    const bool involved =
-        lp == p || (g != 0 && g < f->tables.groups.size() && f->tables.groups[g].test(p));
-    if (!involved) continue;
+    if (g == 0 || g >= f->tables.groups.size()) continue;
+    if (lp != p && !f->tables.groups[g].test(p)) continue;
     const std::uint32_t home = home_[l];
     if (home == kNoHome || home == sw.value || f->notified.contains(home)) continue;
     if (choose_port(sw, l, lp) != routing::kDropPort) continue;
@@ -212,9 +214,11 @@ void SimCore::on_detect(NodeId sw, PortNum p) {
 }
 
 bool SimCore::stranded(NodeId sw, std::uint32_t dest) const {
-  const std::vector<std::uint8_t>& lft = lfts_[topo_.node(sw).switch_index.value];
+  const std::uint32_t si = topo_.node(sw).switch_index.value;
+  const std::vector<std::uint8_t>& lft = lfts_[si];
+  const std::vector<std::uint8_t>& lid_group = failover_[si]->tables.lid_group;
   for (std::uint32_t l : lids_homed_at(dest)) {
-    if (l >= lft.size()) continue;
+    if (l >= lft.size() || l >= lid_group.size() || lid_group[l] == 0) continue;
     const std::uint8_t lp = lft[l];
     if (lp == routing::kDropPort || lp == 0) continue;
     if (choose_port(sw, l, lp) == routing::kDropPort) return true;

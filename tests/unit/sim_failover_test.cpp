@@ -147,7 +147,7 @@ std::vector<std::pair<NodeId, FailoverTables>> equal_cost_tables(const Fabric& f
         if (!tp.connected() || t.node(tp.remote_node).type != NodeType::kSwitch) continue;
         if (hops[tp.remote_node.value][dest.value] == want) ports.push_back(p);
       }
-      if (ports.size() < 2) continue;
+      if (ports.empty()) continue;
       auto [it, added] = ids.try_emplace(ports, static_cast<std::uint8_t>(ft.groups.size()));
       if (added) {
         PortMask m;
