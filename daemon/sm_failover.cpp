@@ -107,13 +107,15 @@ asio::awaitable<void> SubnetManager::arm_fast_failover(std::shared_ptr<const Bri
   }
   const discovery::ArmReport& a = *armed;
   for (const std::string& f : a.failures) spdlog::warn("fast failover: {}", f);
+  const double arm_ms = std::chrono::duration<double, std::milli>(a.duration).count();
   failover_summary_ = fmt::format(
       "armed on {} of {} switches ({} without the feature, {} silent, {} of another vendor); "
-      "{} group and {} LID group blocks sent, {} unchanged; groups computed and verified in "
-      "{:.0f} ms: {} of {} single link failures recovered by the switches alone",
+      "{} group and {} LID group blocks sent, {} unchanged, {} SMPs in {:.0f} ms; groups "
+      "computed and verified in {:.0f} ms: {} of {} single link failures recovered by the "
+      "switches alone",
       a.armed, a.switches, a.not_capable, a.silent, a.foreign, a.group_blocks_sent,
-      a.lid_blocks_sent, a.blocks_unchanged, plan_ms, vr.links_checked - vr.links_with_gaps,
-      vr.links_checked);
+      a.lid_blocks_sent, a.blocks_unchanged, a.smps.submitted, arm_ms, plan_ms,
+      vr.links_checked - vr.links_with_gaps, vr.links_checked);
   spdlog::info("fast failover: {}", failover_summary_);
   events_.append(state::EventKind::kFailover, std::nullopt, std::nullopt,
                  "fast failover " + failover_summary_);
