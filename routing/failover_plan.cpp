@@ -190,6 +190,7 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
       std::fill(mask.begin(), mask.end(), PortMask{});
       const std::uint64_t* dok = &down_ok[si * words];
       const std::uint64_t* leg = &legal[si * words];
+      const std::uint64_t* my_climbs = &climbs[si * words];
       // Legal next hops, one arc at a time over word-wide sets of destinations.
       for (std::uint32_t a = g.first_arc(s); a < g.first_arc(SwitchIndex{s.value + 1}); ++a) {
         const std::uint32_t m = g.arc(a).to.value;
@@ -203,7 +204,12 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
             hit = dok[w] & mdok[w] & ~mclimb[w];
             if (m / 64 == w) hit |= dok[w] & (std::uint64_t{1} << (m % 64));
           } else {
-            hit = leg[w] & ~dok[w] & mleg[w];
+            // Up-links where s does not reach t going down, and also where
+            // it does but its own entries already climb for t: then no
+            // neighbour above sends t down into s (the engine's promise,
+            // and no group above names s: it does not descend), so what
+            // s forwards for t came from below and may climb.
+            hit = leg[w] & (~dok[w] | my_climbs[w]) & mleg[w];
           }
           for (; hit != 0; hit &= hit - 1) {
             mask[w * 64 + static_cast<std::uint32_t>(std::countr_zero(hit))].set(p);

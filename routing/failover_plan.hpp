@@ -12,7 +12,9 @@
 //     t's CA/router LIDs goes down ("descends"). A packet that came down into
 //     n must keep going down there, so n may not be one that climbs.
 //   - otherwise, if s has an up*/down* route to t (legal): the up-links to a
-//     neighbour that has one.
+//     neighbour that has one. Those up-links also go to a down_ok switch
+//     whose own entries already climb for t (updn allows that where no
+//     switch above sends t down into it): it only carries t from below.
 //   - otherwise (an orphan pair, lft.hpp: no CA traffic enters it): none.
 //   - and, always, the ports of s's own LFT entries for t's CA/router LIDs,
 //     so that the group is every port the switch may use for t.
