@@ -44,8 +44,12 @@ std::string name_of(const routing::Topology& t, NodeId n) {
 // What a pass's callbacks share (a pointer to it keeps each callback within
 // std::function's inline storage).
 struct PassState {
-  const routing::Topology* topo = nullptr;
-  ArmReport* report = nullptr;
+  PassState(const routing::Topology& t, ArmReport& r)
+      : topo(&t), report(&r), failed(t.num_switches(), 0) {
+    r.switches = static_cast<std::uint32_t>(t.num_switches());
+  }
+  const routing::Topology* topo;
+  ArmReport* report;
   std::vector<std::uint8_t> failed;  // by switch index
   void fail(SwitchIndex s, std::string_view what, const Error& e) {
     failed[s.value] = 1;
@@ -75,11 +79,7 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::arm(MadEngine& engine, const S
   Transport& transport = engine.transport();
   const auto start = transport.now();
   Flow flow(engine, pipeline);
-  PassState ps;
-  ps.topo = &t;
-  ps.report = &report;
-  ps.failed.assign(t.num_switches(), 0);
-  report.switches = static_cast<std::uint32_t>(t.num_switches());
+  PassState ps(t, report);
   auto stopped = [&engine]() -> Error {
     return engine.error() ? *engine.error() : Error{Errc::kCancelled, "MAD engine stopped"};
   };
@@ -268,11 +268,7 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::clear_notifications(MadEngine&
   Transport& transport = engine.transport();
   const auto start = transport.now();
   Flow flow(engine, pipeline);
-  PassState ps;
-  ps.topo = &t;
-  ps.report = &report;
-  ps.failed.assign(t.num_switches(), 0);
-  report.switches = static_cast<std::uint32_t>(t.num_switches());
+  PassState ps(t, report);
   for (std::uint32_t si = 0; si < t.num_switches(); ++si) {
     const SwitchIndex s{si};
     const NodeId n = t.switch_node(s);

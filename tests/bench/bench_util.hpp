@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
@@ -23,9 +24,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "discovery/topo/generators.hpp"
+#include "routing/engine.hpp"
 #include "routing/ids.hpp"
+#include "routing/lid_assigner.hpp"
 #include "routing/result.hpp"
 #include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
 
 namespace subnetd::bench {
 
@@ -142,6 +147,44 @@ inline std::size_t cut_switch_links(routing::Topology& topo, double percent, std
   const auto cut = static_cast<std::size_t>(static_cast<double>(links.size()) * percent / 100.0);
   for (std::size_t i = 0; i < cut; ++i) topo.disconnect(links[i]);
   return cut;
+}
+
+// A generated fabric with its LIDs and routes: where the benchmarks that
+// cut links start. Keep it in place once something refers to its members
+// (a Rerouter keeps references to the topology and the LIDs).
+struct RoutedFabric {
+  routing::Topology topo;
+  routing::LidMap lids;
+  std::shared_ptr<const routing::Routes> routes;
+};
+
+// Generates `spec`, assigns LIDs in a `lid_bits` space and routes with
+// `engine` on `pool`, printing a line for the fabric and one for the routes.
+inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
+                                          const std::string& engine, routing::WorkerPool& pool) {
+  RoutedFabric f;
+  auto t0 = Clock::now();
+  auto generated = discovery::topo::generate(spec);
+  if (!generated.ok()) return generated.error();
+  f.topo = std::move(generated).value();
+  auto space = routing::LidSpace::from_bits(lid_bits);
+  if (!space) return Error{Errc::kInvalidArgument, "lid_bits must be 16, 17 or 24"};
+  routing::LidAssignOptions lo;
+  lo.space = *space;
+  auto assigned = routing::assign_lids(f.topo, lo);
+  if (!assigned.ok()) return assigned.error();
+  f.lids = std::move(assigned->map);
+  std::printf("fabric: %zu switches, %zu CAs, %zu links, max LID %u; generate + LIDs %.2f s\n",
+              f.topo.num_switches(), f.topo.num_cas(), f.topo.num_links(), f.lids.max_lid.value,
+              seconds_since(t0));
+  t0 = Clock::now();
+  auto made = routing::make_engine(engine);
+  if (!made.ok()) return made.error();
+  auto computed = (*made)->compute(f.topo, f.lids, {}, pool, {});
+  if (!computed.ok()) return computed.error();
+  f.routes = std::make_shared<const routing::Routes>(std::move(computed).value());
+  std::printf("routes: engine %s in %.2f s\n", f.routes->engine.c_str(), seconds_since(t0));
+  return f;
 }
 
 }  // namespace subnetd::bench

@@ -165,33 +165,14 @@ int main(int argc, char** argv) {
               a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.links, a.switches,
               static_cast<unsigned long long>(a.seed), a.threads);
 
-  auto t0 = Clock::now();
-  auto generated = discovery::topo::generate(a.spec);
-  if (!generated.ok()) return fail("generate", generated.error());
-  const routing::Topology topo = std::move(generated).value();
-  routing::LidAssignOptions lo;
-  auto space = routing::LidSpace::from_bits(a.lid_bits);
-  if (!space) {
-    std::fprintf(stderr, "lid_bits must be 16, 17 or 24\n");
-    return 2;
-  }
-  lo.space = *space;
-  auto assigned = routing::assign_lids(topo, lo);
-  if (!assigned.ok()) return fail("LIDs", assigned.error());
-  const routing::LidMap& lids = assigned->map;
-  std::printf("fabric: %zu switches, %zu CAs, %zu links, max LID %u; generate + LIDs %.2f s\n",
-              topo.num_switches(), topo.num_cas(), topo.num_links(), lids.max_lid.value,
-              seconds_since(t0));
-
   routing::WorkerPool pool(a.threads);
-  t0 = Clock::now();
-  auto engine = routing::make_engine(a.engine);
-  if (!engine.ok()) return fail("engine", engine.error());
-  auto computed = (*engine)->compute(topo, lids, {}, pool, {});
-  if (!computed.ok()) return fail("route", computed.error());
-  const auto routes = std::make_shared<const routing::Routes>(std::move(computed).value());
-  std::printf("routes: engine %s in %.2f s\n", routes->engine.c_str(), seconds_since(t0));
+  auto fabric = routed_fabric(a.spec, a.lid_bits, a.engine, pool);
+  if (!fabric.ok()) return fail("fabric", fabric.error());
+  const routing::Topology& topo = fabric->topo;
+  const routing::LidMap& lids = fabric->lids;
+  const std::shared_ptr<const routing::Routes> routes = fabric->routes;
   print_rss("routing");
+  auto t0 = Clock::now();
 
   // The failover plan and its verification: what the SM does before arming.
   t0 = Clock::now();

@@ -20,6 +20,7 @@
 #include "routing/engine.hpp"
 #include "routing/failover_plan.hpp"
 #include "routing/failover_verify.hpp"
+#include "routing_test_support.hpp"
 
 namespace subnetd::discovery {
 namespace {
@@ -68,19 +69,7 @@ FlowOptions quick() {
   return f;
 }
 
-std::vector<PortRef> switch_links(const routing::Topology& t) {
-  std::vector<PortRef> out;
-  for (const NodeId n : t.switches()) {
-    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
-      const routing::Port& tp = t.port(n, static_cast<PortNum>(p));
-      if (tp.connected() && t.node(tp.remote_node).type == routing::NodeType::kSwitch &&
-          tp.remote_node.value > n.value) {
-        out.push_back({n, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  return out;
-}
+using routing::testing::switch_links;
 
 TEST(FailoverArmer, ArmedBySmpEverySingleFailureIsRecoveredByTheSwitches) {
   Rig r = bring_up("fat-tree:levels=3,k=4");

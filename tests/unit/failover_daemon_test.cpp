@@ -11,6 +11,7 @@
 #include <string>
 
 #include "daemon_test_support.hpp"
+#include "routing_test_support.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -19,19 +20,7 @@ using namespace std::chrono_literals;
 
 constexpr const char* kFabric = "fat-tree:levels=3,k=4";
 
-std::vector<PortRef> switch_links(const routing::Topology& t) {
-  std::vector<PortRef> out;
-  for (const NodeId n : t.switches()) {
-    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
-      const routing::Port& tp = t.port(n, static_cast<PortNum>(p));
-      if (tp.connected() && t.node(tp.remote_node).type == routing::NodeType::kSwitch &&
-          tp.remote_node.value > n.value) {
-        out.push_back({n, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  return out;
-}
+using routing::testing::switch_links;
 
 bool event_says(testing::SimSm& h, std::string_view text) {
   for (const state::Event& e :

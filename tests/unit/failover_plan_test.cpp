@@ -9,7 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 #include "routing/engine.hpp"
@@ -34,23 +33,6 @@ Routes route(const Fabric& f, std::string_view engine, WorkerPool& pool) {
   return std::move(r).value();
 }
 
-// Cuts `count` switch-to-switch links chosen by `seed`.
-void degrade(Fabric& f, unsigned count, unsigned seed) {
-  std::vector<PortRef> links;
-  for (const NodeId s : f.topo.switches()) {
-    for (unsigned p = 1; p <= f.topo.node(s).num_ports; ++p) {
-      const Port& port = f.topo.port(s, static_cast<PortNum>(p));
-      if (port.connected() && f.topo.node(port.remote_node).type == NodeType::kSwitch &&
-          port.remote_node.value > s.value) {
-        links.push_back({s, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  std::mt19937 rng(seed);
-  std::shuffle(links.begin(), links.end(), rng);
-  for (unsigned i = 0; i < count && i < links.size(); ++i) f.topo.disconnect(links[i]);
-}
-
 struct Case {
   const char* spec;
   const char* engine;
@@ -64,7 +46,7 @@ TEST_P(FailoverPlanFabrics, GroupsAreDeadlockFreeAndCoverSingleFailures) {
   const Case c = GetParam();
   WorkerPool pool(2);
   Fabric f = make_fabric(c.spec);
-  if (c.cut != 0) degrade(f, c.cut, 7);
+  if (c.cut != 0) testing::cut_links(f.topo, c.cut, 7);
   const Routes routes = route(f, c.engine, pool);
   auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
   ASSERT_TRUE(plan.ok()) << plan.error().message;

@@ -28,6 +28,7 @@
 #include "routing/failover_plan.hpp"
 #include "routing/failover_verify.hpp"
 #include "routing/lft.hpp"
+#include "routing_test_support.hpp"
 
 namespace subnetd::discovery::sim {
 namespace {
@@ -219,19 +220,7 @@ Check check_pairs(const Fabric& f) {
   return c;
 }
 
-std::vector<PortRef> switch_links(const Topology& t) {
-  std::vector<PortRef> out;
-  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
-    const NodeId n = t.switch_node(SwitchIndex{s});
-    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
-      const routing::Port& tp = t.port(n, static_cast<PortNum>(p));
-      if (!tp.connected() || t.node(tp.remote_node).type != NodeType::kSwitch) continue;
-      if (tp.remote_node.value < n.value) continue;  // each link once
-      out.push_back({n, static_cast<PortNum>(p)});
-    }
-  }
-  return out;
-}
+using routing::testing::switch_links;
 
 // Enough for a detection and a few notification hops (microseconds each).
 constexpr std::chrono::microseconds kSettle{50};
