@@ -24,6 +24,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "discovery/programmer.hpp"
+#include "discovery/sim/sim_fabric.hpp"
+#include "discovery/sweeper.hpp"
 #include "discovery/topo/generators.hpp"
 #include "routing/engine.hpp"
 #include "routing/ids.hpp"
@@ -185,6 +188,56 @@ inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
   f.routes = std::make_shared<const routing::Routes>(std::move(computed).value());
   std::printf("routes: engine %s in %.2f s\n", f.routes->engine.c_str(), seconds_since(t0));
   return f;
+}
+
+// How the benchmarks program a simulator: a bring-up's Programmer with a
+// wide window. `activate` false leaves ports in INIT (LID-routed SMPs and
+// traps cross INIT ports, IBA); the data plane forwards only over ACTIVE.
+inline discovery::ProgramOptions program_options(bool activate) {
+  discovery::ProgramOptions popts;
+  popts.pipeline.window = 256;
+  popts.pipeline.timeout = std::chrono::milliseconds{500};
+  popts.activate = activate;
+  return popts;
+}
+
+// A simulator of `f` with the SM on port 1 of its first CA, programmed by
+// SMP as a bring-up would (LIDs, SwitchInfo, every LFT block). `so` brings
+// the LID width and the latency model; the SM's place is set here. `sweep`
+// is what a sweep would have found (the topology, directed routes from the
+// SM), for programming it again.
+struct ProgrammedSim {
+  std::unique_ptr<discovery::sim::SimFabric> sim;
+  discovery::SweepResult sweep;
+  discovery::ProgramReport report;
+};
+
+inline Result<ProgrammedSim> programmed_sim(const RoutedFabric& f, discovery::sim::SimOptions so,
+                                            bool activate) {
+  ProgrammedSim out;
+  NodeId sm_node;
+  for (std::uint32_t i = 0; i < f.topo.num_nodes() && !sm_node.valid(); ++i) {
+    if (f.topo.node(NodeId{i}).type != routing::NodeType::kSwitch) sm_node = NodeId{i};
+  }
+  if (!sm_node.valid()) return Error{Errc::kNotFound, "no CA for the SM"};
+  so.sm_guid = f.topo.node(sm_node).guid;
+  so.sm_port = 1;
+  auto created = discovery::sim::SimFabric::create(f.topo, so);
+  if (!created.ok()) return created.error();
+  out.sim = std::move(created).value();
+  out.sweep.topology = f.topo;
+  out.sweep.paths = discovery::bfs_paths(f.topo, sm_node, 1);
+  out.sweep.sm_node = sm_node;
+  out.sweep.sm_port = 1;
+  discovery::Programmer programmer(*out.sim, program_options(activate));
+  auto programmed = programmer.program(out.sweep, f.lids, *f.routes, nullptr);
+  if (!programmed.ok()) return programmed.error();
+  if (!programmed->ok()) {
+    return Error{Errc::kIo, fmt::format("{} SMPs failed, first {}", programmed->failures.size(),
+                                        programmed->failures.front())};
+  }
+  out.report = std::move(programmed).value();
+  return out;
 }
 
 }  // namespace subnetd::bench

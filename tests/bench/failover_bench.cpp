@@ -201,36 +201,14 @@ int main(int argc, char** argv) {
       vr.first_gap.empty() ? "" : "; first: ", vr.first_gap.c_str());
   print_rss("the verifier");
 
-  // The simulator, programmed by SMP as a bring-up would.
-  NodeId sm_node;
-  for (std::uint32_t i = 0; i < topo.num_nodes() && !sm_node.valid(); ++i) {
-    if (topo.node(NodeId{i}).type != routing::NodeType::kSwitch) sm_node = NodeId{i};
-  }
+  // The simulator, programmed by SMP as a bring-up would, ports ACTIVE.
   discovery::sim::SimOptions so;
   so.lid_bits = a.lid_bits;
-  so.sm_guid = topo.node(sm_node).guid;
-  so.sm_port = 1;
   so.latency = discovery::sim::LatencyModel{};
   t0 = Clock::now();
-  auto created = discovery::sim::SimFabric::create(topo, so);
-  if (!created.ok()) return fail("simulator", created.error());
-  discovery::sim::SimFabric& sim = **created;
-  discovery::SweepResult sweep;
-  sweep.topology = topo;
-  sweep.paths = discovery::bfs_paths(topo, sm_node, 1);
-  sweep.sm_node = sm_node;
-  sweep.sm_port = 1;
-  discovery::ProgramOptions popts;
-  popts.pipeline.window = 256;
-  popts.pipeline.timeout = std::chrono::milliseconds{500};
-  discovery::Programmer programmer(sim, popts);
-  auto programmed = programmer.program(sweep, lids, *routes, nullptr);
-  if (!programmed.ok()) return fail("program", programmed.error());
-  if (!programmed->ok()) {
-    std::fprintf(stderr, "program: %zu failures, first %s\n", programmed->failures.size(),
-                 programmed->failures.front().c_str());
-    return 1;
-  }
+  auto programmed = programmed_sim(*fabric, so, true);
+  if (!programmed.ok()) return fail("simulator", programmed.error());
+  discovery::sim::SimFabric& sim = *programmed->sim;
   std::printf("simulator: built and programmed in %.1f s\n", seconds_since(t0));
   t0 = Clock::now();
   if (auto armed = sim.arm_failover(topo, *plan); !armed.ok()) return fail("arm", armed.error());

@@ -412,46 +412,25 @@ int main(int argc, char** argv) {
   if (!engine.ok()) return fail("engine", engine.error());
   auto t0 = Clock::now();
 
-  // The SM sits on the first CA.
-  NodeId sm_node;
-  for (std::uint32_t i = 0; i < topo.num_nodes() && !sm_node.valid(); ++i) {
-    if (topo.node(NodeId{i}).type != routing::NodeType::kSwitch) sm_node = NodeId{i};
-  }
-  const PortNum sm_port = 1;
+  // The simulator with the SM on the first CA, programmed as a bring-up
+  // would: LIDs, SwitchInfo, every LFT block; ports stay in INIT.
   discovery::sim::SimOptions so;
   so.lid_bits = a.lid_bits;
-  so.sm_guid = topo.node(sm_node).guid;
-  so.sm_port = sm_port;
   if (a.latency) so.latency = discovery::sim::LatencyModel{};
   t0 = Clock::now();
-  auto created = discovery::sim::SimFabric::create(topo, so);
-  if (!created.ok()) return fail("simulator", created.error());
-  discovery::sim::SimFabric& sim = **created;
-  std::printf("simulator: built in %.2f s\n", seconds_since(t0));
-
-  // Program it as a bring-up would: LIDs, SwitchInfo, every LFT block.
-  t0 = Clock::now();
-  discovery::SweepResult sweep;
-  sweep.topology = topo;
-  sweep.paths = bfs_paths(topo, sm_node, sm_port);
-  sweep.sm_node = sm_node;
-  sweep.sm_port = sm_port;
-  discovery::ProgramOptions popts;
-  popts.pipeline.window = 256;
-  popts.pipeline.timeout = std::chrono::milliseconds{500};
-  popts.activate = false;  // LID-routed SMPs (traps) cross INIT ports (IBA)
-  discovery::Programmer programmer(sim, popts);
-  auto programmed = programmer.program(sweep, lids, *routes, nullptr);
-  if (!programmed.ok()) return fail("program", programmed.error());
-  if (!programmed->ok()) {
-    std::fprintf(stderr, "program: %zu failures, first %s\n", programmed->failures.size(),
-                 programmed->failures.front().c_str());
-    return 1;
-  }
-  std::printf("programmed: %llu LFT blocks, %llu port LIDs in %.1f s (simulated %.1f s)\n",
-              static_cast<unsigned long long>(programmed->lft_blocks_sent),
-              static_cast<unsigned long long>(programmed->port_lid_sets), seconds_since(t0),
-              std::chrono::duration<double>(programmed->duration).count());
+  auto made = programmed_sim(*fabric, so, false);
+  if (!made.ok()) return fail("simulator", made.error());
+  discovery::sim::SimFabric& sim = *made->sim;
+  const discovery::SweepResult& sweep = made->sweep;
+  const NodeId sm_node = sweep.sm_node;
+  const PortNum sm_port = sweep.sm_port;
+  discovery::Programmer programmer(sim, program_options(false));
+  std::printf(
+      "simulator built and programmed: %llu LFT blocks, %llu port LIDs in %.1f s "
+      "(simulated %.1f s)\n",
+      static_cast<unsigned long long>(made->report.lft_blocks_sent),
+      static_cast<unsigned long long>(made->report.port_lid_sets), seconds_since(t0),
+      std::chrono::duration<double>(made->report.duration).count());
 
   daemon::FastPathConfig fc;
   fc.extended_lids = lids.space.extended();
