@@ -138,4 +138,23 @@ asio::awaitable<void> SubnetManager::arm_fast_failover(std::shared_ptr<const Bri
   }
 }
 
+asio::awaitable<void> SubnetManager::clear_failover_notifications() {
+  SUBNETD_ASSERT_ON(strand_);
+  if (!current_ || armer_.armed_switches() == 0) co_return;
+  const std::weak_ptr<int> alive = life_;
+  const std::shared_ptr<const BringUpResult> r = current_;
+  const BringUpOptions opts = bring_up_options(cfg_);
+  auto cleared = co_await armer_.clear_notifications(engine_, r->sweep, opts.program.pipeline);
+  if (alive.expired() || stopped_) co_return;
+  if (!cleared.ok()) {
+    spdlog::warn("fast failover: clearing notifications: {}", cleared.error().message);
+  } else if (!cleared->failures.empty()) {
+    // Switches behind the dead link on the sweep's routes; the
+    // re-balancing sweep clears them on its new routes.
+    spdlog::info("fast failover: notifications not cleared on {} switch(es) yet: {}",
+                 cleared->failures.size(), cleared->failures.front());
+  }
+  check_idle();
+}
+
 }  // namespace subnetd::daemon

@@ -300,6 +300,8 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
     // The answers come in the background; a switch that did not take its
     // blocks is reported then and reprogrammed whole by a sweep.
     asio::co_spawn(strand_, confirm_push(o.in_flight, fp), asio::detached);
+  } else {
+    asio::co_spawn(strand_, clear_failover_notifications(), asio::detached);
   }
   if (more_to_see) {
     sweep_soon("after reroute: some switches did not answer or a link came up");
@@ -353,6 +355,8 @@ asio::awaitable<void> SubnetManager::confirm_push(std::shared_ptr<PushInFlight> 
     events_.append(state::EventKind::kError, std::nullopt, std::nullopt, msg);
     request_heavy_sweep(kTrapDebounce, "after reroute: some switches did not answer");
   }
+  co_await clear_failover_notifications();
+  if (alive.expired() || stopped_) co_return;
   check_idle();
 }
 

@@ -210,6 +210,10 @@ class SubnetManager final : public state::SmControl {
   // it on the switches that have the feature (only what differs), and after
   // repairs clears the notification state the failures left.
   awaitable<void> arm_fast_failover(std::shared_ptr<const BringUpResult> r);
+  // Stage 2's clean-up right after a repair is pushed: the repaired tables
+  // avoid the dead links, and a port a notification removed would only
+  // black-hole the LIDs the repair sent through it again.
+  awaitable<void> clear_failover_notifications();
   void detect_reboots(const discovery::SweepResult& sweep, const routing::Routes* expected);
   awaitable<state::LightSweepReport> light_sweep();
   void schedule_light_sweep();
