@@ -11,38 +11,63 @@
 // channel dependency graph of data traffic acyclic.
 //
 // repair(failed links) changes only entries whose route crossed a failed link
-// and keeps the invariant by construction:
-//  - seeds: the entries that name a failed port (row scans, 16 bytes a step);
-//  - each seed (s, d) takes the least-loaded legal next hop: a down-link to a
-//    neighbour whose own entry for d goes down (the neighbour must be able to
-//    reach d's switch going down: down_ok, an S x S bit table kept current
-//    under failures), or, unless a neighbour above s sends d down into s (then
-//    s must keep going down), an up-link to a neighbour with a usable entry;
-//  - a switch with no legal next hop is a dead end for d: its entry is dropped
-//    and every neighbour whose entry leads into it joins the worklist;
+// and keeps the invariant by construction. Its unit of decision is the
+// destination switch where it can be, the (switch, LID) entry only where an
+// entry must be written:
+//  - down_ok, then legal: S x S bit tables kept current under failures.
+//    legal(s, t) = s still has an up*/down* route to switch t (down_ok, or
+//    a live up-link to a switch with one). A pair that loses it is a lost
+//    route: every entry of s for t's LIDs becomes an implicit orphan at
+//    once, with no per-LID step (at k=80 a link at an edge switch takes the
+//    routes of 120 switches to it: the cores above the aggregation switch,
+//    and their peers in every pod, 41 LIDs each). Those entries stay as
+//    they are unless they named the failed port: they lead on through
+//    other orphans to a switch with a legal route, and carry only traffic
+//    that starts at orphans.
+//  - seeds: the entries that name a failed port (row scans, 16 bytes a
+//    step), and every entry of a switch that still has a legal route and
+//    leads into a lost one (for each lost (x, t), the neighbours below x,
+//    those of t's LIDs that name the port to x: one 64-byte read a block);
+//  - each seed (s, d) takes a legal next hop: a down-link to a neighbour
+//    whose own entry for d goes down (the neighbour must be able to reach
+//    d's switch going down: down_ok), or, unless a neighbour above s sends
+//    d down into s (then s must keep going down), an up-link to a neighbour
+//    with a usable entry. Of the next two legal ports in the switch's
+//    rotation it takes the less loaded ("power of two choices": close to
+//    the least-loaded choice without reading every port's load, which would
+//    be most of the cache misses of a repair that touches 3,000 switches);
+//  - a switch with a legal route but no legal next hop (a neighbour above
+//    keeps it going down, the ones below are being repaired) is a dead end
+//    for d: its entry is dropped and every neighbour with a legal route
+//    whose entry leads into it joins the worklist;
 //  - when the worklist is empty, a switch left without an entry for a LID it
-//    can still reach physically gets an "orphan" entry toward a neighbour that
-//    has a route. No route of another switch leads into an orphan (every
-//    neighbour that led into it was moved away first), so orphans carry only
-//    traffic that starts at the orphan switch itself; a switch that has
-//    CAs/routers cannot be an orphan for a CA/router LID (repair refuses).
-//    Orphan routes may turn down->up, but no CA traffic follows them, so they
-//    add no dependency to the CDG the verifier checks (data traffic, as
-//    ibdmchk counts it). Switch-originated traffic (SMP answers on VL15) has
-//    no credits and cannot deadlock. Orphans are remembered: later repairs
-//    never route anything into them. Entries an engine wrote for a switch
-//    that has no up*/down* route to the LID's switch at all (ftree routes
-//    them down and then up: a core that lost its only link into a pod, or
-//    top switches' routes to each other's LIDs) are orphans from the start;
-//    that is exactly where lft.hpp exempts entries from the up/down promise.
+//    can still reach physically gets an "orphan" entry toward a neighbour
+//    that has a route, preferring one with a legal route (whose route
+//    cannot come back into it). An implicit orphan with no such neighbour
+//    first has every entry that leads into it moved, so that no loop can
+//    form. No legal route leads into an orphan, so orphans carry only
+//    traffic that starts at orphan switches; a switch that has CAs/routers
+//    cannot be an orphan for a CA/router LID (repair refuses). Orphan
+//    routes may turn down->up, but no CA traffic follows them, so they add
+//    no dependency to the CDG the verifier checks (data traffic, as ibdmchk
+//    counts it). Switch-originated traffic (SMP answers on VL15) has no
+//    credits and cannot deadlock. Later repairs never route anything into
+//    orphans. Entries an engine wrote for a switch that has no up*/down*
+//    route to the LID's switch at all (ftree routes them down and then up:
+//    a core that lost its only link into a pod, or top switches' routes to
+//    each other's LIDs) are implicit orphans from the start; that is
+//    exactly where lft.hpp exempts entries from the up/down promise.
 //  - switch LIDs are repaired by the same rules; only the refusal of an
 //    orphan on a CA-carrying switch is for CA/router LIDs alone (switch LIDs
 //    carry management traffic on VL15, which has no credits).
-// Then check_changes() proves the result from the changes alone: for every
-// changed (s, d), a down-link is followed by a down-going entry, and if s no
-// longer goes down although it did before, no neighbour above s still sends d
-// into it. Unchanged entries were legal before and new down-links into them
-// are checked from the changed side, so every non-orphan route is still
+// Then check_changes() proves the result from the changes (and the entries
+// the repair found leading into lost routes): for every changed (s, d), a
+// down-link is followed by a down-going entry, an up-link enters no orphan,
+// and if s no longer goes down although it did before, no neighbour above s
+// still sends d into it; no entry with a legal route still leads into a lost
+// one; every changed orphan reaches a legal route within a few hops.
+// Unchanged entries were legal before and new down-links into them are
+// checked from the changed side, so every non-orphan route is still
 // up*down* and the CDG stays acyclic. A repair that fails the check (or that
 // would need a CA-carrying orphan) is refused: the working tables are rolled
 // back and the caller falls back to the full recompute.
@@ -60,9 +85,11 @@
 //                             on 2 MiB pages where THP allows (huge_buffer.hpp):
 //                             the repair reads them at scattered places
 //   down_ok + its original    2 x S x S bits   (16 MB at 8,000 switches)
+//   legal, by switch and by
+//   destination, + originals  4 x S x S bits   (32 MB)
+//   LIDs by destination switch 4 bytes x LIDs
 //   per-port loads, classes   ~12 bytes x P
 //   per-LID destination       8 bytes x L
-//   legal routes at build     S x S bits       (8 MB)
 //   dirty-block bitmaps       2 x S x L/64 bits (4 MB at k=80)
 // plus per-repair scratch proportional to the entries changed.
 
@@ -124,7 +151,12 @@ struct RepairReport {
   std::uint64_t dead_ends = 0;        // (switch, LID) left without a legal next hop
   std::uint64_t orphans = 0;          // orphan entries written (see above)
   std::uint64_t down_ok_updates = 0;  // down_ok words changed
-  std::uint32_t rounds = 0;           // worklist rounds
+  // (switch, destination switch) pairs that lost their last up*/down* route:
+  // their entries become implicit orphans, unchanged unless they named a
+  // failed port.
+  std::uint64_t legal_routes_lost = 0;
+  std::uint64_t moved_off_lost = 0;  // legal entries that led into one of them
+  std::uint32_t rounds = 0;          // worklist rounds
 
   // Measurements only (steady_clock).
   std::chrono::nanoseconds t_seed{};   // mark failures, down_ok, row scans

@@ -233,7 +233,30 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
         }
       }
     }
-    m.legal0 = std::move(legal);
+    m.legal_t.assign(legal.size(), 0);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      for (std::uint32_t w = 0; w < words; ++w) {
+        for (std::uint64_t b = legal[std::size_t{s} * words + w]; b != 0; b &= b - 1) {
+          const std::uint32_t tt = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
+          m.legal_t[std::size_t{tt} * words + s / 64] |= std::uint64_t{1} << (s % 64);
+        }
+      }
+    }
+    m.legal_t0 = m.legal_t;
+    m.legal0 = legal;
+    m.legal = std::move(legal);
+  }
+  m.lids_first.assign(n + 1, 0);
+  for (std::uint32_t d = 1; d < entries; ++d) {
+    if (m.lid0[d].sw != kNoSwitch.value) ++m.lids_first[m.lid0[d].sw + 1];
+  }
+  for (std::uint32_t s = 0; s < n; ++s) m.lids_first[s + 1] += m.lids_first[s];
+  m.lids_list.assign(m.lids_first[n], 0);
+  {
+    std::vector<std::uint32_t> at(m.lids_first.begin(), m.lids_first.end() - 1);
+    for (std::uint32_t d = 1; d < entries; ++d) {
+      if (m.lid0[d].sw != kNoSwitch.value) m.lids_list[at[m.lid0[d].sw]++] = d;
+    }
   }
   r->stats_.t_down_ok = Clock::now() - t;
 
@@ -263,7 +286,9 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   bytes += (m.down_ok.size() + m.down_ok0.size()) * 8;
   bytes += (m.dirty_since.size() + m.dirty_now.size()) * 8;
   bytes += n * (sizeof(Impl::SeedRange) + sizeof(Impl::PickState) + 4 + 4 + 1 + 1);
-  bytes += m.legal0.size() * 8 + m.orphan_pool.size() * 8 + m.rec_index.bytes() + n * 8;
+  bytes += (m.legal.size() + m.legal0.size() + m.legal_t.size() + m.legal_t0.size()) * 8 +
+           m.orphan_pool.size() * 8 + m.rec_index.bytes() + n * 8;
+  bytes += (m.lids_first.size() + m.lids_list.size()) * 4;
   r->stats_.memory_bytes = bytes;
   r->stats_.t_build = Clock::now() - t0;
   return r;
@@ -327,6 +352,8 @@ void Rerouter::reset() {
   m.live_links = m.live_links0;
   m.load = m.load0;
   m.down_ok = m.down_ok0;
+  m.legal = m.legal0;
+  m.legal_t = m.legal_t0;
   m.lid = m.lid0;
   for (std::uint32_t s = 0; s < n_; ++s) {
     if (m.orphan_slot[s] == kNone) continue;

@@ -33,12 +33,43 @@ Result<void> Rerouter::check_changes() const {
                                                   where(s), d, f.port)};
     }
   }
+  // No entry of a switch with an up*/down* route leads into a switch that
+  // lost its own in this repair (unchanged entries included: the repair
+  // moved them off). The repair listed those entries (for_entries_into_lost,
+  // the same enumeration): read what each holds now. Without that list
+  // (apply_for_test), enumerate them again.
+  auto into_lost = [&](std::uint32_t y, std::uint32_t d) -> Result<void> {
+    if (m.explicit_orphan(y, d)) return {};  // an orphan may lead into an orphan
+    const std::uint8_t e = entry_of(y, d);
+    const std::uint32_t t = m.lid0[d].sw;
+    if (e == kDropPort || !m.has_port(y, e) || !m.slot(y, e).live_switch()) return {};
+    if (m.slot(y, e).peer == t || m.legal_bit_by_dest(m.slot(y, e).peer, t)) return {};
+    return Error{Errc::kCdgCycle,
+                 fmt::format("LID {}: switch {} leads into a switch that has no up*/down* "
+                             "route to it left",
+                             d, where(y))};
+  };
+  if (m.lost_scanned) {
+    for (std::uint32_t r : m.lost_recs) SUBNETD_TRY(into_lost(m.recs[r].sw, m.recs[r].lid));
+  } else {
+    Result<void> bad;
+    for_entries_into_lost(m, table_.get(), stride_, [&](std::uint32_t y, std::uint32_t d) {
+      bad = into_lost(y, d);
+      return bad.ok();
+    });
+    SUBNETD_TRY(bad);
+  }
   if (++m.check_epoch == 0) {
     std::fill(m.check_mark.begin(), m.check_mark.end(), 0);
     m.check_epoch = 1;
   }
   for (const LftChange& c : m.changes) m.check_mark[c.sw.value] = m.check_epoch;
-  for (const LftChange& c : m.changes) {
+  for (std::size_t ci = 0; ci < m.changes.size(); ++ci) {
+    if (ci + kPrefetchAhead < m.changes.size()) {
+      const LftChange& ahead = m.changes[ci + kPrefetchAhead];
+      __builtin_prefetch(&m.ports[m.port_base[ahead.sw.value] + ahead.new_port]);
+    }
+    const LftChange& c = m.changes[ci];
     const std::uint32_t s = c.sw.value, d = c.lid.value;
     const std::uint32_t t = m.lid[d].sw;
     if (t == kNoSwitch.value || c.new_port == kDropPort) continue;  // nothing left to route
@@ -65,7 +96,14 @@ Result<void> Rerouter::check_changes() const {
                                  "down->up",
                                  where(s), d)};
       }
-      for (std::uint32_t si = m.port_base[s] + 1; si < m.port_base[s + 1]; ++si) {
+      // No legal route may enter an orphan. At an implicit orphan (no
+      // up*/down* route to the LID's switch) that is proven already: a
+      // changed entry into it is refused on its own (below), and an
+      // unchanged one either was there before (impossible: s had no route
+      // then either) or is the into-lost case above. An explicit orphan
+      // has a route in principle: read who enters it.
+      for (std::uint32_t si = m.port_base[s] + 1;
+           !m.implicit_orphan(s, d) && si < m.port_base[s + 1]; ++si) {
         const PortSlot& in = m.ports[si];
         if (!in.live_switch() || entry_of(in.peer, d) != in.peer_port) continue;
         if (!m.is_orphan(in.peer, d)) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "routing/bitops.hpp"
 #include "routing/rerouter.hpp"
 
 namespace subnetd::routing::rerouter_internal {
@@ -25,6 +26,11 @@ inline constexpr std::uint32_t kNone = UINT32_MAX;
 // Orphan chains are short (a fat tree needs at most three); a longer one in
 // check_changes means the fill went wrong.
 inline constexpr std::uint32_t kMaxOrphanWalk = 64;
+// How many items ahead the repair's loops prefetch what the next ones read
+// (their switches are scattered: each item is a few cache misses).
+inline constexpr std::size_t kPrefetchAhead = 12;
+// Legal ports a pick compares by load (see Repair::pick).
+inline constexpr std::uint32_t kPickChoices = 2;
 
 // Port slot flags.
 inline constexpr std::uint8_t kSwitchLink = 1;  // cabled to another switch
@@ -141,11 +147,23 @@ struct Rerouter::Impl {
   // down_ok[s * words + t/64] bit t%64: s reaches t over live down-links only
   // (s reaches itself).
   std::vector<std::uint64_t> down_ok, down_ok0;
-  // Orphans. Implicit: every entry of switch s for a LID of switch t when s
-  // had no up*/down* route to t at build (legal0 bit clear); failures only
-  // remove routes, so that never changes. Explicit: entries the repair
-  // filled, (switch, LID) -> 1 while an orphan (0 = no longer).
-  std::vector<std::uint64_t> legal0;  // S x words, like down_ok
+  // Orphans. Implicit: every entry of switch s for a LID of switch t while s
+  // has no up*/down* route to t (legal bit clear): at build, or since a
+  // repair took the last one (failures only remove routes, so only reset()
+  // brings one back). legal[s] = down_ok[s] | legal of every live up-link's
+  // far end. This is the per-destination-switch state of the repair: an
+  // implicit orphan needs no entry changed unless it named a failed port.
+  // Explicit: entries the repair filled at a switch that still has a route
+  // in principle but got none, (switch, LID) -> 1 while an orphan.
+  std::vector<std::uint64_t> legal, legal0;  // S x words, like down_ok
+  // The same bits by destination: legal_t[t * words + s/64] bit s%64. The
+  // repair asks about one destination switch at many switches (every
+  // neighbour, every up-link), which this keeps in one 1 KiB row at 8,000
+  // switches instead of a cache line per switch.
+  std::vector<std::uint64_t> legal_t, legal_t0;
+  // LIDs by delivering switch at build (lid0): lids_first[t] .. lids_first[t+1]
+  // index lids_list, ascending.
+  std::vector<std::uint32_t> lids_first, lids_list;
   // Explicit orphans: a bitmap over LIDs per switch that holds any, from a
   // pool that grows only when more switches hold orphans than ever before.
   std::vector<std::uint32_t> orphan_slot;   // per switch: pool slot or rerouter_internal::kNone
@@ -174,11 +192,10 @@ struct Rerouter::Impl {
   std::vector<std::uint32_t> touched;  // per switch: epoch of the last record
   struct PickState {
     std::uint32_t epoch = 0;
-    std::uint32_t level_up = 0, level_down = 0;  // lower bounds of live class loads
     std::uint32_t cursor_up = 0, cursor_down = 0;
   };
   std::vector<PickState> pick_state;
-  std::vector<std::uint32_t> pending, next_pending, dead, blocked, retry, dead_all;
+  std::vector<std::uint32_t> pending, next_pending, dead, dead_orphans, blocked, retry, dead_all;
   // Dead ends that rejected a neighbour which may still change (blocked and
   // waiting for its retry, or on the worklist): the fill tries them again.
   std::vector<std::uint32_t> second_chance;
@@ -189,7 +206,25 @@ struct Rerouter::Impl {
   std::vector<std::uint32_t> new_dead;  // port slots failed in this repair
   std::vector<FailedLink> new_failed;   // their switch ends (for the check)
   std::vector<FailedLink> seed_ends;
-  std::vector<std::pair<std::size_t, std::uint64_t>> down_ok_undo;
+  std::vector<std::pair<std::size_t, std::uint64_t>> down_ok_undo, legal_undo;
+  // legal bits this repair cleared: (switch, word, bits).
+  struct LegalLoss {
+    std::uint32_t sw;
+    std::uint32_t word;
+    std::uint64_t bits;
+  };
+  std::vector<LegalLoss> legal_lost, legal_work;
+  struct Probe {  // one LFT block to read: for_entries_into_lost
+    std::uint32_t sw;
+    std::uint32_t block;
+    std::uint64_t want;
+    std::uint8_t port;
+  };
+  std::vector<Probe> probes;
+  // The records for_entries_into_lost found (when lost_scanned): the check
+  // reads their entries instead of scanning the tables again.
+  std::vector<std::uint32_t> lost_recs;
+  bool lost_scanned = false;
   std::vector<std::pair<std::uint32_t, rerouter_internal::LidInfo>> lid_undo;
   std::vector<std::pair<std::uint64_t, bool>> orphan_undo;  // (switch, LID), previous state
   std::vector<LftChange> changes;
@@ -207,12 +242,39 @@ struct Rerouter::Impl {
     return ports[port_base[s] + p];
   }
   bool down_ok_bit(std::uint32_t s, std::uint32_t t) const {
+    if (down_first[s] == down_first[s + 1]) return s == t;  // no down-links: no read
     return (down_ok[std::size_t{s} * words + t / 64] >> (t % 64)) & 1U;
+  }
+  std::uint64_t down_ok_word(std::uint32_t s, std::uint32_t w) const {
+    if (down_first[s] == down_first[s + 1]) {
+      return s / 64 == w ? std::uint64_t{1} << (s % 64) : 0;
+    }
+    return down_ok[std::size_t{s} * words + w];
+  }
+  // Two layouts of one bit: by switch where one switch asks about many
+  // destinations (a run of records), by destination where one destination
+  // is asked about many switches.
+  bool legal_bit(std::uint32_t s, std::uint32_t t) const {
+    return (legal[std::size_t{s} * words + t / 64] >> (t % 64)) & 1U;
+  }
+  bool legal_bit_by_dest(std::uint32_t s, std::uint32_t t) const {
+    return (legal_t[std::size_t{t} * words + s / 64] >> (s % 64)) & 1U;
+  }
+  // Clears (lost) or sets legal bits of switch s in word w of its row, in
+  // both layouts.
+  void legal_update(std::uint32_t s, std::uint32_t w, std::uint64_t bits, bool on) {
+    std::uint64_t& cur = legal[std::size_t{s} * words + w];
+    cur = on ? (cur | bits) : (cur & ~bits);
+    const std::uint64_t mask = std::uint64_t{1} << (s % 64);
+    for (; bits != 0; bits &= bits - 1) {
+      const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+      std::uint64_t& col = legal_t[std::size_t{t} * words + s / 64];
+      col = on ? (col | mask) : (col & ~mask);
+    }
   }
   bool implicit_orphan(std::uint32_t s, std::uint32_t d) const {
     const std::uint32_t t0 = lid0[d].sw;
-    return t0 != kNoSwitch.value &&
-           ((legal0[std::size_t{s} * words + t0 / 64] >> (t0 % 64)) & 1U) == 0;
+    return t0 != kNoSwitch.value && !legal_bit(s, t0);
   }
   bool explicit_orphan(std::uint32_t s, std::uint32_t d) const {
     if (orphan_count[s] == 0) return false;
@@ -246,3 +308,57 @@ struct Rerouter::Impl {
 };
 
 }  // namespace subnetd::routing
+
+namespace subnetd::routing::rerouter_internal {
+
+// Calls f(neighbour switch, LID) for every entry of a switch that still has
+// an up*/down* route to t and leads into x, for every destination switch t
+// that x lost its legal route to in the current repair (legal_lost): those
+// entries must move, as no legal route may enter an orphan. Reads each
+// neighbour's entries for t's LIDs a 64-byte block at a time. The repair
+// moves them; check_changes() proves none is left.
+template <class F>
+void for_entries_into_lost(Rerouter::Impl& m, const std::uint8_t* table, std::uint32_t stride,
+                           F&& f) {
+  // Two passes: list the blocks to read, then read them, a few ahead: they
+  // are scattered over the tables, and independent reads overlap.
+  auto& probes = m.probes;
+  probes.clear();
+  for (const Rerouter::Impl::LegalLoss& loss : m.legal_lost) {
+    const std::uint32_t x = loss.sw;
+    for (std::uint64_t bits = loss.bits; bits != 0; bits &= bits - 1) {
+      const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+      const std::uint32_t first = m.lids_first[t], last = m.lids_first[t + 1];
+      if (first == last) continue;
+      // Only a neighbour below x can have a legal route: one above would
+      // give x its own.
+      for (std::uint32_t k = m.down_first[x]; k < m.down_first[x + 1]; ++k) {
+        const PortSlot& sl = m.slot(x, m.down_list[k]);
+        if (!sl.live_switch() || !m.legal_bit_by_dest(sl.peer, t)) continue;
+        for (std::uint32_t i = first; i < last;) {
+          const std::uint32_t block = m.lids_list[i] / kLftBlockSize;
+          std::uint64_t want = 0;
+          for (; i < last && m.lids_list[i] / kLftBlockSize == block; ++i) {
+            want |= std::uint64_t{1} << (m.lids_list[i] % kLftBlockSize);
+          }
+          probes.push_back({sl.peer, block, want, sl.peer_port});
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (i + kPrefetchAhead < probes.size()) {
+      const Rerouter::Impl::Probe& ahead = probes[i + kPrefetchAhead];
+      __builtin_prefetch(table + std::size_t{ahead.sw} * stride +
+                         std::size_t{ahead.block} * kLftBlockSize);
+    }
+    const Rerouter::Impl::Probe& p = probes[i];
+    const std::uint32_t base = p.block * kLftBlockSize;
+    const std::uint8_t* r = table + std::size_t{p.sw} * stride + base;
+    for (std::uint64_t hit = equal_mask64(r, p.port) & p.want; hit != 0; hit &= hit - 1) {
+      if (!f(p.sw, base + static_cast<std::uint32_t>(std::countr_zero(hit)))) return;
+    }
+  }
+}
+
+}  // namespace subnetd::routing::rerouter_internal

@@ -71,6 +71,10 @@ class Repair {
     m_.new_dead.clear();
     m_.new_failed.clear();
     m_.down_ok_undo.clear();
+    m_.legal_undo.clear();
+    m_.legal_lost.clear();
+    m_.lost_recs.clear();
+    m_.lost_scanned = false;
     m_.lid_undo.clear();
     m_.orphan_undo.clear();
     m_.changes.clear();
@@ -201,6 +205,79 @@ class Repair {
     }
   }
 
+  // Removes legal bits (up*/down* routes) the failures took, per
+  // destination switch and word: from the switches whose down_ok shrank and
+  // the lower ends of failed links (they lost an up-link), down the order to
+  // the switches below them. Each loss is kept in legal_lost: the
+  // destination switches a switch can no longer reach legally.
+  void update_legal() {
+    const std::uint32_t words = m_.words;
+    auto& work = m_.legal_work;
+    work.clear();
+    for (const auto& [index, old] : m_.down_ok_undo) {
+      const auto x = static_cast<std::uint32_t>(index / words);
+      const auto w = static_cast<std::uint32_t>(index % words);
+      work.push_back({x, w, old & ~m_.down_ok[index]});
+    }
+    for (const FailedLink& f : m_.new_failed) {
+      const PortSlot& sl = m_.slot(f.sw.value, f.port);
+      if (!(sl.flags & kSwitchLink) || !sl.up()) continue;  // the lower end lost an up-link
+      const std::uint64_t* above = &m_.legal[std::size_t{sl.peer} * words];
+      for (std::uint32_t w = 0; w < words; ++w) {
+        if (above[w] != 0) work.push_back({f.sw.value, w, above[w]});
+      }
+    }
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const auto [x, w, cand] = work[i];
+      std::uint64_t at_risk = cand & ~m_.down_ok_word(x, w);
+      if (at_risk == 0) continue;
+      const std::uint64_t cur = m_.legal[std::size_t{x} * words + w];
+      at_risk &= cur;
+      if (std::popcount(at_risk) <= 2) {
+        // A destination or two: their by-destination rows are cached.
+        for (std::uint64_t b = at_risk; b != 0; b &= b - 1) {
+          const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
+          for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1]; ++k) {
+            const PortSlot& sl = m_.slot(x, m_.up_list[k]);
+            if ((sl.flags & kLive) && m_.legal_bit_by_dest(sl.peer, t)) {
+              at_risk &= ~(std::uint64_t{1} << (t % 64));
+              break;
+            }
+          }
+        }
+      } else {
+        for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1] && at_risk != 0; ++k) {
+          const PortSlot& sl = m_.slot(x, m_.up_list[k]);
+          if (sl.flags & kLive) at_risk &= ~m_.legal[std::size_t{sl.peer} * words + w];
+        }
+      }
+      if (at_risk == 0) continue;
+      m_.legal_undo.emplace_back(std::size_t{x} * words + w, cur);
+      m_.legal_update(x, w, at_risk, false);
+      m_.legal_lost.push_back({x, w, at_risk});
+      for (std::uint32_t k = m_.down_first[x]; k < m_.down_first[x + 1]; ++k) {
+        const PortSlot& sl = m_.slot(x, m_.down_list[k]);
+        if ((sl.flags & kLive) == 0) continue;
+        const std::uint64_t below = m_.legal[std::size_t{sl.peer} * words + w] & at_risk;
+        if (below != 0) work.push_back({sl.peer, w, below});
+      }
+    }
+  }
+
+  // Adds to the worklist every entry that leads into a switch which lost
+  // its legal route to the entry's destination switch.
+  void seed_lost_routes(RepairReport& rep) {
+    m_.lost_recs.clear();
+    for_entries_into_lost(m_, table_, stride_, [&](std::uint32_t y, std::uint32_t d) {
+      const std::uint32_t r = record_for(y, d);
+      m_.pending.push_back(r);
+      m_.lost_recs.push_back(r);
+      ++rep.moved_off_lost;
+      return true;
+    });
+    m_.lost_scanned = true;
+  }
+
   // Seeds: every entry that names a newly failed port, ascending LID per
   // switch. Switches cut off from every other switch keep their rows (no
   // route can reach them or leave them).
@@ -268,11 +345,6 @@ class Repair {
     if (prev != kDropPort && m_.has_port(s, prev) && (m_.slot(s, prev).flags & kSwitchLink)) {
       const std::uint32_t i = m_.slot_index(s, prev);
       --m_.load[i];
-      Rerouter::Impl::PickState& ps = m_.pick_state[s];
-      if (ps.epoch == m_.epoch) {
-        std::uint32_t& level = m_.slot(s, prev).up() ? ps.level_up : ps.level_down;
-        level = std::min(level, m_.load[i]);
-      }
     }
     if (q != kDropPort && m_.has_port(s, q) && (m_.slot(s, q).flags & kSwitchLink)) {
       ++m_.load[m_.slot_index(s, q)];
@@ -325,38 +397,46 @@ class Repair {
     return (se.flags & kLive) ? Validity::kGood : Validity::kStale;
   }
 
-  Rerouter::Impl::PickState& pick_state(std::uint32_t s) {
+  bool legal_neighbour(std::uint32_t s, std::uint32_t t) const {
+    for (std::uint32_t si = m_.port_base[s] + 1; si < m_.port_base[s + 1]; ++si) {
+      const PortSlot& sl = m_.ports[si];
+      if (sl.live_switch() && m_.legal_bit_by_dest(sl.peer, t)) return true;
+    }
+    return false;
+  }
+
+  // The rotation of switch s in this repair. It starts where the first
+  // LID asks (d mod the class's size), so that switches that each move one
+  // LID do not all start at their first port.
+  Rerouter::Impl::PickState& pick_state(std::uint32_t s, std::uint32_t d) {
     Rerouter::Impl::PickState& ps = m_.pick_state[s];
     if (ps.epoch != m_.epoch) {
       ps.epoch = m_.epoch;
-      ps.cursor_up = ps.cursor_down = 0;
-      ps.level_up = ps.level_down = UINT32_MAX;
-      for (std::uint32_t i = m_.up_first[s]; i < m_.up_first[s + 1]; ++i) {
-        const std::uint32_t si = m_.slot_index(s, m_.up_list[i]);
-        if (m_.ports[si].flags & kLive) ps.level_up = std::min(ps.level_up, m_.load[si]);
-      }
-      for (std::uint32_t i = m_.down_first[s]; i < m_.down_first[s + 1]; ++i) {
-        const std::uint32_t si = m_.slot_index(s, m_.down_list[i]);
-        if (m_.ports[si].flags & kLive) ps.level_down = std::min(ps.level_down, m_.load[si]);
-      }
+      const std::uint32_t ups = m_.up_first[s + 1] - m_.up_first[s];
+      const std::uint32_t downs = m_.down_first[s + 1] - m_.down_first[s];
+      ps.cursor_up = ups == 0 ? 0 : d % ups;
+      ps.cursor_down = downs == 0 ? 0 : d % downs;
     }
     return ps;
   }
 
-  // The least-loaded legal port of one class (rotating among equals), or
-  // kDropPort. `probe` looks without moving the rotation.
+  // A legal port of one class, or kDropPort: of the next kPickChoices legal
+  // ports in the switch's rotation, the least loaded (the "power of two
+  // choices": close to least-loaded balance without reading every port's
+  // load, which at 3,000 switches a repair is most of its cache misses).
+  // A stale port (usable, but its neighbour's entry is being repaired too)
+  // only when no port is good. `probe` looks without moving the rotation.
   PortNum pick(std::uint32_t s, std::uint32_t d, std::uint32_t t, bool up, bool probe) {
     const PortNum* list = up ? &m_.up_list[m_.up_first[s]] : &m_.down_list[m_.down_first[s]];
     const std::uint32_t k =
         up ? m_.up_first[s + 1] - m_.up_first[s] : m_.down_first[s + 1] - m_.down_first[s];
     if (k == 0) return kDropPort;
-    Rerouter::Impl::PickState& ps = pick_state(s);
-    std::uint32_t& level = up ? ps.level_up : ps.level_down;
+    Rerouter::Impl::PickState& ps = pick_state(s, d);
     std::uint32_t& cursor = up ? ps.cursor_up : ps.cursor_down;
     PortNum best = kDropPort, stale = kDropPort;
     std::uint32_t best_load = UINT32_MAX, stale_load = UINT32_MAX;
     std::uint32_t best_at = 0, stale_at = 0;
-    std::uint32_t min_live = UINT32_MAX;
+    std::uint32_t good = 0;
     std::uint32_t j = 0;
     for (std::uint32_t at = cursor; j < k; ++j, at = at + 1 == k ? 0 : at + 1) {
       const PortNum q = list[at];
@@ -364,21 +444,20 @@ class Repair {
       const PortSlot& sl = m_.ports[si];
       if ((sl.flags & kLive) == 0) continue;
       const std::uint32_t l = m_.load[si];
-      min_live = std::min(min_live, l);
-      if (l >= best_load) continue;
       const Validity v = candidate(sl, d, t);
       if (v == Validity::kGood) {
-        best = q;
-        best_load = l;
-        best_at = at;
-        if (l <= level) break;  // a minimum: nothing can beat it
+        if (l < best_load) {
+          best = q;
+          best_load = l;
+          best_at = at;
+        }
+        if (++good == kPickChoices) break;
       } else if (v == Validity::kStale && l < stale_load) {
         stale = q;
         stale_load = l;
         stale_at = at;
       }
     }
-    if (j == k && min_live != UINT32_MAX) level = min_live;
     if (best == kDropPort && stale != kDropPort) {
       best = stale;
       best_at = stale_at;
@@ -440,7 +519,8 @@ class Repair {
   // Every neighbour (only those above s when `above_only`) whose entry for a
   // LID of the run leads into s joins the next round. `run` holds record
   // indices of one switch s.
-  void push_pointers(std::uint32_t s, std::span<const std::uint32_t> run, bool above_only) {
+  void push_pointers(std::uint32_t s, std::span<const std::uint32_t> run, bool above_only,
+                     bool orphans_too) {
     // A neighbour above s sends d down into s only while s's entry for d
     // goes down (the invariant), or when that neighbour's own entry is an
     // orphan (exempt from it): otherwise the neighbours above need no look.
@@ -476,6 +556,9 @@ class Repair {
           for (std::uint64_t hit = equal_mask64(row(sl.peer) + base, sl.peer_port) & want; hit != 0;
                hit &= hit - 1) {
             const std::uint32_t d = base + static_cast<std::uint32_t>(std::countr_zero(hit));
+            // Orphans may lead into orphans; only legal routes must move
+            // (unless s has nowhere to go but through them).
+            if (!orphans_too && m_.implicit_orphan(sl.peer, d)) continue;
             m_.next_pending.push_back(record_for(sl.peer, d));
           }
         }
@@ -487,14 +570,27 @@ class Repair {
     }
   }
 
-  void push_runs(const std::vector<std::uint32_t>& list, bool above_only) {
+  void push_runs(const std::vector<std::uint32_t>& list, bool above_only, bool orphans_too) {
     for (std::size_t i = 0; i < list.size();) {
       const std::uint32_t s = m_.recs[list[i]].sw;
       std::size_t j = i + 1;
       while (j < list.size() && m_.recs[list[j]].sw == s) ++j;
-      push_pointers(s, std::span<const std::uint32_t>(list).subspan(i, j - i), above_only);
+      push_pointers(s, std::span<const std::uint32_t>(list).subspan(i, j - i), above_only,
+                    orphans_too);
       i = j;
     }
+  }
+
+  // What choose() reads first about a record's switch: its entry, its
+  // port slots and their loads. Records of one repair are scattered over
+  // the switches; reading ahead lets those misses overlap.
+  void prefetch_record(const Rerouter::Impl::Rec& rec) const {
+    __builtin_prefetch(row(rec.sw) + rec.lid);
+    const std::uint32_t first = m_.port_base[rec.sw];
+    __builtin_prefetch(&m_.ports[first]);
+    __builtin_prefetch(&m_.ports[first] + 8);
+    __builtin_prefetch(&m_.load[first]);
+    __builtin_prefetch(&m_.pick_state[rec.sw]);
   }
 
   // Worklist rounds until every entry on it is settled.
@@ -502,16 +598,30 @@ class Repair {
     while (!m_.pending.empty()) {
       ++rep.rounds;
       m_.dead.clear();
+      m_.dead_orphans.clear();
       m_.blocked.clear();
       m_.next_pending.clear();
-      for (std::uint32_t r : m_.pending) {
+      const std::size_t count = m_.pending.size();
+      for (std::size_t i = 0; i < count; ++i) {
+        if (i + kPrefetchAhead < count) prefetch_record(m_.recs[m_.pending[i + kPrefetchAhead]]);
+        const std::uint32_t r = m_.pending[i];
         const auto& rec = m_.recs[r];
         switch (choose(rec.sw, rec.lid)) {
           case Choice::kChosen:
           case Choice::kUnreachable:
             break;
           case Choice::kDeadEnd:
-            m_.dead.push_back(r);
+            // An implicit orphan: every legal route into it was moved
+            // (seed_lost_routes), and orphans may keep leading into it as
+            // long as the fill finds it a legal neighbour (whose route
+            // cannot come back). Without one, the fill must route it
+            // through orphans: those leading into it move first, as into
+            // any dead end, so that no loop can form.
+            if (!m_.implicit_orphan(rec.sw, rec.lid)) {
+              m_.dead.push_back(r);
+            } else if (!legal_neighbour(rec.sw, m_.lid0[rec.lid].sw)) {
+              m_.dead_orphans.push_back(r);
+            }
             m_.dead_all.push_back(r);
             if (maybe_later_) m_.second_chance.push_back(r);
             ++rep.dead_ends;
@@ -524,8 +634,9 @@ class Repair {
       // Dead ends: every pointer must move. Blocked switches: the
       // neighbours above must move, then the switch tries again (now
       // nobody enters it from above, an up-link is legal).
-      push_runs(m_.dead, false);
-      push_runs(m_.blocked, true);
+      push_runs(m_.dead, false, false);
+      push_runs(m_.dead_orphans, false, true);
+      push_runs(m_.blocked, true, false);
       m_.next_pending.insert(m_.next_pending.end(), m_.blocked.begin(), m_.blocked.end());
       std::swap(m_.pending, m_.next_pending);
     }
@@ -649,6 +760,12 @@ class Repair {
       set_entry(it->sw, it->lid, it->old);
     for (auto it = m_.down_ok_undo.rbegin(); it != m_.down_ok_undo.rend(); ++it)
       m_.down_ok[it->first] = it->second;
+    for (auto it = m_.legal_undo.rbegin(); it != m_.legal_undo.rend(); ++it) {
+      const auto x = static_cast<std::uint32_t>(it->first / m_.words);
+      const auto w = static_cast<std::uint32_t>(it->first % m_.words);
+      m_.legal_update(x, w, it->second & ~m_.legal[it->first], true);
+    }
+    m_.legal_lost.clear();
     for (auto it = m_.lid_undo.rbegin(); it != m_.lid_undo.rend(); ++it)
       m_.lid[it->first] = it->second;
     for (auto it = m_.orphan_undo.rbegin(); it != m_.orphan_undo.rend(); ++it) {
@@ -707,9 +824,15 @@ Result<RepairReport> Rerouter::run(std::span<const FailedLink> failed,
   SUBNETD_TRY(r.mark_failures(failed, rep));
   r.mark_unreachable_lids();
   r.update_down_ok(rep);
+  r.update_legal();
+  rep.legal_routes_lost = 0;
+  for (const Impl::LegalLoss& l : m.legal_lost) {
+    rep.legal_routes_lost += static_cast<std::uint64_t>(std::popcount(l.bits));
+  }
   Result<void> made;
   if (given == nullptr) {
     r.seed(rep);
+    r.seed_lost_routes(rep);
     rep.t_seed = Clock::now() - t0;
     const auto t = Clock::now();
     r.route(rep);

@@ -638,7 +638,8 @@ TEST(RerouterRefusal, CheckRefusesARouteIntoAnOrphan) {
   // Hand the check a change of that orphan entry together with a change that
   // sends an aggregation switch, which reaches the other core legally, into
   // the orphan core: the check must refuse (that traffic would turn
-  // down->up), the tables must stay as built.
+  // down->up) on the aggregation switch's change, the tables must stay as
+  // built.
   Built b = build("fat-tree:levels=3,k=4", "ftree");
   ASSERT_TRUE(b.rr);
   const Topology& t = b.f.topo;
@@ -664,8 +665,9 @@ TEST(RerouterRefusal, CheckRefusesARouteIntoAnOrphan) {
   auto rep = b.rr->apply_for_test({}, changes);
   ASSERT_TRUE(rep.ok()) << rep.error().message;
   EXPECT_EQ(rep->verdict, RepairReport::Verdict::kNeedsFullRecompute);
-  EXPECT_NE(rep->reason.find("routes LID " + std::to_string(core1_lid.value) +
-                             " into orphan switch \"core-0\""),
+  EXPECT_NE(rep->reason.find("LID " + std::to_string(core1_lid.value) + ": switch \"agg-p0-0\"" +
+                             " (0x0002c90000000008) sends up into "
+                             "orphan switch \"core-0\""),
             std::string::npos)
       << rep->reason;
   const Routes after = b.rr->export_routes(pool);
