@@ -27,7 +27,10 @@
 //  - seeds: the entries that name a failed port (row scans, 16 bytes a
 //    step), and every entry of a switch that still has a legal route and
 //    leads into a lost one (for each lost (x, t), the neighbours below x,
-//    those of t's LIDs that name the port to x: one 64-byte read a block);
+//    those of t's LIDs that name the port to x: one 64-byte read a block),
+//    and the entries of a switch with CAs that lost its route to a switch
+//    with CA/router LIDs (its CAs' traffic may not follow an orphan: the
+//    repair is refused if it can still reach them);
 //  - each seed (s, d) takes a legal next hop: a down-link to a neighbour
 //    whose own entry for d goes down (the neighbour must be able to reach
 //    d's switch going down: down_ok), or, unless a neighbour above s sends
@@ -44,9 +47,11 @@
 //    can still reach physically gets an "orphan" entry toward a neighbour
 //    that has a route, preferring one with a legal route (whose route
 //    cannot come back into it). An implicit orphan with no such neighbour
-//    first has every entry that leads into it moved, so that no loop can
-//    form. No legal route leads into an orphan, so orphans carry only
-//    traffic that starts at orphan switches; a switch that has CAs/routers
+//    goes through an orphan neighbour that goes straight to one (that
+//    neighbour's entry changes only if it led back into the switch: its
+//    route crossed the failure too); only without that are the entries
+//    leading into it moved first, so that no loop can form. No legal route leads into an orphan, so
+//    orphans carry only traffic that starts at orphan switches; a switch that has CAs/routers
 //    cannot be an orphan for a CA/router LID (repair refuses). Orphan
 //    routes may turn down->up, but no CA traffic follows them, so they add
 //    no dependency to the CDG the verifier checks (data traffic, as ibdmchk

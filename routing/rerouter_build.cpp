@@ -270,6 +270,11 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   m.blocked_mark.assign(n, 0);
   m.down_mark.assign(n, 0);
   m.orphan_hint.assign(n, 0);
+  m.two_hop_hint.assign(n, 0);
+  m.t_has_data.assign(n, 0);
+  for (std::uint32_t d = 1; d < entries; ++d) {
+    if (m.lid0[d].data != 0) m.t_has_data[m.lid0[d].sw] = 1;
+  }
 
   const auto t_warm = Clock::now();
   r->warm_up();

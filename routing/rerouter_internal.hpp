@@ -202,6 +202,8 @@ struct Rerouter::Impl {
   std::vector<std::uint32_t> blocked_mark;  // per switch: epoch when it has a blocked record
   std::vector<std::uint32_t> down_mark;     // per switch: epoch when an entry was set going down
   std::vector<PortNum> orphan_hint;         // per switch: port the last orphan entry took
+  std::vector<PortNum> two_hop_hint;        // per switch: Repair::two_hop's last port
+  std::vector<std::uint8_t> t_has_data;     // per switch: it delivers CA/router LIDs
   std::vector<std::uint32_t> scan_buf;
   std::vector<std::uint32_t> new_dead;  // port slots failed in this repair
   std::vector<FailedLink> new_failed;   // their switch ends (for the check)
@@ -214,6 +216,7 @@ struct Rerouter::Impl {
     std::uint64_t bits;
   };
   std::vector<LegalLoss> legal_lost, legal_work;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> cut_words;  // switches cut off now
   struct Probe {  // one LFT block to read: for_entries_into_lost
     std::uint32_t sw;
     std::uint32_t block;

@@ -210,10 +210,28 @@ class Repair {
   // the lower ends of failed links (they lost an up-link), down the order to
   // the switches below them. Each loss is kept in legal_lost: the
   // destination switches a switch can no longer reach legally.
+  //
+  // A switch this repair cut off from every other switch is left out on
+  // both sides: nothing can reach it or leave it, so its LIDs are
+  // unreachable (choose() drops them) and its row is kept; tracking every
+  // switch's loss of it would be a walk over the whole fabric.
   void update_legal() {
     const std::uint32_t words = m_.words;
     auto& work = m_.legal_work;
     work.clear();
+    auto& cut = m_.cut_words;
+    cut.clear();
+    for (const FailedLink& f : m_.new_failed) {
+      const std::uint32_t s = f.sw.value;
+      if (m_.live_links[s] != 0 || !(m_.slot(s, f.port).flags & kSwitchLink)) continue;
+      cut.emplace_back(s / 64, std::uint64_t{1} << (s % 64));
+    }
+    auto not_cut = [&](std::uint32_t w, std::uint64_t bits) {
+      for (const auto& [cw, mask] : cut) {
+        if (cw == w) bits &= ~mask;
+      }
+      return bits;
+    };
     for (const auto& [index, old] : m_.down_ok_undo) {
       const auto x = static_cast<std::uint32_t>(index / words);
       const auto w = static_cast<std::uint32_t>(index % words);
@@ -229,7 +247,9 @@ class Repair {
     }
     for (std::size_t i = 0; i < work.size(); ++i) {
       const auto [x, w, cand] = work[i];
+      if (m_.live_links[x] == 0) continue;  // cut off (or no switch links at all)
       std::uint64_t at_risk = cand & ~m_.down_ok_word(x, w);
+      if (!cut.empty()) at_risk = not_cut(w, at_risk);
       if (at_risk == 0) continue;
       const std::uint64_t cur = m_.legal[std::size_t{x} * words + w];
       at_risk &= cur;
@@ -276,6 +296,20 @@ class Repair {
       return true;
     });
     m_.lost_scanned = true;
+    // A switch with CAs that lost its route to a switch with CA/router
+    // LIDs: its CAs' traffic there would have to follow an orphan route.
+    // Its entries go through the worklist, which refuses the repair if it
+    // can still reach them at all (the full recompute finds routes).
+    for (const Rerouter::Impl::LegalLoss& loss : m_.legal_lost) {
+      if (m_.has_endpoints[loss.sw] == 0) continue;
+      for (std::uint64_t bits = loss.bits; bits != 0; bits &= bits - 1) {
+        const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+        if (m_.t_has_data[t] == 0) continue;
+        for (std::uint32_t i = m_.lids_first[t]; i < m_.lids_first[t + 1]; ++i) {
+          m_.pending.push_back(record_for(loss.sw, m_.lids_list[i]));
+        }
+      }
+    }
   }
 
   // Seeds: every entry that names a newly failed port, ascending LID per
@@ -395,6 +429,55 @@ class Repair {
     const PortSlot& se = m_.slot(nb, e);
     if ((se.flags & kSwitchLink) == 0) return Validity::kInvalid;  // nb != t: must forward
     return (se.flags & kLive) ? Validity::kGood : Validity::kStale;
+  }
+
+  // For the fill of an implicit orphan s that has no legal neighbour: a
+  // neighbour q (an orphan too) whose entry for d goes straight to a switch
+  // with a legal route (then q stays as it is), or else leads back into s
+  // (its route crossed the failure with s's: q then goes to a legal
+  // neighbour of its own). Either way s -> q -> legal, a route that cannot
+  // come back. Returns s's port to q and q's next port, or via == 0. q
+  // never carries CAs when d is a CA/router LID (its own traffic would
+  // follow the orphan). The last q found is tried first: the LIDs of one
+  // destination switch come together.
+  struct TwoHop {
+    PortNum via = 0;
+    PortNum next = 0;
+  };
+  TwoHop two_hop(std::uint32_t s, std::uint32_t d) {
+    const std::uint32_t t = m_.lid0[d].sw;
+    const bool data = m_.lid0[d].data != 0;
+    const std::uint32_t first = m_.port_base[s], count = m_.port_base[s + 1] - first;
+    PortNum& hint = m_.two_hop_hint[s];
+    for (std::uint32_t k = 0; k < count; ++k) {
+      const PortNum via = static_cast<PortNum>((hint + k) % count);
+      if (via == 0) continue;
+      const PortSlot& sl = m_.ports[first + via];
+      if (!sl.live_switch() || (data && m_.has_endpoints[sl.peer] != 0)) continue;
+      const std::uint32_t q = sl.peer;
+      if (m_.legal_bit_by_dest(q, t)) continue;  // legal entries keep their rules
+      const std::uint8_t e = row(q)[d];
+      if (e != kDropPort && e != sl.peer_port && m_.has_port(q, e)) {
+        const PortSlot& ql = m_.slot(q, e);
+        if (ql.live_switch() && m_.legal_bit_by_dest(ql.peer, t) &&
+            !m_.explicit_orphan(ql.peer, d)) {
+          hint = via;
+          return {via, e};
+        }
+        continue;  // q's route goes elsewhere: leave it alone
+      }
+      if (e != sl.peer_port) continue;
+      for (std::uint32_t qi = m_.port_base[q] + 1; qi < m_.port_base[q + 1]; ++qi) {
+        const PortSlot& ql = m_.ports[qi];
+        if (!ql.live_switch() || !m_.legal_bit_by_dest(ql.peer, t) ||
+            m_.explicit_orphan(ql.peer, d)) {
+          continue;
+        }
+        hint = via;
+        return {via, static_cast<PortNum>(qi - m_.port_base[q])};
+      }
+    }
+    return {};
   }
 
   bool legal_neighbour(std::uint32_t s, std::uint32_t t) const {
@@ -619,7 +702,8 @@ class Repair {
             // any dead end, so that no loop can form.
             if (!m_.implicit_orphan(rec.sw, rec.lid)) {
               m_.dead.push_back(r);
-            } else if (!legal_neighbour(rec.sw, m_.lid0[rec.lid].sw)) {
+            } else if (!legal_neighbour(rec.sw, m_.lid0[rec.lid].sw) &&
+                       two_hop(rec.sw, rec.lid).via == 0) {
               m_.dead_orphans.push_back(r);
             }
             m_.dead_all.push_back(r);
@@ -708,6 +792,20 @@ class Repair {
             best = static_cast<PortNum>(si - first);
             best_orphan = orphan;
             if (!orphan) break;
+          }
+        }
+        if (best_orphan && m_.implicit_orphan(s, d)) {
+          // No neighbour with a legal route: through one that has one.
+          const TwoHop h = two_hop(s, d);
+          if (h.via != 0) {
+            const std::uint32_t q = m_.ports[first + h.via].peer;
+            const std::uint32_t qr = record_for(q, d);
+            if (row(q)[d] != h.next) {
+              set_entry(q, d, h.next);
+              if (m_.recs[qr].old != h.next) ++rep.orphans;
+            }
+            best = h.via;
+            best_orphan = true;
           }
         }
         if (best == kDropPort) {
