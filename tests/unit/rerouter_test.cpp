@@ -430,6 +430,17 @@ TEST(Rerouter, EdgeAggregationFailureLeavesOrphansWithoutCaTraffic) {
   EXPECT_EQ(rep->switch_links_failed, 1U);
   EXPECT_GT(rep->orphans, 0U);
   EXPECT_GT(rep->dead_ends, 0U);
+  // Per destination switch: the cores above agg-p0-0 and the aggregation
+  // switches of its plane lose their up*/down* route to edge-p0-0 as a
+  // whole (their entries become implicit orphans and stay: none named the
+  // failed port), and only the switches that still have a route and sent
+  // edge-p0-0's LIDs into them move.
+  EXPECT_GE(rep->legal_routes_lost, 2U + 1U);  // >= 2 cores, the other pod's agg
+  EXPECT_GT(rep->moved_off_lost, 0U);
+  for (const LftChange& c : rep->changes) {
+    const std::string name = b.f.topo.node(b.f.topo.switch_node(c.sw)).description;
+    EXPECT_NE(name.rfind("core-", 0), 0U) << name << " LID " << c.lid.value << " changed";
+  }
   Topology live = b.f.topo;
   live.disconnect({b.f.topo.switch_node(edge), p});
   WorkerPool pool(2);
