@@ -201,6 +201,17 @@ int main(int argc, char** argv) {
       vr.first_gap.empty() ? "" : "; first: ", vr.first_gap.c_str());
   print_rss("the verifier");
 
+  std::unique_ptr<routing::Rerouter> rerouter;
+  if (a.stage2) {
+    t0 = Clock::now();
+    auto rb = routing::Rerouter::build(topo, lids, routes, pool);
+    if (!rb.ok()) return fail("rerouter", rb.error());
+    rerouter = std::move(rb).value();
+    std::printf("stage 2 precompute (Rerouter::build): %.2f s, %.1f MiB\n", seconds_since(t0),
+                static_cast<double>(rerouter->stats().memory_bytes) / (1 << 20));
+    print_rss("the stage 2 precompute (the SM's whole state: before the simulator)");
+  }
+
   // The simulator, programmed by SMP as a bring-up would, ports ACTIVE.
   discovery::sim::SimOptions so;
   so.lid_bits = a.lid_bits;
@@ -223,16 +234,6 @@ int main(int argc, char** argv) {
       static_cast<double>(lm.notify_processing.count()) / 1e3);
   print_rss("programming and arming");
 
-  std::unique_ptr<routing::Rerouter> rerouter;
-  if (a.stage2) {
-    t0 = Clock::now();
-    auto rb = routing::Rerouter::build(topo, lids, routes, pool);
-    if (!rb.ok()) return fail("rerouter", rb.error());
-    rerouter = std::move(rb).value();
-    std::printf("stage 2 precompute (Rerouter::build): %.2f s, %.1f MiB\n", seconds_since(t0),
-                static_cast<double>(rerouter->stats().memory_bytes) / (1 << 20));
-    print_rss("the stage 2 precompute");
-  }
 
   // Levels: hops from the nearest switch with CAs.
   auto graph = routing::SwitchGraph::build(topo, lids);
