@@ -251,6 +251,10 @@ class Rerouter {
   bool link_known(SwitchIndex sw, PortNum port) const;
   // True after a refusal, until reset().
   bool stale() const { return stale_; }
+  // Whether switch s still has an up*/down* route to switch t over the live
+  // links, as the repairs keep it (false where either index is out of
+  // range). A switch cut off from every other switch keeps what it had.
+  bool has_updown_route(SwitchIndex s, SwitchIndex t) const;
   const RerouterStats& stats() const { return stats_; }
   const std::shared_ptr<const Routes>& base_routes() const { return base_; }
   const Topology& topology() const { return topo_; }

@@ -190,6 +190,9 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   {
     std::vector<std::uint64_t> legal(m.down_ok.size(), 0);
     std::vector<std::uint32_t> top_down(order.rbegin(), order.rend());
+    m.by_pos = top_down;
+    m.pos.assign(n, 0);
+    for (std::uint32_t i = 0; i < n; ++i) m.pos[top_down[i]] = i;
     pool.parallel_for(chunks, 1, [&](std::size_t cb, std::size_t ce, unsigned) {
       for (std::size_t c = cb; c < ce; ++c) {
         const std::uint32_t w0 = static_cast<std::uint32_t>(c * words / chunks);
@@ -271,6 +274,7 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   m.down_mark.assign(n, 0);
   m.orphan_hint.assign(n, 0);
   m.two_hop_hint.assign(n, 0);
+  m.legal_pend.assign(m.legal.size(), 0);
   m.t_has_data.assign(n, 0);
   for (std::uint32_t d = 1; d < entries; ++d) {
     if (m.lid0[d].data != 0) m.t_has_data[m.lid0[d].sw] = 1;
@@ -291,7 +295,9 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   bytes += (m.down_ok.size() + m.down_ok0.size()) * 8;
   bytes += (m.dirty_since.size() + m.dirty_now.size()) * 8;
   bytes += n * (sizeof(Impl::SeedRange) + sizeof(Impl::PickState) + 4 + 4 + 1 + 1);
-  bytes += (m.legal.size() + m.legal0.size() + m.legal_t.size() + m.legal_t0.size()) * 8 +
+  bytes += (m.legal.size() + m.legal0.size() + m.legal_t.size() + m.legal_t0.size() +
+            m.legal_pend.size()) *
+               8 +
            m.orphan_pool.size() * 8 + m.rec_index.bytes() + n * 8;
   bytes += (m.lids_first.size() + m.lids_list.size()) * 4;
   r->stats_.memory_bytes = bytes;
@@ -330,6 +336,11 @@ bool Rerouter::link_live(SwitchIndex sw, PortNum port) const {
   if (sw.value >= n_ || !impl_->has_port(sw.value, port)) return false;
   const std::uint8_t f = impl_->slot(sw.value, port).flags;
   return (f & kLive) != 0 && (f & (kSwitchLink | kCaLink)) != 0;
+}
+
+bool Rerouter::has_updown_route(SwitchIndex s, SwitchIndex t) const {
+  if (s.value >= n_ || t.value >= n_) return false;
+  return impl_->legal_bit(s.value, t.value) && impl_->legal_bit_by_dest(s.value, t.value);
 }
 
 bool Rerouter::link_known(SwitchIndex sw, PortNum port) const {

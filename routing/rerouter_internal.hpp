@@ -215,7 +215,14 @@ struct Rerouter::Impl {
     std::uint32_t word;
     std::uint64_t bits;
   };
-  std::vector<LegalLoss> legal_lost, legal_work;
+  std::vector<LegalLoss> legal_lost;
+  // update_legal's scratch: candidate bits per (switch, word), all zero
+  // between repairs, and the switches by their place in the up/down order
+  // (top first): a switch is settled once, after every switch above it.
+  std::vector<std::uint64_t> legal_pend;
+  std::vector<std::uint32_t> pos, by_pos;
+  std::vector<std::uint32_t> legal_heap;  // positions, a min-heap
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> lost_here;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> cut_words;  // switches cut off now
   struct Probe {  // one LFT block to read: for_entries_into_lost
     std::uint32_t sw;
@@ -329,15 +336,24 @@ void for_entries_into_lost(Rerouter::Impl& m, const std::uint8_t* table, std::ui
   probes.clear();
   for (const Rerouter::Impl::LegalLoss& loss : m.legal_lost) {
     const std::uint32_t x = loss.sw;
-    for (std::uint64_t bits = loss.bits; bits != 0; bits &= bits - 1) {
-      const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
-      const std::uint32_t first = m.lids_first[t], last = m.lids_first[t + 1];
-      if (first == last) continue;
-      // Only a neighbour below x can have a legal route: one above would
-      // give x its own.
-      for (std::uint32_t k = m.down_first[x]; k < m.down_first[x + 1]; ++k) {
-        const PortSlot& sl = m.slot(x, m.down_list[k]);
-        if (!sl.live_switch() || !m.legal_bit_by_dest(sl.peer, t)) continue;
+    // Only a neighbour below x can have a legal route: one above would
+    // give x its own. Neighbour by neighbour, so that the blocks of one
+    // row are listed together (a destination's LIDs are near each other).
+    for (std::uint32_t k = m.down_first[x]; k < m.down_first[x + 1]; ++k) {
+      const PortSlot& sl = m.slot(x, m.down_list[k]);
+      if (!sl.live_switch()) continue;
+      std::uint64_t legal_here = 0;
+      if (std::popcount(loss.bits) <= 2) {  // by destination: those rows are cached
+        for (std::uint64_t b = loss.bits; b != 0; b &= b - 1) {
+          const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
+          if (m.legal_bit_by_dest(sl.peer, t)) legal_here |= b & -b;
+        }
+      } else {
+        legal_here = loss.bits & m.legal[std::size_t{sl.peer} * m.words + loss.word];
+      }
+      for (std::uint64_t bits = legal_here; bits != 0; bits &= bits - 1) {
+        const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+        const std::uint32_t first = m.lids_first[t], last = m.lids_first[t + 1];
         for (std::uint32_t i = first; i < last;) {
           const std::uint32_t block = m.lids_list[i] / kLftBlockSize;
           std::uint64_t want = 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <numeric>
 
 #if defined(__SSE2__)
@@ -217,8 +218,6 @@ class Repair {
   // switch's loss of it would be a walk over the whole fabric.
   void update_legal() {
     const std::uint32_t words = m_.words;
-    auto& work = m_.legal_work;
-    work.clear();
     auto& cut = m_.cut_words;
     cut.clear();
     for (const FailedLink& f : m_.new_failed) {
@@ -232,54 +231,81 @@ class Repair {
       }
       return bits;
     };
+    auto& heap = m_.legal_heap;
+    heap.clear();
+    auto add = [&](std::uint32_t x, std::uint32_t w, std::uint64_t bits) {
+      m_.legal_pend[std::size_t{x} * words + w] |= bits;
+      if (m_.in_work[x]) return;
+      m_.in_work[x] = 1;
+      heap.push_back(m_.pos[x]);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+    };
     for (const auto& [index, old] : m_.down_ok_undo) {
       const auto x = static_cast<std::uint32_t>(index / words);
       const auto w = static_cast<std::uint32_t>(index % words);
-      work.push_back({x, w, old & ~m_.down_ok[index]});
+      if (const std::uint64_t lost = old & ~m_.down_ok[index]; lost != 0) add(x, w, lost);
     }
     for (const FailedLink& f : m_.new_failed) {
       const PortSlot& sl = m_.slot(f.sw.value, f.port);
       if (!(sl.flags & kSwitchLink) || !sl.up()) continue;  // the lower end lost an up-link
       const std::uint64_t* above = &m_.legal[std::size_t{sl.peer} * words];
       for (std::uint32_t w = 0; w < words; ++w) {
-        if (above[w] != 0) work.push_back({f.sw.value, w, above[w]});
+        if (above[w] != 0) add(f.sw.value, w, above[w]);
       }
     }
-    for (std::size_t i = 0; i < work.size(); ++i) {
-      const auto [x, w, cand] = work[i];
-      if (m_.live_links[x] == 0) continue;  // cut off (or no switch links at all)
-      std::uint64_t at_risk = cand & ~m_.down_ok_word(x, w);
-      if (!cut.empty()) at_risk = not_cut(w, at_risk);
-      if (at_risk == 0) continue;
-      const std::uint64_t cur = m_.legal[std::size_t{x} * words + w];
-      at_risk &= cur;
-      if (std::popcount(at_risk) <= 2) {
-        // A destination or two: their by-destination rows are cached.
-        for (std::uint64_t b = at_risk; b != 0; b &= b - 1) {
-          const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
-          for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1]; ++k) {
-            const PortSlot& sl = m_.slot(x, m_.up_list[k]);
-            if ((sl.flags & kLive) && m_.legal_bit_by_dest(sl.peer, t)) {
-              at_risk &= ~(std::uint64_t{1} << (t % 64));
-              break;
+    // Top down the order: when a switch is taken, every switch above it has
+    // lost what it will lose, so each switch is settled once, all its words
+    // together, and passes its losses to the switches below it.
+    auto& lost_here = m_.lost_here;
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+      const std::uint32_t x = m_.by_pos[heap.back()];
+      heap.pop_back();
+      m_.in_work[x] = 0;
+      std::uint64_t* pend = &m_.legal_pend[std::size_t{x} * words];
+      lost_here.clear();
+      for (std::uint32_t w = 0; w < words; ++w) {
+        if (pend[w] == 0) continue;
+        const std::uint64_t cand = pend[w];
+        pend[w] = 0;
+        if (m_.live_links[x] == 0) continue;  // cut off (or no switch links at all)
+        std::uint64_t at_risk = cand & ~m_.down_ok_word(x, w);
+        if (!cut.empty()) at_risk = not_cut(w, at_risk);
+        if (at_risk == 0) continue;
+        const std::uint64_t cur = m_.legal[std::size_t{x} * words + w];
+        at_risk &= cur;
+        if (std::popcount(at_risk) <= 2) {
+          // A destination or two: their by-destination rows are cached.
+          for (std::uint64_t b = at_risk; b != 0; b &= b - 1) {
+            const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
+            for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1]; ++k) {
+              const PortSlot& sl = m_.slot(x, m_.up_list[k]);
+              if ((sl.flags & kLive) && m_.legal_bit_by_dest(sl.peer, t)) {
+                at_risk &= ~(std::uint64_t{1} << (t % 64));
+                break;
+              }
             }
           }
+        } else {
+          for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1] && at_risk != 0; ++k) {
+            const PortSlot& sl = m_.slot(x, m_.up_list[k]);
+            if (sl.flags & kLive) at_risk &= ~m_.legal[std::size_t{sl.peer} * words + w];
+          }
         }
-      } else {
-        for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1] && at_risk != 0; ++k) {
-          const PortSlot& sl = m_.slot(x, m_.up_list[k]);
-          if (sl.flags & kLive) at_risk &= ~m_.legal[std::size_t{sl.peer} * words + w];
-        }
+        if (at_risk == 0) continue;
+        m_.legal_undo.emplace_back(std::size_t{x} * words + w, cur);
+        m_.legal_update(x, w, at_risk, false);
+        m_.legal_lost.push_back({x, w, at_risk});
+        lost_here.emplace_back(w, at_risk);
       }
-      if (at_risk == 0) continue;
-      m_.legal_undo.emplace_back(std::size_t{x} * words + w, cur);
-      m_.legal_update(x, w, at_risk, false);
-      m_.legal_lost.push_back({x, w, at_risk});
+      if (lost_here.empty()) continue;
       for (std::uint32_t k = m_.down_first[x]; k < m_.down_first[x + 1]; ++k) {
         const PortSlot& sl = m_.slot(x, m_.down_list[k]);
         if ((sl.flags & kLive) == 0) continue;
-        const std::uint64_t below = m_.legal[std::size_t{sl.peer} * words + w] & at_risk;
-        if (below != 0) work.push_back({sl.peer, w, below});
+        const std::uint64_t* below = &m_.legal[std::size_t{sl.peer} * words];
+        for (const auto& [w, lost] : lost_here) {
+          if (const std::uint64_t b = below[w] & lost; b != 0) add(sl.peer, w, b);
+        }
       }
     }
   }

@@ -130,8 +130,11 @@ int main(int argc, char** argv) {
   auto rb = routing::Rerouter::build(topo, fabric->lids, fabric->routes, pool);
   if (!rb.ok()) return fail("rerouter", rb.error());
   routing::Rerouter& rerouter = **rb;
-  std::printf("Rerouter::build %.2f s, %.1f MiB\n", seconds_since(t0),
-              static_cast<double>(rerouter.stats().memory_bytes) / (1 << 20));
+  std::printf("Rerouter::build %.2f s, %.1f MiB; its warm-up repair (the first up-link of the "
+              "first switch with CAs) %.1f ms, %llu entries\n",
+              seconds_since(t0), static_cast<double>(rerouter.stats().memory_bytes) / (1 << 20),
+              ms(rerouter.stats().t_warmup),
+              static_cast<unsigned long long>(rerouter.stats().warmup_changes));
 
   auto graph = routing::SwitchGraph::build(topo, fabric->lids);
   if (!graph.ok()) return fail("graph", graph.error());

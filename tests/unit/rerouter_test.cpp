@@ -174,6 +174,53 @@ struct SequenceStats {
 // Cuts links of `spec` (routed by `engine`) one failure at a time until
 // `percent` of the switch-to-switch links are gone, checking every repair.
 // `precut` links are removed before routing (a degraded fabric).
+// Switches that have an up*/down* route to t over the live links, from
+// scratch: those that reach t going down only, then everything below them
+// going up only (a -> b is down when b comes later in the order).
+std::vector<bool> updown_reach(const Topology& live, const Topology& base,
+                               const std::vector<std::uint32_t>& rank, SwitchIndex t) {
+  const std::uint32_t n = static_cast<std::uint32_t>(live.num_switches());
+  auto key = [&](std::uint32_t s) {
+    return std::pair(rank[s], base.node(base.switch_node(SwitchIndex{s})).guid.value);
+  };
+  auto walk = [&](std::vector<bool>& in, bool toward_below) {
+    std::vector<std::uint32_t> work;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (in[s]) work.push_back(s);
+    }
+    while (!work.empty()) {
+      const std::uint32_t v = work.back();
+      work.pop_back();
+      const NodeId vn = live.switch_node(SwitchIndex{v});
+      for (unsigned p = 1; p <= live.node(vn).num_ports; ++p) {
+        const Port& port = live.port(vn, static_cast<PortNum>(p));
+        if (!port.connected() || live.node(port.remote_node).type != NodeType::kSwitch) continue;
+        const std::uint32_t u = live.node(port.remote_node).switch_index.value;
+        // Down phase: u -> v goes down (u above v). Up phase: u -> v goes up.
+        const bool ok = toward_below ? key(u) > key(v) : key(u) < key(v);
+        if (ok && !in[u]) {
+          in[u] = true;
+          work.push_back(u);
+        }
+      }
+    }
+  };
+  std::vector<bool> in(n, false);
+  in[t.value] = true;
+  walk(in, false);  // switches above that reach t going down
+  walk(in, true);   // switches below them climb there first
+  return in;
+}
+
+bool cut_off(const Topology& live, SwitchIndex s) {
+  const NodeId sn = live.switch_node(s);
+  for (unsigned p = 1; p <= live.node(sn).num_ports; ++p) {
+    const Port& port = live.port(sn, static_cast<PortNum>(p));
+    if (port.connected() && live.node(port.remote_node).type == NodeType::kSwitch) return false;
+  }
+  return true;
+}
+
 void run_sequence_into(const std::string& spec, const std::string& engine, std::uint64_t seed,
                        double percent, std::size_t precut, SequenceStats& st) {
   std::printf("[ sequence ] %s engine=%s seed=%llu precut=%zu\n", spec.c_str(), engine.c_str(),
@@ -194,6 +241,7 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
   // route to a LID down-then-up entries that no CA traffic enters; the
   // rerouter takes those as orphans).
   ASSERT_EQ(updown_violation(*base, f.lids, *routed, false, true), "");
+  std::vector<std::uint32_t> rank = routed->updown_rank;
   auto built =
       Rerouter::build(*base, f.lids, std::make_shared<const Routes>(std::move(*routed)), pool);
   ASSERT_TRUE(built.ok()) << built.error().message;
@@ -281,6 +329,7 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
       base = std::make_unique<Topology>(live);
       auto again = route(*base, f.lids, engine);
       ASSERT_TRUE(again.ok()) << again.error().message;
+      rank = again->updown_rank;
       auto v = verify(*base, f.lids, *again, pool, {});
       ASSERT_TRUE(v.ok()) << v.error().message;
       auto rebuilt =
@@ -317,6 +366,17 @@ void run_sequence_into(const std::string& spec, const std::string& engine, std::
       }
     }
 
+    // The up*/down* routes the repairs keep (per destination switch) are
+    // those of the live fabric, from scratch (cut-off switches aside).
+    for (std::uint32_t t = 0; t < rr->num_switches(); ++t) {
+      if (cut_off(live, SwitchIndex{t})) continue;
+      const std::vector<bool> reach = updown_reach(live, *base, rank, SwitchIndex{t});
+      for (std::uint32_t s = 0; s < rr->num_switches(); ++s) {
+        if (cut_off(live, SwitchIndex{s})) continue;
+        ASSERT_EQ(rr->has_updown_route(SwitchIndex{s}, SwitchIndex{t}), reach[s])
+            << "switch " << s << " to switch " << t;
+      }
+    }
     // The incremental check and the full verifier agree: both pass.
     auto checked = rr->check_changes();
     ASSERT_TRUE(checked.ok()) << checked.error().message;
