@@ -91,7 +91,8 @@
 //                             the repair reads them at scattered places
 //   down_ok + its original    2 x S x S bits   (16 MB at 8,000 switches)
 //   legal, by switch and by
-//   destination, + originals  4 x S x S bits   (32 MB)
+//   destination, + originals,
+//   + its update's scratch    5 x S x S bits   (40 MB)
 //   LIDs by destination switch 4 bytes x LIDs
 //   per-port loads, classes   ~12 bytes x P
 //   per-LID destination       8 bytes x L
