@@ -383,6 +383,9 @@ void Rerouter::reset() {
   m.blocks.clear();
   m.new_failed.clear();
   m.new_dead.clear();
+  m.legal_lost.clear();
+  m.lost_recs.clear();
+  m.lost_scanned = false;
   stale_ = false;
 }
 

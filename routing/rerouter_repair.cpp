@@ -722,10 +722,11 @@ class Repair {
           case Choice::kDeadEnd:
             // An implicit orphan: every legal route into it was moved
             // (seed_lost_routes), and orphans may keep leading into it as
-            // long as the fill finds it a legal neighbour (whose route
-            // cannot come back). Without one, the fill must route it
-            // through orphans: those leading into it move first, as into
-            // any dead end, so that no loop can form.
+            // long as the fill finds it a legal neighbour, or an orphan
+            // neighbour one hop from one (two_hop): routes that cannot
+            // come back. Without either, the fill must route it through
+            // orphans: those leading into it move first, as into any dead
+            // end, so that no loop can form.
             if (!m_.implicit_orphan(rec.sw, rec.lid)) {
               m_.dead.push_back(r);
             } else if (!legal_neighbour(rec.sw, m_.lid0[rec.lid].sw) &&
@@ -890,6 +891,8 @@ class Repair {
       m_.legal_update(x, w, it->second & ~m_.legal[it->first], true);
     }
     m_.legal_lost.clear();
+    m_.lost_recs.clear();
+    m_.lost_scanned = false;
     for (auto it = m_.lid_undo.rbegin(); it != m_.lid_undo.rend(); ++it)
       m_.lid[it->first] = it->second;
     for (auto it = m_.orphan_undo.rbegin(); it != m_.orphan_undo.rend(); ++it) {
