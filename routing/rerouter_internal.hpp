@@ -5,8 +5,9 @@
 //
 //   rerouter_build.cpp   build() (the precompute and warm-up), reset(),
 //                        changed_blocks(), export_routes(), link queries
-//   rerouter_repair.cpp  repair() / apply_for_test(): failures, down_ok
-//                        update, seeds, worklist rounds, orphan fill, rollback
+//   rerouter_repair.cpp  repair() / apply_for_test(): failures, seeds,
+//                        worklist rounds, orphan fill, rollback
+//   rerouter_reach.cpp   the down_ok and legal updates a repair starts with
 //   rerouter_check.cpp   check_changes()
 
 #include <bit>
@@ -242,6 +243,7 @@ struct Rerouter::Impl {
   std::vector<std::uint64_t> dirty_now;  // S x blocks bits, cleared after each repair
   std::vector<std::uint32_t> work;       // down_ok worklist
   std::vector<std::pair<std::uint32_t, std::uint64_t>> target_words;
+  std::vector<std::uint64_t> down_ok_acc;  // update_down_ok's union of rows
   std::vector<std::uint8_t> in_work;
   std::vector<std::uint32_t> check_mark;  // per switch: check_epoch when it has changes
   std::uint32_t check_epoch = 0;
@@ -379,5 +381,12 @@ void for_entries_into_lost(Rerouter::Impl& m, const std::uint8_t* table, std::ui
     }
   }
 }
+
+// rerouter_reach.cpp. update_down_ok removes the down_ok bits the failed
+// links (m.new_failed) took, with undo records in m.down_ok_undo;
+// update_legal then removes the legal bits, with undo records in
+// m.legal_undo, listing each loss in m.legal_lost.
+void update_down_ok(Rerouter::Impl& m, RepairReport& rep);
+void update_legal(Rerouter::Impl& m);
 
 }  // namespace subnetd::routing::rerouter_internal

@@ -1,13 +1,12 @@
 // Rerouter::repair() and apply_for_test(): mark the failures, update
-// down_ok, seed the entries that named a failed port, worklist rounds, orphan
-// fill, then check_changes() (rerouter_check.cpp) or roll back. See
-// rerouter.hpp.
+// down_ok and legal (rerouter_reach.cpp), seed the entries that named a
+// failed port or lead into a lost route, worklist rounds, orphan fill, then
+// check_changes() (rerouter_check.cpp) or roll back. See rerouter.hpp.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
-#include <functional>
 #include <numeric>
 
 #if defined(__SSE2__)
@@ -142,170 +141,6 @@ class Repair {
         if (m_.lid[d].sw != s || m_.lid[d].port != f.port) continue;
         m_.lid_undo.emplace_back(d, m_.lid[d]);
         m_.lid[d].sw = kNoSwitch.value;
-      }
-    }
-  }
-
-  // Removes down_ok bits that needed a failed down-link: a decremental
-  // closure from the upper ends, word-parallel over the destinations that
-  // could be affected (those below the failed links).
-  void update_down_ok(RepairReport& rep) {
-    auto& work = m_.work;
-    work.clear();
-    auto& tw = m_.target_words;
-    tw.clear();
-    const std::uint32_t words = m_.words;
-    std::vector<std::uint64_t>& bits = m_.down_ok;
-    // Target words: the union of the lower ends' rows.
-    std::vector<std::uint64_t>& acc = scratch_words_;
-    acc.assign(words, 0);
-    bool any = false;
-    for (const FailedLink& f : m_.new_failed) {
-      const std::uint32_t s = f.sw.value;
-      const PortSlot& sl = m_.slot(s, f.port);
-      if (!(sl.flags & kSwitchLink) || !sl.down()) continue;  // take each link from its upper end
-      const std::uint64_t* low = &bits[std::size_t{sl.peer} * words];
-      for (std::uint32_t w = 0; w < words; ++w) acc[w] |= low[w];
-      if (!m_.in_work[s]) {
-        m_.in_work[s] = 1;
-        work.push_back(s);
-      }
-      any = true;
-    }
-    if (!any) return;
-    for (std::uint32_t w = 0; w < words; ++w) {
-      if (acc[w] != 0) tw.emplace_back(w, acc[w]);
-    }
-    for (std::size_t i = 0; i < work.size(); ++i) {
-      const std::uint32_t x = work[i];
-      m_.in_work[x] = 0;
-      std::uint64_t* row_x = &bits[std::size_t{x} * words];
-      bool lost = false;
-      for (const auto& [w, mask] : tw) {
-        std::uint64_t v = (x / 64 == w) ? std::uint64_t{1} << (x % 64) : 0;
-        for (std::uint32_t k = m_.down_first[x]; k < m_.down_first[x + 1]; ++k) {
-          const PortSlot& sl = m_.slot(x, m_.down_list[k]);
-          if (sl.flags & kLive) v |= bits[std::size_t{sl.peer} * words + w];
-        }
-        const std::uint64_t next = (row_x[w] & ~mask) | (v & mask & row_x[w]);
-        if (next != row_x[w]) {
-          m_.down_ok_undo.emplace_back(std::size_t{x} * words + w, row_x[w]);
-          row_x[w] = next;
-          ++rep.down_ok_updates;
-          lost = true;
-        }
-      }
-      if (!lost) continue;
-      for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1]; ++k) {
-        const PortSlot& sl = m_.slot(x, m_.up_list[k]);
-        if ((sl.flags & kLive) && !m_.in_work[sl.peer]) {
-          m_.in_work[sl.peer] = 1;
-          work.push_back(sl.peer);
-        }
-      }
-    }
-  }
-
-  // Removes legal bits (up*/down* routes) the failures took, per
-  // destination switch and word: from the switches whose down_ok shrank and
-  // the lower ends of failed links (they lost an up-link), down the order to
-  // the switches below them. Each loss is kept in legal_lost: the
-  // destination switches a switch can no longer reach legally.
-  //
-  // A switch this repair cut off from every other switch is left out on
-  // both sides: nothing can reach it or leave it, so its LIDs are
-  // unreachable (choose() drops them) and its row is kept; tracking every
-  // switch's loss of it would be a walk over the whole fabric.
-  void update_legal() {
-    const std::uint32_t words = m_.words;
-    auto& cut = m_.cut_words;
-    cut.clear();
-    for (const FailedLink& f : m_.new_failed) {
-      const std::uint32_t s = f.sw.value;
-      if (m_.live_links[s] != 0 || !(m_.slot(s, f.port).flags & kSwitchLink)) continue;
-      cut.emplace_back(s / 64, std::uint64_t{1} << (s % 64));
-    }
-    auto not_cut = [&](std::uint32_t w, std::uint64_t bits) {
-      for (const auto& [cw, mask] : cut) {
-        if (cw == w) bits &= ~mask;
-      }
-      return bits;
-    };
-    auto& heap = m_.legal_heap;
-    heap.clear();
-    auto add = [&](std::uint32_t x, std::uint32_t w, std::uint64_t bits) {
-      m_.legal_pend[std::size_t{x} * words + w] |= bits;
-      if (m_.in_work[x]) return;
-      m_.in_work[x] = 1;
-      heap.push_back(m_.pos[x]);
-      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-    };
-    for (const auto& [index, old] : m_.down_ok_undo) {
-      const auto x = static_cast<std::uint32_t>(index / words);
-      const auto w = static_cast<std::uint32_t>(index % words);
-      if (const std::uint64_t lost = old & ~m_.down_ok[index]; lost != 0) add(x, w, lost);
-    }
-    for (const FailedLink& f : m_.new_failed) {
-      const PortSlot& sl = m_.slot(f.sw.value, f.port);
-      if (!(sl.flags & kSwitchLink) || !sl.up()) continue;  // the lower end lost an up-link
-      const std::uint64_t* above = &m_.legal[std::size_t{sl.peer} * words];
-      for (std::uint32_t w = 0; w < words; ++w) {
-        if (above[w] != 0) add(f.sw.value, w, above[w]);
-      }
-    }
-    // Top down the order: when a switch is taken, every switch above it has
-    // lost what it will lose, so each switch is settled once, all its words
-    // together, and passes its losses to the switches below it.
-    auto& lost_here = m_.lost_here;
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-      const std::uint32_t x = m_.by_pos[heap.back()];
-      heap.pop_back();
-      m_.in_work[x] = 0;
-      std::uint64_t* pend = &m_.legal_pend[std::size_t{x} * words];
-      lost_here.clear();
-      for (std::uint32_t w = 0; w < words; ++w) {
-        if (pend[w] == 0) continue;
-        const std::uint64_t cand = pend[w];
-        pend[w] = 0;
-        if (m_.live_links[x] == 0) continue;  // cut off (or no switch links at all)
-        std::uint64_t at_risk = cand & ~m_.down_ok_word(x, w);
-        if (!cut.empty()) at_risk = not_cut(w, at_risk);
-        if (at_risk == 0) continue;
-        const std::uint64_t cur = m_.legal[std::size_t{x} * words + w];
-        at_risk &= cur;
-        if (std::popcount(at_risk) <= 2) {
-          // A destination or two: their by-destination rows are cached.
-          for (std::uint64_t b = at_risk; b != 0; b &= b - 1) {
-            const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
-            for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1]; ++k) {
-              const PortSlot& sl = m_.slot(x, m_.up_list[k]);
-              if ((sl.flags & kLive) && m_.legal_bit_by_dest(sl.peer, t)) {
-                at_risk &= ~(std::uint64_t{1} << (t % 64));
-                break;
-              }
-            }
-          }
-        } else {
-          for (std::uint32_t k = m_.up_first[x]; k < m_.up_first[x + 1] && at_risk != 0; ++k) {
-            const PortSlot& sl = m_.slot(x, m_.up_list[k]);
-            if (sl.flags & kLive) at_risk &= ~m_.legal[std::size_t{sl.peer} * words + w];
-          }
-        }
-        if (at_risk == 0) continue;
-        m_.legal_undo.emplace_back(std::size_t{x} * words + w, cur);
-        m_.legal_update(x, w, at_risk, false);
-        m_.legal_lost.push_back({x, w, at_risk});
-        lost_here.emplace_back(w, at_risk);
-      }
-      if (lost_here.empty()) continue;
-      for (std::uint32_t k = m_.down_first[x]; k < m_.down_first[x + 1]; ++k) {
-        const PortSlot& sl = m_.slot(x, m_.down_list[k]);
-        if ((sl.flags & kLive) == 0) continue;
-        const std::uint64_t* below = &m_.legal[std::size_t{sl.peer} * words];
-        for (const auto& [w, lost] : lost_here) {
-          if (const std::uint64_t b = below[w] & lost; b != 0) add(sl.peer, w, b);
-        }
       }
     }
   }
@@ -914,7 +749,6 @@ class Repair {
   std::uint32_t n_;
   const Topology& topo_;
   const LidMap& lids_;
-  std::vector<std::uint64_t> scratch_words_;
   bool maybe_later_ = false;  // set by candidate(): see Impl::second_chance
 };
 
@@ -950,8 +784,8 @@ Result<RepairReport> Rerouter::run(std::span<const FailedLink> failed,
   r.begin();
   SUBNETD_TRY(r.mark_failures(failed, rep));
   r.mark_unreachable_lids();
-  r.update_down_ok(rep);
-  r.update_legal();
+  update_down_ok(m, rep);
+  update_legal(m);
   rep.legal_routes_lost = 0;
   for (const Impl::LegalLoss& l : m.legal_lost) {
     rep.legal_routes_lost += static_cast<std::uint64_t>(std::popcount(l.bits));
