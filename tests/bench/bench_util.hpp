@@ -47,6 +47,14 @@ inline double seconds_since(Clock::time_point t0) {
   return seconds(Clock::now() - t0);
 }
 
+// The p-quantile (0 <= p <= 1; 1 = the maximum) of `v` by nearest rank
+// from below, or 0 for none. Takes a copy: the caller's order stays.
+inline double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
 // A field of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 when the file
 // or the field cannot be read.
 inline long proc_status_kib(std::string_view field) {

@@ -78,18 +78,12 @@ struct Sample {
   bool stage2_refused = false;
 };
 
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
 template <class F>
 void row(const char* what, const std::vector<Sample>& s, F f, const char* unit) {
   std::vector<double> x;
   for (const Sample& v : s) x.push_back(static_cast<double>(f(v)));
-  std::printf("    %-30s p50 %10.3f  p99 %10.3f  max %10.3f %s\n", what, pct(x, 0.5), pct(x, 0.99),
-              pct(x, 1.0), unit);
+  std::printf("    %-30s p50 %10.3f  p99 %10.3f  max %10.3f %s\n", what, percentile(x, 0.5),
+              percentile(x, 0.99), percentile(x, 1.0), unit);
 }
 
 void print_group(const std::string& name, const std::vector<Sample>& s, bool stage2) {
@@ -233,7 +227,6 @@ int main(int argc, char** argv) {
       static_cast<double>(lm.hop_delay.count()) / 1e3,
       static_cast<double>(lm.notify_processing.count()) / 1e3);
   print_rss("programming and arming");
-
 
   // Levels: hops from the nearest switch with CAs.
   auto graph = routing::SwitchGraph::build(topo, lids);

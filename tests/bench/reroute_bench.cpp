@@ -91,15 +91,11 @@ struct Run {
 };
 
 template <class F>
-double pct(std::vector<Sample> v, double p, F f) {
-  if (v.empty()) return 0;
+double pct(const std::vector<Sample>& v, double p, F f) {
   std::vector<double> x;
   x.reserve(v.size());
   for (const Sample& s : v) x.push_back(static_cast<double>(f(s)));
-  std::sort(x.begin(), x.end());
-  const auto i =
-      std::min(x.size() - 1, static_cast<std::size_t>(p * static_cast<double>(x.size())));
-  return x[i];
+  return percentile(std::move(x), p);
 }
 
 void print_run(const Run& r, bool latency_model) {

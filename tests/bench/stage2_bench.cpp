@@ -51,18 +51,12 @@ struct Sample {
   bool refused = false;
 };
 
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
 template <class F>
 void row(const char* what, const std::vector<Sample>& s, F f) {
   std::vector<double> x;
   for (const Sample& v : s) x.push_back(f(v));
-  std::printf("    %-24s p50 %10.3f  p99 %10.3f  max %10.3f\n", what, pct(x, 0.5), pct(x, 0.99),
-              pct(x, 1.0));
+  std::printf("    %-24s p50 %10.3f  p99 %10.3f  max %10.3f\n", what, percentile(x, 0.5),
+              percentile(x, 0.99), percentile(x, 1.0));
 }
 
 void print_group(const std::string& name, const std::vector<Sample>& s) {
@@ -130,11 +124,12 @@ int main(int argc, char** argv) {
   auto rb = routing::Rerouter::build(topo, fabric->lids, fabric->routes, pool);
   if (!rb.ok()) return fail("rerouter", rb.error());
   routing::Rerouter& rerouter = **rb;
-  std::printf("Rerouter::build %.2f s, %.1f MiB; its warm-up repair (the first up-link of the "
-              "first switch with CAs) %.1f ms, %llu entries\n",
-              seconds_since(t0), static_cast<double>(rerouter.stats().memory_bytes) / (1 << 20),
-              ms(rerouter.stats().t_warmup),
-              static_cast<unsigned long long>(rerouter.stats().warmup_changes));
+  std::printf(
+      "Rerouter::build %.2f s, %.1f MiB; its warm-up repair (the first up-link of the "
+      "first switch with CAs) %.1f ms, %llu entries\n",
+      seconds_since(t0), static_cast<double>(rerouter.stats().memory_bytes) / (1 << 20),
+      ms(rerouter.stats().t_warmup),
+      static_cast<unsigned long long>(rerouter.stats().warmup_changes));
 
   auto graph = routing::SwitchGraph::build(topo, fabric->lids);
   if (!graph.ok()) return fail("graph", graph.error());
