@@ -32,6 +32,7 @@
 #include "routing/ids.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/result.hpp"
+#include "routing/switch_graph.hpp"
 #include "routing/topology.hpp"
 #include "routing/worker_pool.hpp"
 
@@ -196,6 +197,48 @@ inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
   f.routes = std::make_shared<const routing::Routes>(std::move(computed).value());
   std::printf("routes: engine %s in %.2f s\n", f.routes->engine.c_str(), seconds_since(t0));
   return f;
+}
+
+// The switch-to-switch links of a fabric, each once (named by its end with
+// the smaller PortRef) in switch and port order, and each switch's level:
+// hops from the nearest switch with CAs (0 = edge). How the failure
+// benchmarks pick links and name their classes.
+struct LeveledLinks {
+  std::vector<PortRef> links;
+  std::vector<std::uint32_t> level;  // by switch index
+
+  std::uint32_t level_of(const routing::Topology& topo, NodeId sw) const {
+    return level[topo.node(sw).switch_index.value];
+  }
+  // "L0-L1": the levels of the link's two ends, lower first.
+  std::string class_of(const routing::Topology& topo, const PortRef& l) const {
+    const std::uint32_t x = level_of(topo, l.node);
+    const std::uint32_t y = level_of(topo, topo.port(l).remote_node);
+    return fmt::format("L{}-L{}", std::min(x, y), std::max(x, y));
+  }
+};
+
+inline Result<LeveledLinks> leveled_links(const routing::Topology& topo,
+                                          const routing::LidMap& lids) {
+  auto graph = routing::SwitchGraph::build(topo, lids);
+  if (!graph.ok()) return graph.error();
+  std::vector<SwitchIndex> leaves;
+  for (std::uint32_t s = 0; s < topo.num_switches(); ++s) {
+    if (graph->has_endpoints(SwitchIndex{s})) leaves.push_back(SwitchIndex{s});
+  }
+  LeveledLinks out;
+  out.level = routing::hops_to_nearest(*graph, leaves);
+  for (NodeId sw : topo.switches()) {
+    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
+      const PortRef here{sw, static_cast<PortNum>(p)};
+      const routing::Port& port = topo.port(here);
+      if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch &&
+          here < PortRef{port.remote_node, port.remote_port}) {
+        out.links.push_back(here);
+      }
+    }
+  }
+  return out;
 }
 
 // How the benchmarks program a simulator: a bring-up's Programmer with a

@@ -48,7 +48,6 @@
 #include "routing/failover_verify.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/rerouter.hpp"
-#include "routing/switch_graph.hpp"
 
 namespace {
 
@@ -228,29 +227,10 @@ int main(int argc, char** argv) {
       static_cast<double>(lm.notify_processing.count()) / 1e3);
   print_rss("programming and arming");
 
-  // Levels: hops from the nearest switch with CAs.
-  auto graph = routing::SwitchGraph::build(topo, lids);
-  if (!graph.ok()) return fail("graph", graph.error());
-  std::vector<SwitchIndex> leaves;
-  for (std::uint32_t s = 0; s < topo.num_switches(); ++s) {
-    if (graph->has_endpoints(SwitchIndex{s})) leaves.push_back(SwitchIndex{s});
-  }
-  const std::vector<std::uint32_t> level = routing::hops_to_nearest(*graph, leaves);
-  std::vector<PortRef> links;
-  for (NodeId sw : topo.switches()) {
-    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
-      const routing::Port& port = topo.port(sw, static_cast<PortNum>(p));
-      if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch &&
-          PortRef{sw, static_cast<PortNum>(p)} < PortRef{port.remote_node, port.remote_port}) {
-        links.push_back({sw, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  auto class_of = [&](const PortRef& l) {
-    const std::uint32_t x = level[topo.node(l.node).switch_index.value];
-    const std::uint32_t y = level[topo.node(topo.port(l).remote_node).switch_index.value];
-    return fmt::format("L{}-L{}", std::min(x, y), std::max(x, y));
-  };
+  auto leveled = leveled_links(topo, lids);
+  if (!leveled.ok()) return fail("levels", leveled.error());
+  const std::vector<PortRef>& links = leveled->links;
+  auto class_of = [&](const PortRef& l) { return leveled->class_of(topo, l); };
 
   std::mt19937_64 rng(a.seed);
   int status = 0;
@@ -336,7 +316,7 @@ int main(int argc, char** argv) {
       }
     }
     Sample s;
-    s.cls = fmt::format("L{} switch", level[topo.node(sw).switch_index.value]);
+    s.cls = fmt::format("L{} switch", leveled->level_of(topo, sw));
     fail_once(cut, s);
     by_level[s.cls].push_back(s);
     all_switches.push_back(s);

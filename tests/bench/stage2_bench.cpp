@@ -26,7 +26,6 @@
 
 #include "bench_util.hpp"
 #include "routing/rerouter.hpp"
-#include "routing/switch_graph.hpp"
 
 namespace {
 
@@ -131,24 +130,9 @@ int main(int argc, char** argv) {
       ms(rerouter.stats().t_warmup),
       static_cast<unsigned long long>(rerouter.stats().warmup_changes));
 
-  auto graph = routing::SwitchGraph::build(topo, fabric->lids);
-  if (!graph.ok()) return fail("graph", graph.error());
-  std::vector<SwitchIndex> leaves;
-  for (std::uint32_t s = 0; s < topo.num_switches(); ++s) {
-    if (graph->has_endpoints(SwitchIndex{s})) leaves.push_back(SwitchIndex{s});
-  }
-  const std::vector<std::uint32_t> level = routing::hops_to_nearest(*graph, leaves);
-  std::vector<PortRef> links;
-  for (NodeId sw : topo.switches()) {
-    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
-      const routing::Port& port = topo.port(sw, static_cast<PortNum>(p));
-      if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch &&
-          PortRef{sw, static_cast<PortNum>(p)} < PortRef{port.remote_node, port.remote_port}) {
-        links.push_back({sw, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  auto lvl = [&](NodeId n) { return level[topo.node(n).switch_index.value]; };
+  auto leveled = leveled_links(topo, fabric->lids);
+  if (!leveled.ok()) return fail("levels", leveled.error());
+  const std::vector<PortRef>& links = leveled->links;
 
   auto repair = [&](const std::vector<routing::FailedLink>& failed, Sample& s) {
     for (int r = 0; r < a.repeat; ++r) {
@@ -187,14 +171,11 @@ int main(int argc, char** argv) {
   t0 = Clock::now();
   for (int i = 0; i < a.links && !links.empty(); ++i) {
     const PortRef l = links[rng() % links.size()];
-    const NodeId far = topo.port(l).remote_node;
     std::vector<routing::FailedLink> failed;
     ends_of(l, failed);
     Sample s;
     repair(failed, s);
-    by_class[fmt::format("links L{}-L{}", std::min(lvl(l.node), lvl(far)),
-                         std::max(lvl(l.node), lvl(far)))]
-        .push_back(s);
+    by_class["links " + leveled->class_of(topo, l)].push_back(s);
     all.push_back(s);
   }
   std::printf("\n== %d random single link failures (%.1f s)\n", a.links, seconds_since(t0));
@@ -215,7 +196,7 @@ int main(int argc, char** argv) {
     }
     Sample s;
     repair(failed, s);
-    by_class[fmt::format("switches L{}", lvl(sw))].push_back(s);
+    by_class[fmt::format("switches L{}", leveled->level_of(topo, sw))].push_back(s);
   }
   std::printf("\n== %d random switch failures (%.1f s)\n", a.switches, seconds_since(t0));
   for (const auto& [cls, v] : by_class) print_group(cls, v);
