@@ -139,10 +139,10 @@ inline int fail(std::string_view what, const Error& e) {
   return 1;
 }
 
-// Disconnects `percent` % of the switch-to-switch links: all of them, each
-// named by its lower end and listed in switch and port order, shuffled with
-// mt19937_64(seed); the first ones go. Returns how many.
-inline std::size_t cut_switch_links(routing::Topology& topo, double percent, std::uint64_t seed) {
+// The switch-to-switch links, each once (named by its end with the smaller
+// PortRef), in switch and port order. (tests/unit has the same for tests;
+// it pulls in GoogleTest, which the benchmark programs do not link.)
+inline std::vector<PortRef> switch_links(const routing::Topology& topo) {
   std::vector<PortRef> links;
   for (NodeId sw : topo.switches()) {
     for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
@@ -154,6 +154,14 @@ inline std::size_t cut_switch_links(routing::Topology& topo, double percent, std
       }
     }
   }
+  return links;
+}
+
+// Disconnects `percent` % of the switch-to-switch links: all of them
+// (switch_links), shuffled with mt19937_64(seed); the first ones go.
+// Returns how many.
+inline std::size_t cut_switch_links(routing::Topology& topo, double percent, std::uint64_t seed) {
+  std::vector<PortRef> links = switch_links(topo);
   std::mt19937_64 rng(seed);
   std::shuffle(links.begin(), links.end(), rng);
   const auto cut = static_cast<std::size_t>(static_cast<double>(links.size()) * percent / 100.0);
@@ -199,8 +207,7 @@ inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
   return f;
 }
 
-// The switch-to-switch links of a fabric, each once (named by its end with
-// the smaller PortRef) in switch and port order, and each switch's level:
+// The switch-to-switch links of a fabric (switch_links) and each switch's level:
 // hops from the nearest switch with CAs (0 = edge). How the failure
 // benchmarks pick links and name their classes.
 struct LeveledLinks {
@@ -228,16 +235,7 @@ inline Result<LeveledLinks> leveled_links(const routing::Topology& topo,
   }
   LeveledLinks out;
   out.level = routing::hops_to_nearest(*graph, leaves);
-  for (NodeId sw : topo.switches()) {
-    for (unsigned p = 1; p <= topo.node(sw).num_ports; ++p) {
-      const PortRef here{sw, static_cast<PortNum>(p)};
-      const routing::Port& port = topo.port(here);
-      if (port.connected() && topo.node(port.remote_node).type == routing::NodeType::kSwitch &&
-          here < PortRef{port.remote_node, port.remote_port}) {
-        out.links.push_back(here);
-      }
-    }
-  }
+  out.links = switch_links(topo);
   return out;
 }
 
