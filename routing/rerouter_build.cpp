@@ -275,6 +275,8 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   m.orphan_hint.assign(n, 0);
   m.two_hop_hint.assign(n, 0);
   m.legal_pend.assign(m.legal.size(), 0);
+  m.sum_words = (m.words + 63) / 64;
+  m.legal_pend_sum.assign(std::size_t{n} * m.sum_words, 0);
   m.t_has_data.assign(n, 0);
   for (std::uint32_t d = 1; d < entries; ++d) {
     if (m.lid0[d].data != 0) m.t_has_data[m.lid0[d].sw] = 1;
@@ -296,7 +298,7 @@ Result<std::unique_ptr<Rerouter>> Rerouter::build(const Topology& topo, const Li
   bytes += (m.dirty_since.size() + m.dirty_now.size()) * 8;
   bytes += n * (sizeof(Impl::SeedRange) + sizeof(Impl::PickState) + 4 + 4 + 1 + 1);
   bytes += (m.legal.size() + m.legal0.size() + m.legal_t.size() + m.legal_t0.size() +
-            m.legal_pend.size()) *
+            m.legal_pend.size() + m.legal_pend_sum.size()) *
                8 +
            m.orphan_pool.size() * 8 + m.rec_index.bytes() + n * 8;
   bytes += (m.lids_first.size() + m.lids_list.size()) * 4;

@@ -221,6 +221,12 @@ struct Rerouter::Impl {
   // between repairs, and the switches by their place in the up/down order
   // (top first): a switch is settled once, after every switch above it.
   std::vector<std::uint64_t> legal_pend;
+  // Which words of a switch's legal_pend row are non-zero (sum_words bits a
+  // switch): a switch usually has one destination word pending, and
+  // reading its whole row (1 KiB at 8,000 switches) to find it was most of
+  // the update's cache misses.
+  std::vector<std::uint64_t> legal_pend_sum;
+  std::uint32_t sum_words = 0;
   std::vector<std::uint32_t> pos, by_pos;
   std::vector<std::uint32_t> legal_heap;  // positions, a min-heap
   std::vector<std::pair<std::uint32_t, std::uint64_t>> lost_here;
@@ -336,36 +342,55 @@ void for_entries_into_lost(Rerouter::Impl& m, const std::uint8_t* table, std::ui
   // are scattered over the tables, and independent reads overlap.
   auto& probes = m.probes;
   probes.clear();
-  for (const Rerouter::Impl::LegalLoss& loss : m.legal_lost) {
-    const std::uint32_t x = loss.sw;
+  // A switch's losses are listed together (update_legal settles a switch
+  // once): each neighbour below it is visited once for all of them, and
+  // the blocks of neighbouring destinations merge into one read (near the
+  // roots of updn a switch loses thousands of destinations with one LID
+  // each, 64 to a block: 3.6 times fewer reads there).
+  const auto& lost = m.legal_lost;
+  for (std::size_t g = 0; g < lost.size();) {
+    const std::uint32_t x = lost[g].sw;
+    std::size_t g_end = g + 1;
+    while (g_end < lost.size() && lost[g_end].sw == x) ++g_end;
     // Only a neighbour below x can have a legal route: one above would
-    // give x its own. Neighbour by neighbour, so that the blocks of one
-    // row are listed together (a destination's LIDs are near each other).
+    // give x its own.
     for (std::uint32_t k = m.down_first[x]; k < m.down_first[x + 1]; ++k) {
       const PortSlot& sl = m.slot(x, m.down_list[k]);
       if (!sl.live_switch()) continue;
-      std::uint64_t legal_here = 0;
-      if (std::popcount(loss.bits) <= 2) {  // by destination: those rows are cached
-        for (std::uint64_t b = loss.bits; b != 0; b &= b - 1) {
-          const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
-          if (m.legal_bit_by_dest(sl.peer, t)) legal_here |= b & -b;
-        }
-      } else {
-        legal_here = loss.bits & m.legal[std::size_t{sl.peer} * m.words + loss.word];
-      }
-      for (std::uint64_t bits = legal_here; bits != 0; bits &= bits - 1) {
-        const std::uint32_t t = loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
-        const std::uint32_t first = m.lids_first[t], last = m.lids_first[t + 1];
-        for (std::uint32_t i = first; i < last;) {
-          const std::uint32_t block = m.lids_list[i] / kLftBlockSize;
-          std::uint64_t want = 0;
-          for (; i < last && m.lids_list[i] / kLftBlockSize == block; ++i) {
-            want |= std::uint64_t{1} << (m.lids_list[i] % kLftBlockSize);
+      for (std::size_t li = g; li < g_end; ++li) {
+        const Rerouter::Impl::LegalLoss& loss = lost[li];
+        std::uint64_t legal_here = 0;
+        if (std::popcount(loss.bits) <= 2) {  // by destination: those rows are cached
+          for (std::uint64_t b = loss.bits; b != 0; b &= b - 1) {
+            const std::uint32_t t =
+                loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
+            if (m.legal_bit_by_dest(sl.peer, t)) legal_here |= b & -b;
           }
-          probes.push_back({sl.peer, block, want, sl.peer_port});
+        } else {
+          legal_here = loss.bits & m.legal[std::size_t{sl.peer} * m.words + loss.word];
+        }
+        for (std::uint64_t bits = legal_here; bits != 0; bits &= bits - 1) {
+          const std::uint32_t t =
+              loss.word * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+          const std::uint32_t first = m.lids_first[t], last = m.lids_first[t + 1];
+          for (std::uint32_t i = first; i < last;) {
+            const std::uint32_t block = m.lids_list[i] / kLftBlockSize;
+            std::uint64_t want = 0;
+            for (; i < last && m.lids_list[i] / kLftBlockSize == block; ++i) {
+              want |= std::uint64_t{1} << (m.lids_list[i] % kLftBlockSize);
+            }
+            Rerouter::Impl::Probe* back = probes.empty() ? nullptr : &probes.back();
+            if (back != nullptr && back->sw == sl.peer && back->block == block &&
+                back->port == sl.peer_port) {
+              back->want |= want;
+            } else {
+              probes.push_back({sl.peer, block, want, sl.peer_port});
+            }
+          }
         }
       }
     }
+    g = g_end;
   }
   for (std::size_t i = 0; i < probes.size(); ++i) {
     if (i + kPrefetchAhead < probes.size()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <utility>
 
 #include "routing/rerouter.hpp"
 #include "routing/rerouter_internal.hpp"
@@ -101,6 +102,7 @@ void update_legal(Rerouter::Impl& m) {
   heap.clear();
   auto add = [&](std::uint32_t x, std::uint32_t w, std::uint64_t bits) {
     m.legal_pend[std::size_t{x} * words + w] |= bits;
+    m.legal_pend_sum[std::size_t{x} * m.sum_words + w / 64] |= std::uint64_t{1} << (w % 64);
     if (m.in_work[x]) return;
     m.in_work[x] = 1;
     heap.push_back(m.pos[x]);
@@ -129,40 +131,43 @@ void update_legal(Rerouter::Impl& m) {
     heap.pop_back();
     m.in_work[x] = 0;
     std::uint64_t* pend = &m.legal_pend[std::size_t{x} * words];
+    std::uint64_t* sum = &m.legal_pend_sum[std::size_t{x} * m.sum_words];
     lost_here.clear();
-    for (std::uint32_t w = 0; w < words; ++w) {
-      if (pend[w] == 0) continue;
-      const std::uint64_t cand = pend[w];
-      pend[w] = 0;
-      if (m.live_links[x] == 0) continue;  // cut off (or no switch links at all)
-      std::uint64_t at_risk = cand & ~m.down_ok_word(x, w);
-      if (!cut.empty()) at_risk = not_cut(w, at_risk);
-      if (at_risk == 0) continue;
-      const std::uint64_t cur = m.legal[std::size_t{x} * words + w];
-      at_risk &= cur;
-      if (std::popcount(at_risk) <= 2) {
-        // A destination or two: their by-destination rows are cached.
-        for (std::uint64_t b = at_risk; b != 0; b &= b - 1) {
-          const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
-          for (std::uint32_t k = m.up_first[x]; k < m.up_first[x + 1]; ++k) {
-            const PortSlot& sl = m.slot(x, m.up_list[k]);
-            if ((sl.flags & kLive) && m.legal_bit_by_dest(sl.peer, t)) {
-              at_risk &= ~(std::uint64_t{1} << (t % 64));
-              break;
+    for (std::uint32_t sw = 0; sw < m.sum_words; ++sw) {
+      for (std::uint64_t sb = std::exchange(sum[sw], 0); sb != 0; sb &= sb - 1) {
+        const std::uint32_t w = sw * 64 + static_cast<std::uint32_t>(std::countr_zero(sb));
+        const std::uint64_t cand = pend[w];
+        pend[w] = 0;
+        if (m.live_links[x] == 0) continue;  // cut off (or no switch links at all)
+        std::uint64_t at_risk = cand & ~m.down_ok_word(x, w);
+        if (!cut.empty()) at_risk = not_cut(w, at_risk);
+        if (at_risk == 0) continue;
+        const std::uint64_t cur = m.legal[std::size_t{x} * words + w];
+        at_risk &= cur;
+        if (std::popcount(at_risk) <= 2) {
+          // A destination or two: their by-destination rows are cached.
+          for (std::uint64_t b = at_risk; b != 0; b &= b - 1) {
+            const std::uint32_t t = w * 64 + static_cast<std::uint32_t>(std::countr_zero(b));
+            for (std::uint32_t k = m.up_first[x]; k < m.up_first[x + 1]; ++k) {
+              const PortSlot& sl = m.slot(x, m.up_list[k]);
+              if ((sl.flags & kLive) && m.legal_bit_by_dest(sl.peer, t)) {
+                at_risk &= ~(std::uint64_t{1} << (t % 64));
+                break;
+              }
             }
           }
+        } else {
+          for (std::uint32_t k = m.up_first[x]; k < m.up_first[x + 1] && at_risk != 0; ++k) {
+            const PortSlot& sl = m.slot(x, m.up_list[k]);
+            if (sl.flags & kLive) at_risk &= ~m.legal[std::size_t{sl.peer} * words + w];
+          }
         }
-      } else {
-        for (std::uint32_t k = m.up_first[x]; k < m.up_first[x + 1] && at_risk != 0; ++k) {
-          const PortSlot& sl = m.slot(x, m.up_list[k]);
-          if (sl.flags & kLive) at_risk &= ~m.legal[std::size_t{sl.peer} * words + w];
-        }
+        if (at_risk == 0) continue;
+        m.legal_undo.emplace_back(std::size_t{x} * words + w, cur);
+        m.legal_update(x, w, at_risk, false);
+        m.legal_lost.push_back({x, w, at_risk});
+        lost_here.emplace_back(w, at_risk);
       }
-      if (at_risk == 0) continue;
-      m.legal_undo.emplace_back(std::size_t{x} * words + w, cur);
-      m.legal_update(x, w, at_risk, false);
-      m.legal_lost.push_back({x, w, at_risk});
-      lost_here.emplace_back(w, at_risk);
     }
     if (lost_here.empty()) continue;
     for (std::uint32_t k = m.down_first[x]; k < m.down_first[x + 1]; ++k) {
