@@ -165,7 +165,8 @@ struct RepairReport {
   std::uint32_t rounds = 0;          // worklist rounds
 
   // Measurements only (steady_clock).
-  std::chrono::nanoseconds t_seed{};   // mark failures, down_ok, row scans
+  std::chrono::nanoseconds t_reach{};  // mark failures, down_ok and legal updates
+  std::chrono::nanoseconds t_seed{};   // row scans and entries into lost routes
   std::chrono::nanoseconds t_route{};  // worklist rounds and orphan fill
   std::chrono::nanoseconds t_check{};  // check_changes
   std::chrono::nanoseconds t_total{};

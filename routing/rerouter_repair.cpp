@@ -790,11 +790,13 @@ Result<RepairReport> Rerouter::run(std::span<const FailedLink> failed,
   for (const Impl::LegalLoss& l : m.legal_lost) {
     rep.legal_routes_lost += static_cast<std::uint64_t>(std::popcount(l.bits));
   }
+  rep.t_reach = Clock::now() - t0;
   Result<void> made;
   if (given == nullptr) {
+    const auto ts = Clock::now();
     r.seed(rep);
     r.seed_lost_routes(rep);
-    rep.t_seed = Clock::now() - t0;
+    rep.t_seed = Clock::now() - ts;
     const auto t = Clock::now();
     r.route(rep);
     made = r.fill(rep);

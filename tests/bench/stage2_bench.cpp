@@ -44,7 +44,7 @@ struct Args {
 };
 
 struct Sample {
-  double total_ms = 0, seed_ms = 0, route_ms = 0, check_ms = 0;
+  double total_ms = 0, reach_ms = 0, seed_ms = 0, route_ms = 0, check_ms = 0;
   double changes = 0, blocks = 0, orphans = 0, seeds = 0, dead_ends = 0;
   double routes_lost = 0, moved_off = 0;
   bool refused = false;
@@ -63,6 +63,7 @@ void print_group(const std::string& name, const std::vector<Sample>& s) {
   for (const Sample& v : s) refused += v.refused ? 1 : 0;
   std::printf("  %s: %zu failures, %d refused (full recompute)\n", name.c_str(), s.size(), refused);
   row("compute (ms)", s, [](const Sample& v) { return v.total_ms; });
+  row("  reach (ms)", s, [](const Sample& v) { return v.reach_ms; });
   row("  seed (ms)", s, [](const Sample& v) { return v.seed_ms; });
   row("  route + fill (ms)", s, [](const Sample& v) { return v.route_ms; });
   row("  check (ms)", s, [](const Sample& v) { return v.check_ms; });
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
         s.refused = true;
       } else {
         s.total_ms = ms(rep->t_total);
+        s.reach_ms = ms(rep->t_reach);
         s.seed_ms = ms(rep->t_seed);
         s.route_ms = ms(rep->t_route);
         s.check_ms = ms(rep->t_check);
