@@ -1,0 +1,437 @@
+// SA wire codec. Header offsets are byte offsets into the 256-byte MAD;
+// record components are bit offsets into the record, as IBA draws them
+// (bit 0 = the most significant bit of byte 0).
+
+#include "discovery/mad/sa.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "discovery/mad/bytes.hpp"
+
+namespace subnetd::discovery::mad::sa {
+namespace {
+
+// Common MAD header (IBA 13.4.3), RMPP header (13.6.2.1), SA header
+// (15.2.1.1).
+namespace hdr {
+constexpr std::size_t kBaseVersion = 0;
+constexpr std::size_t kMgmtClass = 1;
+constexpr std::size_t kClassVersion = 2;
+constexpr std::size_t kMethod = 3;
+constexpr std::size_t kStatus = 4;
+constexpr std::size_t kClassSpecific = 6;
+constexpr std::size_t kTid = 8;
+constexpr std::size_t kAttrId = 16;
+constexpr std::size_t kAttrMod = 20;
+constexpr std::size_t kRmppVersion = 24;
+constexpr std::size_t kRmppType = 25;
+constexpr std::size_t kRmppTimeFlags = 26;  // RRespTime (7:3), RMPPFlags (2:0)
+constexpr std::size_t kRmppStatus = 27;
+constexpr std::size_t kRmppData1 = 28;
+constexpr std::size_t kRmppData2 = 32;
+constexpr std::size_t kSmKey = 36;
+constexpr std::size_t kAttrOffset = 44;
+constexpr std::size_t kCompMask = 48;
+constexpr std::size_t kData = 56;
+}  // namespace hdr
+
+// The SA header travels in every segment; RMPP's payload length counts it.
+constexpr std::uint32_t kSaHeaderBytes = 20;
+
+constexpr Component kNodeRecord[] = {
+    {"LID", 0, 16},
+    {"Reserved", 16, 16},
+    {"BaseVersion", 32, 8},
+    {"ClassVersion", 40, 8},
+    {"NodeType", 48, 8},
+    {"NumPorts", 56, 8},
+    {"SystemImageGUID", 64, 64},
+    {"NodeGUID", 128, 64},
+    {"PortGUID", 192, 64},
+    {"PartitionCap", 256, 16},
+    {"DeviceID", 272, 16},
+    {"Revision", 288, 32},
+    {"LocalPortNum", 320, 8},
+    {"VendorID", 328, 24},
+    {"NodeDescription", 352, 512},
+};
+
+// PortInfoRecord: EndportLID, PortNum, Options, then PortInfo (IBA
+// 14.2.5.6) from bit 32, its reserved fields counted as components.
+#define SUBNETD_PI(name, offset, bits) \
+  { name, 32 + (offset), bits }
+constexpr Component kPortInfoRecord[] = {
+    {"EndportLID", 0, 16},
+    {"PortNum", 16, 8},
+    {"Options", 24, 8},
+    SUBNETD_PI("M_Key", 0, 64),
+    SUBNETD_PI("GidPrefix", 64, 64),
+    SUBNETD_PI("LID", 128, 16),
+    SUBNETD_PI("MasterSMLID", 144, 16),
+    SUBNETD_PI("CapabilityMask", 160, 32),
+    SUBNETD_PI("DiagCode", 192, 16),
+    SUBNETD_PI("M_KeyLeasePeriod", 208, 16),
+    SUBNETD_PI("LocalPortNum", 224, 8),
+    SUBNETD_PI("LinkWidthEnabled", 232, 8),
+    SUBNETD_PI("LinkWidthSupported", 240, 8),
+    SUBNETD_PI("LinkWidthActive", 248, 8),
+    SUBNETD_PI("LinkSpeedSupported", 256, 4),
+    SUBNETD_PI("PortState", 260, 4),
+    SUBNETD_PI("PortPhysicalState", 264, 4),
+    SUBNETD_PI("LinkDownDefaultState", 268, 4),
+    SUBNETD_PI("M_KeyProtectBits", 272, 2),
+    SUBNETD_PI("Reserved", 274, 3),
+    SUBNETD_PI("LMC", 277, 3),
+    SUBNETD_PI("LinkSpeedActive", 280, 4),
+    SUBNETD_PI("LinkSpeedEnabled", 284, 4),
+    SUBNETD_PI("NeighborMTU", 288, 4),
+    SUBNETD_PI("MasterSMSL", 292, 4),
+    SUBNETD_PI("VLCap", 296, 4),
+    SUBNETD_PI("InitType", 300, 4),
+    SUBNETD_PI("VLHighLimit", 304, 8),
+    SUBNETD_PI("VLArbitrationHighCap", 312, 8),
+    SUBNETD_PI("VLArbitrationLowCap", 320, 8),
+    SUBNETD_PI("InitTypeReply", 328, 4),
+    SUBNETD_PI("MTUCap", 332, 4),
+    SUBNETD_PI("VLStallCount", 336, 3),
+    SUBNETD_PI("HOQLife", 339, 5),
+    SUBNETD_PI("OperationalVLs", 344, 4),
+    SUBNETD_PI("PartitionEnforcementInbound", 348, 1),
+    SUBNETD_PI("PartitionEnforcementOutbound", 349, 1),
+    SUBNETD_PI("FilterRawInbound", 350, 1),
+    SUBNETD_PI("FilterRawOutbound", 351, 1),
+    SUBNETD_PI("M_KeyViolations", 352, 16),
+    SUBNETD_PI("P_KeyViolations", 368, 16),
+    SUBNETD_PI("Q_KeyViolations", 384, 16),
+    SUBNETD_PI("GUIDCap", 400, 8),
+    SUBNETD_PI("ClientReregister", 408, 1),
+    SUBNETD_PI("MulticastPKeyTrapSuppressionEnabled", 409, 2),
+    SUBNETD_PI("SubnetTimeOut", 411, 5),
+    SUBNETD_PI("Reserved2", 416, 3),
+    SUBNETD_PI("RespTimeValue", 419, 5),
+    SUBNETD_PI("LocalPhyErrors", 424, 4),
+    SUBNETD_PI("OverrunErrors", 428, 4),
+    SUBNETD_PI("MaxCreditHint", 432, 16),
+    SUBNETD_PI("Reserved3", 448, 8),
+    SUBNETD_PI("LinkRoundTripLatency", 456, 24),
+    SUBNETD_PI("CapabilityMask2", 480, 16),
+    SUBNETD_PI("LinkSpeedExtActive", 496, 4),
+    SUBNETD_PI("LinkSpeedExtSupported", 500, 4),
+    SUBNETD_PI("Reserved4", 504, 3),
+    SUBNETD_PI("LinkSpeedExtEnabled", 507, 5),
+};
+#undef SUBNETD_PI
+
+constexpr Component kLinkRecord[] = {
+    {"FromLID", 0, 16}, {"FromPort", 16, 8},  {"ToPort", 24, 8},
+    {"ToLID", 32, 16},  {"Reserved", 48, 16},
+};
+
+// PathRecord (IBA 15.2.5.16); the ServiceID is two components, as the
+// Linux SA clients number them.
+constexpr Component kPathRecord[] = {
+    {"ServiceID_MSB", 0, 32},
+    {"ServiceID_LSB", 32, 32},
+    {"DGID", 64, 128},
+    {"SGID", 192, 128},
+    {"DLID", 320, 16},
+    {"SLID", 336, 16},
+    {"RawTraffic", 352, 1},
+    {"Reserved", 353, 3},
+    {"FlowLabel", 356, 20},
+    {"HopLimit", 376, 8},
+    {"TClass", 384, 8},
+    {"Reversible", 392, 1},
+    {"NumbPath", 393, 7},
+    {"P_Key", 400, 16},
+    {"QosClass", 416, 12},
+    {"SL", 428, 4},
+    {"MTUSelector", 432, 2},
+    {"MTU", 434, 6},
+    {"RateSelector", 440, 2},
+    {"Rate", 442, 6},
+    {"PacketLifeTimeSelector", 448, 2},
+    {"PacketLifeTime", 450, 6},
+    {"Preference", 456, 8},
+    {"Reserved2", 464, 48},
+};
+
+constexpr RecordLayout kLayouts[] = {
+    {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
+    {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
+    {Attr::kLinkRecord, "LinkRecord", 8, kLinkRecord},
+    {Attr::kPathRecord, "PathRecord", 64, kPathRecord},
+};
+
+bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {
+  return (r[bit / 8] >> (7 - bit % 8)) & 1U;
+}
+
+}  // namespace
+
+const char* method_name(std::uint8_t method) {
+  switch (static_cast<Method>(method)) {
+    case Method::kGet:
+      return "Get";
+    case Method::kSet:
+      return "Set";
+    case Method::kReport:
+      return "Report";
+    case Method::kGetTable:
+      return "GetTable";
+    case Method::kGetTraceTable:
+      return "GetTraceTable";
+    case Method::kGetMulti:
+      return "GetMulti";
+    case Method::kDelete:
+      return "Delete";
+    case Method::kGetResp:
+      return "GetResp";
+    case Method::kReportResp:
+      return "ReportResp";
+    case Method::kGetTableResp:
+      return "GetTableResp";
+    case Method::kGetMultiResp:
+      return "GetMultiResp";
+    case Method::kDeleteResp:
+      return "DeleteResp";
+  }
+  return "unknown method";
+}
+
+const char* attr_name(std::uint16_t attr) {
+  switch (static_cast<Attr>(attr)) {
+    case Attr::kClassPortInfo:
+      return "ClassPortInfo";
+    case Attr::kNotice:
+      return "Notice";
+    case Attr::kInformInfo:
+      return "InformInfo";
+    case Attr::kNodeRecord:
+      return "NodeRecord";
+    case Attr::kPortInfoRecord:
+      return "PortInfoRecord";
+    case Attr::kSlToVlTableRecord:
+      return "SLtoVLMappingTableRecord";
+    case Attr::kSwitchInfoRecord:
+      return "SwitchInfoRecord";
+    case Attr::kLftRecord:
+      return "LinearForwardingTableRecord";
+    case Attr::kMftRecord:
+      return "MulticastForwardingTableRecord";
+    case Attr::kSmInfoRecord:
+      return "SMInfoRecord";
+    case Attr::kLinkRecord:
+      return "LinkRecord";
+    case Attr::kGuidInfoRecord:
+      return "GuidInfoRecord";
+    case Attr::kServiceRecord:
+      return "ServiceRecord";
+    case Attr::kPKeyTableRecord:
+      return "P_KeyTableRecord";
+    case Attr::kPathRecord:
+      return "PathRecord";
+    case Attr::kVlArbTableRecord:
+      return "VLArbitrationTableRecord";
+    case Attr::kMcMemberRecord:
+      return "MCMemberRecord";
+    case Attr::kMultiPathRecord:
+      return "MultiPathRecord";
+    case Attr::kInformInfoRecord:
+      return "InformInfoRecord";
+  }
+  return "unknown attribute";
+}
+
+Result<SaMad> decode_sa(std::span<const std::uint8_t> b) {
+  if (b.size() < kMadSize) {
+    return Error{Errc::kMalformedMad,
+                 fmt::format("SA MAD: {} bytes, a MAD has {}", b.size(), kMadSize)};
+  }
+  if (b[hdr::kBaseVersion] != 1) {
+    return Error{Errc::kMalformedMad,
+                 fmt::format("SA MAD: base version {}, expected 1", b[hdr::kBaseVersion])};
+  }
+  if (b[hdr::kMgmtClass] != kMgmtClass) {
+    return Error{
+        Errc::kMalformedMad,
+        fmt::format("SA MAD: management class 0x{:02x}, expected 0x03", b[hdr::kMgmtClass])};
+  }
+  SaMad m;
+  m.base_version = b[hdr::kBaseVersion];
+  m.class_version = b[hdr::kClassVersion];
+  m.method = b[hdr::kMethod];
+  m.status = load_be16(&b[hdr::kStatus]);
+  m.class_specific = load_be16(&b[hdr::kClassSpecific]);
+  m.tid = load_be64(&b[hdr::kTid]);
+  m.attr_id = load_be16(&b[hdr::kAttrId]);
+  m.attr_mod = load_be32(&b[hdr::kAttrMod]);
+  m.rmpp.version = b[hdr::kRmppVersion];
+  m.rmpp.type = b[hdr::kRmppType];
+  m.rmpp.resp_time = get_bits(b[hdr::kRmppTimeFlags], 3, 5);
+  m.rmpp.flags = get_bits(b[hdr::kRmppTimeFlags], 0, 3);
+  m.rmpp.status = b[hdr::kRmppStatus];
+  m.rmpp.data1 = load_be32(&b[hdr::kRmppData1]);
+  m.rmpp.data2 = load_be32(&b[hdr::kRmppData2]);
+  m.sm_key = load_be64(&b[hdr::kSmKey]);
+  m.attr_offset = load_be16(&b[hdr::kAttrOffset]);
+  m.comp_mask = load_be64(&b[hdr::kCompMask]);
+  std::memcpy(m.data.data(), &b[hdr::kData], kDataSize);
+  return m;
+}
+
+std::array<std::uint8_t, kMadSize> encode_sa(const SaMad& m) {
+  std::array<std::uint8_t, kMadSize> b{};
+  b[hdr::kBaseVersion] = m.base_version;
+  b[hdr::kMgmtClass] = kMgmtClass;
+  b[hdr::kClassVersion] = m.class_version;
+  b[hdr::kMethod] = m.method;
+  store_be16(&b[hdr::kStatus], m.status);
+  store_be16(&b[hdr::kClassSpecific], m.class_specific);
+  store_be64(&b[hdr::kTid], m.tid);
+  store_be16(&b[hdr::kAttrId], m.attr_id);
+  store_be32(&b[hdr::kAttrMod], m.attr_mod);
+  b[hdr::kRmppVersion] = m.rmpp.version;
+  b[hdr::kRmppType] = m.rmpp.type;
+  put_bits(b[hdr::kRmppTimeFlags], 3, 5, m.rmpp.resp_time);
+  put_bits(b[hdr::kRmppTimeFlags], 0, 3, m.rmpp.flags);
+  b[hdr::kRmppStatus] = m.rmpp.status;
+  store_be32(&b[hdr::kRmppData1], m.rmpp.data1);
+  store_be32(&b[hdr::kRmppData2], m.rmpp.data2);
+  store_be64(&b[hdr::kSmKey], m.sm_key);
+  store_be16(&b[hdr::kAttrOffset], m.attr_offset);
+  store_be64(&b[hdr::kCompMask], m.comp_mask);
+  std::memcpy(&b[hdr::kData], m.data.data(), kDataSize);
+  return b;
+}
+
+const RecordLayout* layout_of(std::uint16_t attr) {
+  for (const RecordLayout& l : kLayouts) {
+    if (static_cast<std::uint16_t>(l.attr) == attr) return &l;
+  }
+  return nullptr;
+}
+
+std::uint64_t get_field(std::span<const std::uint8_t> r, const Component& c) {
+  assert(c.bits <= 64 && (c.offset + c.bits + 7) / 8 <= r.size());
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < c.bits; ++i) v = (v << 1) | (bit_at(r, c.offset + i) ? 1U : 0U);
+  return v;
+}
+
+void set_field(std::span<std::uint8_t> r, const Component& c, std::uint64_t value) {
+  assert(c.bits <= 64 && (c.offset + c.bits + 7) / 8 <= r.size());
+  for (std::size_t i = 0; i < c.bits; ++i) {
+    const std::size_t bit = c.offset + i;
+    const auto mask = static_cast<std::uint8_t>(0x80U >> (bit % 8));
+    const bool on = (value >> (c.bits - 1 - i)) & 1U;
+    r[bit / 8] = static_cast<std::uint8_t>(on ? (r[bit / 8] | mask) : (r[bit / 8] & ~mask));
+  }
+}
+
+const Component& component(const RecordLayout& layout, const char* name) {
+  for (const Component& c : layout.components) {
+    if (std::strcmp(c.name, name) == 0) return c;
+  }
+  assert(false && "no such component");
+  return layout.components.front();
+}
+
+bool matches(const RecordLayout& layout, std::uint64_t comp_mask,
+             std::span<const std::uint8_t> query, std::span<const std::uint8_t> record) {
+  if (query.size() < layout.size || record.size() < layout.size) return false;
+  for (std::size_t i = 0; i < layout.components.size() && i < 64; ++i) {
+    if (((comp_mask >> i) & 1U) == 0) continue;
+    const Component& c = layout.components[i];
+    if (c.offset % 8 == 0 && c.bits % 8 == 0) {
+      if (std::memcmp(&query[c.offset / 8], &record[c.offset / 8], c.bits / 8) != 0) return false;
+      continue;
+    }
+    for (std::size_t b = c.offset; b < std::size_t{c.offset} + c.bits; ++b) {
+      if (bit_at(query, b) != bit_at(record, b)) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::array<std::uint8_t, kMadSize>> segment_table(
+    const SaMad& response, std::span<const std::uint8_t> records) {
+  const std::size_t segments =
+      std::max<std::size_t>(1, (records.size() + kDataSize - 1) / kDataSize);
+  std::vector<std::array<std::uint8_t, kMadSize>> out;
+  out.reserve(segments);
+  for (std::size_t s = 0; s < segments; ++s) {
+    SaMad seg = response;
+    seg.data.fill(0);
+    const std::size_t begin = s * kDataSize;
+    const std::size_t n = begin < records.size() ? std::min(kDataSize, records.size() - begin) : 0;
+    if (n != 0) std::memcpy(seg.data.data(), &records[begin], n);
+    seg.rmpp.version = rmpp::kVersion;
+    seg.rmpp.type = rmpp::kTypeData;
+    seg.rmpp.resp_time = 0x1F;  // no time given
+    seg.rmpp.flags = rmpp::kFlagActive;
+    seg.rmpp.status = 0;
+    seg.rmpp.data1 = static_cast<std::uint32_t>(s + 1);
+    seg.rmpp.data2 = 0;
+    if (s == 0) {
+      seg.rmpp.flags |= rmpp::kFlagFirst;
+      seg.rmpp.data2 = kSaHeaderBytes + static_cast<std::uint32_t>(records.size());
+    }
+    if (s + 1 == segments) {
+      seg.rmpp.flags |= rmpp::kFlagLast;
+      // The last segment's payload: the SA header and the bytes it uses
+      // (a single segment is also the first: the same value).
+      seg.rmpp.data2 = kSaHeaderBytes + static_cast<std::uint32_t>(n);
+    }
+    out.push_back(encode_sa(seg));
+  }
+  return out;
+}
+
+Result<std::vector<std::uint8_t>> reassemble(
+    std::span<const std::array<std::uint8_t, kMadSize>> segments) {
+  std::vector<std::uint8_t> out;
+  if (segments.empty()) return Error{Errc::kMalformedMad, "RMPP: no segments"};
+  std::uint32_t total = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    SaMad m;
+    SUBNETD_TRY_ASSIGN(m, decode_sa(segments[s]));
+    if (m.rmpp.version != rmpp::kVersion || m.rmpp.type != rmpp::kTypeData ||
+        (m.rmpp.flags & rmpp::kFlagActive) == 0) {
+      return Error{Errc::kMalformedMad,
+                   fmt::format("RMPP segment {}: not an active DATA packet", s + 1)};
+    }
+    if (m.rmpp.data1 != s + 1) {
+      return Error{Errc::kMalformedMad,
+                   fmt::format("RMPP segment {}: numbered {}", s + 1, m.rmpp.data1)};
+    }
+    const bool first = (m.rmpp.flags & rmpp::kFlagFirst) != 0;
+    const bool last = (m.rmpp.flags & rmpp::kFlagLast) != 0;
+    if (first != (s == 0) || last != (s + 1 == segments.size())) {
+      return Error{Errc::kMalformedMad, fmt::format("RMPP segment {} of {}: first/last flags {}/{}",
+                                                    s + 1, segments.size(), first, last)};
+    }
+    if (first) {
+      if (m.rmpp.data2 < kSaHeaderBytes) {
+        return Error{
+            Errc::kMalformedMad,
+            fmt::format("RMPP: payload length {} is shorter than the SA header", m.rmpp.data2)};
+      }
+      total = m.rmpp.data2 - kSaHeaderBytes;
+    }
+    out.insert(out.end(), m.data.begin(), m.data.end());
+  }
+  if (total > out.size()) {
+    return Error{Errc::kMalformedMad,
+                 fmt::format("RMPP: payload length says {} record bytes, {} segments carry {}",
+                             total, segments.size(), out.size())};
+  }
+  out.resize(total);
+  return out;
+}
+
+}  // namespace subnetd::discovery::mad::sa
