@@ -131,6 +131,9 @@ class Sweep {
       node = t.add_node(type, guid, ni.num_ports, fmt::format("{:#018x}", ni.node_guid));
       t.mutable_node(node).system_guid = Guid{ni.system_image_guid};
       t.mutable_node(node).vendor_id = ni.vendor_id;
+      t.mutable_node(node).device_id = ni.device_id;
+      t.mutable_node(node).partition_cap = ni.partition_cap;
+      t.mutable_node(node).revision = ni.revision;
       out_.paths.add(path);
       out_.max_hops =
           std::max<std::uint32_t>(out_.max_hops, static_cast<std::uint32_t>(path.size()));
@@ -271,6 +274,7 @@ class Sweep {
     p.phys_state = pi.port_phys_state;
     p.width_active = pi.link_width_active;
     p.speed_active = pi.link_speed_active;
+    p.mtu_cap = pi.mtu_cap;
     if (!opts_.extended_lids) {
       p.lid = Lid{pi.lid};
       p.master_sm_lid = Lid{pi.master_sm_lid};

@@ -48,6 +48,7 @@ struct Port {
   Lid master_sm_lid;  // MasterSMLID found on the port at sweep time
   std::uint8_t lmc = 0;
   std::uint8_t phys_state = 0;  // IBA PortPhysicalState (5 = LinkUp)
+  std::uint8_t mtu_cap = 0;     // IBA PortInfo:MTUCap (1=256 .. 5=4096); 0 = not read
   bool connected() const { return remote_node.valid(); }
 };
 
@@ -59,6 +60,10 @@ struct Node {
   std::uint32_t first_port = 0;  // index of port 0 in the flat port array
   SwitchIndex switch_index;      // dense index among switches, kNoSwitch otherwise
   std::uint32_t vendor_id = 0;   // NodeInfo:VendorID (24 bits), as the sweep found it
+  // More of NodeInfo, as the sweep found it (the SA's NodeRecord).
+  std::uint16_t device_id = 0;
+  std::uint16_t partition_cap = 0;
+  std::uint32_t revision = 0;
   std::string description;
 };
 

@@ -88,14 +88,20 @@ TEST_P(Families, DiscoversTheTruth) {
   EXPECT_EQ(r.smps.retries, 0U);
   EXPECT_EQ(r.malformed, 0U);
   // A fresh fabric: every cabled port trained to INIT, nothing has a LID.
+  // What the SA reports comes from the sweep too: the simulator's SMAs
+  // answer device ID = node type, revision 1, PartitionCap 64, MTUCap 4096.
   for (std::uint32_t i = 0; i < r.topology.num_nodes(); ++i) {
     const routing::Node& n = r.topology.node(NodeId{i});
+    EXPECT_EQ(n.device_id, static_cast<std::uint16_t>(n.type)) << n.description;
+    EXPECT_EQ(n.revision, 1U) << n.description;
+    EXPECT_EQ(n.partition_cap, 64U) << n.description;
     for (unsigned p = 1; p <= n.num_ports; ++p) {
       const routing::Port& port = r.topology.port(NodeId{i}, static_cast<PortNum>(p));
       if (!port.connected()) continue;
       EXPECT_EQ(port.state, PortState::kInit) << n.description << " port " << p;
       EXPECT_EQ(port.phys_state, 5) << n.description << " port " << p;
       EXPECT_EQ(port.lid.value, 0U);
+      EXPECT_EQ(port.mtu_cap, 5) << n.description << " port " << p;
     }
   }
 }
