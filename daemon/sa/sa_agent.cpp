@@ -1,0 +1,466 @@
+// The SA agent: decode, dispatch by attribute and method, build the records
+// from the snapshot, filter them by the query, answer. See sa_agent.hpp.
+
+#include "daemon/sa/sa_agent.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <optional>
+
+#include "routing/path_trace.hpp"
+
+namespace subnetd::daemon::sa {
+namespace {
+
+namespace mad = discovery::mad::sa;
+using mad::Attr;
+using mad::Method;
+using mad::RecordLayout;
+
+constexpr std::uint8_t kMtu2048 = 4;
+constexpr std::uint8_t kSelGreater = 0, kSelLess = 1, kSelExactly = 2, kSelLargest = 3;
+
+// PathRecord component bits (the order of sa.cpp's kPathRecord).
+enum PrBit : unsigned {
+  kPrDgid = 2,
+  kPrSgid = 3,
+  kPrDlid = 4,
+  kPrSlid = 5,
+  kPrReversible = 11,
+  kPrNumbPath = 12,
+  kPrPKey = 13,
+  kPrSl = 15,
+  kPrMtuSelector = 16,
+  kPrMtu = 17,
+  kPrRateSelector = 18,
+  kPrRate = 19,
+  kPrPltSelector = 20,
+  kPrPlt = 21,
+};
+
+// Link rate: Gb/s x 10 of each IBA rate code (PathRecord Rate), for the
+// selectors: the codes are not in order of speed.
+struct RateCode {
+  std::uint8_t code;
+  std::uint16_t gbps10;
+};
+constexpr RateCode kRates[] = {{2, 25},    {5, 50},   {3, 100},   {6, 200},   {4, 300},  {7, 400},
+                               {8, 600},   {9, 800},  {10, 1200}, {11, 140},  {12, 560}, {13, 1120},
+                               {14, 1680}, {15, 250}, {16, 1000}, {17, 2000}, {18, 3000}};
+
+std::uint16_t gbps10_of(std::uint8_t code) {
+  for (const RateCode& r : kRates) {
+    if (r.code == code) return r.gbps10;
+  }
+  return 0;
+}
+
+// Gb/s x 10 of a link from PortInfo's active width and speed; a port whose
+// width or speed nobody read counts as 4x SDR (10 Gb/s), IBA's baseline.
+std::uint16_t link_gbps10(const routing::Port& p) {
+  std::uint16_t lanes = 4;
+  switch (p.width_active) {
+    case 1:
+      lanes = 1;
+      break;
+    case 2:
+      lanes = 4;
+      break;
+    case 4:
+      lanes = 8;
+      break;
+    case 8:
+      lanes = 12;
+      break;
+    case 16:
+      lanes = 2;
+      break;
+    default:
+      break;
+  }
+  std::uint16_t lane10 = 25;
+  switch (p.speed_active) {
+    case 2:
+      lane10 = 50;
+      break;
+    case 4:
+      lane10 = 100;
+      break;
+    default:
+      break;
+  }
+  return static_cast<std::uint16_t>(lanes * lane10);
+}
+
+// The fastest rate code not above `gbps10`.
+std::uint8_t rate_code(std::uint16_t gbps10) {
+  std::uint8_t best = 2;
+  std::uint16_t best_speed = 0;
+  for (const RateCode& r : kRates) {
+    if (r.gbps10 <= gbps10 && r.gbps10 > best_speed) {
+      best = r.code;
+      best_speed = r.gbps10;
+    }
+  }
+  return best;
+}
+
+// Whether an offered value passes the query's selector on it.
+bool selected(std::uint32_t offered, unsigned selector, std::uint32_t wanted) {
+  switch (selector) {
+    case kSelGreater:
+      return offered > wanted;
+    case kSelLess:
+      return offered < wanted;
+    case kSelExactly:
+      return offered == wanted;
+    default:
+      return true;  // largest available: what we offer
+  }
+}
+
+class Answer {
+ public:
+  Answer(const mad::SaMad& req, Lid requester, const state::FabricState& st,
+         const SaAgentOptions& opts)
+      : req_(req), requester_(requester), st_(st), opts_(opts) {}
+
+  // Status and the records (back to back, `stride` bytes each).
+  std::uint16_t status = mad::status::kOk;
+  std::vector<std::uint8_t> records;
+  std::size_t count = 0;
+
+  void run() {
+    const auto attr = static_cast<Attr>(req_.attr_id);
+    const auto method = static_cast<Method>(req_.method);
+    if (req_.class_version != mad::kClassVersion) {
+      status = mad::status::kBadVersion;
+      return;
+    }
+    if (method != Method::kGet && method != Method::kGetTable && method != Method::kSet &&
+        method != Method::kDelete && method != Method::kGetMulti &&
+        method != Method::kGetTraceTable && method != Method::kReport) {
+      status = mad::status::kMethodUnsupported;
+      return;
+    }
+    if (attr == Attr::kClassPortInfo) {
+      if (method != Method::kGet) {
+        status = mad::status::kMethodAttrUnsupported;
+        return;
+      }
+      class_port_info();
+      return;
+    }
+    layout_ = mad::layout_of(req_.attr_id);
+    const bool served =
+        attr == Attr::kNodeRecord || attr == Attr::kLinkRecord || attr == Attr::kPathRecord;
+    if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
+      status = mad::status::kMethodAttrUnsupported;
+      return;
+    }
+    if (st_.topology == nullptr || st_.lids == nullptr || st_.routes == nullptr) {
+      status = mad::status::kNoResources;  // no fabric yet: ask again later
+      return;
+    }
+    stride_ = std::size_t{layout_->attr_offset()} * 8;
+    query_ = std::span<const std::uint8_t>(req_.data.data(), layout_->size);
+    switch (attr) {
+      case Attr::kNodeRecord:
+        node_records();
+        break;
+      case Attr::kLinkRecord:
+        link_records();
+        break;
+      default:
+        path_records();
+        break;
+    }
+    if (status != mad::status::kOk) return;
+    if (method == Method::kGet && count != 1) {
+      status = count == 0 ? mad::status::kNoRecords : mad::status::kTooManyRecords;
+    }
+  }
+
+  std::uint16_t attr_offset() const { return layout_ ? layout_->attr_offset() : 0; }
+
+ private:
+  // A record buffer the builders fill; offer() keeps it when it matches.
+  std::span<std::uint8_t> fresh() {
+    scratch_.assign(layout_->size, 0);
+    return scratch_;
+  }
+  void offer() {
+    if (!mad::matches(*layout_, req_.comp_mask, query_, scratch_)) return;
+    const std::size_t at = records.size();
+    records.resize(at + stride_, 0);
+    std::memcpy(&records[at], scratch_.data(), layout_->size);
+    ++count;
+  }
+  void set(std::span<std::uint8_t> r, const char* name, std::uint64_t v) {
+    mad::set_field(r, mad::component(*layout_, name), v);
+  }
+  void set_gid(std::span<std::uint8_t> r, const char* name, std::uint64_t guid) {
+    const std::size_t at = mad::component(*layout_, name).offset / 8;
+    mad::set_field(r.subspan(at, 8), {"prefix", 0, 64}, opts_.subnet_prefix);
+    mad::set_field(r.subspan(at + 8, 8), {"guid", 0, 64}, guid);
+  }
+
+  void class_port_info() {
+    // ClassPortInfo (IBA 13.4.8.1): versions, no optional capabilities yet,
+    // RespTimeValue 18 in the low five bits of bytes 4-7.
+    records.assign(72, 0);
+    records[0] = 1;
+    records[1] = mad::kClassVersion;
+    records[7] = 18;
+    count = 1;
+  }
+
+  // The LID a node answers by at port p: a switch's port-0 LID, a CA port's
+  // own.
+  Lid lid_at(NodeId n, PortNum p) const {
+    const routing::Topology& t = *st_.topology;
+    const PortNum at = t.node(n).type == routing::NodeType::kSwitch ? PortNum{0} : p;
+    return st_.lids->base_lid(t, n, at);
+  }
+
+  void node_records() {
+    const routing::Topology& t = *st_.topology;
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      const NodeId n{i};
+      const routing::Node& node = t.node(n);
+      const bool sw = node.type == routing::NodeType::kSwitch;
+      for (PortNum p = sw ? 0 : 1; p <= (sw ? 0 : node.num_ports); ++p) {
+        const Lid lid = st_.lids->base_lid(t, n, p);
+        if (lid.value == 0) continue;
+        std::span<std::uint8_t> r = fresh();
+        set(r, "LID", lid.value);
+        set(r, "BaseVersion", 1);
+        set(r, "ClassVersion", 1);
+        set(r, "NodeType", static_cast<std::uint8_t>(node.type));
+        set(r, "NumPorts", node.num_ports);
+        set(r, "SystemImageGUID", node.system_guid.value);
+        set(r, "NodeGUID", node.guid.value);
+        set(r, "PortGUID", t.port(n, p).guid.value);
+        set(r, "PartitionCap", node.partition_cap);
+        set(r, "DeviceID", node.device_id);
+        set(r, "Revision", node.revision);
+        set(r, "LocalPortNum", p);
+        set(r, "VendorID", node.vendor_id);
+        const std::size_t desc = mad::component(*layout_, "NodeDescription").offset / 8;
+        std::memcpy(&r[desc], node.description.data(),
+                    std::min<std::size_t>(64, node.description.size()));
+        offer();
+      }
+    }
+  }
+
+  void link_records() {
+    const routing::Topology& t = *st_.topology;
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      const NodeId n{i};
+      for (PortNum p = 1; p <= t.node(n).num_ports; ++p) {
+        const routing::Port& port = t.port(n, p);
+        if (!port.connected()) continue;
+        const Lid from = lid_at(n, p), to = lid_at(port.remote_node, port.remote_port);
+        if (from.value == 0 || to.value == 0) continue;
+        std::span<std::uint8_t> r = fresh();
+        set(r, "FromLID", from.value);
+        set(r, "FromPort", p);
+        set(r, "ToPort", port.remote_port);
+        set(r, "ToLID", to.value);
+        offer();
+      }
+    }
+  }
+
+  // An endport: a CA/router port with a LID, or a switch's port 0.
+  std::optional<PortRef> endport_of_lid(Lid lid) const {
+    const PortRef owner = st_.lids->owner_of(lid);
+    if (!owner.node.valid()) return std::nullopt;
+    return owner;
+  }
+  // The endport a GID names; nullopt (and the status set) when none.
+  std::optional<PortRef> endport_of_gid(std::span<const std::uint8_t> gid) {
+    const std::uint64_t prefix = mad::get_field(gid, {"prefix", 0, 64});
+    const std::uint64_t guid = mad::get_field(gid.subspan(8), {"guid", 0, 64});
+    std::optional<PortRef> port;
+    if (prefix == opts_.subnet_prefix) port = st_.topology->find_by_port_guid(Guid{guid});
+    if (port && st_.topology->node(port->node).type == routing::NodeType::kSwitch) {
+      port->port = 0;
+    }
+    if (!port || st_.lids->base_lid(*st_.topology, port->node, port->port).value == 0) {
+      status = mad::status::kInvalidGid;
+      return std::nullopt;
+    }
+    return port;
+  }
+
+  void path_records() {
+    const routing::Topology& t = *st_.topology;
+    const std::uint64_t mask = req_.comp_mask;
+    auto has = [&](unsigned bit) { return ((mask >> bit) & 1U) != 0; };
+    auto field = [&](const char* name) {
+      return mad::get_field(query_, mad::component(*layout_, name));
+    };
+    auto gid_span = [&](const char* name) {
+      return query_.subspan(mad::component(*layout_, name).offset / 8, 16);
+    };
+    // The source.
+    std::optional<PortRef> src;
+    Lid slid;
+    if (has(kPrSlid)) {
+      slid = Lid{static_cast<std::uint32_t>(field("SLID"))};
+      src = endport_of_lid(slid);
+    } else if (has(kPrSgid)) {
+      src = endport_of_gid(gid_span("SGID"));
+      if (src) slid = st_.lids->base_lid(t, src->node, src->port);
+    } else {
+      slid = requester_;
+      src = endport_of_lid(slid);
+    }
+    if (status != mad::status::kOk || !src) return;
+    // The destinations.
+    std::vector<std::pair<PortRef, Lid>> dsts;
+    if (has(kPrDlid)) {
+      const Lid dlid{static_cast<std::uint32_t>(field("DLID"))};
+      if (auto d = endport_of_lid(dlid)) dsts.emplace_back(*d, dlid);
+    } else if (has(kPrDgid)) {
+      auto d = endport_of_gid(gid_span("DGID"));
+      if (!d) return;
+      dsts.emplace_back(*d, st_.lids->base_lid(t, d->node, d->port));
+    } else {
+      for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+        const NodeId n{i};
+        const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+        for (PortNum p = sw ? 0 : 1; p <= (sw ? 0 : t.node(n).num_ports); ++p) {
+          const Lid l = st_.lids->base_lid(t, n, p);
+          if (l.value != 0) dsts.emplace_back(PortRef{n, p}, l);
+        }
+      }
+    }
+    // What the query asks of the path.
+    if (has(kPrPKey) && (field("P_Key") & 0x7FFF) != 0x7FFF) return;  // default partition only
+    if (has(kPrSl) && field("SL") != 0) return;
+    auto selector = [&](unsigned sel_bit, unsigned value_bit, const char* sel_name) {
+      if (!has(value_bit)) return -1;
+      return has(sel_bit) ? static_cast<int>(field(sel_name)) : static_cast<int>(kSelExactly);
+    };
+    const int mtu_sel = selector(kPrMtuSelector, kPrMtu, "MTUSelector");
+    const int rate_sel = selector(kPrRateSelector, kPrRate, "RateSelector");
+    const int plt_sel = selector(kPrPltSelector, kPrPlt, "PacketLifeTimeSelector");
+    const auto want_mtu = static_cast<std::uint32_t>(has(kPrMtu) ? field("MTU") : 0);
+    const auto want_rate = gbps10_of(static_cast<std::uint8_t>(has(kPrRate) ? field("Rate") : 0));
+    const auto want_plt = static_cast<std::uint32_t>(has(kPrPlt) ? field("PacketLifeTime") : 0);
+
+    for (const auto& [dst, dlid] : dsts) {
+      auto trace = routing::trace_path(t, *st_.lids, *st_.routes, *src, dlid);
+      if (!trace.ok() || !trace->complete()) continue;
+      std::uint8_t mtu = 0;
+      std::uint16_t speed = 0;
+      for (const routing::TraceHop& h : trace->hops) {
+        if (h.out_port == 0) continue;
+        const routing::Port& out = t.port(h.node, h.out_port);
+        const routing::Port& in = t.port(out.remote_node, out.remote_port);
+        for (const routing::Port* p : {&out, &in}) {
+          if (p->mtu_cap != 0) mtu = mtu == 0 ? p->mtu_cap : std::min(mtu, p->mtu_cap);
+        }
+        const std::uint16_t g = std::min(link_gbps10(out), link_gbps10(in));
+        speed = speed == 0 ? g : std::min(speed, g);
+      }
+      if (mtu == 0) mtu = kMtu2048;
+      if (speed == 0) speed = link_gbps10(t.port(src->node, src->port));
+      const std::uint8_t rate = rate_code(speed);
+      if (mtu_sel >= 0 && !selected(mtu, static_cast<unsigned>(mtu_sel), want_mtu)) continue;
+      if (rate_sel >= 0 && !selected(gbps10_of(rate), static_cast<unsigned>(rate_sel), want_rate))
+        continue;
+      if (plt_sel >= 0 &&
+          !selected(opts_.packet_life_time, static_cast<unsigned>(plt_sel), want_plt))
+        continue;
+      std::span<std::uint8_t> r = fresh();
+      // Echo what the query fixed that a path does not decide.
+      for (const char* keep : {"ServiceID_MSB", "ServiceID_LSB"}) set(r, keep, field(keep));
+      set_gid(r, "SGID", t.port(src->node, src->port).guid.value);
+      set_gid(r, "DGID", t.port(dst.node, dst.port).guid.value);
+      set(r, "SLID", slid.value);
+      set(r, "DLID", dlid.value);
+      set(r, "Reversible", 1);
+      set(r, "NumbPath", has(kPrNumbPath) ? field("NumbPath") : 0);
+      set(r, "P_Key", has(kPrPKey) ? field("P_Key") : 0xFFFF);
+      set(r, "SL", 0);
+      set(r, "MTUSelector", kSelExactly);
+      set(r, "MTU", mtu);
+      set(r, "RateSelector", kSelExactly);
+      set(r, "Rate", rate);
+      set(r, "PacketLifeTimeSelector", kSelExactly);
+      set(r, "PacketLifeTime", opts_.packet_life_time);
+      // The selectors and their values were matched above; the generic
+      // compare must not ask the record to repeat the query's selector.
+      const std::uint64_t judged =
+          (1ULL << kPrMtuSelector) | (1ULL << kPrMtu) | (1ULL << kPrRateSelector) |
+          (1ULL << kPrRate) | (1ULL << kPrPltSelector) | (1ULL << kPrPlt) | (1ULL << kPrSgid) |
+          (1ULL << kPrDgid) | (1ULL << kPrPKey) | (1ULL << kPrReversible) | (1ULL << kPrNumbPath);
+      if (!mad::matches(*layout_, req_.comp_mask & ~judged, query_, scratch_)) continue;
+      const std::size_t at = records.size();
+      records.resize(at + stride_, 0);
+      std::memcpy(&records[at], scratch_.data(), layout_->size);
+      ++count;
+    }
+  }
+
+  const mad::SaMad& req_;
+  Lid requester_;
+  const state::FabricState& st_;
+  const SaAgentOptions& opts_;
+  const RecordLayout* layout_ = nullptr;
+  std::size_t stride_ = 0;
+  std::span<const std::uint8_t> query_;
+  std::vector<std::uint8_t> scratch_;
+};
+
+}  // namespace
+
+SaAgent::SaAgent(SaAgentOptions opts) : opts_(opts) {}
+
+std::vector<MadBytes> SaAgent::answer(std::span<const std::uint8_t> request, Lid requester_lid,
+                                      const state::FabricState& state) {
+  auto decoded = mad::decode_sa(request);
+  if (!decoded.ok()) {
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
+  const mad::SaMad& req = *decoded;
+  if (req.is_response() || req.method == static_cast<std::uint8_t>(Method::kReport)) {
+    // Responses, and Reports (the SA sends those; it does not take them).
+    ignored_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  Answer a(req, requester_lid, state, opts_);
+  a.run();
+  mad::SaMad resp = req;
+  resp.method = static_cast<std::uint8_t>(req.method | 0x80);
+  resp.status = a.status;
+  resp.rmpp = {};
+  resp.sm_key = 0;
+  resp.data.fill(0);
+  if (a.status != mad::status::kOk) {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    return {mad::encode_sa(resp)};
+  }
+  records_.fetch_add(a.count, std::memory_order_relaxed);
+  if (req.method == static_cast<std::uint8_t>(Method::kGetTable)) {
+    resp.attr_offset = a.attr_offset();
+    return mad::segment_table(resp, a.records);
+  }
+  std::memcpy(resp.data.data(), a.records.data(), std::min(a.records.size(), resp.data.size()));
+  return {mad::encode_sa(resp)};
+}
+
+SaStats SaAgent::stats() const {
+  return {requests_.load(std::memory_order_relaxed), errors_.load(std::memory_order_relaxed),
+          records_.load(std::memory_order_relaxed), malformed_.load(std::memory_order_relaxed),
+          ignored_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace subnetd::daemon::sa

@@ -1,0 +1,81 @@
+#pragma once
+// SaAgent: subnetd's Subnet Administration (IBA vol. 1, ch. 15). It answers
+// SA queries (management class 0x03) from a published FabricState, so it
+// never blocks the SM and never sees a half-programmed fabric.
+//
+// Served today: ClassPortInfo (Get); NodeRecord, LinkRecord and PathRecord
+// (Get and GetTable). Every other attribute or method is answered with the
+// IBA status for it (method/attribute unsupported), never dropped;
+// malformed MADs and responses are counted and dropped.
+//
+// Semantics, as OpenSM and the Linux SA clients expect them:
+//  - a query is a template record plus a ComponentMask; a record answers it
+//    when it agrees on every selected component (sa::matches);
+//  - Get answers exactly one record: none is ERR_NO_RECORDS, more is
+//    ERR_TOO_MANY_RECORDS; GetTable answers any number, an empty table
+//    included, in RMPP segments;
+//  - NodeRecord: one per switch (its port-0 LID) and one per CA/router port
+//    with a LID (LID, PortGUID and LocalPortNum of that port);
+//  - LinkRecord: one per direction of every switch-attached cable, from
+//    the LID of the node at each end (a switch's port-0 LID, a CA port's
+//    own);
+//  - PathRecord: the source is the SGID or SLID given, else the requester;
+//    the destination the DGID or DLID given, else every endport (GetTable).
+//    A path exists when the LFTs deliver it (routing::trace_path). MTU is
+//    the smallest MTUCap on the way, rate the slowest link (width x speed),
+//    both "exactly"; PacketLifeTime is the configured one; SL 0, P_Key
+//    0xFFFF (the default partition) and Reversible until partitions and
+//    QoS exist. Selectors in the query (greater, less, exactly, largest)
+//    filter what is offered; a P_Key or SL the path cannot give yields no
+//    record. GIDs outside the subnet prefix, or naming no port, are
+//    ERR_REQ_INVALID_GID.
+//
+// Threading: answer() reads only its arguments and its own counters
+// (atomics): callable from any thread, for any snapshot.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "discovery/mad/sa.hpp"
+#include "state/fabric_state.hpp"
+
+namespace subnetd::daemon::sa {
+
+struct SaAgentOptions {
+  std::uint64_t subnet_prefix = 0xFE80'0000'0000'0000ULL;
+  // PathRecord PacketLifeTime (IBA encoding: 4.096 us x 2^v); OpenSM's
+  // default subnet timeout, 18 (~1 s).
+  std::uint8_t packet_life_time = 18;
+};
+
+struct SaStats {
+  std::uint64_t requests = 0;   // well-formed requests answered
+  std::uint64_t errors = 0;     // of those, answered with a non-zero status
+  std::uint64_t records = 0;    // records sent
+  std::uint64_t malformed = 0;  // dropped: not a valid SA MAD
+  std::uint64_t ignored = 0;    // dropped: responses and other non-requests
+};
+
+using MadBytes = std::array<std::uint8_t, discovery::mad::sa::kMadSize>;
+
+class SaAgent {
+ public:
+  explicit SaAgent(SaAgentOptions opts = {});
+
+  // The MADs that answer `request` (sent by the port with LID
+  // `requester_lid`): one GetResp, or the RMPP segments of a GetTableResp;
+  // empty when nothing is to be sent.
+  std::vector<MadBytes> answer(std::span<const std::uint8_t> request, Lid requester_lid,
+                               const state::FabricState& state);
+
+  SaStats stats() const;
+
+ private:
+  SaAgentOptions opts_;
+  std::atomic<std::uint64_t> requests_{0}, errors_{0}, records_{0}, malformed_{0}, ignored_{0};
+};
+
+}  // namespace subnetd::daemon::sa

@@ -1,0 +1,285 @@
+// SA agent tests over a generated, routed fat tree: ClassPortInfo,
+// NodeRecord, LinkRecord and PathRecord queries with component masks, Get
+// versus GetTable, and the statuses of what the agent does not serve.
+
+#include "daemon/sa/sa_agent.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "discovery/mad/sa.hpp"
+#include "discovery/topo/generators.hpp"
+#include "routing/engine.hpp"
+#include "routing/lid_assigner.hpp"
+#include "routing/worker_pool.hpp"
+
+namespace subnetd::daemon::sa {
+namespace {
+
+namespace mad = discovery::mad::sa;
+using mad::Attr;
+using mad::Method;
+
+class SaAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto topo = discovery::topo::generate("fat-tree:levels=2,radix=4");
+    ASSERT_TRUE(topo.ok()) << topo.error().message;
+    topo_ = std::make_shared<routing::Topology>(std::move(topo).value());
+    for (std::uint32_t i = 0; i < topo_->num_nodes(); ++i) {
+      for (PortNum p = 0; p <= topo_->node(NodeId{i}).num_ports; ++p) {
+        topo_->mutable_port(NodeId{i}, p).mtu_cap = 5;  // 4096
+      }
+    }
+    topo_->mutable_node(NodeId{0}).device_id = 0xCAFE;
+    routing::LidAssignOptions lo;
+    auto lids = routing::assign_lids(*topo_, lo);
+    ASSERT_TRUE(lids.ok()) << lids.error().message;
+    lids_ = std::make_shared<routing::LidMap>(std::move(lids->map));
+    auto engine = routing::make_engine("updn");
+    ASSERT_TRUE(engine.ok());
+    routing::WorkerPool pool(1);
+    auto routes = (*engine)->compute(*topo_, *lids_, {}, pool, {});
+    ASSERT_TRUE(routes.ok()) << routes.error().message;
+    state_.topology = topo_;
+    state_.lids = lids_;
+    state_.routes = std::make_shared<const routing::Routes>(std::move(routes).value());
+    for (std::uint32_t i = 0; i < topo_->num_nodes(); ++i) {
+      const NodeId n{i};
+      if (topo_->node(n).type == routing::NodeType::kSwitch) {
+        ++switches_;
+        continue;
+      }
+      for (PortNum p = 1; p <= topo_->node(n).num_ports; ++p) {
+        if (lids_->base_lid(*topo_, n, p).value != 0) ca_ports_.push_back({n, p});
+      }
+    }
+    ASSERT_GE(ca_ports_.size(), 4u);
+  }
+
+  Lid lid_of(PortRef r) const { return lids_->base_lid(*topo_, r.node, r.port); }
+
+  mad::SaMad request(Method m, Attr a, std::uint64_t mask = 0) const {
+    mad::SaMad q;
+    q.method = static_cast<std::uint8_t>(m);
+    q.attr_id = static_cast<std::uint16_t>(a);
+    q.comp_mask = mask;
+    q.tid = 0x77;
+    return q;
+  }
+  void set(mad::SaMad& q, const char* name, std::uint64_t v) const {
+    const mad::RecordLayout* l = mad::layout_of(q.attr_id);
+    mad::set_field(q.data, mad::component(*l, name), v);
+  }
+  std::vector<MadBytes> ask(const mad::SaMad& q, Lid requester = Lid{1}) {
+    return agent_.answer(mad::encode_sa(q), requester, state_);
+  }
+  // A GetTable answer's records, each `size` bytes (stride from the header).
+  std::vector<std::vector<std::uint8_t>> table(const std::vector<MadBytes>& segs) {
+    auto first = mad::decode_sa(segs.front());
+    EXPECT_TRUE(first.ok());
+    EXPECT_EQ(first->status, 0) << std::hex << first->status;
+    EXPECT_EQ(first->method, static_cast<std::uint8_t>(Method::kGetTableResp));
+    auto bytes = mad::reassemble(segs);
+    EXPECT_TRUE(bytes.ok()) << bytes.error().message;
+    const std::size_t stride = std::size_t{first->attr_offset} * 8;
+    std::vector<std::vector<std::uint8_t>> out;
+    for (std::size_t at = 0; stride != 0 && at + stride <= bytes->size(); at += stride) {
+      out.emplace_back(bytes->begin() + static_cast<std::ptrdiff_t>(at),
+                       bytes->begin() + static_cast<std::ptrdiff_t>(at + stride));
+    }
+    return out;
+  }
+  std::uint64_t get(Attr a, const std::vector<std::uint8_t>& r, const char* name) const {
+    return mad::get_field(r, mad::component(*mad::layout_of(static_cast<std::uint16_t>(a)), name));
+  }
+  std::uint16_t status_of(const std::vector<MadBytes>& answer) const {
+    EXPECT_EQ(answer.size(), 1u);
+    return mad::decode_sa(answer.front())->status;
+  }
+
+  std::shared_ptr<routing::Topology> topo_;
+  std::shared_ptr<routing::LidMap> lids_;
+  state::FabricState state_;
+  SaAgent agent_;
+  std::size_t switches_ = 0;
+  std::vector<PortRef> ca_ports_;
+};
+
+TEST_F(SaAgentTest, ClassPortInfoNamesClassVersionTwo) {
+  auto a = ask(request(Method::kGet, Attr::kClassPortInfo));
+  ASSERT_EQ(a.size(), 1u);
+  auto r = mad::decode_sa(a.front());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->method, static_cast<std::uint8_t>(Method::kGetResp));
+  EXPECT_EQ(r->status, 0);
+  EXPECT_EQ(r->tid, 0x77u);
+  EXPECT_EQ(r->data[1], mad::kClassVersion);
+}
+
+TEST_F(SaAgentTest, NodeRecordTableHasEverySwitchAndCaPort) {
+  auto recs = table(ask(request(Method::kGetTable, Attr::kNodeRecord)));
+  EXPECT_EQ(recs.size(), switches_ + ca_ports_.size());
+  std::set<std::uint64_t> lids;
+  for (const auto& r : recs) {
+    lids.insert(get(Attr::kNodeRecord, r, "LID"));
+    const PortRef owner =
+        lids_->owner_of(Lid{static_cast<std::uint32_t>(get(Attr::kNodeRecord, r, "LID"))});
+    ASSERT_TRUE(owner.node.valid());
+    EXPECT_EQ(get(Attr::kNodeRecord, r, "NodeGUID"), topo_->node(owner.node).guid.value);
+    EXPECT_EQ(get(Attr::kNodeRecord, r, "PortGUID"), topo_->port(owner).guid.value);
+    EXPECT_EQ(get(Attr::kNodeRecord, r, "NodeType"),
+              static_cast<std::uint8_t>(topo_->node(owner.node).type));
+  }
+  EXPECT_EQ(lids.size(), recs.size());
+}
+
+TEST_F(SaAgentTest, NodeRecordGetByLidAnswersThatNodeOnly) {
+  const PortRef ca = ca_ports_[2];
+  auto q = request(Method::kGet, Attr::kNodeRecord, 1u << 0);  // LID
+  set(q, "LID", lid_of(ca).value);
+  auto a = ask(q);
+  ASSERT_EQ(a.size(), 1u);
+  auto r = mad::decode_sa(a.front());
+  ASSERT_EQ(r->status, 0);
+  std::vector<std::uint8_t> rec(r->data.begin(), r->data.begin() + 108);
+  EXPECT_EQ(get(Attr::kNodeRecord, rec, "NodeGUID"), topo_->node(ca.node).guid.value);
+  EXPECT_EQ(get(Attr::kNodeRecord, rec, "LocalPortNum"), ca.port);
+  // Without the mask a Get matches every node: too many.
+  EXPECT_EQ(status_of(ask(request(Method::kGet, Attr::kNodeRecord))), mad::status::kTooManyRecords);
+  set(q, "LID", 0xBFFF);
+  EXPECT_EQ(status_of(ask(q)), mad::status::kNoRecords);
+}
+
+TEST_F(SaAgentTest, NodeRecordFieldsComeFromTheSweep) {
+  auto q = request(Method::kGetTable, Attr::kNodeRecord, 1u << 10);  // DeviceID
+  set(q, "DeviceID", 0xCAFE);
+  auto recs = table(ask(q));
+  ASSERT_FALSE(recs.empty());
+  for (const auto& r : recs) {
+    EXPECT_EQ(get(Attr::kNodeRecord, r, "NodeGUID"), topo_->node(NodeId{0}).guid.value);
+  }
+}
+
+TEST_F(SaAgentTest, LinkRecordsFromOneLidAreItsCables) {
+  const PortRef ca = ca_ports_[0];
+  auto q = request(Method::kGetTable, Attr::kLinkRecord, 1u << 0);  // FromLID
+  set(q, "FromLID", lid_of(ca).value);
+  auto recs = table(ask(q));
+  ASSERT_EQ(recs.size(), 1u);
+  const routing::Port& p = topo_->port(ca);
+  EXPECT_EQ(get(Attr::kLinkRecord, recs[0], "FromPort"), ca.port);
+  EXPECT_EQ(get(Attr::kLinkRecord, recs[0], "ToPort"), p.remote_port);
+  EXPECT_EQ(get(Attr::kLinkRecord, recs[0], "ToLID"),
+            lids_->base_lid(*topo_, p.remote_node, 0).value);
+  // Every direction of every cable once.
+  auto all = table(ask(request(Method::kGetTable, Attr::kLinkRecord)));
+  EXPECT_EQ(all.size(), 2 * topo_->num_links());
+}
+
+TEST_F(SaAgentTest, PathRecordByLidsFollowsTheTables) {
+  const PortRef a = ca_ports_.front(), b = ca_ports_.back();
+  // The slowest link on the way sets the MTU.
+  const NodeId leaf_b = topo_->port(b).remote_node;
+  topo_->mutable_port(leaf_b, topo_->port(b).remote_port).mtu_cap = 3;
+  auto q = request(Method::kGet, Attr::kPathRecord, (1u << 4) | (1u << 5));
+  set(q, "SLID", lid_of(a).value);
+  set(q, "DLID", lid_of(b).value);
+  auto ans = ask(q);
+  ASSERT_EQ(ans.size(), 1u);
+  auto r = mad::decode_sa(ans.front());
+  ASSERT_EQ(r->status, 0) << std::hex << r->status;
+  std::vector<std::uint8_t> rec(r->data.begin(), r->data.begin() + 64);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "SLID"), lid_of(a).value);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "DLID"), lid_of(b).value);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "MTU"), 3u);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "MTUSelector"), 2u);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "P_Key"), 0xFFFFu);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "Reversible"), 1u);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "PacketLifeTime"), 18u);
+  const std::size_t dgid = mad::component(*mad::layout_of(0x35), "DGID").offset / 8;
+  EXPECT_EQ(
+      mad::get_field(std::span<const std::uint8_t>(rec).subspan(dgid + 8, 8), {"guid", 0, 64}),
+      topo_->port(b).guid.value);
+  // Asking for more than the path has, or a partition or SL it does not
+  // give, finds nothing.
+  auto bigger = q;
+  bigger.comp_mask |= (1u << 16) | (1u << 17);
+  set(bigger, "MTUSelector", 0);  // greater than
+  set(bigger, "MTU", 3);
+  EXPECT_EQ(status_of(ask(bigger)), mad::status::kNoRecords);
+  set(bigger, "MTUSelector", 1);  // less than 4: 3 qualifies
+  set(bigger, "MTU", 4);
+  EXPECT_EQ(status_of(ask(bigger)), 0);
+  auto pkey = q;
+  pkey.comp_mask |= 1u << 13;
+  set(pkey, "P_Key", 0x8001);
+  EXPECT_EQ(status_of(ask(pkey)), mad::status::kNoRecords);
+  set(pkey, "P_Key", 0x7FFF);  // the default partition, limited member
+  EXPECT_EQ(status_of(ask(pkey)), 0);
+  auto sl = q;
+  sl.comp_mask |= 1u << 15;
+  set(sl, "SL", 1);
+  EXPECT_EQ(status_of(ask(sl)), mad::status::kNoRecords);
+}
+
+TEST_F(SaAgentTest, PathRecordByGidsAndFromTheRequester) {
+  const PortRef a = ca_ports_[1], b = ca_ports_[3];
+  auto q = request(Method::kGetTable, Attr::kPathRecord, (1u << 2) | (1u << 3));
+  const auto* l = mad::layout_of(0x35);
+  auto put_gid = [&](const char* name, std::uint64_t guid) {
+    const std::size_t at = mad::component(*l, name).offset / 8;
+    mad::set_field(std::span<std::uint8_t>(q.data).subspan(at, 8), {"p", 0, 64},
+                   0xFE80'0000'0000'0000ULL);
+    mad::set_field(std::span<std::uint8_t>(q.data).subspan(at + 8, 8), {"g", 0, 64}, guid);
+  };
+  put_gid("SGID", topo_->port(a).guid.value);
+  put_gid("DGID", topo_->port(b).guid.value);
+  auto recs = table(ask(q));
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(get(Attr::kPathRecord, recs[0], "SLID"), lid_of(a).value);
+  EXPECT_EQ(get(Attr::kPathRecord, recs[0], "DLID"), lid_of(b).value);
+  // A GID naming no port.
+  put_gid("DGID", 0x1234);
+  auto bad = ask(q);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(mad::decode_sa(bad.front())->status, mad::status::kInvalidGid);
+  // No source given: the requester; no destination: every endport.
+  auto from_me = table(ask(request(Method::kGetTable, Attr::kPathRecord), lid_of(a)));
+  EXPECT_EQ(from_me.size(), switches_ + ca_ports_.size());
+  for (const auto& r : from_me) EXPECT_EQ(get(Attr::kPathRecord, r, "SLID"), lid_of(a).value);
+}
+
+TEST_F(SaAgentTest, WhatItDoesNotServeGetsTheIbaStatus) {
+  EXPECT_EQ(status_of(ask(request(Method::kSet, Attr::kNodeRecord))),
+            mad::status::kMethodAttrUnsupported);
+  EXPECT_EQ(status_of(ask(request(Method::kGetTable, Attr::kMcMemberRecord))),
+            mad::status::kMethodAttrUnsupported);
+  auto odd = request(Method::kGet, Attr::kNodeRecord);
+  odd.method = 0x7F;
+  EXPECT_EQ(status_of(ask(odd)), mad::status::kMethodUnsupported);
+  auto v1 = request(Method::kGet, Attr::kNodeRecord);
+  v1.class_version = 1;
+  EXPECT_EQ(status_of(ask(v1)), mad::status::kBadVersion);
+  // Before the first sweep there is nothing to answer from.
+  state::FabricState empty;
+  auto early =
+      agent_.answer(mad::encode_sa(request(Method::kGet, Attr::kNodeRecord)), Lid{1}, empty);
+  EXPECT_EQ(status_of(early), mad::status::kNoResources);
+  // Malformed bytes and responses get no answer, only a count.
+  const std::vector<std::uint8_t> junk(40, 0xFF);
+  EXPECT_TRUE(agent_.answer(junk, Lid{1}, state_).empty());
+  auto resp = request(Method::kGetResp, Attr::kNodeRecord);
+  EXPECT_TRUE(ask(resp).empty());
+  const SaStats s = agent_.stats();
+  EXPECT_EQ(s.malformed, 1u);
+  EXPECT_EQ(s.ignored, 1u);
+  EXPECT_EQ(s.errors, 5u);
+}
+
+}  // namespace
+}  // namespace subnetd::daemon::sa
