@@ -27,6 +27,7 @@
 #include "daemon/config.hpp"
 #include "daemon/dump_files.hpp"
 #include "daemon/proc_stats.hpp"
+#include "daemon/sa/sa_agent.hpp"
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
@@ -271,6 +272,19 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
                            kComputeNice);
   boost::asio::io_context io;
   state::StatePublisher publisher;
+  // The SA answers from the published snapshot, on the transport's own
+  // receiving thread: queries are served while the SM strand routes.
+  sa::SaAgent sa_agent;
+  if (auto served = bundle->transport->serve_gmp_class(
+          discovery::mad::sa::kMgmtClass,
+          [&sa_agent, &publisher](std::span<const std::uint8_t> request, std::uint32_t slid) {
+            return sa_agent.answer(request, Lid{slid}, *publisher.current());
+          });
+      served.ok()) {
+    spdlog::info("SA: serving Subnet Administration queries on {}", bundle->transport->name());
+  } else {
+    spdlog::warn("SA: not served: {}", served.error().message);
+  }
   bool ready = false;
   SubnetManager::Hooks hooks;
   hooks.published = [&ready](const state::FabricState& s) {

@@ -15,8 +15,11 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "routing/ids.hpp"
 #include "routing/result.hpp"
@@ -33,6 +36,14 @@ struct Mad {
   std::uint32_t dlid = 0xFFFF;
   std::uint32_t slid = 0xFFFF;
 };
+
+// A server for one GMP management class on QP1 (the SA, class 0x03): given
+// a request's 256 bytes and the LID it came from, the MADs of the answer
+// (one, or the RMPP segments of a multi-packet answer; none to drop it).
+// Called on whatever thread the backend receives on: it must be thread-safe
+// and must not block.
+using GmpServer = std::function<std::vector<std::array<std::uint8_t, kMadSize>>(
+    std::span<const std::uint8_t> request, std::uint32_t slid)>;
 
 // The SM's own attachment point.
 struct LocalPort {
@@ -73,6 +84,15 @@ class Transport {
   // instead of waiting (the simulator): the MAD engine then drives time
   // itself rather than setting timers.
   virtual bool virtual_time() const { return false; }
+
+  // Answers requests of GMP class `mgmt_class` sent to our port with
+  // `server` from now on. An error when the backend cannot (the class is
+  // taken by someone else, or the backend carries no GMPs).
+  virtual Result<void> serve_gmp_class(std::uint8_t mgmt_class, GmpServer server) {
+    (void)server;
+    return Error{Errc::kUnsupported,
+                 "this transport does not carry GMP class " + std::to_string(mgmt_class)};
+  }
 
   // Short name for logs ("sim", "umad:mlx5_0:1").
   virtual std::string name() const = 0;

@@ -18,6 +18,9 @@ namespace {
 
 constexpr std::uint8_t kClassLid = 0x01;
 constexpr std::uint8_t kClassDirected = 0x81;
+constexpr std::uint8_t kClassSa = 0x03;
+constexpr int kRmppVersion = 1;
+constexpr std::uint32_t kGsiQKey = 0x80010000;  // IBA's well-known Q_Key of QP1
 constexpr unsigned kPortStateActive = 4;
 constexpr unsigned kPhysLinkUp = 5;
 // How long the receiver thread sleeps in poll() before it looks at the stop
@@ -243,6 +246,7 @@ UmadTransport::~UmadTransport() {
   if (receiver_.joinable()) receiver_.join();
   if (issm_fd_ >= 0) ::close(issm_fd_);
   if (port_id_ >= 0) {
+    for (const GmpAgent& g : gmp_) umad_unregister(port_id_, g.agent);
     if (agent_lid_ >= 0) umad_unregister(port_id_, agent_lid_);
     if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
     umad_close_port(port_id_);
@@ -321,8 +325,84 @@ Result<std::optional<Mad>> UmadTransport::receive(std::chrono::microseconds time
   return std::optional<Mad>();
 }
 
+Result<void> UmadTransport::serve_gmp_class(std::uint8_t mgmt_class, GmpServer server) {
+  caller_.check();
+  // Requests a class server answers (IBA 13.4.5; the SA's GetTable,
+  // GetTraceTable, GetMulti and Delete among them).
+  MethodMask mask{};
+  for (unsigned m : {0x01U, 0x02U, 0x12U, 0x13U, 0x14U, 0x15U}) set_method(mask, m);
+  const int version = mgmt_class == kClassSa ? 2 : 1;
+  const int agent = umad_register(port_id_, mgmt_class, version, kRmppVersion, mask);
+  if (agent < 0) {
+    return Error{Errc::kConflict,
+                 fmt::format("{}: cannot register management class {:#04x}: {} (does another SM "
+                             "or agent serve it on this port?)",
+                             name(), mgmt_class, errno_text(-agent))};
+  }
+  std::lock_guard lock(gmp_mu_);
+  gmp_.push_back({mgmt_class, agent, std::make_shared<const GmpServer>(std::move(server))});
+  return {};
+}
+
+void UmadTransport::send_gmp(int agent, const void* request_umad,
+                             const std::vector<std::array<std::uint8_t, kMadSize>>& mads) {
+  if (mads.empty()) return;
+  // The kernel wants one buffer: the header of the first packet, then the
+  // data of all of them, as long as the RMPP payload length says.
+  constexpr std::size_t kGmpHeader = 56;  // common + RMPP + class header (SA)
+  std::vector<std::uint8_t> payload(mads[0].begin(), mads[0].end());
+  const bool rmpp_active = (mads[0][26] & 0x1) != 0;
+  if (rmpp_active) {
+    const std::uint32_t paylen = (std::uint32_t{mads[0][32]} << 24) |
+                                 (std::uint32_t{mads[0][33]} << 16) |
+                                 (std::uint32_t{mads[0][34]} << 8) | mads[0][35];
+    const std::size_t data_bytes = paylen >= 20 ? paylen - 20 : 0;
+    payload.resize(kGmpHeader);
+    for (const auto& m : mads) payload.insert(payload.end(), m.begin() + kGmpHeader, m.end());
+    payload.resize(kGmpHeader + data_bytes, 0);
+  }
+  const ib_mad_addr_t* from = umad_get_mad_addr(const_cast<void*>(request_umad));
+  std::vector<std::uint8_t> buf(umad_size() + payload.size(), 0);
+  std::memcpy(umad_get_mad(buf.data()), payload.data(), payload.size());
+  umad_set_addr(buf.data(), be16toh(from->lid), static_cast<int>(be32toh(from->qpn)), from->sl,
+                static_cast<int>(kGsiQKey));
+  umad_set_pkey(buf.data(), umad_get_pkey(const_cast<void*>(request_umad)));
+  if (from->grh_present) {
+    ib_mad_addr_t host = *from;  // umad_set_grh takes the flow label in host order
+    host.flow_label = be32toh(from->flow_label);
+    umad_set_grh(buf.data(), &host);
+  }
+  std::lock_guard lock(send_mu_);
+  const int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(payload.size()), 0, 0);
+  if (r < 0) {
+    send_errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  gmp_answered_.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::optional<Mad> UmadTransport::take(const std::uint8_t* data, std::size_t len,
-                                       std::uint16_t src_lid) {
+                                       const void* umad_buf) {
+  const auto src_lid =
+      static_cast<std::uint16_t>(be16toh(umad_get_mad_addr(const_cast<void*>(umad_buf))->lid));
+  // A request for a GMP class we serve (the class byte of the common header).
+  if (len >= kMadSize && data[1] != kClassLid && data[1] != kClassDirected) {
+    int agent = -1;
+    std::shared_ptr<const GmpServer> server;
+    {
+      std::lock_guard lock(gmp_mu_);
+      for (const GmpAgent& g : gmp_) {
+        if (g.mgmt_class == data[1]) {
+          agent = g.agent;
+          server = g.server;
+        }
+      }
+    }
+    if (server != nullptr) {
+      send_gmp(agent, umad_buf, (*server)(std::span<const std::uint8_t>(data, kMadSize), src_lid));
+      return std::nullopt;
+    }
+  }
   Mad m;
   std::memcpy(m.data.data(), data, std::min(len, kMadSize));
   auto smp = mad::decode_smp(m.data, mad::DecodeOptions{.allow_unknown_attribute = true});
@@ -430,9 +510,8 @@ void UmadTransport::receiver_loop() {
         malformed_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      const ib_mad_addr_t* addr = umad_get_mad_addr(buf.data());
       if (auto m = take(static_cast<const std::uint8_t*>(umad_get_mad(buf.data())),
-                        static_cast<std::size_t>(len), be16toh(addr->lid))) {
+                        static_cast<std::size_t>(len), buf.data())) {
         batch.push_back(*m);
         // Hand over in batches: one lock and one wake-up for all that was ready.
         if (batch.size() >= kBatch) publish(batch);
@@ -452,6 +531,7 @@ UmadStats UmadTransport::stats() const {
   s.malformed = malformed_.load();
   s.queue_full = queue_full_.load();
   s.send_errors = send_errors_.load();
+  s.gmp_answered = gmp_answered_.load();
   return s;
 }
 

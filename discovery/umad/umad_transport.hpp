@@ -37,6 +37,13 @@
 // be used that way under umad2sim: it is a fake descriptor that only its
 // poll()/read() wrappers understand).
 //
+// GMP classes (serve_gmp_class: the SA, class 0x03) get an agent of their
+// own on QP1, registered with kernel RMPP; their requests are answered in
+// the receiver thread by the server given, sent back to the requester's
+// LID and QP with the GSI Q_Key. A multi-packet answer goes to the kernel
+// as one buffer (header + all records), which segments it; umad2sim has
+// no RMPP and delivers only the first packet, as it does for OpenSM.
+//
 // Traps are delivered, not repressed here: the SM core sends TrapRepress
 // (with send(), LID-routed back to Mad::slid), as it does for every backend.
 //
@@ -80,6 +87,7 @@ struct UmadStats {
   std::uint64_t received = 0;         // MADs read from the fd
   std::uint64_t queued = 0;           // handed to receive()
   std::uint64_t answered = 0;         // requests answered by the SmAgent
+  std::uint64_t gmp_answered = 0;     // GMP requests answered (SA, ...)
   std::uint64_t kernel_timeouts = 0;  // kernel "no response" notices dropped
   std::uint64_t malformed = 0;        // not an SMP we can decode (dropped)
   std::uint64_t queue_full = 0;       // dropped: receive() fell behind
@@ -105,6 +113,10 @@ class UmadTransport final : public Transport {
   LocalPort local_port() const override { return local_; }
   int event_fd() const override { return event_fd_; }
   std::string name() const override;
+  // Registers an agent for the class on QP1 (with kernel RMPP, so that a
+  // multi-packet answer is sent as one buffer and the kernel segments it)
+  // and answers its requests from the receiver thread.
+  Result<void> serve_gmp_class(std::uint8_t mgmt_class, GmpServer server) override;
 
   SmAgent& sm_agent() { return *agent_; }
   UmadStats stats() const;
@@ -116,7 +128,10 @@ class UmadTransport final : public Transport {
   Result<void> send_raw(const Mad& mad, bool expect_response);
   void receiver_loop();
   // One received MAD: answered here (SM requests, nullopt) or to be queued.
-  std::optional<Mad> take(const std::uint8_t* mad, std::size_t len, std::uint16_t src_lid);
+  std::optional<Mad> take(const std::uint8_t* mad, std::size_t len, const void* umad_buf);
+  // Sends the answer of a GMP server back to where the request came from.
+  void send_gmp(int agent, const void* request_umad,
+                const std::vector<std::array<std::uint8_t, kMadSize>>& mads);
   // Queues a batch for receive() under one lock, one wake-up; empties it.
   void publish(std::vector<Mad>& batch);
 
@@ -130,6 +145,13 @@ class UmadTransport final : public Transport {
   int agent_dr_ = -1;   // class 0x81
   int event_fd_ = -1;
   std::unique_ptr<SmAgent> agent_;
+  struct GmpAgent {
+    std::uint8_t mgmt_class = 0;
+    int agent = -1;
+    std::shared_ptr<const GmpServer> server;
+  };
+  mutable std::mutex gmp_mu_;  // guards gmp_ (registered from the caller, read by the receiver)
+  std::vector<GmpAgent> gmp_;
 
   std::mutex send_mu_;  // umad_send from the caller and the receiver thread
   std::vector<std::uint8_t> send_buf_;
@@ -142,7 +164,7 @@ class UmadTransport final : public Transport {
   std::atomic<bool> stop_{false};
   std::atomic<std::uint32_t> local_lid_{0xFFFF};
   std::atomic<std::uint64_t> sent_{0}, received_{0}, queued_{0}, answered_{0}, kernel_timeouts_{0},
-      malformed_{0}, queue_full_{0}, send_errors_{0};
+      malformed_{0}, queue_full_{0}, send_errors_{0}, gmp_answered_{0};
   std::thread receiver_;
   ThreadAffinity caller_;  // send/receive/now: the one caller's thread (debug check)
 };

@@ -34,6 +34,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             fails.add(where, "daemon: sminfo: rc %d %s %s" % (rc, out.strip(), err.strip()[-200:]))
         else:
             log("  daemon: sminfo: %s" % out.strip())
+        check_sa(env, fab, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
         # The switch-to-switch link that most CA pairs' paths cross (ties:
@@ -293,6 +294,88 @@ def ibroute_table(env, lid):
         if m:
             got[int(m.group(1), 16)] = int(m.group(2))
     return got
+
+
+SA_FIELD = re.compile(r"^\s*([A-Za-z_ ]+?)\.{2,}(.*)$")
+
+
+def parse_sa_dump(out):
+    """saquery's record dumps -> a list of {field: value} (one per record)."""
+    recs = []
+    for line in out.splitlines():
+        if line.strip().endswith("dump:"):
+            recs.append({})
+            continue
+        m = SA_FIELD.match(line)
+        if m and recs:
+            recs[-1][m.group(1).strip()] = m.group(2).strip()
+    return recs
+
+
+def check_sa(env, fab, where, fails):
+    """saquery against the daemon's SA: ClassPortInfo, NodeRecords and
+    LinkRecords by LID, PathRecords between endports. umad2sim carries one
+    MAD per answer (no RMPP), so every query asks for one record."""
+    ends = []  # (LID, node GUID, port GUID, port number)
+    for g, v in sorted(fab.nodes.items()):
+        if v["type"] == "SW":
+            if g in fab.lid_of:
+                ends.append((fab.lid_of[g], g, g, 0))
+            continue
+        for p in range(1, v["ports"] + 1):
+            pg = fab.port_guid.get((g, p))
+            if pg is not None and pg in fab.lid_of:
+                ends.append((fab.lid_of[pg], g, pg, p))
+    rng = random.Random(5)
+    sample = ends if len(ends) <= 12 else rng.sample(ends, 12)
+    bad = 0
+    rc, out, err = env.run(["saquery", "-c"])
+    if rc != 0 or "ClassPortInfo" not in out:
+        fails.add(where, "daemon: saquery -c: rc %d %s %s" % (rc, out.strip()[-200:], err.strip()[-200:]))
+        bad += 1
+    for lid, g, pg, port in sample:
+        rc, out, err = env.run(["saquery", "NR", str(lid)])
+        recs = parse_sa_dump(out)
+        want = {"lid": lid, "node_guid": g, "port_guid": pg, "port_num": port}
+        got = recs[0] if len(recs) == 1 else {}
+
+        def num(v):
+            try:
+                return int(v, 0)
+            except (TypeError, ValueError):
+                return None
+        diff = {k: (v, got.get(k)) for k, v in want.items() if num(got.get(k)) != v}
+        if rc != 0 or diff:
+            fails.add(where, "daemon: saquery NR %d: rc %d, %d records, differs %s %s"
+                      % (lid, rc, len(recs), diff, err.strip()[-200:]))
+            bad += 1
+    for lid, g, pg, port in sample:
+        if port == 0:
+            continue
+        # A CA port's one cable.
+        rc, out, err = env.run(["saquery", "LR", "%d/%d" % (lid, port)])
+        recs = parse_sa_dump(out)
+        peer = fab.links.get((g, port))
+        if rc != 0 or len(recs) != 1 or peer is None or \
+                int(recs[0].get("ToPort", "-1"), 0) != peer[1] or \
+                int(recs[0].get("ToLID", "-1"), 0) != fab.lid_of.get(peer[0], -2):
+            fails.add(where, "daemon: saquery LR %d/%d: rc %d %s want to %s %s"
+                      % (lid, port, rc, recs, peer, err.strip()[-200:]))
+            bad += 1
+    pairs = [(a, b) for a in sample for b in sample if a != b]
+    for a, b in (pairs if len(pairs) <= 20 else rng.sample(pairs, 20)):
+        rc, out, err = env.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (a[0], b[0])])
+        recs = parse_sa_dump(out)
+        got = recs[0] if len(recs) == 1 else {}
+        ok = rc == 0 and got and int(got.get("slid", "-1"), 0) == a[0] and \
+            int(got.get("dlid", "-1"), 0) == b[0] and got.get("pkey", "").lower() == "0xffff"
+        if not ok:
+            fails.add(where, "daemon: saquery -p --src-to-dst %d:%d: rc %d %s %s"
+                      % (a[0], b[0], rc, got or out.strip()[-300:], err.strip()[-200:]))
+            bad += 1
+    if bad == 0:
+        log("  daemon: saquery: ClassPortInfo, %d NodeRecords, LinkRecords and %d PathRecords agree"
+            % (len(sample), min(len(pairs), 20)))
 
 
 def check_grpc(env, fab, args, sock, where, fails):
