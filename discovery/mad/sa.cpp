@@ -317,14 +317,14 @@ const RecordLayout* layout_of(std::uint16_t attr) {
 }
 
 std::uint64_t get_field(std::span<const std::uint8_t> r, const Component& c) {
-  assert(c.bits <= 64 && (c.offset + c.bits + 7) / 8 <= r.size());
+  assert(c.bits <= 64 && static_cast<std::size_t>((c.offset + c.bits + 7) / 8) <= r.size());
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < c.bits; ++i) v = (v << 1) | (bit_at(r, c.offset + i) ? 1U : 0U);
   return v;
 }
 
 void set_field(std::span<std::uint8_t> r, const Component& c, std::uint64_t value) {
-  assert(c.bits <= 64 && (c.offset + c.bits + 7) / 8 <= r.size());
+  assert(c.bits <= 64 && static_cast<std::size_t>((c.offset + c.bits + 7) / 8) <= r.size());
   for (std::size_t i = 0; i < c.bits; ++i) {
     const std::size_t bit = c.offset + i;
     const auto mask = static_cast<std::uint8_t>(0x80U >> (bit % 8));
