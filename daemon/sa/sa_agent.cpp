@@ -19,6 +19,7 @@ using mad::Method;
 using mad::RecordLayout;
 
 constexpr std::uint8_t kMtu2048 = 4;
+constexpr std::uint32_t kGsiQKey = 0x80010000;  // IBA's well-known Q_Key of QP1
 constexpr std::uint8_t kSelGreater = 0, kSelLess = 1, kSelExactly = 2, kSelLargest = 3;
 
 // PathRecord component bits (the order of sa.cpp's kPathRecord).
@@ -208,12 +209,20 @@ class Answer {
 
   void class_port_info() {
     // ClassPortInfo (IBA 13.4.8.1): versions, no optional capabilities yet,
-    // RespTimeValue 18 in the low five bits of bytes 4-7.
+    // RespTimeValue 16 (4.096 us x 2^16 = 268 ms, what OpenSM reports, so
+    // clients keep the timeouts they use with it), requests and traps on
+    // QP1 with the GSI Q_Key, as OpenSM fills them.
     records.assign(72, 0);
     records[0] = 1;
     records[1] = mad::kClassVersion;
-    records[7] = 18;
+    records[7] = 16;
+    records[35] = 1;                   // RedirectQP
+    put_be32(&records[36], kGsiQKey);  // RedirectQ_Key
+    put_be32(&records[68], kGsiQKey);  // TrapQ_Key
     count = 1;
+  }
+  static void put_be32(std::uint8_t* p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
   }
 
   // The LID a node answers by at port p: a switch's port-0 LID, a CA port's
@@ -385,7 +394,8 @@ class Answer {
       set(r, "SLID", slid.value);
       set(r, "DLID", dlid.value);
       set(r, "Reversible", 1);
-      set(r, "NumbPath", has(kPrNumbPath) ? field("NumbPath") : 0);
+      // NumbPath is a question (how many paths at most), not part of the
+      // answer: OpenSM answers 0 there too.
       set(r, "P_Key", has(kPrPKey) ? field("P_Key") : 0xFFFF);
       set(r, "SL", 0);
       set(r, "MTUSelector", kSelExactly);

@@ -25,10 +25,10 @@
 //    the smallest MTUCap on the way, rate the slowest link (width x speed),
 //    both "exactly"; PacketLifeTime is the configured one; SL 0, P_Key
 //    0xFFFF (the default partition) and Reversible until partitions and
-//    QoS exist. Selectors in the query (greater, less, exactly, largest)
-//    filter what is offered; a P_Key or SL the path cannot give yields no
-//    record. GIDs outside the subnet prefix, or naming no port, are
-//    ERR_REQ_INVALID_GID.
+//    QoS exist; NumbPath 0 (a question, not an answer, as OpenSM has it).
+//    tests/interop/sa_compare.py compares every field with OpenSM's. Selectors in the query
+//    (greater, less, exactly, largest) filter what is offered; a P_Key or SL the path cannot give
+//    yields no record. GIDs outside the subnet prefix, or naming no port, are ERR_REQ_INVALID_GID.
 //
 // Threading: answer() reads only its arguments and its own counters
 // (atomics): callable from any thread, for any snapshot.

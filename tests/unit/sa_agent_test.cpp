@@ -119,6 +119,14 @@ TEST_F(SaAgentTest, ClassPortInfoNamesClassVersionTwo) {
   EXPECT_EQ(r->status, 0);
   EXPECT_EQ(r->tid, 0x77u);
   EXPECT_EQ(r->data[1], mad::kClassVersion);
+  // As OpenSM fills them: RespTimeValue 16, redirect and trap to QP1 with
+  // the GSI Q_Key.
+  EXPECT_EQ(r->data[7] & 0x1F, 16);
+  EXPECT_EQ(r->data[35], 1);
+  EXPECT_EQ(r->data[36], 0x80);
+  EXPECT_EQ(r->data[37], 0x01);
+  EXPECT_EQ(r->data[68], 0x80);
+  EXPECT_EQ(r->data[69], 0x01);
 }
 
 TEST_F(SaAgentTest, NodeRecordTableHasEverySwitchAndCaPort) {
@@ -186,9 +194,10 @@ TEST_F(SaAgentTest, PathRecordByLidsFollowsTheTables) {
   // The slowest link on the way sets the MTU.
   const NodeId leaf_b = topo_->port(b).remote_node;
   topo_->mutable_port(leaf_b, topo_->port(b).remote_port).mtu_cap = 3;
-  auto q = request(Method::kGet, Attr::kPathRecord, (1u << 4) | (1u << 5));
+  auto q = request(Method::kGet, Attr::kPathRecord, (1u << 4) | (1u << 5) | (1u << 12));
   set(q, "SLID", lid_of(a).value);
   set(q, "DLID", lid_of(b).value);
+  set(q, "NumbPath", 127);  // as saquery asks
   auto ans = ask(q);
   ASSERT_EQ(ans.size(), 1u);
   auto r = mad::decode_sa(ans.front());
@@ -200,6 +209,7 @@ TEST_F(SaAgentTest, PathRecordByLidsFollowsTheTables) {
   EXPECT_EQ(get(Attr::kPathRecord, rec, "MTUSelector"), 2u);
   EXPECT_EQ(get(Attr::kPathRecord, rec, "P_Key"), 0xFFFFu);
   EXPECT_EQ(get(Attr::kPathRecord, rec, "Reversible"), 1u);
+  EXPECT_EQ(get(Attr::kPathRecord, rec, "NumbPath"), 0u);  // a question, not an answer
   EXPECT_EQ(get(Attr::kPathRecord, rec, "PacketLifeTime"), 18u);
   const std::size_t dgid = mad::component(*mad::layout_of(0x35), "DGID").offset / 8;
   EXPECT_EQ(
