@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+"""saquery against OpenSM and against subnetd on the same ibsim net file,
+compared field by field (stdlib only).
+
+  sa_compare.py FABRIC --subnetd BIN --netfile-tool BIN --workdir DIR
+                [--nodes N] [--pairs N] [--seed S]
+
+FABRIC is an ibsim net file or a generator spec (written as one by
+interop_netfile). Each SM runs in turn on a fresh ibsim of the same file
+(OpenSM with -R updn, then subnetd's daemon over umad with updn); in each
+run `ibnetdiscover -p` gives the LID of every CA port and switch, and then
+  saquery -c                      ClassPortInfo
+  saquery NR <lid>                N sampled CA ports and switches
+  saquery LR <lid>/<port>         each sampled CA port's cable
+  saquery -p --src-to-dst A:B     N sampled pairs of CA ports
+ask one record each (umad2sim has no RMPP). The records are matched by GUID
+(each SM assigns its own LIDs) and every field is compared.
+
+What differs by design is listed, not failed (BY_DESIGN below, with the
+reason); any other difference fails the run (exit 1). Exit 77 when a
+program is missing.
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "opensm"))
+from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, ibsim_sizing,  # noqa: E402
+                           netfile as make_netfile, preload_env, read_net, write_subnetd_config)
+from proc_helpers import NotifySocket, stop  # noqa: E402
+import opensm_runner  # noqa: E402
+
+SA_FIELD = re.compile(r"^\s*([A-Za-z_ ]+?)\.{2,}(.*)$")
+
+# (query kind, field) -> why the two SMs may answer differently.
+BY_DESIGN = {
+    ("NR", "lid"): "each SM assigns its own LIDs (records are matched by GUID)",
+    ("PR", "dlid"): "each SM assigns its own LIDs",
+    ("PR", "slid"): "each SM assigns its own LIDs",
+    ("LR", "FromLID"): "each SM assigns its own LIDs",
+    ("LR", "ToLID"): "each SM assigns its own LIDs (compared as the GUID behind it)",
+    ("CPI", "Capability mask"): "OpenSM serves optional records and multicast that subnetd's SA "
+                                "does not serve yet",
+    ("CPI", "Capability mask 2"): "as above",
+}
+
+
+def parse_sa_dump(out):
+    recs = []
+    for line in out.splitlines():
+        s = line.strip()
+        if s.endswith("dump:") or s.endswith("Info:"):
+            recs.append({})
+            continue
+        m = SA_FIELD.match(line)
+        if m and recs:
+            recs[-1][m.group(1).strip()] = m.group(2).strip()
+    return recs
+
+
+class Client:
+    def __init__(self, sock, scratch):
+        self.env = preload_env(sock)
+        self.scratch = scratch
+
+    def run(self, args, timeout=60):
+        import subprocess
+        cwd = client_cwd(self.scratch)
+        try:
+            p = subprocess.run(args, env=self.env, cwd=cwd, capture_output=True, text=True,
+                               timeout=timeout)
+            return p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired:
+            return 124, "", "timed out"
+        finally:
+            shutil.rmtree(cwd, ignore_errors=True)
+
+
+def lid_map(cl):
+    """ibnetdiscover -p: {port GUID or switch GUID: LID}, {CA port GUID: (LID, port)}."""
+    rc, out, err = cl.run(["ibnetdiscover", "-p"])
+    if rc != 0:
+        raise RuntimeError("ibnetdiscover -p: rc %d %s" % (rc, err.strip()[-200:]))
+    lids, ca = {}, {}
+    for line in out.splitlines():
+        f = line.split()
+        # "CA    12 1 0x0002c90100000009 4x QDR - SW 2 3 0x..."
+        if len(f) > 3 and f[0] in ("CA", "SW"):
+            guid, lid, port = int(f[3], 16), int(f[1]), int(f[2])
+            if lid:
+                lids[guid] = lid
+            if f[0] == "CA":
+                ca[guid] = (lid, port)
+    return lids, ca
+
+
+def query_all(cl, samples, args):
+    """The suite of one run, keyed by GUIDs: {key: record dict}. The first
+    run picks the samples (ibsim gives both runs the same GUIDs)."""
+    lids, ca = lid_map(cl)
+    guid_of_lid = {v: k for k, v in lids.items()}
+    if not samples:
+        rng = random.Random(args.seed)
+        ports = sorted(g for g in ca if lids.get(g))
+        switches = sorted(g for g in lids if g not in ca)
+        samples["ports"] = rng.sample(ports, min(args.nodes, len(ports)))
+        samples["switches"] = rng.sample(switches, min(max(1, args.nodes // 4), len(switches)))
+        pairs = [(a, b) for a in ports for b in ports if a != b]
+        samples["pairs"] = rng.sample(pairs, min(args.pairs, len(pairs)))
+    sample_ports, sample_sw, pairs = samples["ports"], samples["switches"], samples["pairs"]
+    res = {}
+    rc, out, err = cl.run(["saquery", "-c"])
+    recs = parse_sa_dump(out)
+    res[("CPI",)] = recs[0] if rc == 0 and len(recs) == 1 else {"error": "rc %d %s" % (rc, err[-200:])}
+    for g in sample_ports + sample_sw:
+        lid = lids.get(g)
+        if lid is None:
+            res[("NR", g)] = {"error": "no LID"}
+            continue
+        rc, out, err = cl.run(["saquery", "NR", str(lid)])
+        recs = parse_sa_dump(out)
+        res[("NR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {"error": "rc %d, %d records %s"
+                                                                      % (rc, len(recs), err[-200:])}
+    for g in sample_ports:
+        lid, port = ca.get(g, (0, 0))
+        rc, out, err = cl.run(["saquery", "LR", "%d/%d" % (lid, port)])
+        recs = parse_sa_dump(out)
+        r = recs[0] if rc == 0 and len(recs) == 1 else {"error": "rc %d, %d records" % (rc, len(recs))}
+        if "ToLID" in r:
+            r["ToLID GUID"] = "%#x" % guid_of_lid.get(int(r["ToLID"], 0), 0)
+        res[("LR", g)] = r
+    for a, b in pairs:
+        rc, out, err = cl.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (lids[a], lids[b])])
+        recs = parse_sa_dump(out)
+        res[("PR", a, b)] = recs[0] if rc == 0 and len(recs) == 1 else {
+            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    return res
+
+
+def run_opensm(args, netfile, sizing, net, work, suite):
+    out = os.path.join(work, "opensm")
+    os.makedirs(out)
+    a = types.SimpleNamespace(fabric=args.fabric, engine="updn", outdir=out, timeout=120,
+                              sweep=0, conf=None, creditloops=False, seed=1)
+    run = opensm_runner.Run(a, netfile, sizing, net)
+    try:
+        t0 = time.time()
+        run.start()
+        if run.wait_up(t0, 120) is None:
+            raise RuntimeError("OpenSM: no SUBNET UP within 120 s, see %s" % out)
+        return suite(Client(run.sock, out))
+    finally:
+        run.stop()
+
+
+def run_subnetd(args, netfile, sizing, work, suite):
+    import subprocess
+    out = os.path.join(work, "subnetd")
+    os.makedirs(out)
+    sock = "sac%d" % os.getpid()
+    ib = Ibsim(netfile, sizing, out, sock)
+    ib.start()
+    short = tempfile.mkdtemp(prefix="subnetd-sa-")
+    cfg = os.path.join(out, "subnetd.yaml")
+    write_subnetd_config(cfg, "updn", os.path.join(out, "subnetd.db"), os.path.join(short, "api.sock"))
+    notify = NotifySocket(os.path.join(short, "notify.sock"))
+    cwd = client_cwd(out)
+    d = None
+    try:
+        with open(os.path.join(out, "daemon.log"), "w") as log:
+            d = subprocess.Popen([args.subnetd, "--config", cfg], env=dict(preload_env(sock), **notify.env),
+                                 cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        if notify.wait_for("READY=1", d, 60) is None:
+            raise RuntimeError("subnetd: not READY within 60 s, see %s/daemon.log" % out)
+        return suite(Client(sock, out))
+    finally:
+        if d is not None:
+            stop(d, timeout=10)
+        ib.stop()
+        shutil.rmtree(cwd, ignore_errors=True)
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("fabric")
+    ap.add_argument("--subnetd", required=True)
+    ap.add_argument("--netfile-tool", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--nodes", type=int, default=8)
+    ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    missing = [t for t in ("ibsim", "saquery", "ibnetdiscover") if shutil.which(t) is None]
+    if missing or not find_umad2sim() or opensm_runner.find_program("opensm") is None:
+        print("SKIP: missing %s" % ", ".join(missing or ["umad2sim or opensm"]))
+        return 77
+    work = os.path.abspath(args.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    path = os.path.join(work, "fabric.net")
+    if os.path.exists(args.fabric):
+        shutil.copy(args.fabric, path)
+    else:
+        make_netfile(args.netfile_tool, args.fabric, path)
+    net = read_net(path)
+    sizing = ibsim_sizing(net)
+    samples = {}
+
+    def suite(cl):
+        return query_all(cl, samples, args)
+
+    try:
+        theirs = run_opensm(args, path, sizing, net, work, suite)
+        ours = run_subnetd(args, path, sizing, work, suite)
+    except RuntimeError as e:
+        print("FAIL: %s" % e)
+        return 1
+    fails, by_design, same = [], {}, 0
+    for key in sorted(theirs, key=str):
+        a, b = theirs[key], ours.get(key, {"error": "not asked"})
+        if "error" in a or "error" in b:
+            fails.append("%s: OpenSM %s, subnetd %s" % (key, a.get("error", "ok"), b.get("error", "ok")))
+            continue
+        for field in sorted(set(a) | set(b)):
+            va, vb = a.get(field), b.get(field)
+            if va == vb:
+                same += 1
+                continue
+            why = BY_DESIGN.get((key[0], field))
+            if why:
+                by_design.setdefault((key[0], field, why), 0)
+                by_design[(key[0], field, why)] += 1
+            else:
+                fails.append("%s %s: OpenSM %r, subnetd %r" % (key[0], field, va, vb))
+    print("sa_compare %s: %d queries, %d fields equal" % (args.fabric, len(theirs), same))
+    for (kind, field, why), n in sorted(by_design.items()):
+        print("  by design: %s %s differs in %d records: %s" % (kind, field, n, why))
+    for f in fails:
+        print("  DIFFERS: " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
