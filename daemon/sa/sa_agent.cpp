@@ -186,13 +186,15 @@ class Answer {
   std::uint16_t attr_offset() const { return layout_ ? layout_->attr_offset() : 0; }
 
  private:
-  // A record buffer the builders fill; offer() keeps it when it matches.
+  // A record buffer the builders fill; offer() keeps it when it matches
+  // the query on the components of `mask` (by default the query's own).
   std::span<std::uint8_t> fresh() {
     scratch_.assign(layout_->size, 0);
     return scratch_;
   }
-  void offer() {
-    if (!mad::matches(*layout_, req_.comp_mask, query_, scratch_)) return;
+  void offer() { offer(req_.comp_mask); }
+  void offer(std::uint64_t mask) {
+    if (!mad::matches(*layout_, mask, query_, scratch_)) return;
     const std::size_t at = records.size();
     records.resize(at + stride_, 0);
     std::memcpy(&records[at], scratch_.data(), layout_->size);
@@ -410,11 +412,7 @@ class Answer {
           (1ULL << kPrMtuSelector) | (1ULL << kPrMtu) | (1ULL << kPrRateSelector) |
           (1ULL << kPrRate) | (1ULL << kPrPltSelector) | (1ULL << kPrPlt) | (1ULL << kPrSgid) |
           (1ULL << kPrDgid) | (1ULL << kPrPKey) | (1ULL << kPrReversible) | (1ULL << kPrNumbPath);
-      if (!mad::matches(*layout_, req_.comp_mask & ~judged, query_, scratch_)) continue;
-      const std::size_t at = records.size();
-      records.resize(at + stride_, 0);
-      std::memcpy(&records[at], scratch_.data(), layout_->size);
-      ++count;
+      offer(req_.comp_mask & ~judged);
     }
   }
 
