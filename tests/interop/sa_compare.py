@@ -25,6 +25,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,7 +73,6 @@ class Client:
         self.scratch = scratch
 
     def run(self, args, timeout=60):
-        import subprocess
         cwd = client_cwd(self.scratch)
         try:
             p = subprocess.run(args, env=self.env, cwd=cwd, capture_output=True, text=True,
@@ -162,7 +162,6 @@ def run_opensm(args, netfile, sizing, net, work, suite):
 
 
 def run_subnetd(args, netfile, sizing, work, suite):
-    import subprocess
     out = os.path.join(work, "subnetd")
     os.makedirs(out)
     sock = "sac%d" % os.getpid()
