@@ -244,6 +244,12 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& op
 UmadTransport::~UmadTransport() {
   stop_.store(true);
   if (receiver_.joinable()) receiver_.join();
+  {
+    std::lock_guard lock(gmp_mu_);
+    gmp_stop_ = true;
+  }
+  gmp_cv_.notify_all();
+  if (gmp_thread_.joinable()) gmp_thread_.join();
   if (issm_fd_ >= 0) ::close(issm_fd_);
   if (port_id_ >= 0) {
     for (const GmpAgent& g : gmp_) umad_unregister(port_id_, g.agent);
@@ -341,10 +347,26 @@ Result<void> UmadTransport::serve_gmp_class(std::uint8_t mgmt_class, GmpServer s
   }
   std::lock_guard lock(gmp_mu_);
   gmp_.push_back({mgmt_class, agent, std::make_shared<const GmpServer>(std::move(server))});
+  if (!gmp_thread_.joinable()) gmp_thread_ = std::thread([this] { gmp_loop(); });
   return {};
 }
 
-void UmadTransport::send_gmp(int agent, const void* request_umad,
+void UmadTransport::gmp_loop() {
+  for (;;) {
+    GmpJob job;
+    {
+      std::unique_lock lock(gmp_mu_);
+      gmp_cv_.wait(lock, [this] { return gmp_stop_ || !gmp_jobs_.empty(); });
+      if (gmp_stop_) return;
+      job = std::move(gmp_jobs_.front());
+      gmp_jobs_.pop_front();
+    }
+    const auto slid = static_cast<std::uint32_t>(be16toh(job.from.lid));
+    send_gmp(job, (*job.server)(job.request, slid));
+  }
+}
+
+void UmadTransport::send_gmp(const GmpJob& job,
                              const std::vector<std::array<std::uint8_t, kMadSize>>& mads) {
   if (mads.empty()) return;
   // The kernel wants one buffer: the header of the first packet, then the
@@ -361,19 +383,19 @@ void UmadTransport::send_gmp(int agent, const void* request_umad,
     for (const auto& m : mads) payload.insert(payload.end(), m.begin() + kGmpHeader, m.end());
     payload.resize(kGmpHeader + data_bytes, 0);
   }
-  const ib_mad_addr_t* from = umad_get_mad_addr(const_cast<void*>(request_umad));
   std::vector<std::uint8_t> buf(umad_size() + payload.size(), 0);
   std::memcpy(umad_get_mad(buf.data()), payload.data(), payload.size());
-  umad_set_addr(buf.data(), be16toh(from->lid), static_cast<int>(be32toh(from->qpn)), from->sl,
+  const ib_mad_addr_t& from = job.from;
+  umad_set_addr(buf.data(), be16toh(from.lid), static_cast<int>(be32toh(from.qpn)), from.sl,
                 static_cast<int>(kGsiQKey));
-  umad_set_pkey(buf.data(), umad_get_pkey(const_cast<void*>(request_umad)));
-  if (from->grh_present) {
-    ib_mad_addr_t host = *from;  // umad_set_grh takes the flow label in host order
-    host.flow_label = be32toh(from->flow_label);
+  umad_set_pkey(buf.data(), job.pkey_index);
+  if (from.grh_present) {
+    ib_mad_addr_t host = from;  // umad_set_grh takes the flow label in host order
+    host.flow_label = be32toh(from.flow_label);
     umad_set_grh(buf.data(), &host);
   }
   std::lock_guard lock(send_mu_);
-  const int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(payload.size()), 0, 0);
+  const int r = umad_send(port_id_, job.agent, buf.data(), static_cast<int>(payload.size()), 0, 0);
   if (r < 0) {
     send_errors_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -385,21 +407,33 @@ std::optional<Mad> UmadTransport::take(const std::uint8_t* data, std::size_t len
                                        const void* umad_buf) {
   const auto src_lid =
       static_cast<std::uint16_t>(be16toh(umad_get_mad_addr(const_cast<void*>(umad_buf))->lid));
-  // A request for a GMP class we serve (the class byte of the common header).
+  // A request for a GMP class we serve (the class byte of the common
+  // header): queued for the GMP thread.
   if (len >= kMadSize && data[1] != kClassLid && data[1] != kClassDirected) {
-    int agent = -1;
-    std::shared_ptr<const GmpServer> server;
+    bool served = false;
+    bool queued = false;
     {
       std::lock_guard lock(gmp_mu_);
       for (const GmpAgent& g : gmp_) {
-        if (g.mgmt_class == data[1]) {
-          agent = g.agent;
-          server = g.server;
-        }
+        if (g.mgmt_class != data[1]) continue;
+        served = true;
+        if (gmp_jobs_.size() >= opts_.max_gmp_queued) break;
+        GmpJob& job = gmp_jobs_.emplace_back();
+        std::memcpy(job.request.data(), data, kMadSize);
+        job.from = *umad_get_mad_addr(const_cast<void*>(umad_buf));
+        job.pkey_index = umad_get_pkey(const_cast<void*>(umad_buf));
+        job.agent = g.agent;
+        job.server = g.server;
+        queued = true;
+        break;
       }
     }
-    if (server != nullptr) {
-      send_gmp(agent, umad_buf, (*server)(std::span<const std::uint8_t>(data, kMadSize), src_lid));
+    if (served) {
+      if (queued) {
+        gmp_cv_.notify_one();
+      } else {
+        gmp_dropped_.fetch_add(1, std::memory_order_relaxed);
+      }
       return std::nullopt;
     }
   }
@@ -532,6 +566,7 @@ UmadStats UmadTransport::stats() const {
   s.queue_full = queue_full_.load();
   s.send_errors = send_errors_.load();
   s.gmp_answered = gmp_answered_.load();
+  s.gmp_dropped = gmp_dropped_.load();
   return s;
 }
 

@@ -21,7 +21,8 @@
 // only passes on a response that matches an outstanding send, and the caller
 // (the MAD engine) owns retries. Responses, traps and TrapRepress carry none.
 //
-// Receiving: a receiver thread (the only thread besides the caller's) waits in
+// Receiving: a receiver thread (besides the caller's, and the GMP thread once
+// a GMP class is served) waits in
 // poll() on the umad fd and reads everything ready. It
 //  - drops the kernel's "send timed out" notices (status != 0): the caller
 //    has its own timers;
@@ -38,17 +39,25 @@
 // poll()/read() wrappers understand).
 //
 // GMP classes (serve_gmp_class: the SA, class 0x03) get an agent of their
-// own on QP1, registered with kernel RMPP; their requests are answered in
-// the receiver thread by the server given, sent back to the requester's
-// LID and QP with the GSI Q_Key. A multi-packet answer goes to the kernel
+// own on QP1, registered with kernel RMPP. The receiver thread queues
+// their requests for a GMP thread of their own (a table of every record
+// at 128k endpoints takes tens of milliseconds, which would hold up the
+// SMP answers behind it), which calls the server given and sends the
+// answer back to the requester's LID and QP with the GSI Q_Key. Past
+// `max_gmp_queued` waiting requests, new ones are dropped and counted
+// (clients retry). A multi-packet answer goes to the kernel
 // as one buffer (header + all records), which segments it; umad2sim has
 // no RMPP and delivers only the first packet, as it does for OpenSM.
 //
 // Traps are delivered, not repressed here: the SM core sends TrapRepress
 // (with send(), LID-routed back to Mad::slid), as it does for every backend.
 //
-// Threading: send/receive/now/local_port/name from one thread (the SM
-// strand), as the Transport contract says; sm_agent() and stats() from any.
+// Threading: send/receive/now/local_port/name/serve_gmp_class from one
+// thread (the SM strand's, or main's before the SM starts), as the
+// Transport contract says; sm_agent() and stats() from any. GMP servers
+// run on the GMP thread.
+
+#include <infiniband/umad.h>
 
 #include <atomic>
 #include <chrono>
@@ -80,6 +89,8 @@ struct UmadOptions {
   // Queue bound for received MADs nobody has taken yet; past it new MADs are
   // dropped and counted.
   std::size_t max_queued = 1 << 16;
+  // Bound for GMP (SA) requests waiting for the GMP thread.
+  std::size_t max_gmp_queued = 1024;
 };
 
 struct UmadStats {
@@ -88,6 +99,7 @@ struct UmadStats {
   std::uint64_t queued = 0;           // handed to receive()
   std::uint64_t answered = 0;         // requests answered by the SmAgent
   std::uint64_t gmp_answered = 0;     // GMP requests answered (SA, ...)
+  std::uint64_t gmp_dropped = 0;      // GMP requests dropped: the GMP queue was full
   std::uint64_t kernel_timeouts = 0;  // kernel "no response" notices dropped
   std::uint64_t malformed = 0;        // not an SMP we can decode (dropped)
   std::uint64_t queue_full = 0;       // dropped: receive() fell behind
@@ -129,9 +141,18 @@ class UmadTransport final : public Transport {
   void receiver_loop();
   // One received MAD: answered here (SM requests, nullopt) or to be queued.
   std::optional<Mad> take(const std::uint8_t* mad, std::size_t len, const void* umad_buf);
+  // A GMP request waiting for the GMP thread: the request, who sent it
+  // (the umad address and P_Key index of the request) and who answers.
+  struct GmpJob {
+    std::array<std::uint8_t, kMadSize> request{};
+    ib_mad_addr_t from{};
+    int pkey_index = 0;
+    int agent = -1;
+    std::shared_ptr<const GmpServer> server;
+  };
+  void gmp_loop();
   // Sends the answer of a GMP server back to where the request came from.
-  void send_gmp(int agent, const void* request_umad,
-                const std::vector<std::array<std::uint8_t, kMadSize>>& mads);
+  void send_gmp(const GmpJob& job, const std::vector<std::array<std::uint8_t, kMadSize>>& mads);
   // Queues a batch for receive() under one lock, one wake-up; empties it.
   void publish(std::vector<Mad>& batch);
 
@@ -150,8 +171,14 @@ class UmadTransport final : public Transport {
     int agent = -1;
     std::shared_ptr<const GmpServer> server;
   };
-  mutable std::mutex gmp_mu_;  // guards gmp_ (registered from the caller, read by the receiver)
+  // gmp_mu_ guards gmp_ (registered from the caller, read by the
+  // receiver), gmp_jobs_ and gmp_stop_; the GMP thread waits on gmp_cv_.
+  mutable std::mutex gmp_mu_;
   std::vector<GmpAgent> gmp_;
+  std::condition_variable gmp_cv_;
+  std::deque<GmpJob> gmp_jobs_;
+  bool gmp_stop_ = false;
+  std::thread gmp_thread_;
 
   std::mutex send_mu_;  // umad_send from the caller and the receiver thread
   std::vector<std::uint8_t> send_buf_;
@@ -164,7 +191,7 @@ class UmadTransport final : public Transport {
   std::atomic<bool> stop_{false};
   std::atomic<std::uint32_t> local_lid_{0xFFFF};
   std::atomic<std::uint64_t> sent_{0}, received_{0}, queued_{0}, answered_{0}, kernel_timeouts_{0},
-      malformed_{0}, queue_full_{0}, send_errors_{0}, gmp_answered_{0};
+      malformed_{0}, queue_full_{0}, send_errors_{0}, gmp_answered_{0}, gmp_dropped_{0};
   std::thread receiver_;
   ThreadAffinity caller_;  // send/receive/now: the one caller's thread (debug check)
 };
