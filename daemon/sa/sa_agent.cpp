@@ -116,8 +116,9 @@ bool selected(std::uint32_t offered, unsigned selector, std::uint32_t wanted) {
       return offered < wanted;
     case kSelExactly:
       return offered == wanted;
+    case kSelLargest:
     default:
-      return true;  // largest available: what we offer
+      return true;  // what we offer is the largest available
   }
 }
 
