@@ -11,7 +11,8 @@ import re
 import signal
 import time
 
-from interop_lib import Child, Fabric, Failures, log, parse_sminfo, parse_tracert, trace_pairs
+from interop_lib import (Child, Fabric, Failures, log, parse_sa_dump, parse_sminfo, parse_tracert,
+                         trace_pairs)
 from proc_helpers import EventFollower, NotifySocket
 
 
@@ -294,22 +295,6 @@ def ibroute_table(env, lid):
         if m:
             got[int(m.group(1), 16)] = int(m.group(2))
     return got
-
-
-SA_FIELD = re.compile(r"^\s*([A-Za-z_ ]+?)\.{2,}(.*)$")
-
-
-def parse_sa_dump(out):
-    """saquery's record dumps -> a list of {field: value} (one per record)."""
-    recs = []
-    for line in out.splitlines():
-        if line.strip().endswith("dump:"):
-            recs.append({})
-            continue
-        m = SA_FIELD.match(line)
-        if m and recs:
-            recs[-1][m.group(1).strip()] = m.group(2).strip()
-    return recs
 
 
 def check_sa(env, fab, where, fails):

@@ -2,7 +2,7 @@
 under the umad2sim preload, subnetd's OpenSM-format dump files read back as
 a fabric, ibtracert paths, and line-oriented child processes.
 
-Imported by interop.py and interop_daemon.py beside it (interop.py puts this
+Imported by interop.py, interop_daemon.py and sa_compare.py beside it (interop.py puts this
 directory and tests/ on sys.path).
 """
 import os
@@ -256,3 +256,21 @@ def parse_sminfo(out):
         return None
     return {"lid": int(m.group(1)), "guid": int(m.group(2), 16), "act": int(m.group(3)),
             "prio": int(m.group(4)), "state": int(m.group(5))}
+
+
+SA_FIELD = re.compile(r"^\s*([A-Za-z_ ]+?)\.{2,}(.*)$")
+
+
+def parse_sa_dump(out):
+    """saquery's record dumps ("NodeRecord dump:", "ClassPortInfo:" and the
+    "field.....value" lines under them) -> a list of {field: value}."""
+    recs = []
+    for line in out.splitlines():
+        s = line.strip()
+        if s.endswith("dump:") or s.endswith("Info:"):
+            recs.append({})
+            continue
+        m = SA_FIELD.match(line)
+        if m and recs:
+            recs[-1][m.group(1).strip()] = m.group(2).strip()
+    return recs

@@ -23,7 +23,6 @@ program is missing.
 import argparse
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -38,8 +37,7 @@ from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, ibsim_sizing,  # no
                            netfile as make_netfile, preload_env, read_net, write_subnetd_config)
 from proc_helpers import NotifySocket, stop  # noqa: E402
 import opensm_runner  # noqa: E402
-
-SA_FIELD = re.compile(r"^\s*([A-Za-z_ ]+?)\.{2,}(.*)$")
+from interop_lib import parse_sa_dump  # noqa: E402
 
 # (query kind, field) -> why the two SMs may answer differently.
 BY_DESIGN = {
@@ -52,19 +50,6 @@ BY_DESIGN = {
                                 "does not serve yet",
     ("CPI", "Capability mask 2"): "as above",
 }
-
-
-def parse_sa_dump(out):
-    recs = []
-    for line in out.splitlines():
-        s = line.strip()
-        if s.endswith("dump:") or s.endswith("Info:"):
-            recs.append({})
-            continue
-        m = SA_FIELD.match(line)
-        if m and recs:
-            recs[-1][m.group(1).strip()] = m.group(2).strip()
-    return recs
 
 
 class Client:
