@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "discovery/mad/smp.hpp"
 #include "routing/result.hpp"
 
 namespace subnetd::discovery::mad::sa {
@@ -73,14 +74,12 @@ enum class Attr : std::uint16_t {
 };
 const char* attr_name(std::uint16_t attr);
 
-// MAD status: the common bits (IBA 13.4.7) and the SA's class-specific
-// codes in bits 8-14 (IBA 15.2.1.1).
+// MAD status: the common values every class shares (IBA 13.4.7, in
+// smp.hpp: kOk, kBadVersion, kMethodUnsupported, kMethodAttrUnsupported,
+// kInvalidField) and the SA's class-specific codes in bits 8-14 (IBA
+// 15.2.1.1).
 namespace status {
-inline constexpr std::uint16_t kOk = 0x0000;
-inline constexpr std::uint16_t kBadVersion = 0x0004;
-inline constexpr std::uint16_t kMethodUnsupported = 0x0008;
-inline constexpr std::uint16_t kMethodAttrUnsupported = 0x000C;
-inline constexpr std::uint16_t kInvalidField = 0x001C;
+using namespace ::subnetd::discovery::mad::status;
 inline constexpr std::uint16_t kNoResources = 0x0100;
 inline constexpr std::uint16_t kReqInvalid = 0x0200;
 inline constexpr std::uint16_t kNoRecords = 0x0300;
