@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include "discovery/mad/bytes.hpp"
 #include "routing/path_trace.hpp"
 
 namespace subnetd::daemon::sa {
@@ -219,13 +220,10 @@ class Answer {
     records[0] = 1;
     records[1] = mad::kClassVersion;
     records[7] = 16;
-    records[35] = 1;                   // RedirectQP
-    put_be32(&records[36], kGsiQKey);  // RedirectQ_Key
-    put_be32(&records[68], kGsiQKey);  // TrapQ_Key
+    records[35] = 1;                                     // RedirectQP
+    discovery::mad::store_be32(&records[36], kGsiQKey);  // RedirectQ_Key
+    discovery::mad::store_be32(&records[68], kGsiQKey);  // TrapQ_Key
     count = 1;
-  }
-  static void put_be32(std::uint8_t* p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
   }
 
   // The LID a node answers by at port p: a switch's port-0 LID, a CA port's
@@ -242,7 +240,8 @@ class Answer {
       const NodeId n{i};
       const routing::Node& node = t.node(n);
       const bool sw = node.type == routing::NodeType::kSwitch;
-      for (PortNum p = sw ? 0 : 1; p <= (sw ? 0 : node.num_ports); ++p) {
+      for (unsigned pi = sw ? 0 : 1; pi <= (sw ? 0U : node.num_ports); ++pi) {
+        const auto p = static_cast<PortNum>(pi);
         const Lid lid = st_.lids->base_lid(t, n, p);
         if (lid.value == 0) continue;
         std::span<std::uint8_t> r = fresh();
@@ -271,7 +270,8 @@ class Answer {
     const routing::Topology& t = *st_.topology;
     for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
       const NodeId n{i};
-      for (PortNum p = 1; p <= t.node(n).num_ports; ++p) {
+      for (unsigned pi = 1; pi <= t.node(n).num_ports; ++pi) {
+        const auto p = static_cast<PortNum>(pi);
         const routing::Port& port = t.port(n, p);
         if (!port.connected()) continue;
         const Lid from = lid_at(n, p), to = lid_at(port.remote_node, port.remote_port);
@@ -345,7 +345,8 @@ class Answer {
       for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
         const NodeId n{i};
         const bool sw = t.node(n).type == routing::NodeType::kSwitch;
-        for (PortNum p = sw ? 0 : 1; p <= (sw ? 0 : t.node(n).num_ports); ++p) {
+        for (unsigned pi = sw ? 0 : 1; pi <= (sw ? 0U : t.node(n).num_ports); ++pi) {
+          const auto p = static_cast<PortNum>(pi);
           const Lid l = st_.lids->base_lid(t, n, p);
           if (l.value != 0) dsts.emplace_back(PortRef{n, p}, l);
         }
