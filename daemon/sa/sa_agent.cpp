@@ -156,8 +156,8 @@ class Answer {
       return;
     }
     layout_ = mad::layout_of(req_.attr_id);
-    const bool served =
-        attr == Attr::kNodeRecord || attr == Attr::kLinkRecord || attr == Attr::kPathRecord;
+    const bool served = attr == Attr::kNodeRecord || attr == Attr::kLinkRecord ||
+                        attr == Attr::kPathRecord || attr == Attr::kLftRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
       status = mad::status::kMethodAttrUnsupported;
       return;
@@ -174,6 +174,9 @@ class Answer {
         break;
       case Attr::kLinkRecord:
         link_records();
+        break;
+      case Attr::kLftRecord:
+        lft_records();
         break;
       default:
         path_records();
@@ -281,6 +284,50 @@ class Answer {
         set(r, "FromPort", p);
         set(r, "ToPort", port.remote_port);
         set(r, "ToLID", to.value);
+        offer();
+      }
+    }
+  }
+
+  // The tables the SM programmed (the published routes), block by block up
+  // to the highest LID in use. A query naming the LID or the block is
+  // answered from that switch or block alone: every block of every switch
+  // is 17 million records at k=80.
+  void lft_records() {
+    const routing::Topology& t = *st_.topology;
+    const routing::Routes& routes = *st_.routes;
+    const std::uint64_t mask = req_.comp_mask;
+    const auto& lid_c = mad::component(*layout_, "LID");
+    const auto& block_c = mad::component(*layout_, "BlockNum");
+    const auto& table_c = mad::component(*layout_, "LinearForwardingTable");
+    const std::uint32_t lid_bit = 0, block_bit = 1;
+    std::vector<NodeId> switches;
+    if ((mask >> lid_bit) & 1U) {
+      const PortRef owner =
+          st_.lids->owner_of(Lid{static_cast<std::uint32_t>(mad::get_field(query_, lid_c))});
+      if (owner.node.valid() && t.node(owner.node).type == routing::NodeType::kSwitch) {
+        switches.push_back(owner.node);
+      }
+    } else {
+      switches.assign(t.switches().begin(), t.switches().end());
+    }
+    const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
+    std::uint32_t first = 0, last = blocks;
+    if ((mask >> block_bit) & 1U) {
+      first = static_cast<std::uint32_t>(mad::get_field(query_, block_c));
+      last = std::min(blocks, first + 1);
+    }
+    for (const NodeId n : switches) {
+      const Lid lid = st_.lids->base_lid(t, n, 0);
+      const std::uint32_t sw = t.node(n).switch_index.value;
+      // The SA speaks IBA's 16-bit LIDs; extended ones have no record.
+      if (lid.value == 0 || lid.value > 0xFFFF || sw >= routes.lfts.size()) continue;
+      const routing::Lft& lft = routes.lfts[sw];
+      for (std::uint32_t b = first; b < last && b < lft.num_blocks(); ++b) {
+        std::span<std::uint8_t> r = fresh();
+        mad::set_field(r, lid_c, lid.value);
+        mad::set_field(r, block_c, b);
+        std::memcpy(&r[table_c.offset / 8], lft.block(b).data(), routing::kLftBlockSize);
         offer();
       }
     }

@@ -3,10 +3,10 @@
 // SA queries (management class 0x03) from a published FabricState, so it
 // never blocks the SM and never sees a half-programmed fabric.
 //
-// Served today: ClassPortInfo (Get); NodeRecord, LinkRecord and PathRecord
-// (Get and GetTable). Every other attribute or method is answered with the
-// IBA status for it (method/attribute unsupported), never dropped;
-// malformed MADs and responses are counted and dropped.
+// Served today: ClassPortInfo (Get); NodeRecord, LinkRecord, PathRecord
+// and LinearForwardingTableRecord (Get and GetTable). Every other attribute or method is answered
+// with the IBA status for it (method/attribute unsupported), never dropped; malformed MADs and
+// responses are counted and dropped.
 //
 // Semantics, as OpenSM and the Linux SA clients expect them:
 //  - a query is a template record plus a ComponentMask; a record answers it
@@ -19,6 +19,9 @@
 //  - LinkRecord: one per direction of every switch-attached cable, from
 //    the LID of the node at each end (a switch's port-0 LID, a CA port's
 //    own);
+//  - LinearForwardingTableRecord: the published tables (what the SM
+//    programmed), blocks 0 .. highest LID in use / 64, for switches with a
+//    16-bit LID;
 //  - PathRecord: the source is the SGID or SLID given, else the requester;
 //    the destination the DGID or DLID given, else every endport (GetTable).
 //    A path exists when the LFTs deliver it (routing::trace_path). MTU is

@@ -160,11 +160,21 @@ constexpr Component kPathRecord[] = {
     {"Reserved2", 464, 48},
 };
 
+// LinearForwardingTableRecord (IBA 15.2.5.6): a switch's LID, the block
+// number, 4 reserved bytes and the block's 64 ports.
+constexpr Component kLftRecord[] = {
+    {"LID", 0, 16},
+    {"BlockNum", 16, 16},
+    {"Reserved", 32, 32},
+    {"LinearForwardingTable", 64, 512},
+};
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
     {Attr::kLinkRecord, "LinkRecord", 8, kLinkRecord},
     {Attr::kPathRecord, "PathRecord", 64, kPathRecord},
+    {Attr::kLftRecord, "LinearForwardingTableRecord", 72, kLftRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {

@@ -299,7 +299,8 @@ def ibroute_table(env, lid):
 
 def check_sa(env, fab, where, fails):
     """saquery against the daemon's SA: ClassPortInfo, NodeRecords and
-    LinkRecords by LID, PathRecords between endports. umad2sim carries one
+    LinkRecords by LID, block 0 of sampled switches' LFTs, PathRecords
+    between endports. umad2sim carries one
     MAD per answer (no RMPP), so every query asks for one record."""
     ends = []  # (LID, node GUID, port GUID, port number)
     for g, v in sorted(fab.nodes.items()):
@@ -347,6 +348,24 @@ def check_sa(env, fab, where, fails):
             fails.add(where, "daemon: saquery LR %d/%d: rc %d %s want to %s %s"
                       % (lid, port, rc, recs, peer, err.strip()[-200:]))
             bad += 1
+    lftrs = 0
+    for lid, g, pg, port in sample:
+        if port != 0 or g not in fab.lft:
+            continue
+        # Block 0 of a switch's table, against the dump of what was programmed.
+        rc, out, err = env.run(["saquery", "LFTR", "%d/0" % lid])
+        got = {}
+        for line in out.split("LFT:", 1)[-1].splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0].isdigit() and f[1].isdigit():
+                got[int(f[0])] = int(f[1])
+        want = {l: p for l, p in fab.lft[g].items() if l < 64}
+        diff = {l: (p, got.get(l)) for l, p in want.items() if got.get(l) != p}
+        if rc != 0 or not want or diff:
+            fails.add(where, "daemon: saquery LFTR %d/0: rc %d, differs from the dump at %s %s"
+                      % (lid, rc, sorted(diff.items())[:8], err.strip()[-200:]))
+            bad += 1
+        lftrs += 1
     pairs = [(a, b) for a in sample for b in sample if a != b]
     for a, b in (pairs if len(pairs) <= 20 else rng.sample(pairs, 20)):
         rc, out, err = env.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (a[0], b[0])])
@@ -359,8 +378,8 @@ def check_sa(env, fab, where, fails):
                       % (a[0], b[0], rc, got or out.strip()[-300:], err.strip()[-200:]))
             bad += 1
     if bad == 0:
-        log("  daemon: saquery: ClassPortInfo, %d NodeRecords, LinkRecords and %d PathRecords agree"
-            % (len(sample), min(len(pairs), 20)))
+        log("  daemon: saquery: ClassPortInfo, %d NodeRecords, LinkRecords, %d LFT blocks and %d "
+            "PathRecords agree" % (len(sample), lftrs, min(len(pairs), 20)))
 
 
 def check_grpc(env, fab, args, sock, where, fails):

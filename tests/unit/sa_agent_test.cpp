@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <vector>
@@ -187,6 +188,42 @@ TEST_F(SaAgentTest, LinkRecordsFromOneLidAreItsCables) {
   // Every direction of every cable once.
   auto all = table(ask(request(Method::kGetTable, Attr::kLinkRecord)));
   EXPECT_EQ(all.size(), 2 * topo_->num_links());
+}
+
+TEST_F(SaAgentTest, LftRecordsAreThePublishedTables) {
+  // The first switch and its port-0 LID.
+  NodeId sw;
+  for (std::uint32_t i = 0; i < topo_->num_nodes() && !sw.valid(); ++i) {
+    if (topo_->node(NodeId{i}).type == routing::NodeType::kSwitch) sw = NodeId{i};
+  }
+  ASSERT_TRUE(sw.valid());
+  const Lid lid = lids_->base_lid(*topo_, sw, 0);
+  const routing::Lft& lft = state_.routes->lfts[topo_->node(sw).switch_index.value];
+  auto q = request(Method::kGet, Attr::kLftRecord, (1u << 0) | (1u << 1));
+  set(q, "LID", lid.value);
+  set(q, "BlockNum", 0);
+  auto a = ask(q);
+  ASSERT_EQ(a.size(), 1u);
+  auto r = mad::decode_sa(a.front());
+  ASSERT_EQ(r->status, 0) << std::hex << r->status;
+  std::vector<std::uint8_t> rec(r->data.begin(), r->data.begin() + 72);
+  EXPECT_EQ(get(Attr::kLftRecord, rec, "LID"), lid.value);
+  // The ports follow 4 reserved bytes (byte 8), where saquery reads them.
+  const auto block = lft.block(0);
+  EXPECT_TRUE(std::equal(block.begin(), block.end(), rec.begin() + 8));
+  // Every block of that switch up to the highest LID in use.
+  auto all = table(ask(request(Method::kGetTable, Attr::kLftRecord, 1u << 0)));
+  EXPECT_EQ(all.size(), 0u) << "LID 0 names no switch";
+  auto t = request(Method::kGetTable, Attr::kLftRecord, 1u << 0);
+  set(t, "LID", lid.value);
+  auto blocks = table(ask(t));
+  EXPECT_EQ(blocks.size(), state_.routes->max_lid.value / 64 + 1);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    EXPECT_EQ(get(Attr::kLftRecord, blocks[b], "BlockNum"), b);
+  }
+  // Without a LID: every switch's blocks.
+  auto every = table(ask(request(Method::kGetTable, Attr::kLftRecord)));
+  EXPECT_EQ(every.size(), switches_ * blocks.size());
 }
 
 TEST_F(SaAgentTest, PathRecordByLidsFollowsTheTables) {

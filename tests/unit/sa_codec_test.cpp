@@ -190,8 +190,8 @@ TEST(SaCodec, PortInfoRecordComponentsAgreeWithLibibmad) {
 // Every layout's components tile the record: in order, without gaps or
 // overlaps, up to its size.
 TEST(SaCodec, ComponentsCoverEachRecordExactly) {
-  for (auto attr :
-       {Attr::kNodeRecord, Attr::kPortInfoRecord, Attr::kLinkRecord, Attr::kPathRecord}) {
+  for (auto attr : {Attr::kNodeRecord, Attr::kPortInfoRecord, Attr::kLinkRecord, Attr::kPathRecord,
+                    Attr::kLftRecord}) {
     const RecordLayout* l = layout_of(static_cast<std::uint16_t>(attr));
     ASSERT_NE(l, nullptr);
     std::uint32_t next = 0;
