@@ -143,7 +143,7 @@ class Answer {
     }
     if (method != Method::kGet && method != Method::kGetTable && method != Method::kSet &&
         method != Method::kDelete && method != Method::kGetMulti &&
-        method != Method::kGetTraceTable && method != Method::kReport) {
+        method != Method::kGetTraceTable) {
       status = mad::status::kMethodUnsupported;
       return;
     }
@@ -237,36 +237,47 @@ class Answer {
     return st_.lids->base_lid(t, n, at);
   }
 
-  void node_records() {
+  // Calls f(port, its base LID) for every endport with a LID: a switch's
+  // port 0, every CA/router port.
+  template <class F>
+  void for_each_endport(F&& f) const {
     const routing::Topology& t = *st_.topology;
     for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
       const NodeId n{i};
-      const routing::Node& node = t.node(n);
-      const bool sw = node.type == routing::NodeType::kSwitch;
-      for (unsigned pi = sw ? 0 : 1; pi <= (sw ? 0U : node.num_ports); ++pi) {
+      const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+      for (unsigned pi = sw ? 0 : 1; pi <= (sw ? 0U : t.node(n).num_ports); ++pi) {
         const auto p = static_cast<PortNum>(pi);
         const Lid lid = st_.lids->base_lid(t, n, p);
-        if (lid.value == 0) continue;
-        std::span<std::uint8_t> r = fresh();
-        set(r, "LID", lid.value);
-        set(r, "BaseVersion", 1);
-        set(r, "ClassVersion", 1);
-        set(r, "NodeType", static_cast<std::uint8_t>(node.type));
-        set(r, "NumPorts", node.num_ports);
-        set(r, "SystemImageGUID", node.system_guid.value);
-        set(r, "NodeGUID", node.guid.value);
-        set(r, "PortGUID", t.port(n, p).guid.value);
-        set(r, "PartitionCap", node.partition_cap);
-        set(r, "DeviceID", node.device_id);
-        set(r, "Revision", node.revision);
-        set(r, "LocalPortNum", p);
-        set(r, "VendorID", node.vendor_id);
-        const std::size_t desc = mad::component(*layout_, "NodeDescription").offset / 8;
-        std::memcpy(&r[desc], node.description.data(),
-                    std::min<std::size_t>(64, node.description.size()));
-        offer();
+        if (lid.value != 0) f(PortRef{n, p}, lid);
       }
     }
+  }
+
+  void node_records() {
+    const routing::Topology& t = *st_.topology;
+    for_each_endport([&](PortRef end, Lid lid) {
+      const NodeId n = end.node;
+      const PortNum p = end.port;
+      const routing::Node& node = t.node(n);
+      std::span<std::uint8_t> r = fresh();
+      set(r, "LID", lid.value);
+      set(r, "BaseVersion", 1);
+      set(r, "ClassVersion", 1);
+      set(r, "NodeType", static_cast<std::uint8_t>(node.type));
+      set(r, "NumPorts", node.num_ports);
+      set(r, "SystemImageGUID", node.system_guid.value);
+      set(r, "NodeGUID", node.guid.value);
+      set(r, "PortGUID", t.port(n, p).guid.value);
+      set(r, "PartitionCap", node.partition_cap);
+      set(r, "DeviceID", node.device_id);
+      set(r, "Revision", node.revision);
+      set(r, "LocalPortNum", p);
+      set(r, "VendorID", node.vendor_id);
+      const std::size_t desc = mad::component(*layout_, "NodeDescription").offset / 8;
+      std::memcpy(&r[desc], node.description.data(),
+                  std::min<std::size_t>(64, node.description.size()));
+      offer();
+    });
   }
 
   void link_records() {
@@ -389,15 +400,7 @@ class Answer {
       if (!d) return;
       dsts.emplace_back(*d, st_.lids->base_lid(t, d->node, d->port));
     } else {
-      for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-        const NodeId n{i};
-        const bool sw = t.node(n).type == routing::NodeType::kSwitch;
-        for (unsigned pi = sw ? 0 : 1; pi <= (sw ? 0U : t.node(n).num_ports); ++pi) {
-          const auto p = static_cast<PortNum>(pi);
-          const Lid l = st_.lids->base_lid(t, n, p);
-          if (l.value != 0) dsts.emplace_back(PortRef{n, p}, l);
-        }
-      }
+      for_each_endport([&](PortRef end, Lid lid) { dsts.emplace_back(end, lid); });
     }
     // What the query asks of the path.
     if (has(kPrPKey) && (field("P_Key") & 0x7FFF) != 0x7FFF) return;  // default partition only
