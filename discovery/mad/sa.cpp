@@ -329,12 +329,22 @@ const RecordLayout* layout_of(std::uint16_t attr) {
 std::uint64_t get_field(std::span<const std::uint8_t> r, const Component& c) {
   assert(c.bits <= 64 && static_cast<std::size_t>((c.offset + c.bits + 7) / 8) <= r.size());
   std::uint64_t v = 0;
+  if (c.offset % 8 == 0 && c.bits % 8 == 0) {  // whole bytes: most fields
+    for (std::size_t i = 0; i < c.bits / 8U; ++i) v = (v << 8) | r[c.offset / 8U + i];
+    return v;
+  }
   for (std::size_t i = 0; i < c.bits; ++i) v = (v << 1) | (bit_at(r, c.offset + i) ? 1U : 0U);
   return v;
 }
 
 void set_field(std::span<std::uint8_t> r, const Component& c, std::uint64_t value) {
   assert(c.bits <= 64 && static_cast<std::size_t>((c.offset + c.bits + 7) / 8) <= r.size());
+  if (c.offset % 8 == 0 && c.bits % 8 == 0) {
+    for (std::size_t i = c.bits / 8U; i-- > 0; value >>= 8) {
+      r[c.offset / 8U + i] = static_cast<std::uint8_t>(value & 0xFFU);
+    }
+    return;
+  }
   for (std::size_t i = 0; i < c.bits; ++i) {
     const std::size_t bit = c.offset + i;
     const auto mask = static_cast<std::uint8_t>(0x80U >> (bit % 8));
