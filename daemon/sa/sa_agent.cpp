@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "discovery/mad/bytes.hpp"
-#include "routing/path_trace.hpp"
+#include "state/path_record.hpp"
 
 namespace subnetd::daemon::sa {
 namespace {
@@ -19,12 +19,13 @@ using mad::Attr;
 using mad::Method;
 using mad::RecordLayout;
 
-constexpr std::uint8_t kMtu2048 = 4;
 constexpr std::uint32_t kGsiQKey = 0x80010000;  // IBA's well-known Q_Key of QP1
 constexpr std::uint8_t kSelGreater = 0, kSelLess = 1, kSelExactly = 2, kSelLargest = 3;
 
 // PathRecord component bits (the order of sa.cpp's kPathRecord).
 enum PrBit : unsigned {
+  kPrServiceIdMsb = 0,
+  kPrServiceIdLsb = 1,
   kPrDgid = 2,
   kPrSgid = 3,
   kPrDlid = 4,
@@ -40,73 +41,6 @@ enum PrBit : unsigned {
   kPrPltSelector = 20,
   kPrPlt = 21,
 };
-
-// Link rate: Gb/s x 10 of each IBA rate code (PathRecord Rate), for the
-// selectors: the codes are not in order of speed.
-struct RateCode {
-  std::uint8_t code;
-  std::uint16_t gbps10;
-};
-constexpr RateCode kRates[] = {{2, 25},    {5, 50},   {3, 100},   {6, 200},   {4, 300},  {7, 400},
-                               {8, 600},   {9, 800},  {10, 1200}, {11, 140},  {12, 560}, {13, 1120},
-                               {14, 1680}, {15, 250}, {16, 1000}, {17, 2000}, {18, 3000}};
-
-std::uint16_t gbps10_of(std::uint8_t code) {
-  for (const RateCode& r : kRates) {
-    if (r.code == code) return r.gbps10;
-  }
-  return 0;
-}
-
-// Gb/s x 10 of a link from PortInfo's active width and speed; a port whose
-// width or speed nobody read counts as 4x SDR (10 Gb/s), IBA's baseline.
-std::uint16_t link_gbps10(const routing::Port& p) {
-  std::uint16_t lanes = 4;
-  switch (p.width_active) {
-    case 1:
-      lanes = 1;
-      break;
-    case 2:
-      lanes = 4;
-      break;
-    case 4:
-      lanes = 8;
-      break;
-    case 8:
-      lanes = 12;
-      break;
-    case 16:
-      lanes = 2;
-      break;
-    default:
-      break;
-  }
-  std::uint16_t lane10 = 25;
-  switch (p.speed_active) {
-    case 2:
-      lane10 = 50;
-      break;
-    case 4:
-      lane10 = 100;
-      break;
-    default:
-      break;
-  }
-  return static_cast<std::uint16_t>(lanes * lane10);
-}
-
-// The fastest rate code not above `gbps10`.
-std::uint8_t rate_code(std::uint16_t gbps10) {
-  std::uint8_t best = 2;
-  std::uint16_t best_speed = 0;
-  for (const RateCode& r : kRates) {
-    if (r.gbps10 <= gbps10 && r.gbps10 > best_speed) {
-      best = r.code;
-      best_speed = r.gbps10;
-    }
-  }
-  return best;
-}
 
 // Whether an offered value passes the query's selector on it.
 bool selected(std::uint32_t offered, unsigned selector, std::uint32_t wanted) {
@@ -126,8 +60,8 @@ bool selected(std::uint32_t offered, unsigned selector, std::uint32_t wanted) {
 class Answer {
  public:
   Answer(const mad::SaMad& req, Lid requester, const state::FabricState& st,
-         const SaAgentOptions& opts)
-      : req_(req), requester_(requester), st_(st), opts_(opts) {}
+         const SaAgentOptions& opts, state::PathIndexCache& paths)
+      : req_(req), requester_(requester), st_(st), opts_(opts), paths_(paths) {}
 
   // Status and the records (back to back, `stride` bytes each).
   std::uint16_t status = mad::status::kOk;
@@ -208,8 +142,8 @@ class Answer {
   void set(std::span<std::uint8_t> r, const char* name, std::uint64_t v) {
     mad::set_field(r, mad::component(*layout_, name), v);
   }
-  void set_gid(std::span<std::uint8_t> r, const char* name, std::uint64_t guid) {
-    const std::size_t at = mad::component(*layout_, name).offset / 8;
+  void set_gid(std::span<std::uint8_t> r, const mad::Component& c, std::uint64_t guid) {
+    const std::size_t at = c.offset / 8;
     mad::set_field(r.subspan(at, 8), {"prefix", 0, 64}, opts_.subnet_prefix);
     mad::set_field(r.subspan(at + 8, 8), {"guid", 0, 64}, guid);
   }
@@ -344,120 +278,101 @@ class Answer {
     }
   }
 
-  // An endport: a CA/router port with a LID, or a switch's port 0.
-  std::optional<PortRef> endport_of_lid(Lid lid) const {
-    const PortRef owner = st_.lids->owner_of(lid);
-    if (!owner.node.valid()) return std::nullopt;
-    return owner;
-  }
   // The endport a GID names; nullopt (and the status set) when none.
   std::optional<PortRef> endport_of_gid(std::span<const std::uint8_t> gid) {
     const std::uint64_t prefix = mad::get_field(gid, {"prefix", 0, 64});
     const std::uint64_t guid = mad::get_field(gid.subspan(8), {"guid", 0, 64});
     std::optional<PortRef> port;
-    if (prefix == opts_.subnet_prefix) port = st_.topology->find_by_port_guid(Guid{guid});
-    if (port && st_.topology->node(port->node).type == routing::NodeType::kSwitch) {
-      port->port = 0;
-    }
-    if (!port || st_.lids->base_lid(*st_.topology, port->node, port->port).value == 0) {
-      status = mad::status::kInvalidGid;
-      return std::nullopt;
-    }
+    if (prefix == opts_.subnet_prefix) port = state::endport_of_guid(st_, Guid{guid});
+    if (!port) status = mad::status::kInvalidGid;
     return port;
   }
+
+  // PathRecord components by their bit in the ComponentMask (their index).
+  const mad::Component& pr(unsigned bit) const { return layout_->components[bit]; }
 
   void path_records() {
     const routing::Topology& t = *st_.topology;
     const std::uint64_t mask = req_.comp_mask;
     auto has = [&](unsigned bit) { return ((mask >> bit) & 1U) != 0; };
-    auto field = [&](const char* name) {
-      return mad::get_field(query_, mad::component(*layout_, name));
-    };
-    auto gid_span = [&](const char* name) {
-      return query_.subspan(mad::component(*layout_, name).offset / 8, 16);
-    };
+    auto field = [&](unsigned bit) { return mad::get_field(query_, pr(bit)); };
+    auto gid_span = [&](unsigned bit) { return query_.subspan(pr(bit).offset / 8, 16); };
     // The source.
+    // A SLID names the source; with LMC > 0 it may be any LID of the
+    // port's range, and the record carries it as asked.
     std::optional<PortRef> src;
     Lid slid;
     if (has(kPrSlid)) {
-      slid = Lid{static_cast<std::uint32_t>(field("SLID"))};
-      src = endport_of_lid(slid);
+      slid = Lid{static_cast<std::uint32_t>(field(kPrSlid))};
+      src = state::endport_of_lid(st_, slid);
     } else if (has(kPrSgid)) {
-      src = endport_of_gid(gid_span("SGID"));
+      src = endport_of_gid(gid_span(kPrSgid));
       if (src) slid = st_.lids->base_lid(t, src->node, src->port);
     } else {
       slid = requester_;
-      src = endport_of_lid(slid);
+      src = state::endport_of_lid(st_, slid);
     }
     if (status != mad::status::kOk || !src) return;
     // The destinations.
     std::vector<std::pair<PortRef, Lid>> dsts;
     if (has(kPrDlid)) {
-      const Lid dlid{static_cast<std::uint32_t>(field("DLID"))};
-      if (auto d = endport_of_lid(dlid)) dsts.emplace_back(*d, dlid);
+      const Lid dlid{static_cast<std::uint32_t>(field(kPrDlid))};
+      if (auto d = state::endport_of_lid(st_, dlid)) dsts.emplace_back(*d, dlid);
     } else if (has(kPrDgid)) {
-      auto d = endport_of_gid(gid_span("DGID"));
+      auto d = endport_of_gid(gid_span(kPrDgid));
       if (!d) return;
       dsts.emplace_back(*d, st_.lids->base_lid(t, d->node, d->port));
     } else {
       for_each_endport([&](PortRef end, Lid lid) { dsts.emplace_back(end, lid); });
     }
     // What the query asks of the path.
-    if (has(kPrPKey) && (field("P_Key") & 0x7FFF) != 0x7FFF) return;  // default partition only
-    if (has(kPrSl) && field("SL") != 0) return;
-    auto selector = [&](unsigned sel_bit, unsigned value_bit, const char* sel_name) {
+    if (has(kPrPKey) && (field(kPrPKey) & 0x7FFF) != 0x7FFF) return;  // default partition only
+    if (has(kPrSl) && field(kPrSl) != 0) return;
+    auto selector = [&](unsigned sel_bit, unsigned value_bit) {
       if (!has(value_bit)) return -1;
-      return has(sel_bit) ? static_cast<int>(field(sel_name)) : static_cast<int>(kSelExactly);
+      return has(sel_bit) ? static_cast<int>(field(sel_bit)) : static_cast<int>(kSelExactly);
     };
-    const int mtu_sel = selector(kPrMtuSelector, kPrMtu, "MTUSelector");
-    const int rate_sel = selector(kPrRateSelector, kPrRate, "RateSelector");
-    const int plt_sel = selector(kPrPltSelector, kPrPlt, "PacketLifeTimeSelector");
-    const auto want_mtu = static_cast<std::uint32_t>(has(kPrMtu) ? field("MTU") : 0);
-    const auto want_rate = gbps10_of(static_cast<std::uint8_t>(has(kPrRate) ? field("Rate") : 0));
-    const auto want_plt = static_cast<std::uint32_t>(has(kPrPlt) ? field("PacketLifeTime") : 0);
+    const int mtu_sel = selector(kPrMtuSelector, kPrMtu);
+    const int rate_sel = selector(kPrRateSelector, kPrRate);
+    const int plt_sel = selector(kPrPltSelector, kPrPlt);
+    const auto want_mtu = static_cast<std::uint32_t>(has(kPrMtu) ? field(kPrMtu) : 0);
+    const auto want_rate =
+        state::gbps10_of(static_cast<std::uint8_t>(has(kPrRate) ? field(kPrRate) : 0));
+    const auto want_plt = static_cast<std::uint32_t>(has(kPrPlt) ? field(kPrPlt) : 0);
 
+    const std::shared_ptr<const state::PathIndex> index = paths_.get(st_);
     for (const auto& [dst, dlid] : dsts) {
-      auto trace = routing::trace_path(t, *st_.lids, *st_.routes, *src, dlid);
-      if (!trace.ok() || !trace->complete()) continue;
-      std::uint8_t mtu = 0;
-      std::uint16_t speed = 0;
-      for (const routing::TraceHop& h : trace->hops) {
-        if (h.out_port == 0) continue;
-        const routing::Port& out = t.port(h.node, h.out_port);
-        const routing::Port& in = t.port(out.remote_node, out.remote_port);
-        for (const routing::Port* p : {&out, &in}) {
-          if (p->mtu_cap != 0) mtu = mtu == 0 ? p->mtu_cap : std::min(mtu, p->mtu_cap);
-        }
-        const std::uint16_t g = std::min(link_gbps10(out), link_gbps10(in));
-        speed = speed == 0 ? g : std::min(speed, g);
-      }
-      if (mtu == 0) mtu = kMtu2048;
-      if (speed == 0) speed = link_gbps10(t.port(src->node, src->port));
-      const std::uint8_t rate = rate_code(speed);
-      if (mtu_sel >= 0 && !selected(mtu, static_cast<unsigned>(mtu_sel), want_mtu)) continue;
-      if (rate_sel >= 0 && !selected(gbps10_of(rate), static_cast<unsigned>(rate_sel), want_rate))
+      auto path = index->walk(st_, *src, dst, dlid);
+      if (!path) continue;
+      // The SA speaks IBA's 16-bit LIDs: a path to or from an extended LID
+      // (subnetd's simulator-only addressing) has no PathRecord.
+      if (slid.value > 0xFFFF || dlid.value > 0xFFFF) continue;
+      if (mtu_sel >= 0 && !selected(path->mtu, static_cast<unsigned>(mtu_sel), want_mtu)) continue;
+      if (rate_sel >= 0 && !selected(path->gbps10, static_cast<unsigned>(rate_sel), want_rate))
         continue;
       if (plt_sel >= 0 &&
           !selected(opts_.packet_life_time, static_cast<unsigned>(plt_sel), want_plt))
         continue;
       std::span<std::uint8_t> r = fresh();
       // Echo what the query fixed that a path does not decide.
-      for (const char* keep : {"ServiceID_MSB", "ServiceID_LSB"}) set(r, keep, field(keep));
-      set_gid(r, "SGID", t.port(src->node, src->port).guid.value);
-      set_gid(r, "DGID", t.port(dst.node, dst.port).guid.value);
-      set(r, "SLID", slid.value);
-      set(r, "DLID", dlid.value);
-      set(r, "Reversible", 1);
+      for (const unsigned keep : {kPrServiceIdMsb, kPrServiceIdLsb}) {
+        mad::set_field(r, pr(keep), field(keep));
+      }
+      set_gid(r, pr(kPrSgid), t.port(src->node, src->port).guid.value);
+      set_gid(r, pr(kPrDgid), t.port(dst.node, dst.port).guid.value);
+      mad::set_field(r, pr(kPrSlid), slid.value);
+      mad::set_field(r, pr(kPrDlid), dlid.value);
+      mad::set_field(r, pr(kPrReversible), 1);
       // NumbPath is a question (how many paths at most), not part of the
       // answer: OpenSM answers 0 there too.
-      set(r, "P_Key", has(kPrPKey) ? field("P_Key") : 0xFFFF);
-      set(r, "SL", 0);
-      set(r, "MTUSelector", kSelExactly);
-      set(r, "MTU", mtu);
-      set(r, "RateSelector", kSelExactly);
-      set(r, "Rate", rate);
-      set(r, "PacketLifeTimeSelector", kSelExactly);
-      set(r, "PacketLifeTime", opts_.packet_life_time);
+      mad::set_field(r, pr(kPrPKey), has(kPrPKey) ? field(kPrPKey) : path->pkey);
+      mad::set_field(r, pr(kPrSl), path->sl);
+      mad::set_field(r, pr(kPrMtuSelector), kSelExactly);
+      mad::set_field(r, pr(kPrMtu), path->mtu);
+      mad::set_field(r, pr(kPrRateSelector), kSelExactly);
+      mad::set_field(r, pr(kPrRate), path->rate);
+      mad::set_field(r, pr(kPrPltSelector), kSelExactly);
+      mad::set_field(r, pr(kPrPlt), opts_.packet_life_time);
       // The selectors and their values were matched above; the generic
       // compare must not ask the record to repeat the query's selector.
       const std::uint64_t judged =
@@ -472,6 +387,7 @@ class Answer {
   Lid requester_;
   const state::FabricState& st_;
   const SaAgentOptions& opts_;
+  state::PathIndexCache& paths_;
   const RecordLayout* layout_ = nullptr;
   std::size_t stride_ = 0;
   std::span<const std::uint8_t> query_;
@@ -496,7 +412,7 @@ std::vector<MadBytes> SaAgent::answer(std::span<const std::uint8_t> request, Lid
     return {};
   }
   requests_.fetch_add(1, std::memory_order_relaxed);
-  Answer a(req, requester_lid, state, opts_);
+  Answer a(req, requester_lid, state, opts_, paths_);
   a.run();
   mad::SaMad resp = req;
   resp.method = static_cast<std::uint8_t>(req.method | 0x80);

@@ -33,8 +33,14 @@
 //    (greater, less, exactly, largest) filter what is offered; a P_Key or SL the path cannot give
 //    yields no record. GIDs outside the subnet prefix, or naming no port, are ERR_REQ_INVALID_GID.
 //
-// Threading: answer() reads only its arguments and its own counters
-// (atomics): callable from any thread, for any snapshot.
+// PathRecords walk the tables through a state::PathIndex of the snapshot's
+// topology (built on the first query after the topology changes), which
+// answers exactly what state::path_properties() and gRPC's GetPathRecord
+// answer, at one LFT read per switch.
+//
+// Threading: answer() reads its arguments, its counters (atomics) and the
+// PathIndex cache (a mutex held to fetch the index): callable from any
+// thread, for any snapshot.
 
 #include <array>
 #include <atomic>
@@ -44,6 +50,8 @@
 
 #include "discovery/mad/sa.hpp"
 #include "state/fabric_state.hpp"
+#include "state/path_record.hpp"
+#include "state/sa_info.hpp"
 
 namespace subnetd::daemon::sa {
 
@@ -54,17 +62,11 @@ struct SaAgentOptions {
   std::uint8_t packet_life_time = 18;
 };
 
-struct SaStats {
-  std::uint64_t requests = 0;   // well-formed requests answered
-  std::uint64_t errors = 0;     // of those, answered with a non-zero status
-  std::uint64_t records = 0;    // records sent
-  std::uint64_t malformed = 0;  // dropped: not a valid SA MAD
-  std::uint64_t ignored = 0;    // dropped: responses and other non-requests
-};
+using SaStats = state::SaStats;
 
 using MadBytes = std::array<std::uint8_t, discovery::mad::sa::kMadSize>;
 
-class SaAgent {
+class SaAgent final : public state::SaInfo {
  public:
   explicit SaAgent(SaAgentOptions opts = {});
 
@@ -76,8 +78,14 @@ class SaAgent {
 
   SaStats stats() const;
 
+  // state::SaInfo, for the API.
+  SaStats sa_stats() const override { return stats(); }
+  std::uint8_t packet_life_time() const override { return opts_.packet_life_time; }
+  std::uint64_t subnet_prefix() const override { return opts_.subnet_prefix; }
+
  private:
   SaAgentOptions opts_;
+  state::PathIndexCache paths_;  // PathRecords walk the tables through it
   std::atomic<std::uint64_t> requests_{0}, errors_{0}, records_{0}, malformed_{0}, ignored_{0};
 };
 
