@@ -44,6 +44,7 @@
 #include "state/control.hpp"
 #include "state/event_log.hpp"
 #include "state/fabric_state.hpp"
+#include "state/sa_info.hpp"
 #include "subnet/v1/subnet.grpc.pb.h"
 
 namespace grpc {
@@ -58,6 +59,7 @@ struct ServiceDeps {
   state::SmControl* sm = nullptr;                // required
   state::SimControl* sim = nullptr;              // null unless fabric.transport is sim
   const state::EventLog* events = nullptr;       // required
+  const state::SaInfo* sa = nullptr;             // null when the daemon runs no SA
   std::string version;                           // reported by GetStatus
   std::chrono::system_clock::time_point started_at{};
 };
@@ -193,6 +195,9 @@ class SubnetManagerService final : public v1::SubnetManager::CallbackService {
   grpc::ServerUnaryReactor* TracePath(grpc::CallbackServerContext* ctx,
                                       const v1::TracePathRequest* req,
                                       v1::TracePathResponse* resp) override;
+  grpc::ServerUnaryReactor* GetPathRecord(grpc::CallbackServerContext* ctx,
+                                          const v1::GetPathRecordRequest* req,
+                                          v1::GetPathRecordResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchEventsRequest* req) override;
   grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,

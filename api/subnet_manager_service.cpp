@@ -8,6 +8,7 @@
 
 #include "api/service_internal.hpp"
 #include "routing/path_trace.hpp"
+#include "state/path_record.hpp"
 
 namespace subnetd::api {
 
@@ -60,6 +61,41 @@ Result<std::pair<Guid, PortNum>> parse_link_token(std::string_view t) {
   return std::pair{Guid{g}, static_cast<PortNum>(p)};
 }
 
+// The port a reference names for a path: a switch's port 0; a CA's port the
+// reference names, else NodeRef.port, else the node's default port.
+Result<PortRef> pick_port(const FabricView& view, const v1::NodeRef& ref, std::string_view field) {
+  const routing::Topology& t = view.topo();
+  auto target = view.resolve(ref);
+  if (!target.ok()) {
+    Error e = target.error();
+    e.message = fmt::format("{}: {}", field, e.message);
+    return e;
+  }
+  const NodeId n = target->node;
+  const routing::Node& node = t.node(n);
+  if (node.type == routing::NodeType::kSwitch) return PortRef{n, 0};
+  if (target->port) return PortRef{n, *target->port};
+  if (ref.port() != 0) {
+    if (ref.port() > node.num_ports) {
+      return Error{Errc::kInvalidArgument, fmt::format("{}.port: {} has ports 1..{}, not {}", field,
+                                                       t.label(n), node.num_ports, ref.port())};
+    }
+    return PortRef{n, static_cast<PortNum>(ref.port())};
+  }
+  auto p = view.default_port(n);
+  if (!p) {
+    return Error{Errc::kUnreachable,
+                 fmt::format("{}: {} has no cabled port that is up", field, t.label(n))};
+  }
+  return PortRef{n, *p};
+}
+
+// The LID a path to `dst` follows: the one the reference names, else the
+// port's base LID; invalid when the port has none.
+Lid destination_lid(const FabricView& view, const v1::NodeRef& ref, PortRef dst) {
+  return ref.ref_case() == v1::NodeRef::kLid ? Lid{ref.lid()} : view.port_lid(dst.node, dst.port);
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerContext* ctx,
@@ -110,6 +146,15 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerCo
   resp->set_last_event_id(core_.deps().events->last_id());
   resp->set_sweeps(s.sweeps);
   resp->set_reroutes(s.reroutes);
+  if (const state::SaInfo* sa = core_.deps().sa) {
+    const state::SaStats st = sa->sa_stats();
+    v1::SaStatus* out = resp->mutable_sa();
+    out->set_requests(st.requests);
+    out->set_errors(st.errors);
+    out->set_records(st.records);
+    out->set_malformed(st.malformed);
+    out->set_ignored(st.ignored);
+  }
   return reply(ctx, Status::OK);
 }
 
@@ -305,42 +350,11 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
   if (!view->has_routes()) return reply(ctx, no_routes());
   const routing::Topology& t = view->topo();
 
-  // A port of a node: the one the reference names, else NodeRef.port, else
-  // the node's default port.
-  const auto pick_port = [&](const v1::NodeRef& ref, std::string_view field) -> Result<PortRef> {
-    auto target = view->resolve(ref);
-    if (!target.ok()) {
-      Error e = target.error();
-      e.message = fmt::format("{}: {}", field, e.message);
-      return e;
-    }
-    const NodeId n = target->node;
-    const routing::Node& node = t.node(n);
-    if (node.type == routing::NodeType::kSwitch) return PortRef{n, 0};
-    if (target->port) return PortRef{n, *target->port};
-    if (ref.port() != 0) {
-      if (ref.port() > node.num_ports) {
-        return Error{Errc::kInvalidArgument,
-                     fmt::format("{}.port: {} has ports 1..{}, not {}", field, t.label(n),
-                                 node.num_ports, ref.port())};
-      }
-      return PortRef{n, static_cast<PortNum>(ref.port())};
-    }
-    auto p = view->default_port(n);
-    if (!p) {
-      return Error{Errc::kUnreachable,
-                   fmt::format("{}: {} has no cabled port that is up", field, t.label(n))};
-    }
-    return PortRef{n, *p};
-  };
-
-  auto src = pick_port(req->source(), "source");
+  auto src = pick_port(*view, req->source(), "source");
   if (!src.ok()) return reply(ctx, to_status(src.error()));
-  auto dst = pick_port(req->destination(), "destination");
+  auto dst = pick_port(*view, req->destination(), "destination");
   if (!dst.ok()) return reply(ctx, to_status(dst.error()));
-  const Lid dlid = req->destination().ref_case() == v1::NodeRef::kLid
-                       ? Lid{req->destination().lid()}
-                       : view->port_lid(dst->node, dst->port);
+  const Lid dlid = destination_lid(*view, req->destination(), *dst);
   if (!dlid.valid()) {
     return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
                              fmt::format("destination: {} port {} has no LID", t.label(dst->node),
@@ -368,6 +382,66 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
   resp->set_destination_lid(dlid.value);
   resp->set_complete(trace->complete());
   if (!trace->complete()) resp->set_message(trace->status.error().message);
+  resp->set_generation(view->state().generation);
+  return reply(ctx, Status::OK);
+}
+
+grpc::ServerUnaryReactor* SubnetManagerService::GetPathRecord(grpc::CallbackServerContext* ctx,
+                                                              const v1::GetPathRecordRequest* req,
+                                                              v1::GetPathRecordResponse* resp) {
+  const state::SaInfo* sa = core_.deps().sa;
+  if (sa == nullptr) {
+    return reply(ctx, Status(StatusCode::UNAVAILABLE, "subnetd runs no Subnet Administration"));
+  }
+  if (!req->has_source()) return reply(ctx, invalid("source: required"));
+  if (!req->has_destination()) return reply(ctx, invalid("destination: required"));
+  auto view = core_.view();
+  if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
+  if (!view->has_routes()) return reply(ctx, no_routes());
+  const routing::Topology& t = view->topo();
+  auto src = pick_port(*view, req->source(), "source");
+  if (!src.ok()) return reply(ctx, to_status(src.error()));
+  auto dst = pick_port(*view, req->destination(), "destination");
+  if (!dst.ok()) return reply(ctx, to_status(dst.error()));
+  if (!view->port_lid(src->node, src->port).valid()) {
+    return reply(
+        ctx, Status(StatusCode::FAILED_PRECONDITION,
+                    fmt::format("source: {} port {} has no LID", t.label(src->node), src->port)));
+  }
+  const Lid dlid = destination_lid(*view, req->destination(), *dst);
+  if (!dlid.valid()) {
+    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
+                             fmt::format("destination: {} port {} has no LID", t.label(dst->node),
+                                         dst->port)));
+  }
+  auto path = state::path_properties(view->state(), *src, *dst, dlid);
+  if (!path.ok()) {
+    // The tables do not deliver the pair: a fact about the fabric, not a
+    // malformed question.
+    const bool lost = path.error().code == Errc::kUnreachable ||
+                      path.error().code == Errc::kForwardingLoop ||
+                      path.error().code == Errc::kOutOfRange;
+    if (!lost) return reply(ctx, to_status(path.error()));
+    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
+                             fmt::format("no path from {} to LID {}: {}", t.label(src->node),
+                                         dlid.value, path.error().message)));
+  }
+  v1::PathRecord* r = resp->mutable_path();
+  r->set_subnet_prefix(sa->subnet_prefix());
+  r->set_source_guid(t.port(src->node, src->port).guid.value);
+  r->set_destination_guid(t.port(dst->node, dst->port).guid.value);
+  r->set_slid(path->slid.value);
+  r->set_dlid(path->dlid.value);
+  r->set_sl(path->sl);
+  r->set_pkey(path->pkey);
+  r->set_mtu(128U << path->mtu);
+  r->set_rate_code(path->rate);
+  r->set_rate_gbps(path->gbps10 / 10.0);
+  r->set_packet_life_time(sa->packet_life_time());
+  r->set_reversible(true);
+  r->set_switch_hops(path->switch_hops);
+  r->set_source_name(t.node(src->node).description);
+  r->set_destination_name(t.node(dst->node).description);
   resp->set_generation(view->state().generation);
   return reply(ctx, Status::OK);
 }

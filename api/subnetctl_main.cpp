@@ -1,6 +1,6 @@
 // subnetctl: subnetd's command-line client (gRPC subnet.v1).
 //
-//   subnetctl status | nodes | node X | links | lft SWITCH | trace SRC DST
+//   subnetctl status | nodes | node X | links | lft SWITCH | trace SRC DST | path SRC DST
 //   subnetctl events [--follow] [--from ID] | sweep [--light] | verify [--read-back]
 //   subnetctl port disable|enable NODE PORT
 //   subnetctl sim link-down|link-up NODE PORT | sim switch-down|switch-up NODE | sim stats
@@ -213,6 +213,12 @@ Outcome cmd_status(Client& c) {
   const std::string verdict = v1::Verdict_Name(r.verdict()).substr(8);
   t.add({"Verification",
          r.verdict_message().empty() ? verdict : verdict + ": " + r.verdict_message()});
+  if (r.has_sa()) {
+    const auto& sa = r.sa();
+    t.add({"SA",
+           fmt::format("{} requests ({} errors), {} records; {} malformed, {} ignored",
+                       sa.requests(), sa.errors(), sa.records(), sa.malformed(), sa.ignored())});
+  }
   t.add({"Events", fmt::format("last id {}", r.last_event_id())});
   // Two columns without a header line.
   const std::string text = t.render();
@@ -436,6 +442,43 @@ Outcome cmd_trace(Client& c, const std::string& src, const std::string& dst) {
     return Failure{cli::kExitRpcError,
                    fmt::format("trace to LID {} stopped: {}", r.destination_lid(), r.message())};
   }
+  return std::nullopt;
+}
+
+// "fe80::2c9:0:0:1a" style GID of a subnet prefix and a port GUID.
+std::string format_gid(std::uint64_t prefix, std::uint64_t guid) {
+  return fmt::format("{:04x}:{:04x}:{:04x}:{:04x}:{:04x}:{:04x}:{:04x}:{:04x}", prefix >> 48,
+                     (prefix >> 32) & 0xFFFF, (prefix >> 16) & 0xFFFF, prefix & 0xFFFF, guid >> 48,
+                     (guid >> 32) & 0xFFFF, (guid >> 16) & 0xFFFF, guid & 0xFFFF);
+}
+
+Outcome cmd_path(Client& c, const std::string& src, const std::string& dst) {
+  v1::GetPathRecordRequest req;
+  if (auto f = node_ref(src, req.mutable_source())) return f;
+  if (auto f = node_ref(dst, req.mutable_destination())) return f;
+  v1::GetPathRecordResponse r;
+  auto ctx = c.ctx();
+  if (auto s = c.sm().GetPathRecord(ctx.get(), req, &r); !s.ok()) return c.fail(s);
+  if (c.opts().json) {
+    print_json(r);
+    return std::nullopt;
+  }
+  const v1::PathRecord& p = r.path();
+  // The picture of saquery -p: what a client's PathRecord query gets.
+  cli::Table t({"", ""});
+  t.add({"Source", fmt::format("\"{}\" LID {} GID {}", p.source_name(), p.slid(),
+                               format_gid(p.subnet_prefix(), p.source_guid()))});
+  t.add({"Destination", fmt::format("\"{}\" LID {} GID {}", p.destination_name(), p.dlid(),
+                                    format_gid(p.subnet_prefix(), p.destination_guid()))});
+  t.add({"SL / P_Key", fmt::format("{} / {:#06x}", p.sl(), p.pkey())});
+  t.add({"MTU", fmt::format("{}", p.mtu())});
+  t.add({"Rate", fmt::format("{} Gb/s (code {})", p.rate_gbps(), p.rate_code())});
+  t.add({"PacketLifeTime",
+         fmt::format("{} (4.096 us x 2^{})", p.packet_life_time(), p.packet_life_time())});
+  t.add({"Switch hops", fmt::format("{}", p.switch_hops())});
+  t.add({"Reversible", p.reversible() ? "yes" : "no"});
+  const std::string text = t.render();
+  std::fputs(text.substr(text.find('\n') + 1).c_str(), stdout);
   return std::nullopt;
 }
 
@@ -677,6 +720,12 @@ int main(int argc, char** argv) {
   trace->add_option("SRC", src, "source: GUID, LID or name")->required();
   trace->add_option("DST", dst, "destination: GUID, LID or name")->required();
   trace->callback(run([&] { return cmd_trace(client, src, dst); }));
+
+  std::string path_src, path_dst;
+  auto* path = app.add_subcommand("path", "the PathRecord the SA answers for two ports");
+  path->add_option("SRC", path_src, "source: GUID, LID or name")->required();
+  path->add_option("DST", path_dst, "destination: GUID, LID or name")->required();
+  path->callback(run([&] { return cmd_path(client, path_src, path_dst); }));
 
   bool follow = false;
   std::int64_t from = 0, last = 20;

@@ -358,6 +358,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   deps.sm = &sm;
   deps.sim = sm.sim_control();
   deps.events = &events;
+  deps.sa = &sa_agent;  // gRPC's GetPathRecord answers what the SA answers
   deps.version = SUBNETD_VERSION;
   deps.started_at = std::chrono::system_clock::now();
   api::ListenOptions listen;

@@ -97,6 +97,19 @@ def main():
     tr = ctl.json("trace", src, f"lid:{ca_nodes[-1]['lid']}")
     check(tr.get("complete") is True, "trace --json complete")
 
+    # path: the PathRecord the SA answers for the same pair.
+    out = ctl.ok("path", src, dst)
+    print(out)
+    check(out.splitlines()[0].split()[0] == "Source" and src in out, "path: Source line")
+    pr = ctl.json("path", src, dst).get("path", {})
+    check(pr.get("slid") == ca_nodes[0]["lid"] and pr.get("dlid") == ca_nodes[-1]["lid"],
+          f"path --json LIDs: {pr}")
+    check(pr.get("mtu") in (256, 512, 1024, 2048, 4096) and pr.get("pkey") == 0xFFFF,
+          f"path --json MTU and P_Key: {pr}")
+    check(pr.get("switch_hops") == len(tr.get("hops", [])) - 2,
+          "path: switch hops agree with the trace")
+    check("sa" in ctl.json("status"), "status --json carries the SA counters")
+
     # verify, events, sweep.
     check(ctl.ok("verify").startswith("OK:"), "verify says OK")
     # verify --read-back: the switches' tables compared with the published

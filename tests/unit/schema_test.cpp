@@ -58,6 +58,7 @@ TEST(Schema, SubnetManagerHasTheIssueMethods) {
                                    {"ListLinks", false},
                                    {"GetForwardingTable", true},
                                    {"TracePath", false},
+                                   {"GetPathRecord", false},
                                    {"WatchEvents", true},
                                    {"TriggerSweep", false},
                                    {"VerifyRouting", false},
