@@ -3,6 +3,7 @@
 #include "state/path_record.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "routing/path_trace.hpp"
 
@@ -173,83 +174,144 @@ PathIndex::PathIndex(std::shared_ptr<const routing::Topology> topo) : topo_(std:
 
 std::optional<PathProperties> PathIndex::walk(const FabricState& st, PortRef source,
                                               PortRef destination, Lid dlid) const {
+  const PathQuery q{source, destination, dlid};
+  std::optional<PathProperties> out;
+  walk_many(st, std::span(&q, 1), std::span(&out, 1));
+  return out;
+}
+
+void PathIndex::walk_many(const FabricState& st, std::span<const PathQuery> queries,
+                          std::span<std::optional<PathProperties>> out) const {
   const routing::Topology& t = *topo_;
   const routing::LidMap& lids = *st.lids;
   const std::vector<routing::Lft>& lfts = st.routes->lfts;
-  const PortRef owner = lids.owner_of(dlid);
-  if (!packed_) {
-    auto general = path_properties(st, source, destination, dlid);
-    return general.ok() ? std::optional<PathProperties>(*general) : std::nullopt;
-  }
-  if (!owner.node.valid() || source.node.value >= t.num_nodes() || lfts.size() != first_.size()) {
-    return std::nullopt;
-  }
-  PathProperties p;
-  p.source = source;
-  p.destination = destination;
-  p.slid = lids.base_lid(t, source.node, source.port);
-  p.dlid = dlid;
-  std::uint8_t mtu = 0;
-  std::uint16_t speed = 0;
-  const auto cross = [&](std::uint8_t link_mtu, std::uint16_t link_gbps10) {
-    if (link_mtu != 0) mtu = mtu == 0 ? link_mtu : std::min(mtu, link_mtu);
-    speed = speed == 0 ? link_gbps10 : std::min(speed, link_gbps10);
+  const auto general = [&](const PathQuery& q) {
+    auto r = path_properties(st, q.source, q.destination, q.dlid);
+    return r.ok() ? std::optional<PathProperties>(*r) : std::nullopt;
   };
-  std::uint32_t sw = 0;
-  const routing::Node& src = t.node(source.node);
-  if (src.type == routing::NodeType::kSwitch) {
-    if (source.port != 0) return std::nullopt;
-    sw = src.switch_index.value;
-  } else if (owner == source) {  // a CA port's path to itself: no cable crossed
-  } else {
-    if (source.port == 0 || source.port > src.num_ports) return std::nullopt;
-    const routing::Port& out = t.port(source.node, source.port);
-    if (!out.connected() || out.state == routing::PortState::kDown) return std::nullopt;
-    const routing::Node& far = t.node(out.remote_node);
-    // A CA cabled to a CA: the general trace handles it.
-    if (far.type != routing::NodeType::kSwitch) {
-      auto general = path_properties(st, source, destination, dlid);
-      return general.ok() ? std::optional<PathProperties>(*general) : std::nullopt;
+  // A walk in flight. Its PathProperties is out[job]; mtu and speed are the
+  // least seen so far (0 = none yet).
+  struct Lane {
+    std::size_t job;
+    std::uint32_t sw;
+    PortRef owner;
+    std::uint8_t mtu;
+    std::uint16_t speed;
+  };
+  const auto cross = [](Lane& l, std::uint8_t link_mtu, std::uint16_t link_gbps10) {
+    if (link_mtu != 0) l.mtu = l.mtu == 0 ? link_mtu : std::min(l.mtu, link_mtu);
+    l.speed = l.speed == 0 ? link_gbps10 : std::min(l.speed, link_gbps10);
+  };
+  const auto finish = [&](const Lane& l) {
+    PathProperties& p = *out[l.job];
+    p.mtu = l.mtu == 0 ? kMtu2048 : l.mtu;
+    const std::uint16_t speed =
+        l.speed != 0 ? l.speed : link_gbps10(t.port(p.source.node, p.source.port));
+    p.rate = rate_code(speed);
+    p.gbps10 = gbps10_of(p.rate);
+  };
+  // The walk's first step, up to the first switch: nullopt when the walk
+  // ended there (out[job] holds its answer), else the lane to continue.
+  const auto start = [&](std::size_t job) -> std::optional<Lane> {
+    const PathQuery& q = queries[job];
+    out[job].reset();
+    const PortRef owner = lids.owner_of(q.dlid);
+    if (!packed_) {
+      out[job] = general(q);
+      return std::nullopt;
     }
-    const routing::Port& in = t.port(out.remote_node, out.remote_port);
-    std::uint8_t link_mtu = 0;
-    for (const routing::Port* end : {&out, &in}) {
-      if (end->mtu_cap != 0)
-        link_mtu = link_mtu == 0 ? end->mtu_cap : std::min(link_mtu, end->mtu_cap);
+    if (!owner.node.valid() || q.source.node.value >= t.num_nodes() ||
+        lfts.size() != first_.size()) {
+      return std::nullopt;
     }
-    cross(link_mtu, std::min(link_gbps10(out), link_gbps10(in)));
-    sw = far.switch_index.value;
-  }
-  if (src.type == routing::NodeType::kSwitch || !(owner == source)) {
-    // As trace_path: at most 64 switches (a forwarding loop reaches the
-    // bound too); port 0 delivers at a switch that owns the LID; a CA or
-    // router port delivers when it is the owner.
-    for (;;) {
-      if (p.switch_hops == 64) return std::nullopt;
-      ++p.switch_hops;
-      const std::uint8_t out = lfts[sw].get(dlid);
-      if (out == 0) {
-        if (!(owner == PortRef{t.switch_node(SwitchIndex{sw}), 0})) return std::nullopt;
-        break;
+    Lane l{job, 0, owner, 0, 0};
+    const routing::Node& src = t.node(q.source.node);
+    if (src.type == routing::NodeType::kSwitch) {
+      if (q.source.port != 0) return std::nullopt;
+      l.sw = src.switch_index.value;
+    } else {
+      if (q.source.port == 0 || q.source.port > src.num_ports) return std::nullopt;
+      if (owner == q.source) {  // a CA port's path to itself: no cable crossed
+        out[job] = PathProperties{q.source, q.destination,
+                                  lids.base_lid(t, q.source.node, q.source.port), q.dlid};
+        finish(l);
+        return std::nullopt;
       }
-      if (out > ports_[sw]) return std::nullopt;  // the drop port (255) included
-      const std::uint32_t at = first_[sw] + out - 1;
-      const std::uint32_t link = links_[at];
-      const std::uint32_t next = next_of(link);
-      if (next == kDead) return std::nullopt;
-      cross(mtu_of(link), gbps10_of_link(link));
-      if (next == kEndport) {
-        if (t.port_index(owner.node, owner.port) != far_port_[at]) return std::nullopt;
-        break;
+      const routing::Port& o = t.port(q.source.node, q.source.port);
+      if (!o.connected() || o.state == routing::PortState::kDown) return std::nullopt;
+      const routing::Node& far = t.node(o.remote_node);
+      if (far.type != routing::NodeType::kSwitch) {  // a CA cabled to a CA
+        out[job] = general(q);
+        return std::nullopt;
       }
-      sw = next;
+      const routing::Port& in = t.port(o.remote_node, o.remote_port);
+      std::uint8_t link_mtu = 0;
+      for (const routing::Port* end : {&o, &in}) {
+        if (end->mtu_cap != 0) {
+          link_mtu = link_mtu == 0 ? end->mtu_cap : std::min(link_mtu, end->mtu_cap);
+        }
+      }
+      cross(l, link_mtu, std::min(link_gbps10(o), link_gbps10(in)));
+      l.sw = far.switch_index.value;
+    }
+    out[job] = PathProperties{q.source, q.destination,
+                              lids.base_lid(t, q.source.node, q.source.port), q.dlid};
+    return l;
+  };
+  // One switch of a walk, as trace_path: at most 64 switches (a forwarding
+  // loop reaches the bound too); port 0 delivers at a switch that owns the
+  // LID; a CA or router port delivers when it is the owner. True when the
+  // walk has ended (out[job] reset when it found no path).
+  const auto step = [&](Lane& l) {
+    PathProperties& p = *out[l.job];
+    const Lid dlid = queries[l.job].dlid;
+    const auto fail = [&] {
+      out[l.job].reset();
+      return true;
+    };
+    if (p.switch_hops == 64) return fail();
+    ++p.switch_hops;
+    const std::uint8_t port = lfts[l.sw].get(dlid);
+    if (port == 0) {
+      if (!(l.owner == PortRef{t.switch_node(SwitchIndex{l.sw}), 0})) return fail();
+      finish(l);
+      return true;
+    }
+    if (port > ports_[l.sw]) return fail();  // the drop port (255) included
+    const std::uint32_t at = first_[l.sw] + port - 1;
+    const std::uint32_t link = links_[at];
+    const std::uint32_t next = next_of(link);
+    if (next == kDead) return fail();
+    cross(l, mtu_of(link), gbps10_of_link(link));
+    if (next == kEndport) {
+      if (t.port_index(l.owner.node, l.owner.port) != far_port_[at]) return fail();
+      finish(l);
+      return true;
+    }
+    l.sw = next;
+    return false;
+  };
+
+  // Up to kLanes walks advance together, one switch each per round, and
+  // every round first asks for all their LFT entries: the reads (one cache
+  // miss each in a large fabric's tables) overlap instead of queueing.
+  constexpr std::size_t kLanes = 16;
+  std::array<Lane, kLanes> lanes{};
+  std::size_t active = 0, next_job = 0;
+  for (;;) {
+    while (active < kLanes && next_job < queries.size()) {
+      if (auto l = start(next_job++)) lanes[active++] = *l;
+    }
+    if (active == 0) return;
+    for (std::size_t i = 0; i < active; ++i) {
+      const routing::Lft& lft = lfts[lanes[i].sw];
+      const std::uint32_t dlid = queries[lanes[i].job].dlid.value;
+      if (dlid < lft.size()) __builtin_prefetch(lft.data() + dlid);
+    }
+    for (std::size_t i = active; i-- > 0;) {
+      if (step(lanes[i])) lanes[i] = lanes[--active];
     }
   }
-  p.mtu = mtu == 0 ? kMtu2048 : mtu;
-  if (speed == 0) speed = link_gbps10(t.port(source.node, source.port));
-  p.rate = rate_code(speed);
-  p.gbps10 = gbps10_of(p.rate);
-  return p;
 }
 
 std::shared_ptr<const PathIndex> PathIndexCache::get(const FabricState& st) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "routing/ids.hpp"
@@ -83,6 +84,16 @@ class PathIndex {
   // built from.
   std::optional<PathProperties> walk(const FabricState& st, PortRef source, PortRef destination,
                                      Lid dlid) const;
+  // Many walks at once (out[i] answers queries[i]): the same answers, with
+  // the LFT reads of up to 16 walks in flight together, which is what a
+  // burst of PathRecord queries needs on tables far larger than the cache.
+  struct PathQuery {
+    PortRef source;
+    PortRef destination;
+    Lid dlid;
+  };
+  void walk_many(const FabricState& st, std::span<const PathQuery> queries,
+                 std::span<std::optional<PathProperties>> out) const;
 
  private:
   // One switch port in 4 bytes (the table stays in cache: 2.6 MB at

@@ -152,6 +152,40 @@ TEST(PathIndex, AgreesWithTheTraceOnBrokenTablesAndMixedLinks) {
   EXPECT_GT(paths, n);
 }
 
+TEST(PathIndex, ManyWalksAtOnceAnswerAsOneByOne) {
+  // Lanes start and end at different times: short and long walks, paths
+  // and none, mixed in one batch.
+  Fabric f = make("fat-tree:levels=3,k=6", 1);
+  const auto ends = endports(f);
+  f.routes->lfts[3].set(f.lids->base_lid(*f.topo, ends[7].node, ends[7].port), routing::kDropPort);
+  const FabricState st = f.state();
+  const PathIndex index(f.topo);
+  std::vector<PathIndex::PathQuery> qs;
+  for (const PortRef src : ends) {
+    for (const PortRef dst : ends) {
+      qs.push_back({src, dst, f.lids->base_lid(*f.topo, dst.node, dst.port)});
+    }
+  }
+  std::vector<std::optional<PathProperties>> many(qs.size());
+  index.walk_many(st, qs, many);
+  std::size_t none = 0;
+  for (std::size_t i = 0; i < qs.size(); ++i) {
+    const auto one = index.walk(st, qs[i].source, qs[i].destination, qs[i].dlid);
+    ASSERT_EQ(one.has_value(), many[i].has_value()) << i;
+    if (!one) {
+      ++none;
+      continue;
+    }
+    EXPECT_EQ(one->slid, many[i]->slid);
+    EXPECT_EQ(one->dlid, many[i]->dlid);
+    EXPECT_EQ(one->mtu, many[i]->mtu);
+    EXPECT_EQ(one->rate, many[i]->rate);
+    EXPECT_EQ(one->switch_hops, many[i]->switch_hops) << i;
+  }
+  EXPECT_GT(none, 0u);
+  EXPECT_LT(none, qs.size() / 10);
+}
+
 TEST(PathIndexCache, RebuildsOnlyWhenTheTopologyChanges) {
   const Fabric f = make("fat-tree:levels=2,radix=4", 0);
   PathIndexCache cache;
