@@ -277,8 +277,11 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   sa::SaAgent sa_agent;
   if (auto served = bundle->transport->serve_gmp_class(
           discovery::mad::sa::kMgmtClass,
-          [&sa_agent, &publisher](std::span<const std::uint8_t> request, std::uint32_t slid) {
-            return sa_agent.answer(request, Lid{slid}, *publisher.current());
+          [&sa_agent, &publisher](std::span<const discovery::GmpRequest> requests) {
+            std::vector<sa::SaAgent::SaRequest> reqs;
+            reqs.reserve(requests.size());
+            for (const auto& r : requests) reqs.push_back({r.bytes, Lid{r.slid}});
+            return sa_agent.answer_many(reqs, *publisher.current());
           });
       served.ok()) {
     spdlog::info("SA: serving Subnet Administration queries on {}", bundle->transport->name());

@@ -38,12 +38,18 @@ struct Mad {
 };
 
 // A server for one GMP management class on QP1 (the SA, class 0x03): given
-// a request's 256 bytes and the LID it came from, the MADs of the answer
-// (one, or the RMPP segments of a multi-packet answer; none to drop it).
-// Called on whatever thread the backend receives on: it must be thread-safe
-// and must not block.
-using GmpServer = std::function<std::vector<std::array<std::uint8_t, kMadSize>>(
-    std::span<const std::uint8_t> request, std::uint32_t slid)>;
+// requests (each one's 256 bytes and the LID it came from), the MADs of
+// each answer (answers[i] for requests[i]: one MAD, or the RMPP segments of
+// a multi-packet answer; none to drop it). A backend hands over what has
+// queued up since the last call, in arrival order, so that a server can
+// work on a burst together. Called on whatever thread the backend serves
+// GMPs on: it must be thread-safe and must not block.
+struct GmpRequest {
+  std::span<const std::uint8_t> bytes;
+  std::uint32_t slid = 0;
+};
+using GmpAnswer = std::vector<std::array<std::uint8_t, kMadSize>>;
+using GmpServer = std::function<std::vector<GmpAnswer>(std::span<const GmpRequest> requests)>;
 
 // The SM's own attachment point.
 struct LocalPort {

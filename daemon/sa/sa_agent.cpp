@@ -57,11 +57,26 @@ bool selected(std::uint32_t offered, unsigned selector, std::uint32_t wanted) {
   }
 }
 
+class Answer;
+
+// The walks of a batch of requests, run together (PathIndex::walk_many):
+// queries[i] belongs to owners[i].
+struct PathBatch {
+  std::vector<state::PathIndex::PathQuery> queries;
+  std::vector<Answer*> owners;
+  void add(Answer* a, const state::PathIndex::PathQuery& q) {
+    owners.push_back(a);
+    queries.push_back(q);
+  }
+};
+
 class Answer {
  public:
+  // `batch`: where path_records() leaves its walks for the caller to run
+  // together (then emit_path() for each); null to walk at once.
   Answer(const mad::SaMad& req, Lid requester, const state::FabricState& st,
-         const SaAgentOptions& opts, state::PathIndexCache& paths)
-      : req_(req), requester_(requester), st_(st), opts_(opts), paths_(paths) {}
+         const SaAgentOptions& opts, state::PathIndexCache& paths, PathBatch* batch)
+      : req_(req), requester_(requester), st_(st), opts_(opts), paths_(paths), batch_(batch) {}
 
   // Status and the records (back to back, `stride` bytes each).
   std::uint16_t status = mad::status::kOk;
@@ -116,8 +131,13 @@ class Answer {
         path_records();
         break;
     }
+  }
+
+  // After run() and, for PathRecords in a batch, every emit_path(): a Get
+  // answers exactly one record.
+  void finish() {
     if (status != mad::status::kOk) return;
-    if (method == Method::kGet && count != 1) {
+    if (req_.method == static_cast<std::uint8_t>(Method::kGet) && count != 1) {
       status = count == 0 ? mad::status::kNoRecords : mad::status::kTooManyRecords;
     }
   }
@@ -340,54 +360,90 @@ class Answer {
         state::gbps10_of(static_cast<std::uint8_t>(has(kPrRate) ? field(kPrRate) : 0));
     const auto want_plt = static_cast<std::uint32_t>(has(kPrPlt) ? field(kPrPlt) : 0);
 
-    const std::shared_ptr<const state::PathIndex> index = paths_.get(st_);
-    for (const auto& [dst, dlid] : dsts) {
-      auto path = index->walk(st_, *src, dst, dlid);
-      if (!path) continue;
-      // The SA speaks IBA's 16-bit LIDs: a path to or from an extended LID
-      // (subnetd's simulator-only addressing) has no PathRecord.
-      if (slid.value > 0xFFFF || dlid.value > 0xFFFF) continue;
-      if (mtu_sel >= 0 && !selected(path->mtu, static_cast<unsigned>(mtu_sel), want_mtu)) continue;
-      if (rate_sel >= 0 && !selected(path->gbps10, static_cast<unsigned>(rate_sel), want_rate))
-        continue;
-      if (plt_sel >= 0 &&
-          !selected(opts_.packet_life_time, static_cast<unsigned>(plt_sel), want_plt))
-        continue;
-      std::span<std::uint8_t> r = fresh();
-      // Echo what the query fixed that a path does not decide.
-      for (const unsigned keep : {kPrServiceIdMsb, kPrServiceIdLsb}) {
-        mad::set_field(r, pr(keep), field(keep));
-      }
-      set_gid(r, pr(kPrSgid), t.port(src->node, src->port).guid.value);
-      set_gid(r, pr(kPrDgid), t.port(dst.node, dst.port).guid.value);
-      mad::set_field(r, pr(kPrSlid), slid.value);
-      mad::set_field(r, pr(kPrDlid), dlid.value);
-      mad::set_field(r, pr(kPrReversible), 1);
-      // NumbPath is a question (how many paths at most), not part of the
-      // answer: OpenSM answers 0 there too.
-      mad::set_field(r, pr(kPrPKey), has(kPrPKey) ? field(kPrPKey) : path->pkey);
-      mad::set_field(r, pr(kPrSl), path->sl);
-      mad::set_field(r, pr(kPrMtuSelector), kSelExactly);
-      mad::set_field(r, pr(kPrMtu), path->mtu);
-      mad::set_field(r, pr(kPrRateSelector), kSelExactly);
-      mad::set_field(r, pr(kPrRate), path->rate);
-      mad::set_field(r, pr(kPrPltSelector), kSelExactly);
-      mad::set_field(r, pr(kPrPlt), opts_.packet_life_time);
-      // The selectors and their values were matched above; the generic
-      // compare must not ask the record to repeat the query's selector.
-      const std::uint64_t judged =
-          (1ULL << kPrMtuSelector) | (1ULL << kPrMtu) | (1ULL << kPrRateSelector) |
-          (1ULL << kPrRate) | (1ULL << kPrPltSelector) | (1ULL << kPrPlt) | (1ULL << kPrSgid) |
-          (1ULL << kPrDgid) | (1ULL << kPrPKey) | (1ULL << kPrReversible) | (1ULL << kPrNumbPath);
-      offer(req_.comp_mask & ~judged);
+    ask_.src = *src;
+    ask_.slid = slid;
+    ask_.mtu_sel = mtu_sel;
+    ask_.rate_sel = rate_sel;
+    ask_.plt_sel = plt_sel;
+    ask_.want_mtu = want_mtu;
+    ask_.want_rate = want_rate;
+    ask_.want_plt = want_plt;
+    if (batch_ != nullptr) {
+      for (const auto& [dst, dlid] : dsts) batch_->add(this, {*src, dst, dlid});
+      return;
     }
+    const std::shared_ptr<const state::PathIndex> index = paths_.get(st_);
+    for (const auto& [dst, dlid] : dsts) emit_path(index->walk(st_, *src, dst, dlid));
   }
+
+  // One walk's outcome: a record when there is a path that the query's
+  // selectors accept.
+ public:
+  void emit_path(const std::optional<state::PathProperties>& path) {
+    if (!path) return;
+    const routing::Topology& t = *st_.topology;
+    const std::uint64_t mask = req_.comp_mask;
+    auto has = [&](unsigned bit) { return ((mask >> bit) & 1U) != 0; };
+    auto field = [&](unsigned bit) { return mad::get_field(query_, pr(bit)); };
+    const PortRef src = ask_.src, dst = path->destination;
+    const Lid slid = ask_.slid, dlid = path->dlid;
+    // The SA speaks IBA's 16-bit LIDs: a path to or from an extended LID
+    // (subnetd's simulator-only addressing) has no PathRecord.
+    if (slid.value > 0xFFFF || dlid.value > 0xFFFF) return;
+    if (ask_.mtu_sel >= 0 &&
+        !selected(path->mtu, static_cast<unsigned>(ask_.mtu_sel), ask_.want_mtu))
+      return;
+    if (ask_.rate_sel >= 0 &&
+        !selected(path->gbps10, static_cast<unsigned>(ask_.rate_sel), ask_.want_rate))
+      return;
+    if (ask_.plt_sel >= 0 &&
+        !selected(opts_.packet_life_time, static_cast<unsigned>(ask_.plt_sel), ask_.want_plt))
+      return;
+    std::span<std::uint8_t> r = fresh();
+    // Echo what the query fixed that a path does not decide.
+    for (const unsigned keep : {kPrServiceIdMsb, kPrServiceIdLsb}) {
+      mad::set_field(r, pr(keep), field(keep));
+    }
+    set_gid(r, pr(kPrSgid), t.port(src.node, src.port).guid.value);
+    set_gid(r, pr(kPrDgid), t.port(dst.node, dst.port).guid.value);
+    mad::set_field(r, pr(kPrSlid), slid.value);
+    mad::set_field(r, pr(kPrDlid), dlid.value);
+    mad::set_field(r, pr(kPrReversible), 1);
+    // NumbPath is a question (how many paths at most), not part of the
+    // answer: OpenSM answers 0 there too.
+    mad::set_field(r, pr(kPrPKey), has(kPrPKey) ? field(kPrPKey) : path->pkey);
+    mad::set_field(r, pr(kPrSl), path->sl);
+    mad::set_field(r, pr(kPrMtuSelector), kSelExactly);
+    mad::set_field(r, pr(kPrMtu), path->mtu);
+    mad::set_field(r, pr(kPrRateSelector), kSelExactly);
+    mad::set_field(r, pr(kPrRate), path->rate);
+    mad::set_field(r, pr(kPrPltSelector), kSelExactly);
+    mad::set_field(r, pr(kPrPlt), opts_.packet_life_time);
+    // The selectors and their values were matched above; the generic
+    // compare must not ask the record to repeat the query's selector.
+    const std::uint64_t judged =
+        (1ULL << kPrMtuSelector) | (1ULL << kPrMtu) | (1ULL << kPrRateSelector) |
+        (1ULL << kPrRate) | (1ULL << kPrPltSelector) | (1ULL << kPrPlt) | (1ULL << kPrSgid) |
+        (1ULL << kPrDgid) | (1ULL << kPrPKey) | (1ULL << kPrReversible) | (1ULL << kPrNumbPath);
+    offer(req_.comp_mask & ~judged);
+  }
+
+ private:
+  // What a PathRecord query asks, between path_records() and emit_path().
+  struct PathAsk {
+    PortRef src;
+    Lid slid;
+    int mtu_sel = -1, rate_sel = -1, plt_sel = -1;
+    std::uint32_t want_mtu = 0, want_rate = 0, want_plt = 0;
+  };
+  PathAsk ask_;
 
   const mad::SaMad& req_;
   Lid requester_;
   const state::FabricState& st_;
   const SaAgentOptions& opts_;
   state::PathIndexCache& paths_;
+  PathBatch* batch_;
   const RecordLayout* layout_ = nullptr;
   std::size_t stride_ = 0;
   std::span<const std::uint8_t> query_;
@@ -400,37 +456,66 @@ SaAgent::SaAgent(SaAgentOptions opts) : opts_(opts) {}
 
 std::vector<MadBytes> SaAgent::answer(std::span<const std::uint8_t> request, Lid requester_lid,
                                       const state::FabricState& state) {
-  auto decoded = mad::decode_sa(request);
-  if (!decoded.ok()) {
-    malformed_.fetch_add(1, std::memory_order_relaxed);
-    return {};
+  const SaRequest one{request, requester_lid};
+  return std::move(answer_many(std::span(&one, 1), state).front());
+}
+
+std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaRequest> requests,
+                                                        const state::FabricState& state) {
+  std::vector<std::vector<MadBytes>> out(requests.size());
+  std::vector<mad::SaMad> decoded(requests.size());
+  // Not moved once built: the batch points at them.
+  std::vector<std::optional<Answer>> answers(requests.size());
+  PathBatch batch;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto d = mad::decode_sa(requests[i].bytes);
+    if (!d.ok()) {
+      malformed_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    decoded[i] = *d;
+    const mad::SaMad& req = decoded[i];
+    if (req.is_response() || req.method == static_cast<std::uint8_t>(Method::kReport)) {
+      // Responses, and Reports (the SA sends those; it does not take them).
+      ignored_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    answers[i].emplace(req, requests[i].requester, state, opts_, paths_, &batch);
+    answers[i]->run();
   }
-  const mad::SaMad& req = *decoded;
-  if (req.is_response() || req.method == static_cast<std::uint8_t>(Method::kReport)) {
-    // Responses, and Reports (the SA sends those; it does not take them).
-    ignored_.fetch_add(1, std::memory_order_relaxed);
-    return {};
+  if (!batch.queries.empty()) {
+    const std::shared_ptr<const state::PathIndex> index = paths_.get(state);
+    std::vector<std::optional<state::PathProperties>> paths(batch.queries.size());
+    index->walk_many(state, batch.queries, paths);
+    for (std::size_t k = 0; k < paths.size(); ++k) batch.owners[k]->emit_path(paths[k]);
   }
-  requests_.fetch_add(1, std::memory_order_relaxed);
-  Answer a(req, requester_lid, state, opts_, paths_);
-  a.run();
-  mad::SaMad resp = req;
-  resp.method = static_cast<std::uint8_t>(req.method | 0x80);
-  resp.status = a.status;
-  resp.rmpp = {};
-  resp.sm_key = 0;
-  resp.data.fill(0);
-  if (a.status != mad::status::kOk) {
-    errors_.fetch_add(1, std::memory_order_relaxed);
-    return {mad::encode_sa(resp)};
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (!answers[i]) continue;
+    Answer& a = *answers[i];
+    a.finish();
+    const mad::SaMad& req = decoded[i];
+    mad::SaMad resp = req;
+    resp.method = static_cast<std::uint8_t>(req.method | 0x80);
+    resp.status = a.status;
+    resp.rmpp = {};
+    resp.sm_key = 0;
+    resp.data.fill(0);
+    if (a.status != mad::status::kOk) {
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      out[i].push_back(mad::encode_sa(resp));
+      continue;
+    }
+    records_.fetch_add(a.count, std::memory_order_relaxed);
+    if (req.method == static_cast<std::uint8_t>(Method::kGetTable)) {
+      resp.attr_offset = a.attr_offset();
+      out[i] = mad::segment_table(resp, a.records);
+      continue;
+    }
+    std::memcpy(resp.data.data(), a.records.data(), std::min(a.records.size(), resp.data.size()));
+    out[i].push_back(mad::encode_sa(resp));
   }
-  records_.fetch_add(a.count, std::memory_order_relaxed);
-  if (req.method == static_cast<std::uint8_t>(Method::kGetTable)) {
-    resp.attr_offset = a.attr_offset();
-    return mad::segment_table(resp, a.records);
-  }
-  std::memcpy(resp.data.data(), a.records.data(), std::min(a.records.size(), resp.data.size()));
-  return {mad::encode_sa(resp)};
+  return out;
 }
 
 SaStats SaAgent::stats() const {

@@ -76,6 +76,17 @@ class SaAgent final : public state::SaInfo {
   std::vector<MadBytes> answer(std::span<const std::uint8_t> request, Lid requester_lid,
                                const state::FabricState& state);
 
+  // Many requests at once (answers[i] for requests[i]), as a transport
+  // drains its queue: the same answers, with the PathRecord walks of all
+  // of them run together (state::PathIndex::walk_many), so that a burst
+  // of queries (an MPI job starting) overlaps its reads of the tables.
+  struct SaRequest {
+    std::span<const std::uint8_t> bytes;
+    Lid requester;
+  };
+  std::vector<std::vector<MadBytes>> answer_many(std::span<const SaRequest> requests,
+                                                 const state::FabricState& state);
+
   SaStats stats() const;
 
   // state::SaInfo, for the API.

@@ -352,17 +352,38 @@ Result<void> UmadTransport::serve_gmp_class(std::uint8_t mgmt_class, GmpServer s
 }
 
 void UmadTransport::gmp_loop() {
+  // Everything queued is taken at once (up to kGmpBatch) and handed to its
+  // server in one call, in arrival order: a burst of SA queries is worked
+  // on together (the SA overlaps its table reads across them).
+  constexpr std::size_t kGmpBatch = 64;
+  std::vector<GmpJob> jobs;
+  std::vector<GmpRequest> requests;
   for (;;) {
-    GmpJob job;
+    jobs.clear();
     {
       std::unique_lock lock(gmp_mu_);
       gmp_cv_.wait(lock, [this] { return gmp_stop_ || !gmp_jobs_.empty(); });
       if (gmp_stop_) return;
-      job = std::move(gmp_jobs_.front());
-      gmp_jobs_.pop_front();
+      while (!gmp_jobs_.empty() && jobs.size() < kGmpBatch) {
+        jobs.push_back(std::move(gmp_jobs_.front()));
+        gmp_jobs_.pop_front();
+      }
     }
-    const auto slid = static_cast<std::uint32_t>(be16toh(job.from.lid));
-    send_gmp(job, (*job.server)(job.request, slid));
+    // One call per run of jobs for the same server.
+    for (std::size_t at = 0; at < jobs.size();) {
+      std::size_t end = at;
+      requests.clear();
+      while (end < jobs.size() && jobs[end].server == jobs[at].server) {
+        requests.push_back(
+            {jobs[end].request, static_cast<std::uint32_t>(be16toh(jobs[end].from.lid))});
+        ++end;
+      }
+      const std::vector<GmpAnswer> answers = (*jobs[at].server)(requests);
+      for (std::size_t i = at; i < end; ++i) {
+        if (i - at < answers.size()) send_gmp(jobs[i], answers[i - at]);
+      }
+      at = end;
+    }
   }
 }
 

@@ -42,7 +42,8 @@
 // own on QP1, registered with kernel RMPP. The receiver thread queues
 // their requests for a GMP thread of their own (a table of every record
 // at 128k endpoints takes tens of milliseconds, which would hold up the
-// SMP answers behind it), which calls the server given and sends the
+// SMP answers behind it), which hands the server what has queued up (up
+// to 64 requests at a time, in arrival order) and sends each
 // answer back to the requester's LID and QP with the GSI Q_Key. Past
 // `max_gmp_queued` waiting requests, new ones are dropped and counted
 // (clients retry). A multi-packet answer goes to the kernel

@@ -274,6 +274,51 @@ TEST_F(SaAgentTest, PathRecordByLidsFollowsTheTables) {
   EXPECT_EQ(status_of(ask(sl)), mad::status::kNoRecords);
 }
 
+TEST_F(SaAgentTest, ManyRequestsAtOnceAnswerAsOneByOne) {
+  // A burst as a transport drains it: PathRecord Gets (paths, a LID with
+  // no port), a PathRecord table, other records, a malformed MAD and a
+  // response, in one call; each answer equals the one-by-one answer.
+  std::vector<std::vector<std::uint8_t>> bytes;
+  std::vector<Lid> from;
+  for (std::size_t i = 0; i < ca_ports_.size(); ++i) {
+    auto q = request(Method::kGet, Attr::kPathRecord, (1u << 4) | (1u << 5));
+    set(q, "SLID", lid_of(ca_ports_[i]).value);
+    set(q, "DLID", lid_of(ca_ports_[(i * 7 + 3) % ca_ports_.size()]).value);
+    const auto e = mad::encode_sa(q);
+    bytes.emplace_back(e.begin(), e.end());
+    from.push_back(lid_of(ca_ports_[i]));
+  }
+  auto none = request(Method::kGet, Attr::kPathRecord, 1u << 4);
+  set(none, "DLID", 0xBFFF);
+  auto table = request(Method::kGetTable, Attr::kPathRecord);
+  auto nodes = request(Method::kGetTable, Attr::kNodeRecord);
+  auto resp = request(Method::kGetResp, Attr::kNodeRecord);
+  for (const auto& q : {none, table, nodes, resp}) {
+    const auto e = mad::encode_sa(q);
+    bytes.emplace_back(e.begin(), e.end());
+    from.push_back(lid_of(ca_ports_[1]));
+  }
+  bytes.emplace_back(10, 0);  // too short
+  from.push_back(Lid{1});
+
+  std::vector<SaAgent::SaRequest> reqs;
+  for (std::size_t i = 0; i < bytes.size(); ++i) reqs.push_back({bytes[i], from[i]});
+  SaAgent batch_agent;
+  const auto many = batch_agent.answer_many(reqs, state_);
+  ASSERT_EQ(many.size(), reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(many[i], agent_.answer(bytes[i], from[i], state_)) << "request " << i;
+  }
+  EXPECT_EQ(status_of(many[ca_ports_.size()]), mad::status::kNoRecords);
+  EXPECT_GT(many[ca_ports_.size() + 1].size(), 1u);  // a multi-segment table
+  EXPECT_TRUE(many[ca_ports_.size() + 3].empty());   // a response is not answered
+  EXPECT_TRUE(many.back().empty());
+  const auto st = batch_agent.stats();
+  EXPECT_EQ(st.malformed, 1u);
+  EXPECT_EQ(st.ignored, 1u);
+  EXPECT_EQ(st.requests, ca_ports_.size() + 3);
+}
+
 TEST_F(SaAgentTest, PathRecordByGidsAndFromTheRequester) {
   const PortRef a = ca_ports_[1], b = ca_ports_[3];
   auto q = request(Method::kGetTable, Attr::kPathRecord, (1u << 2) | (1u << 3));
