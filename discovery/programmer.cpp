@@ -17,6 +17,24 @@ std::string target(const routing::Topology& t, NodeId n, PortNum p) {
 
 }  // namespace
 
+PortLinkSettings port_link_settings(const routing::Topology& t,
+                                    std::span<const std::array<std::uint8_t, 64>> port_info_read,
+                                    NodeId n, PortNum p) {
+  PortLinkSettings out;
+  const std::uint32_t at = t.port_index(n, p);
+  if (at < port_info_read.size()) {
+    const auto read = mad::PortInfo::decode(port_info_read[at]);
+    out.vl_cap = read.vl_cap;
+    out.operational_vls = read.operational_vls;
+  }
+  const routing::Port& here = t.port(n, p);
+  if (p == 0 || !here.connected()) return out;
+  const routing::Port& far = t.port(here.remote_node, here.remote_port);
+  if (here.mtu_cap != 0 && far.mtu_cap != 0) out.neighbor_mtu = std::min(here.mtu_cap, far.mtu_cap);
+  if (out.vl_cap != 0) out.operational_vls = 1;
+  return out;
+}
+
 Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routing::LidMap& lids,
                                           const routing::Routes& routes, const HeldTables* held) {
   return run_blocking<Result<ProgramReport>>(
@@ -116,6 +134,10 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     pi.local_port_num = p;
     pi.port_state = static_cast<std::uint8_t>(state);
     pi.subnet_timeout = opts_.subnet_timeout;
+    const PortLinkSettings link = port_link_settings(t, sweep.port_info, n, p);
+    pi.neighbor_mtu = link.neighbor_mtu;
+    pi.vl_cap = link.vl_cap;
+    pi.operational_vls = link.operational_vls;
     if (is_endpoint(n, p)) {
       const std::uint32_t lid = lids.base_lid(t, n, p).value;
       pi.lid = static_cast<std::uint16_t>(extended ? std::min<std::uint32_t>(lid, 0xFFFF) : lid);

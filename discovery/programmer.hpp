@@ -12,6 +12,7 @@
 // unverified tables: callers program only Routes that passed the verifier.
 // All SMPs are directed-route, so programming works before any LFT exists.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,28 @@
 #include "routing/rerouter.hpp"
 
 namespace subnetd::discovery {
+
+// What the Programmer writes into a port's PortInfo besides LIDs and
+// state (the SA reports the same in its PortInfoRecords):
+//  - NeighborMTU on a cabled physical port: the lesser MTUCap of the two
+//    ends (IBA 14.2.5.6, the SM's to set), so every link carries the MTU
+//    PathRecords promise;
+//  - OperationalVLs 1 (VL0) on a cabled physical port: the routing needs
+//    one VL, every SL maps to VL0 and no VL arbitration table is
+//    programmed yet (a port with more VLs and empty arbitration tables may
+//    never send VL0);
+//  - VLCap, and OperationalVLs elsewhere, echoed as the sweep read them
+//    (an SMA may check OperationalVLs against the VLCap of the Set; ibsim
+//    does, and stores whatever OperationalVLs it is sent).
+// 0 = unknown (not read): the field is sent as 0.
+struct PortLinkSettings {
+  std::uint8_t neighbor_mtu = 0;
+  std::uint8_t vl_cap = 0;
+  std::uint8_t operational_vls = 0;
+};
+PortLinkSettings port_link_settings(const routing::Topology& t,
+                                    std::span<const std::array<std::uint8_t, 64>> port_info_read,
+                                    NodeId n, PortNum p);
 
 struct ProgramOptions {
   FlowOptions pipeline;
