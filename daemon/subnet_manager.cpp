@@ -157,6 +157,8 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
     const auto& c = *current_;
     s->topology = std::shared_ptr<const routing::Topology>(current_, &c.sweep.topology);
     s->lids = std::shared_ptr<const routing::LidMap>(current_, &c.lids.map);
+    s->port_info = std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>>(
+        current_, &c.sweep.port_info);
     s->routes = c.routes;
     s->sm_node = c.sweep.sm_node;
     s->sm_port = c.sweep.sm_port;

@@ -250,7 +250,11 @@ class Sweep {
             "{} port {}: PortInfo: {}", describe(out_.topology, node), port, r.error().message));
         return;
       }
-      on_port_info(node, port, mad::PortInfo::decode(mad::data_of(*r)));
+      const std::uint32_t at = out_.topology.port_index(node, port);
+      if (out_.port_info.size() <= at) out_.port_info.resize(at + 1);
+      const auto raw = mad::data_of(*r);
+      std::copy(raw.begin(), raw.end(), out_.port_info[at].begin());
+      on_port_info(node, port, mad::PortInfo::decode(raw));
     });
     const bool lid_port = port == 0 || out_.topology.node(node).type != NodeType::kSwitch;
     if (opts_.extended_lids && lid_port && speaks_extended_lids(node)) {

@@ -11,6 +11,7 @@
 // never answers is recorded as unreachable (not fatal); only the SM's own
 // node failing to answer fails the sweep.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -73,6 +74,10 @@ struct SweepResult {
   // answer. A switch that lost its tables (power cycle) reports 0.
   static constexpr std::uint32_t kUnknownTop = UINT32_MAX;
   std::vector<std::uint32_t> lft_top;
+  // By Topology port index: the PortInfo attribute each port answered, as
+  // read (all zero for a port not read). The SA serves PortInfoRecords from
+  // it, with what the SM sets afterwards patched in.
+  std::vector<std::array<std::uint8_t, 64>> port_info;
   std::uint32_t lft_top_of(NodeId n) const {
     return n.value < lft_top.size() ? lft_top[n.value] : kUnknownTop;
   }

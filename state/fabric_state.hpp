@@ -6,6 +6,7 @@
 // shared between snapshots (shared_ptr members), so a reroute publishes in
 // O(changed) plus a few pointer copies.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -53,6 +54,10 @@ struct FabricState {
   std::shared_ptr<const routing::Topology> topology;
   std::shared_ptr<const routing::LidMap> lids;
   std::shared_ptr<const routing::Routes> routes;
+  // By Topology port index: each port's PortInfo as the sweep read it (64
+  // bytes, all zero when not read); the SA's PortInfoRecords. What the SM
+  // set since (LIDs, state) is in the topology's ports.
+  std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>> port_info;
 
   NodeId sm_node;
   PortNum sm_port = 0;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "discovery/mad/bytes.hpp"
+#include "discovery/programmer.hpp"
 #include "state/path_record.hpp"
 
 namespace subnetd::daemon::sa {
@@ -105,8 +106,9 @@ class Answer {
       return;
     }
     layout_ = mad::layout_of(req_.attr_id);
-    const bool served = attr == Attr::kNodeRecord || attr == Attr::kLinkRecord ||
-                        attr == Attr::kPathRecord || attr == Attr::kLftRecord;
+    const bool served = attr == Attr::kNodeRecord || attr == Attr::kPortInfoRecord ||
+                        attr == Attr::kLinkRecord || attr == Attr::kPathRecord ||
+                        attr == Attr::kLftRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
       status = mad::status::kMethodAttrUnsupported;
       return;
@@ -126,6 +128,9 @@ class Answer {
         break;
       case Attr::kLftRecord:
         lft_records();
+        break;
+      case Attr::kPortInfoRecord:
+        port_info_records();
         break;
       default:
         path_records();
@@ -232,6 +237,73 @@ class Answer {
                   std::min<std::size_t>(64, node.description.size()));
       offer();
     });
+  }
+
+  // One record per port the sweep read (a switch's ports 0..N, a CA's
+  // 1..N), under the LID of its endport (a switch's port-0 LID): the
+  // PortInfo as read, with what the SM set since patched in from the
+  // topology (PortState; on endports the LID, LMC, MasterSMLID and GID
+  // prefix it programmed). A query naming the LID is answered from that
+  // node alone.
+  void port_info_records() {
+    const routing::Topology& t = *st_.topology;
+    if (st_.port_info == nullptr) return;
+    const auto& read = *st_.port_info;
+    const std::uint32_t lid_bit = 0;
+    const auto& lid_c = layout_->components[lid_bit];
+    std::vector<NodeId> nodes;
+    if ((req_.comp_mask >> lid_bit) & 1U) {
+      const PortRef owner =
+          st_.lids->owner_of(Lid{static_cast<std::uint32_t>(mad::get_field(query_, lid_c))});
+      if (owner.node.valid()) nodes.push_back(owner.node);
+    } else {
+      nodes.reserve(t.num_nodes());
+      for (std::uint32_t i = 0; i < t.num_nodes(); ++i) nodes.push_back(NodeId{i});
+    }
+    constexpr std::array<std::uint8_t, 64> kNotRead{};
+    for (const NodeId n : nodes) {
+      const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+      for (unsigned pi = sw ? 0 : 1; pi <= t.node(n).num_ports; ++pi) {
+        const auto p = static_cast<PortNum>(pi);
+        const std::uint32_t at = t.port_index(n, p);
+        if (at >= read.size() || read[at] == kNotRead) continue;
+        const Lid lid = lid_at(n, p);
+        if (lid.value == 0 || lid.value > 0xFFFF) continue;
+        const routing::Port& port = t.port(n, p);
+        auto info = discovery::mad::PortInfo::decode(read[at]);
+        const bool endport = !sw || p == 0;
+        // Whether the Programmer wrote this PortInfo since the sweep read it:
+        // it moves every port that was not ACTIVE, and sets an endport whose
+        // LID, LMC or MasterSMLID differ; each Set carries its link settings.
+        const bool written =
+            info.port_state != static_cast<std::uint8_t>(routing::PortState::kActive) ||
+            (endport && (info.lid != port.lid.value || info.lmc != port.lmc ||
+                         info.master_sm_lid != port.master_sm_lid.value));
+        if (port.state != routing::PortState::kNoChange) {
+          info.port_state = static_cast<std::uint8_t>(port.state);
+        }
+        if (written) {
+          const discovery::PortLinkSettings link = discovery::port_link_settings(t, read, n, p);
+          info.neighbor_mtu = link.neighbor_mtu != 0 ? link.neighbor_mtu : info.neighbor_mtu;
+          info.operational_vls = link.operational_vls;
+        }
+        if (endport) {  // what the SM programmed
+          if (port.lid.value != 0 && port.lid.value <= 0xFFFF) {
+            info.lid = static_cast<std::uint16_t>(port.lid.value);
+            info.lmc = port.lmc;
+            info.gid_prefix = opts_.subnet_prefix;
+          }
+          if (port.master_sm_lid.value != 0 && port.master_sm_lid.value <= 0xFFFF) {
+            info.master_sm_lid = static_cast<std::uint16_t>(port.master_sm_lid.value);
+          }
+        }
+        std::span<std::uint8_t> r = fresh();
+        mad::set_field(r, lid_c, lid.value);
+        mad::set_field(r, layout_->components[1], p);  // PortNum
+        info.encode(discovery::mad::SmpData(r.subspan(4, 64)));
+        offer();
+      }
+    }
   }
 
   void link_records() {

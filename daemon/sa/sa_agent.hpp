@@ -3,10 +3,10 @@
 // SA queries (management class 0x03) from a published FabricState, so it
 // never blocks the SM and never sees a half-programmed fabric.
 //
-// Served today: ClassPortInfo (Get); NodeRecord, LinkRecord, PathRecord
-// and LinearForwardingTableRecord (Get and GetTable). Every other attribute or method is answered
-// with the IBA status for it (method/attribute unsupported), never dropped; malformed MADs and
-// responses are counted and dropped.
+// Served today: ClassPortInfo (Get); NodeRecord, PortInfoRecord,
+// LinkRecord, PathRecord and LinearForwardingTableRecord (Get and GetTable). Every other attribute
+// or method is answered with the IBA status for it (method/attribute unsupported), never dropped;
+// malformed MADs and responses are counted and dropped.
 //
 // Semantics, as OpenSM and the Linux SA clients expect them:
 //  - a query is a template record plus a ComponentMask; a record answers it
@@ -16,6 +16,10 @@
 //    included, in RMPP segments;
 //  - NodeRecord: one per switch (its port-0 LID) and one per CA/router port
 //    with a LID (LID, PortGUID and LocalPortNum of that port);
+//  - PortInfoRecord: one per port the sweep read (a switch's 0..N, a CA's
+//    1..N) under its endport's LID: the PortInfo as read, with the
+//    PortState, and on endports the LID, LMC, MasterSMLID and GID prefix
+//    the SM programmed, patched in;
 //  - LinkRecord: one per direction of every switch-attached cable, from
 //    the LID of the node at each end (a switch's port-0 LID, a CA port's
 //    own);

@@ -49,6 +49,23 @@ class SaAgentTest : public ::testing::Test {
     state_.topology = topo_;
     state_.lids = lids_;
     state_.routes = std::make_shared<const routing::Routes>(std::move(routes).value());
+    // What a sweep read: every port's PortInfo, before the SM set LIDs.
+    auto read = std::make_shared<std::vector<std::array<std::uint8_t, 64>>>();
+    for (std::uint32_t i = 0; i < topo_->num_nodes(); ++i) {
+      for (PortNum p = 0; p <= topo_->node(NodeId{i}).num_ports; ++p) {
+        if (topo_->node(NodeId{i}).type != routing::NodeType::kSwitch && p == 0) continue;
+        discovery::mad::PortInfo pi;
+        pi.local_port_num = p;
+        pi.mtu_cap = 5;
+        pi.port_state = 2;  // INIT
+        pi.link_width_active = 2;
+        pi.capability_mask = 0x02010048;
+        const std::uint32_t at = topo_->port_index(NodeId{i}, p);
+        if (read->size() <= at) read->resize(at + 1);
+        pi.encode(discovery::mad::SmpData((*read)[at]));
+      }
+    }
+    state_.port_info = read;
     for (std::uint32_t i = 0; i < topo_->num_nodes(); ++i) {
       const NodeId n{i};
       if (topo_->node(n).type == routing::NodeType::kSwitch) {
@@ -172,6 +189,52 @@ TEST_F(SaAgentTest, NodeRecordFieldsComeFromTheSweep) {
   for (const auto& r : recs) {
     EXPECT_EQ(get(Attr::kNodeRecord, r, "NodeGUID"), topo_->node(NodeId{0}).guid.value);
   }
+}
+
+TEST_F(SaAgentTest, PortInfoRecordsAreWhatTheSweepReadWithWhatTheSmSet) {
+  const PortRef ca = ca_ports_.front();
+  // The SM programmed the CA port: LID, LMC, MasterSMLID, ACTIVE.
+  routing::Port& port = topo_->mutable_port(ca.node, ca.port);
+  port.lid = lid_of(ca);
+  port.lmc = 0;
+  port.master_sm_lid = Lid{1};
+  port.state = routing::PortState::kActive;
+  auto q = request(Method::kGetTable, Attr::kPortInfoRecord, 1u << 0);
+  set(q, "EndportLID", lid_of(ca).value);
+  auto recs = table(ask(q));
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "EndportLID"), lid_of(ca).value);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "PortNum"), ca.port);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "LID"), lid_of(ca).value);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "MasterSMLID"), 1u);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "PortState"), 4u);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "MTUCap"), 5u);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "CapabilityMask"), 0x02010048u);
+  EXPECT_EQ(get(Attr::kPortInfoRecord, recs[0], "GidPrefix"), 0xFE80'0000'0000'0000ULL);
+
+  // A switch's LID: every port, 0..N, as read (INIT, no LID programmed).
+  const NodeId leaf = topo_->port(ca).remote_node;
+  set(q, "EndportLID", lids_->base_lid(*topo_, leaf, 0).value);
+  recs = table(ask(q));
+  ASSERT_EQ(recs.size(), topo_->node(leaf).num_ports + 1u);
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    EXPECT_EQ(get(Attr::kPortInfoRecord, recs[i], "PortNum"), i);
+    EXPECT_EQ(get(Attr::kPortInfoRecord, recs[i], "LocalPortNum"), i);
+  }
+  // Narrowed by PortNum too: one record, which Get answers.
+  auto one = request(Method::kGet, Attr::kPortInfoRecord, (1u << 0) | (1u << 1));
+  set(one, "EndportLID", lids_->base_lid(*topo_, leaf, 0).value);
+  set(one, "PortNum", 2);
+  EXPECT_EQ(status_of(ask(one)), 0);
+  // Every port of the fabric the sweep read.
+  std::size_t ports = 0;
+  for (const NodeId n : topo_->switches()) ports += topo_->node(n).num_ports + 1u;
+  for (std::uint32_t i = 0; i < topo_->num_nodes(); ++i) {
+    if (topo_->node(NodeId{i}).type != routing::NodeType::kSwitch) {
+      ports += topo_->node(NodeId{i}).num_ports;
+    }
+  }
+  EXPECT_EQ(table(ask(request(Method::kGetTable, Attr::kPortInfoRecord))).size(), ports);
 }
 
 TEST_F(SaAgentTest, LinkRecordsFromOneLidAreItsCables) {

@@ -102,6 +102,12 @@ TEST_P(Families, DiscoversTheTruth) {
       EXPECT_EQ(port.phys_state, 5) << n.description << " port " << p;
       EXPECT_EQ(port.lid.value, 0U);
       EXPECT_EQ(port.mtu_cap, 5) << n.description << " port " << p;
+      // The PortInfo bytes as read, for the SA's PortInfoRecords.
+      const std::uint32_t at = r.topology.port_index(NodeId{i}, static_cast<PortNum>(p));
+      ASSERT_LT(at, r.port_info.size());
+      const auto pi = discovery::mad::PortInfo::decode(r.port_info[at]);
+      EXPECT_EQ(pi.mtu_cap, port.mtu_cap);
+      EXPECT_EQ(pi.port_state, static_cast<std::uint8_t>(port.state));
     }
   }
 }
