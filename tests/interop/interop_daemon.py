@@ -11,8 +11,8 @@ import re
 import signal
 import time
 
-from interop_lib import (Child, Fabric, Failures, log, parse_sa_dump, parse_sminfo, parse_tracert,
-                         trace_pairs)
+from interop_lib import (SA_FIELD, Child, Fabric, Failures, log, parse_sa_dump, parse_sminfo,
+                         parse_tracert, trace_pairs)
 from proc_helpers import EventFollower, NotifySocket
 
 
@@ -297,6 +297,13 @@ def ibroute_table(env, lid):
     return got
 
 
+# PortInfo fields that change on their own (error counters), or that
+# depend on who reads (LocalPort: the port the reading SMP entered a switch
+# by), which a PortInfoRecord need not repeat.
+PIR_LIVE_FIELDS = {"MkeyViolations", "PkeyViolations", "QkeyViolations", "LocalPhysErr",
+                   "OverrunErr", "LocalPort"}
+
+
 def check_sa(env, fab, where, fails):
     """saquery against the daemon's SA: ClassPortInfo, NodeRecords and
     LinkRecords by LID, block 0 of sampled switches' LFTs, PathRecords
@@ -366,6 +373,28 @@ def check_sa(env, fab, where, fails):
                       % (lid, rc, sorted(diff.items())[:8], err.strip()[-200:]))
             bad += 1
         lftrs += 1
+    pirs = 0
+    for lid, g, pg, port in sample:
+        # A port's PortInfoRecord against the port itself (smpquery reads
+        # its PortInfo now): every field, the SM's settings included.
+        rc, out, err = env.run(["saquery", "PIR", "%d/%d" % (lid, port)])
+        recs = parse_sa_dump(out)
+        got = recs[0] if rc == 0 and len(recs) == 1 else {}
+        rc2, out2, err2 = env.run(["smpquery", "portinfo", str(lid), str(port)])
+        real = {}
+        for line in out2.splitlines():
+            m = SA_FIELD.match(line)
+            if m:
+                real[m.group(1).strip()] = m.group(2).strip()
+        diff = {k: (v, got.get(k)) for k, v in real.items()
+                if got.get(k) != v and k not in PIR_LIVE_FIELDS}
+        if rc != 0 or rc2 != 0 or not got or not real or diff or \
+                int(got.get("EndPortLid", "-1"), 0) != lid or int(got.get("PortNum", "-1"), 0) != port:
+            fails.add(where, "daemon: saquery PIR %d/%d: rc %d/%d, %d records, differs from "
+                      "smpquery portinfo: %s %s" % (lid, port, rc, rc2, len(recs), diff,
+                                                     err.strip()[-200:]))
+            bad += 1
+        pirs += 1
     pairs = [(a, b) for a in sample for b in sample if a != b]
     for a, b in (pairs if len(pairs) <= 20 else rng.sample(pairs, 20)):
         rc, out, err = env.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (a[0], b[0])])
@@ -378,8 +407,9 @@ def check_sa(env, fab, where, fails):
                       % (a[0], b[0], rc, got or out.strip()[-300:], err.strip()[-200:]))
             bad += 1
     if bad == 0:
-        log("  daemon: saquery: ClassPortInfo, %d NodeRecords, LinkRecords, %d LFT blocks and %d "
-            "PathRecords agree" % (len(sample), lftrs, min(len(pairs), 20)))
+        log("  daemon: saquery: ClassPortInfo, %d NodeRecords, %d PortInfoRecords (== smpquery), "
+            "LinkRecords, %d LFT blocks and %d PathRecords agree"
+            % (len(sample), pirs, lftrs, min(len(pairs), 20)))
 
 
 def check_grpc(env, fab, args, sock, where, fails):

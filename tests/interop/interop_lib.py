@@ -258,15 +258,19 @@ def parse_sminfo(out):
             "prio": int(m.group(4)), "state": int(m.group(5))}
 
 
-SA_FIELD = re.compile(r"^\s*([A-Za-z_ ]+?)\.{2,}(.*)$")
+SA_FIELD = re.compile(r"^\s*([A-Za-z0-9_ ]+?):?\.{2,}(.*)$")
 
 
 def parse_sa_dump(out):
     """saquery's record dumps ("NodeRecord dump:", "ClassPortInfo:" and the
-    "field.....value" lines under them) -> a list of {field: value}."""
+    "field.....value" or "Field:.....value" lines under them) -> a list of
+    {field: value}. A PortInfoRecord's nested "PortInfo dump:" belongs to
+    its record."""
     recs = []
     for line in out.splitlines():
         s = line.strip()
+        if s == "PortInfo dump:" and recs:
+            continue  # the PortInfo inside a PortInfoRecord: the same record
         if s.endswith("dump:") or s.endswith("Info:"):
             recs.append({})
             continue

@@ -12,6 +12,7 @@ run `ibnetdiscover -p` gives the LID of every CA port and switch, and then
   saquery -c                      ClassPortInfo
   saquery NR <lid>                N sampled CA ports and switches
   saquery LR <lid>/<port>         each sampled CA port's cable
+  saquery PIR <lid>/<port>        each sampled CA port's PortInfoRecord
   saquery -p --src-to-dst A:B     N sampled pairs of CA ports
 ask one record each (umad2sim has no RMPP). The records are matched by GUID
 (each SM assigns its own LIDs) and every field is compared.
@@ -46,6 +47,11 @@ BY_DESIGN = {
     ("PR", "slid"): "each SM assigns its own LIDs",
     ("LR", "FromLID"): "each SM assigns its own LIDs",
     ("LR", "ToLID"): "each SM assigns its own LIDs (compared as the GUID behind it)",
+    ("PIR", "EndPortLid"): "each SM assigns its own LIDs (records are matched by GUID)",
+    ("PIR", "Lid"): "each SM assigns its own LIDs",
+    ("PIR", "SMLid"): "each SM's own LID",
+    ("PIR", "OperVLs"): "subnetd routes on VL0 alone and enables only VL0 until it programs "
+                        "VL arbitration (issue 15.4); OpenSM enables every VL the ports have",
     ("CPI", "Capability mask"): "OpenSM serves optional records and multicast that subnetd's SA "
                                 "does not serve yet",
     ("CPI", "Capability mask 2"): "as above",
@@ -122,6 +128,12 @@ def query_all(cl, samples, args):
         if "ToLID" in r:
             r["ToLID GUID"] = "%#x" % guid_of_lid.get(int(r["ToLID"], 0), 0)
         res[("LR", g)] = r
+    for g in sample_ports:
+        lid, port = ca.get(g, (0, 0))
+        rc, out, err = cl.run(["saquery", "PIR", "%d/%d" % (lid, port)])
+        recs = parse_sa_dump(out)
+        res[("PIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
+            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
     for a, b in pairs:
         rc, out, err = cl.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (lids[a], lids[b])])
         recs = parse_sa_dump(out)
