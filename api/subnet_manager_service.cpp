@@ -96,6 +96,32 @@ Lid destination_lid(const FabricView& view, const v1::NodeRef& ref, PortRef dst)
   return ref.ref_case() == v1::NodeRef::kLid ? Lid{ref.lid()} : view.port_lid(dst.node, dst.port);
 }
 
+// The two ends of a path question (TracePath, GetPathRecord): the ports
+// the references name and the DLID to follow; not OK (the status to
+// answer) when the question or the snapshot cannot give them.
+struct PathEnds {
+  PortRef src, dst;
+  Lid dlid;
+};
+template <class Req>
+Status path_ends(const Req& req, const FabricView& view, PathEnds& out) {
+  if (!req.has_source()) return invalid("source: required");
+  if (!req.has_destination()) return invalid("destination: required");
+  if (!view.has_fabric()) return no_fabric(view);
+  if (!view.has_routes()) return no_routes();
+  auto src = pick_port(view, req.source(), "source");
+  if (!src.ok()) return to_status(src.error());
+  auto dst = pick_port(view, req.destination(), "destination");
+  if (!dst.ok()) return to_status(dst.error());
+  out = {*src, *dst, destination_lid(view, req.destination(), *dst)};
+  if (!out.dlid.valid()) {
+    return Status(
+        StatusCode::FAILED_PRECONDITION,
+        fmt::format("destination: {} port {} has no LID", view.topo().label(dst->node), dst->port));
+  }
+  return Status::OK;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerContext* ctx,
@@ -343,24 +369,13 @@ grpc::ServerWriteReactor<v1::ForwardingTableBlock>* SubnetManagerService::GetFor
 grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerContext* ctx,
                                                           const v1::TracePathRequest* req,
                                                           v1::TracePathResponse* resp) {
-  if (!req->has_source()) return reply(ctx, invalid("source: required"));
-  if (!req->has_destination()) return reply(ctx, invalid("destination: required"));
   auto view = core_.view();
-  if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
-  if (!view->has_routes()) return reply(ctx, no_routes());
+  PathEnds ends;
+  if (Status s = path_ends(*req, *view, ends); !s.ok()) return reply(ctx, s);
   const routing::Topology& t = view->topo();
-
-  auto src = pick_port(*view, req->source(), "source");
-  if (!src.ok()) return reply(ctx, to_status(src.error()));
-  auto dst = pick_port(*view, req->destination(), "destination");
-  if (!dst.ok()) return reply(ctx, to_status(dst.error()));
-  const Lid dlid = destination_lid(*view, req->destination(), *dst);
-  if (!dlid.valid()) {
-    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
-                             fmt::format("destination: {} port {} has no LID", t.label(dst->node),
-                                         dst->port)));
-  }
-  auto trace = routing::trace_path(t, view->lids(), *view->state().routes, *src, dlid);
+  const PortRef src = ends.src;
+  const Lid dlid = ends.dlid;
+  auto trace = routing::trace_path(t, view->lids(), *view->state().routes, src, dlid);
   if (!trace.ok()) return reply(ctx, to_status(trace.error()));
 
   for (const routing::TraceHop& h : trace->hops) {
@@ -374,11 +389,11 @@ grpc::ServerUnaryReactor* SubnetManagerService::TracePath(grpc::CallbackServerCo
     // A switch's LID is its port 0's; a CA's is that of the port the path uses.
     PortNum lid_port = 0;
     if (n.type != routing::NodeType::kSwitch) {
-      lid_port = h.in_port != 0 ? h.in_port : h.out_port != 0 ? h.out_port : src->port;
+      lid_port = h.in_port != 0 ? h.in_port : h.out_port != 0 ? h.out_port : src.port;
     }
     hop->set_lid(view->port_lid(h.node, lid_port).value);
   }
-  resp->set_source_lid(view->port_lid(src->node, src->port).value);
+  resp->set_source_lid(view->port_lid(src.node, src.port).value);
   resp->set_destination_lid(dlid.value);
   resp->set_complete(trace->complete());
   if (!trace->complete()) resp->set_message(trace->status.error().message);
@@ -393,28 +408,19 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetPathRecord(grpc::CallbackServ
   if (sa == nullptr) {
     return reply(ctx, Status(StatusCode::UNAVAILABLE, "subnetd runs no Subnet Administration"));
   }
-  if (!req->has_source()) return reply(ctx, invalid("source: required"));
-  if (!req->has_destination()) return reply(ctx, invalid("destination: required"));
   auto view = core_.view();
-  if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
-  if (!view->has_routes()) return reply(ctx, no_routes());
+  PathEnds ends;
+  if (Status s = path_ends(*req, *view, ends); !s.ok()) return reply(ctx, s);
   const routing::Topology& t = view->topo();
-  auto src = pick_port(*view, req->source(), "source");
-  if (!src.ok()) return reply(ctx, to_status(src.error()));
-  auto dst = pick_port(*view, req->destination(), "destination");
-  if (!dst.ok()) return reply(ctx, to_status(dst.error()));
-  if (!view->port_lid(src->node, src->port).valid()) {
-    return reply(
-        ctx, Status(StatusCode::FAILED_PRECONDITION,
-                    fmt::format("source: {} port {} has no LID", t.label(src->node), src->port)));
+  const PortRef src = ends.src;
+  const PortRef dst = ends.dst;
+  const Lid dlid = ends.dlid;
+  if (!view->port_lid(src.node, src.port).valid()) {
+    return reply(ctx,
+                 Status(StatusCode::FAILED_PRECONDITION,
+                        fmt::format("source: {} port {} has no LID", t.label(src.node), src.port)));
   }
-  const Lid dlid = destination_lid(*view, req->destination(), *dst);
-  if (!dlid.valid()) {
-    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
-                             fmt::format("destination: {} port {} has no LID", t.label(dst->node),
-                                         dst->port)));
-  }
-  auto path = state::path_properties(view->state(), *src, *dst, dlid);
+  auto path = state::path_properties(view->state(), src, dst, dlid);
   if (!path.ok()) {
     // The tables do not deliver the pair: a fact about the fabric, not a
     // malformed question.
@@ -423,13 +429,13 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetPathRecord(grpc::CallbackServ
                       path.error().code == Errc::kOutOfRange;
     if (!lost) return reply(ctx, to_status(path.error()));
     return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
-                             fmt::format("no path from {} to LID {}: {}", t.label(src->node),
+                             fmt::format("no path from {} to LID {}: {}", t.label(src.node),
                                          dlid.value, path.error().message)));
   }
   v1::PathRecord* r = resp->mutable_path();
   r->set_subnet_prefix(sa->subnet_prefix());
-  r->set_source_guid(t.port(src->node, src->port).guid.value);
-  r->set_destination_guid(t.port(dst->node, dst->port).guid.value);
+  r->set_source_guid(t.port(src.node, src.port).guid.value);
+  r->set_destination_guid(t.port(dst.node, dst.port).guid.value);
   r->set_slid(path->slid.value);
   r->set_dlid(path->dlid.value);
   r->set_sl(path->sl);
@@ -440,8 +446,8 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetPathRecord(grpc::CallbackServ
   r->set_packet_life_time(sa->packet_life_time());
   r->set_reversible(true);
   r->set_switch_hops(path->switch_hops);
-  r->set_source_name(t.node(src->node).description);
-  r->set_destination_name(t.node(dst->node).description);
+  r->set_source_name(t.node(src.node).description);
+  r->set_destination_name(t.node(dst.node).description);
   resp->set_generation(view->state().generation);
   return reply(ctx, Status::OK);
 }
