@@ -73,23 +73,6 @@ std::uint16_t link_gbps10(const routing::Port& p) {
   return static_cast<std::uint16_t>(lanes * lane10);
 }
 
-const char* mtu_name(std::uint8_t mtu_code) {
-  switch (mtu_code) {
-    case 1:
-      return "256";
-    case 2:
-      return "512";
-    case 3:
-      return "1024";
-    case 4:
-      return "2048";
-    case 5:
-      return "4096";
-    default:
-      return "?";
-  }
-}
-
 std::optional<PortRef> endport_of_lid(const FabricState& st, Lid lid) {
   if (st.lids == nullptr) return std::nullopt;
   const PortRef owner = st.lids->owner_of(lid);

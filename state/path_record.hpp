@@ -38,8 +38,6 @@ std::uint16_t link_gbps10(const routing::Port& p);
 // the fastest rate not above `gbps10`; and back (0 for an unknown code).
 std::uint8_t rate_code(std::uint16_t gbps10);
 std::uint16_t gbps10_of(std::uint8_t rate_code);
-// "4096" for MTU code 5, "?" for codes outside 1..5.
-const char* mtu_name(std::uint8_t mtu_code);
 
 struct PathProperties {
   PortRef source;  // a CA/router port, or a switch's port 0
