@@ -243,8 +243,9 @@ class Answer {
   // 1..N), under the LID of its endport (a switch's port-0 LID): the
   // PortInfo as read, with what the SM set since patched in from the
   // topology (PortState; on endports the LID, LMC, MasterSMLID and GID
-  // prefix it programmed). A query naming the LID is answered from that
-  // node alone.
+  // prefix it programmed; NeighborMTU and OperationalVLs on ports the
+  // Programmer wrote, by discovery::port_link_settings). A query naming
+  // the LID is answered from that node alone.
   void port_info_records() {
     const routing::Topology& t = *st_.topology;
     if (st_.port_info == nullptr) return;
