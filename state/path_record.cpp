@@ -80,16 +80,6 @@ std::optional<PortRef> endport_of_lid(const FabricState& st, Lid lid) {
   return owner;
 }
 
-std::optional<PortRef> endport_of_guid(const FabricState& st, Guid port_guid) {
-  if (st.topology == nullptr || st.lids == nullptr) return std::nullopt;
-  const routing::Topology& t = *st.topology;
-  std::optional<PortRef> port = t.find_by_port_guid(port_guid);
-  if (!port) return std::nullopt;
-  if (t.node(port->node).type == routing::NodeType::kSwitch) port->port = 0;
-  if (st.lids->base_lid(t, port->node, port->port).value == 0) return std::nullopt;
-  return port;
-}
-
 Result<PathProperties> path_properties(const FabricState& st, PortRef source, PortRef destination,
                                        Lid dlid) {
   const routing::Topology& t = *st.topology;
@@ -124,6 +114,17 @@ Result<PathProperties> path_properties(const FabricState& st, PortRef source, Po
 
 PathIndex::PathIndex(std::shared_ptr<const routing::Topology> topo) : topo_(std::move(topo)) {
   const routing::Topology& t = *topo_;
+  by_port_guid_.reserve(t.num_nodes());
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId n{i};
+    if (t.node(n).type == routing::NodeType::kSwitch) {
+      by_port_guid_.emplace(t.port(n, 0).guid, PortRef{n, 0});
+      continue;
+    }
+    for (PortNum p = 1; p <= t.node(n).num_ports; ++p) {
+      by_port_guid_.emplace(t.port(n, p).guid, PortRef{n, p});
+    }
+  }
   packed_ = t.num_switches() < kEndport;
   if (!packed_) return;
   first_.reserve(t.num_switches());
@@ -153,6 +154,14 @@ PathIndex::PathIndex(std::shared_ptr<const routing::Topology> topo) : topo_(std:
       far_port_.push_back(far_port);
     }
   }
+}
+
+std::optional<PortRef> PathIndex::endport_of_guid(const FabricState& st, Guid port_guid) const {
+  const auto it = by_port_guid_.find(port_guid);
+  if (it == by_port_guid_.end() || st.lids == nullptr) return std::nullopt;
+  const PortRef port = it->second;
+  if (st.lids->base_lid(*topo_, port.node, port.port).value == 0) return std::nullopt;
+  return port;
 }
 
 std::optional<PathProperties> PathIndex::walk(const FabricState& st, PortRef source,

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "routing/ids.hpp"
@@ -54,9 +55,6 @@ struct PathProperties {
 // The endport that answers to `lid` (a CA/router port, or a switch's port
 // 0), if it is assigned in this snapshot.
 std::optional<PortRef> endport_of_lid(const FabricState& st, Lid lid);
-// The endport whose port GUID is `port_guid` (a switch's port 0 for any of
-// its ports' GUIDs), if it has a LID.
-std::optional<PortRef> endport_of_guid(const FabricState& st, Guid port_guid);
 
 // The path from endport `source` to LID `dlid` (which `destination` owns).
 // kUnreachable (naming where the packet is lost) when the tables do not
@@ -77,6 +75,11 @@ class PathIndex {
   explicit PathIndex(std::shared_ptr<const routing::Topology> topo);
 
   const routing::Topology* topology() const { return topo_.get(); }
+  // The endport whose port GUID is `port_guid` (a switch's port 0 for its
+  // GUID), if it has a LID in `st`. From the index's own map: the
+  // topology's GUID index is built lazily and is not for concurrent
+  // readers.
+  std::optional<PortRef> endport_of_guid(const FabricState& st, Guid port_guid) const;
   // nullopt when the tables do not deliver `dlid` from `source` (or the
   // question is malformed). `st` must hold the topology this index was
   // built from.
@@ -110,9 +113,10 @@ class PathIndex {
     return static_cast<std::uint16_t>((l >> 23) * 5U);
   }
   std::shared_ptr<const routing::Topology> topo_;
-  std::vector<std::uint32_t> first_;     // by switch index: its port 1 in links_
-  std::vector<std::uint8_t> ports_;      // by switch index: number of ports
-  std::vector<std::uint32_t> links_;     // packed, see pack()
+  std::unordered_map<Guid, PortRef> by_port_guid_;  // endports by port GUID
+  std::vector<std::uint32_t> first_;                // by switch index: its port 1 in links_
+  std::vector<std::uint8_t> ports_;                 // by switch index: number of ports
+  std::vector<std::uint32_t> links_;                // packed, see pack()
   std::vector<std::uint32_t> far_port_;  // by links_ index: Topology port index of the far end
   bool packed_ = true;  // false past 2^20 - 2 switches: every walk takes the general trace
 };

@@ -376,7 +376,7 @@ class Answer {
     const std::uint64_t prefix = mad::get_field(gid, {"prefix", 0, 64});
     const std::uint64_t guid = mad::get_field(gid.subspan(8), {"guid", 0, 64});
     std::optional<PortRef> port;
-    if (prefix == opts_.subnet_prefix) port = state::endport_of_guid(st_, Guid{guid});
+    if (prefix == opts_.subnet_prefix) port = paths_.get(st_)->endport_of_guid(st_, Guid{guid});
     if (!port) status = mad::status::kInvalidGid;
     return port;
   }

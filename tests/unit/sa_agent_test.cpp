@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "discovery/mad/sa.hpp"
@@ -380,6 +382,38 @@ TEST_F(SaAgentTest, ManyRequestsAtOnceAnswerAsOneByOne) {
   EXPECT_EQ(st.malformed, 1u);
   EXPECT_EQ(st.ignored, 1u);
   EXPECT_EQ(st.requests, ca_ports_.size() + 3);
+}
+
+TEST_F(SaAgentTest, AnswersFromManyThreadsAtOnce) {
+  // As sa_bench and any second GMP thread do: GID lookups and walks on
+  // one agent and one fresh snapshot from two threads (the TSan build
+  // checks that nothing is built lazily without a lock).
+  std::vector<std::vector<std::uint8_t>> qs;
+  for (std::size_t i = 0; i < ca_ports_.size(); ++i) {
+    const PortRef a = ca_ports_[i], b = ca_ports_[(i + 1) % ca_ports_.size()];
+    auto q = request(Method::kGet, Attr::kPathRecord, (1u << 2) | (1u << 3));
+    const auto* l = mad::layout_of(0x35);
+    for (const auto& [name, port] : {std::pair{"SGID", a}, std::pair{"DGID", b}}) {
+      const std::size_t at = mad::component(*l, name).offset / 8;
+      mad::set_field(std::span(q.data).subspan(at, 8), {"p", 0, 64}, 0xFE80'0000'0000'0000ULL);
+      mad::set_field(std::span(q.data).subspan(at + 8, 8), {"g", 0, 64},
+                     topo_->port(port).guid.value);
+    }
+    const auto e = mad::encode_sa(q);
+    qs.emplace_back(e.begin(), e.end());
+  }
+  SaAgent fresh;
+  std::atomic<int> ok{0};
+  auto work = [&] {
+    for (const auto& q : qs) {
+      auto a = fresh.answer(q, Lid{1}, state_);
+      if (a.size() == 1 && mad::decode_sa(a.front())->status == 0) ok.fetch_add(1);
+    }
+  };
+  std::thread t1(work), t2(work);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(ok.load(), static_cast<int>(2 * qs.size()));
 }
 
 TEST_F(SaAgentTest, PathRecordByGidsAndFromTheRequester) {
