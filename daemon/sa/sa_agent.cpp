@@ -376,7 +376,7 @@ class Answer {
     const std::uint64_t prefix = mad::get_field(gid, {"prefix", 0, 64});
     const std::uint64_t guid = mad::get_field(gid.subspan(8), {"guid", 0, 64});
     std::optional<PortRef> port;
-    if (prefix == opts_.subnet_prefix) port = paths_.get(st_)->endport_of_guid(st_, Guid{guid});
+    if (prefix == opts_.subnet_prefix) port = index_->endport_of_guid(st_, Guid{guid});
     if (!port) status = mad::status::kInvalidGid;
     return port;
   }
@@ -385,6 +385,7 @@ class Answer {
   const mad::Component& pr(unsigned bit) const { return layout_->components[bit]; }
 
   void path_records() {
+    index_ = paths_.get(st_);  // once: GID lookups and walks use it
     const routing::Topology& t = *st_.topology;
     const std::uint64_t mask = req_.comp_mask;
     auto has = [&](unsigned bit) { return ((mask >> bit) & 1U) != 0; };
@@ -425,28 +426,19 @@ class Answer {
       if (!has(value_bit)) return -1;
       return has(sel_bit) ? static_cast<int>(field(sel_bit)) : static_cast<int>(kSelExactly);
     };
-    const int mtu_sel = selector(kPrMtuSelector, kPrMtu);
-    const int rate_sel = selector(kPrRateSelector, kPrRate);
-    const int plt_sel = selector(kPrPltSelector, kPrPlt);
-    const auto want_mtu = static_cast<std::uint32_t>(has(kPrMtu) ? field(kPrMtu) : 0);
-    const auto want_rate =
-        state::gbps10_of(static_cast<std::uint8_t>(has(kPrRate) ? field(kPrRate) : 0));
-    const auto want_plt = static_cast<std::uint32_t>(has(kPrPlt) ? field(kPrPlt) : 0);
-
     ask_.src = *src;
     ask_.slid = slid;
-    ask_.mtu_sel = mtu_sel;
-    ask_.rate_sel = rate_sel;
-    ask_.plt_sel = plt_sel;
-    ask_.want_mtu = want_mtu;
-    ask_.want_rate = want_rate;
-    ask_.want_plt = want_plt;
+    ask_.mtu_sel = selector(kPrMtuSelector, kPrMtu);
+    ask_.rate_sel = selector(kPrRateSelector, kPrRate);
+    ask_.plt_sel = selector(kPrPltSelector, kPrPlt);
+    ask_.want_mtu = static_cast<std::uint32_t>(has(kPrMtu) ? field(kPrMtu) : 0);
+    ask_.want_rate = state::gbps10_of(static_cast<std::uint8_t>(has(kPrRate) ? field(kPrRate) : 0));
+    ask_.want_plt = static_cast<std::uint32_t>(has(kPrPlt) ? field(kPrPlt) : 0);
     if (batch_ != nullptr) {
       for (const auto& [dst, dlid] : dsts) batch_->add(this, {*src, dst, dlid});
       return;
     }
-    const std::shared_ptr<const state::PathIndex> index = paths_.get(st_);
-    for (const auto& [dst, dlid] : dsts) emit_path(index->walk(st_, *src, dst, dlid));
+    for (const auto& [dst, dlid] : dsts) emit_path(index_->walk(st_, *src, dst, dlid));
   }
 
   // One walk's outcome: a record when there is a path that the query's
@@ -516,6 +508,7 @@ class Answer {
   const state::FabricState& st_;
   const SaAgentOptions& opts_;
   state::PathIndexCache& paths_;
+  std::shared_ptr<const state::PathIndex> index_;  // the snapshot's, for PathRecords
   PathBatch* batch_;
   const RecordLayout* layout_ = nullptr;
   std::size_t stride_ = 0;
