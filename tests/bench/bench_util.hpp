@@ -22,6 +22,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "discovery/programmer.hpp"
@@ -131,6 +132,20 @@ bool parse_value(std::string_view text, T& out) {
     out = v;
     return true;
   }
+}
+
+// "1,2,64" -> {1, 2, 64}: a non-empty list of numbers above 0; false,
+// with `out` unchanged, for anything else.
+inline bool parse_positive_list(std::string_view text, std::vector<unsigned>& out) {
+  std::vector<unsigned> v;
+  for (const std::string& t : split_list(text)) {
+    unsigned n = 0;
+    if (!parse_value(t, n) || n == 0) return false;
+    v.push_back(n);
+  }
+  if (v.empty()) return false;
+  out = std::move(v);
+  return true;
 }
 
 // Prints "what: errc: message" to stderr; returns main's exit code for it.

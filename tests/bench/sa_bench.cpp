@@ -186,21 +186,9 @@ int main(int argc, char** argv) {
     } else if (arg.key == "queries") {
       ok = parse_value(arg.value, a.queries) && a.queries > 0;
     } else if (arg.key == "threads") {
-      a.threads.clear();
-      for (const std::string& t : split_list(arg.value)) {
-        unsigned n = 0;
-        ok = ok && parse_value(t, n) && n > 0;
-        a.threads.push_back(n);
-      }
-      ok = ok && !a.threads.empty();
+      ok = parse_positive_list(arg.value, a.threads);
     } else if (arg.key == "batch") {
-      a.batches.clear();
-      for (const std::string& t : split_list(arg.value)) {
-        unsigned n = 0;
-        ok = ok && parse_value(t, n) && n > 0;
-        a.batches.push_back(n);
-      }
-      ok = ok && !a.batches.empty();
+      ok = parse_positive_list(arg.value, a.batches);
     } else if (arg.key == "seed") {
       ok = parse_value(arg.value, a.seed);
     } else if (arg.key == "beside") {
