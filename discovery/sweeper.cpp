@@ -226,9 +226,9 @@ class Sweep {
             fmt::format("{}: SwitchInfo: {}", describe(out_.topology, node), r.error().message));
         return;
       }
-      if (!opts_.extended_lids) {
-        out_.lft_top[node.value] = mad::SwitchInfo::decode(mad::data_of(*r)).linear_fdb_top;
-      }
+      const mad::SwitchInfo si = mad::SwitchInfo::decode(mad::data_of(*r));
+      out_.topology.mutable_node(node).partition_enforcement_cap = si.partition_enforcement_cap;
+      if (!opts_.extended_lids) out_.lft_top[node.value] = si.linear_fdb_top;
     });
     if (!opts_.extended_lids || !speaks_extended_lids(node)) return;
     mad::Smp ext = mad::make_dr_smp(mad::Method::kGet, mad::AttrId::kExtSwitchInfo, 0,

@@ -63,6 +63,9 @@ struct Node {
   // More of NodeInfo, as the sweep found it (the SA's NodeRecord).
   std::uint16_t device_id = 0;
   std::uint16_t partition_cap = 0;
+  // SwitchInfo:PartitionEnforcementCap: the P_Key table size of a switch's
+  // external ports (0 on CAs, or not read).
+  std::uint16_t partition_enforcement_cap = 0;
   std::uint32_t revision = 0;
   std::string description;
 };
