@@ -103,6 +103,8 @@ const char* attr_name(AttrId a) {
       return "SwitchInfo";
     case AttrId::kPortInfo:
       return "PortInfo";
+    case AttrId::kPKeyTable:
+      return "P_KeyTable";
     case AttrId::kSlToVlMappingTable:
       return "SLtoVLMappingTable";
     case AttrId::kVlArbitrationTable:
@@ -136,6 +138,7 @@ bool is_known_attr(std::uint16_t raw) {
     case AttrId::kNodeInfo:
     case AttrId::kSwitchInfo:
     case AttrId::kPortInfo:
+    case AttrId::kPKeyTable:
     case AttrId::kSlToVlMappingTable:
     case AttrId::kVlArbitrationTable:
     case AttrId::kLinearForwardingTable:
@@ -759,6 +762,17 @@ void SlToVlMappingTable::encode(SmpData d) const {
   for (std::size_t sl = 0; sl < vl.size(); ++sl) {
     put_bits(d[sl / 2], sl % 2 == 0 ? 4 : 0, 4, vl[sl]);
   }
+}
+
+// P_KeyTable (IBA 14.2.5.7): 32 big-endian 16-bit entries.
+PKeyTable PKeyTable::decode(ConstSmpData d) {
+  PKeyTable t;
+  for (std::size_t i = 0; i < t.keys.size(); ++i) t.keys[i] = load_be16(d.data() + 2 * i);
+  return t;
+}
+
+void PKeyTable::encode(SmpData d) const {
+  for (std::size_t i = 0; i < keys.size(); ++i) store_be16(d.data() + 2 * i, keys[i]);
 }
 
 // VLArbitrationTable (IBA 14.2.5.9): 32 two-byte entries; byte 0 is

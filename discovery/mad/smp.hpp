@@ -44,6 +44,7 @@ enum class AttrId : std::uint16_t {
   kNodeInfo = 0x0011,
   kSwitchInfo = 0x0012,
   kPortInfo = 0x0015,
+  kPKeyTable = 0x0016,
   kSlToVlMappingTable = 0x0017,
   kVlArbitrationTable = 0x0018,
   kLinearForwardingTable = 0x0019,
@@ -297,6 +298,16 @@ struct Notice {
   std::uint32_t trap128_lid(bool extended) const;
   // Trap 144 (capability mask / local changes): LIDADDR and the new CapabilityMask.
   static Notice trap144(std::uint16_t lid, std::uint32_t capability_mask);
+};
+
+// One 32-entry block of a port's P_Key table (entries with the membership
+// bit 0x8000 = full; 0 = unused). attr_mod = block (bits 15:0), and on a
+// switch the port (bits 23:16); a CA answers for the port the SMP entered.
+struct PKeyTable {
+  std::array<std::uint16_t, 32> keys{};
+  static PKeyTable decode(ConstSmpData d);
+  void encode(SmpData d) const;
+  bool operator==(const PKeyTable&) const = default;
 };
 
 // SLtoVLMappingTable: 16 SLs x 4 bits. attr_mod for switches: input port

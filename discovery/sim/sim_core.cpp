@@ -105,6 +105,7 @@ SimCore::SimCore(routing::Topology topo, const SimOptions& opts, PortRef sm)
   failover_.resize(topo_.num_switches());
   sl2vl_.resize(nodes);
   vlarb_.resize(nodes);
+  pkeys_.resize(nodes);
   if (opts_.latency) sma_busy_until_.assign(nodes, Clock{0});
   // Build the topology's lazy name and GUID indexes now: afterwards every
   // lookup only reads, so topology() may be shared across threads.
@@ -157,6 +158,16 @@ PortView SimCore::port_view(PortRef ref) const {
     v.lid = Lid{ps.lid};
     v.lmc = ps.lmc;
     v.master_sm_lid = Lid{ps.master_sm_lid};
+  }
+  v.pkey_enforced = ps.pkey_enforce_in && ps.pkey_enforce_out;
+  const std::vector<std::uint16_t>& t = pkeys_[ref.node.value];
+  if (t.empty()) {
+    v.pkeys = {0xFFFF};
+  } else {
+    const auto first =
+        t.begin() + static_cast<std::ptrdiff_t>(std::size_t{ref.port} * kPartitionCap);
+    v.pkeys.assign(first, first + kPartitionCap);
+    while (!v.pkeys.empty() && v.pkeys.back() == 0) v.pkeys.pop_back();
   }
   return v;
 }
@@ -569,6 +580,7 @@ void SimCore::reset_node(NodeId n) {
   homes_dirty_ = true;
   std::vector<std::uint8_t>().swap(sl2vl_[n.value]);
   std::vector<std::uint8_t>().swap(vlarb_[n.value]);
+  std::vector<std::uint16_t>().swap(pkeys_[n.value]);
   if (opts_.latency) sma_busy_until_[n.value] = Clock{0};
 }
 

@@ -46,12 +46,20 @@ inline constexpr std::uint8_t kPhysDisabled = 3;
 inline constexpr std::uint8_t kPhysLinkUp = 5;
 
 // What a test or an operator can see of one port.
+// P_Key table entries of every simulated port (NodeInfo:PartitionCap and
+// SwitchInfo:PartitionEnforcementCap), as ibsim's CAs have.
+inline constexpr std::uint16_t kPartitionCap = 64;
+
 struct PortView {
   routing::PortState state = routing::PortState::kDown;
   std::uint8_t phys_state = kPhysPolling;
   Lid lid;
   std::uint8_t lmc = 0;
   Lid master_sm_lid;
+  // The P_Key table, up to its last non-zero entry; PartitionEnforcement
+  // Inbound and Outbound both set.
+  std::vector<std::uint16_t> pkeys;
+  bool pkey_enforced = false;
 };
 
 class SimCore {
@@ -160,6 +168,9 @@ class SimCore {
     std::uint8_t lid_bits = 16;
     bool disabled = false;  // PortPhysicalState set to Disabled by an SM
     bool failed = false;    // link cut by fault injection (set on both ends)
+    // PortInfo:PartitionEnforcementInbound/Outbound, as an SM set them.
+    bool pkey_enforce_in = false;
+    bool pkey_enforce_out = false;
   };
 
   struct SwitchSim {
@@ -276,6 +287,7 @@ class SimCore {
   std::uint16_t sma_port_info(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_lft(mad::Smp& s, NodeId node);
   std::uint16_t sma_sl2vl(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_pkeys(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_vlarb(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_ext_port_info(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_ext_switch_info(mad::Smp& s, NodeId node);
@@ -296,9 +308,12 @@ class SimCore {
   std::vector<std::uint8_t> powered_;  // by node
   std::vector<std::uint8_t> silent_;   // by node: SMA does not answer (fault injection)
   // Allocated on first write (empty otherwise).
-  std::vector<std::vector<std::uint8_t>> lfts_;         // by switch_index, LID-indexed
-  std::vector<std::vector<std::uint8_t>> sl2vl_;        // by node: 8 bytes per (in, out) or port
-  std::vector<std::vector<std::uint8_t>> vlarb_;        // by node: 4 blocks x 64 bytes per port
+  std::vector<std::vector<std::uint8_t>> lfts_;   // by switch_index, LID-indexed
+  std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (in, out) or port
+  std::vector<std::vector<std::uint8_t>> vlarb_;  // by node: 4 blocks x 64 bytes per port
+  // By node: kPartitionCap entries per port; until written, every port
+  // holds 0xFFFF at index 0 and nothing else (as ibsim's ports do).
+  std::vector<std::vector<std::uint16_t>> pkeys_;
   std::vector<Clock> sma_busy_until_;                   // by node; latency model only
   std::vector<std::unique_ptr<FailoverSim>> failover_;  // by switch_index, null until armed
   // LID -> home switch (node value), and its inverse; rebuilt lazily after

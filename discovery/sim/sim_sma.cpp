@@ -11,6 +11,7 @@
 
 #include "discovery/mad/failover.hpp"
 #include "discovery/sim/sim_core.hpp"
+#include "routing/partitions.hpp"
 
 namespace subnetd::discovery::sim {
 
@@ -24,7 +25,6 @@ namespace st = mad::status;
 constexpr std::uint8_t kVlCap = 4;      // VL0-VL7
 constexpr std::uint8_t kMtuCap = 5;     // 4096 bytes
 constexpr std::uint8_t kVlArbCap = 32;  // entries in each of the high and low tables
-constexpr std::uint16_t kPartitionCap = 64;
 constexpr std::uint8_t kWidthSupported = 1 | 2 | 4 | 8;  // 1x, 4x, 8x, 12x
 constexpr std::uint8_t kWidthDefault = 2;                // 4x
 constexpr std::uint8_t kSpeedSupported = 1 | 2 | 4;      // SDR, DDR, QDR
@@ -94,6 +94,9 @@ SimCore::SmaOutcome SimCore::sma_handle(Packet& p, NodeId node, PortNum in) {
     case mad::AttrId::kLinearForwardingTable:
       status = sma_lft(s, node);
       break;
+    case mad::AttrId::kPKeyTable:
+      status = sma_pkeys(s, node, in);
+      break;
     case mad::AttrId::kSlToVlMappingTable:
       status = sma_sl2vl(s, node, in);
       break;
@@ -158,6 +161,7 @@ std::uint16_t SimCore::sma_switch_info(mad::Smp& s, NodeId node) {
   si.linear_fdb_top = saturate16(w.linear_fdb_top);
   si.life_time_value = w.life_time_value;
   si.port_state_change = w.port_state_change;
+  si.partition_enforcement_cap = kPartitionCap;
   si.encode(mad::data_of(s));
   return st::kOk;
 }
@@ -211,6 +215,8 @@ mad::PortInfo SimCore::build_port_info(NodeId node, PortNum port, PortNum in) co
   pi.vl_arbitration_low_cap = kVlArbCap;
   pi.hoq_life = ps.hoq_life;
   pi.vl_stall_count = ps.vl_stall_count;
+  pi.partition_enforcement_inbound = ps.pkey_enforce_in;
+  pi.partition_enforcement_outbound = ps.pkey_enforce_out;
   return pi;
 }
 
@@ -312,6 +318,12 @@ std::uint16_t SimCore::sma_port_info(mad::Smp& s, NodeId node, PortNum in) {
     ps.vl_high_limit = req.vl_high_limit;
     ps.hoq_life = req.hoq_life;
     ps.vl_stall_count = req.vl_stall_count;
+    // Enforcement is a switch external port's (IBA 14.2.5.6); elsewhere
+    // the bits read 0.
+    if (swn && port != 0) {
+      ps.pkey_enforce_in = req.partition_enforcement_inbound;
+      ps.pkey_enforce_out = req.partition_enforcement_outbound;
+    }
     apply_port_state(node, port, req.port_state, req.port_phys_state, false);
   }
   build_port_info(node, port, in).encode(mad::data_of(s));
@@ -399,6 +411,35 @@ std::uint16_t SimCore::sma_sl2vl(mad::Smp& s, NodeId node, PortNum in) {
       out.vl[2 * k] = static_cast<std::uint8_t>(entry[k] >> 4);
       out.vl[2 * k + 1] = static_cast<std::uint8_t>(entry[k] & 0xF);
     }
+  }
+  out.encode(mad::data_of(s));
+  return st::kOk;
+}
+
+std::uint16_t SimCore::sma_pkeys(mad::Smp& s, NodeId node, PortNum in) {
+  const unsigned n = topo_.node(node).num_ports;
+  // attr_mod: block (15:0) and, on a switch, port (23:16); a CA answers
+  // for the port the SMP entered by. Every port holds kPartitionCap
+  // entries (NodeInfo:PartitionCap, SwitchInfo:PartitionEnforcementCap).
+  const unsigned block = s.attr_mod & 0xFFFF;
+  unsigned port = is_switch(node) ? (s.attr_mod >> 16) & 0xFF : in;
+  if ((s.attr_mod >> 24) != 0 || port > n) return st::kInvalidField;
+  if ((block + 1) * routing::kPKeyBlockEntries > kPartitionCap) return st::kInvalidField;
+  std::vector<std::uint16_t>& t = pkeys_[node.value];
+  const std::size_t off = std::size_t{port} * kPartitionCap + block * routing::kPKeyBlockEntries;
+  if (s.method == mad::Method::kSet) {
+    if (t.empty()) {
+      t.assign(std::size_t{n + 1} * kPartitionCap, 0);
+      for (std::size_t p = 0; p <= n; ++p) t[p * kPartitionCap] = 0xFFFF;
+    }
+    const mad::PKeyTable req = mad::PKeyTable::decode(mad::data_of(s));
+    std::copy(req.keys.begin(), req.keys.end(), t.begin() + static_cast<std::ptrdiff_t>(off));
+  }
+  mad::PKeyTable out;
+  if (!t.empty()) {
+    std::copy_n(t.begin() + static_cast<std::ptrdiff_t>(off), out.keys.size(), out.keys.begin());
+  } else if (block == 0) {
+    out.keys[0] = 0xFFFF;
   }
   out.encode(mad::data_of(s));
   return st::kOk;

@@ -54,6 +54,8 @@ inline std::string check_attribute(const Smp& smp) {
       return check_attribute_stable<SwitchInfo>(smp);
     case AttrId::kPortInfo:
       return check_attribute_stable<PortInfo>(smp);
+    case AttrId::kPKeyTable:
+      return check_attribute_stable<PKeyTable>(smp);
     case AttrId::kSlToVlMappingTable:
       return check_attribute_stable<SlToVlMappingTable>(smp);
     case AttrId::kVlArbitrationTable:

@@ -496,8 +496,8 @@ TEST(SimSma, UnsupportedAttributesAndMethodsGetStatus) {
   ASSERT_TRUE(fabric);
   Sm sm(*fabric);
   const std::uint16_t unsupported = mad::status::kMethodAttrUnsupported;
-  // An attribute the codec does not know (P_KeyTable, 0x0016) and one no SMA has.
-  for (std::uint16_t raw : {0x0016, 0x1234}) {
+  // An attribute the codec does not know (GUIDInfo, 0x0014) and one no SMA has.
+  for (std::uint16_t raw : {0x0014, 0x1234}) {
     mad::Smp s = mad::make_dr_smp(Method::kGet, AttrId::kNodeInfo, 0, kToLeaf0, 0);
     s.attr_id = static_cast<AttrId>(raw);
     auto r = sm.exchange(s);
