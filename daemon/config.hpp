@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "routing/ids.hpp"
+#include "routing/partitions.hpp"
 #include "routing/result.hpp"
 
 namespace subnetd::daemon {
@@ -127,6 +128,9 @@ struct Config {
   StoreConfig store;
   std::string dump_dir;  // empty = no routing dump files
   LogConfig log;
+  // Partitions (routing/partitions.hpp), checked: distinct names and
+  // P_Keys. Empty = the default partition alone (every port full member).
+  std::vector<routing::PartitionSpec> partitions;
   bool operator==(const Config&) const = default;
 };
 
@@ -159,6 +163,8 @@ struct ReloadPlan {
   std::vector<std::string> applied;
   // routing.engine or routing.root_guids changed: routes must be recomputed.
   bool reroute = false;
+  // partitions changed: P_Key tables must be planned and programmed again.
+  bool repartition = false;
   // The configuration in effect after the reload: `next`, with every key in
   // needs_restart at its running value. The next reload is planned against
   // this (a key changed twice without a restart is still named).

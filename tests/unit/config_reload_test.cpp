@@ -109,6 +109,8 @@ store:
 dump_dir: dumps
 log:
   level: trace
+partitions:
+  - {name: storage, pkey: 0x10, members: all}
 )";
   auto umad = parse_config(yaml, "all.yaml");
   ASSERT_TRUE(umad.ok()) << umad.error().message;
@@ -127,7 +129,8 @@ log:
   EXPECT_EQ(to_umad.applied,
             (std::vector<std::string>{"routing.engine", "routing.root_guids", "sweep.interval",
                                       "sweep.smp_window", "sweep.timeout", "sweep.retries",
-                                      "dump_dir", "log.level"}));
+                                      "dump_dir", "log.level", "partitions"}));
+  EXPECT_TRUE(to_umad.repartition);
   for (const RestartChange& c : to_umad.needs_restart) EXPECT_FALSE(c.reason.empty()) << c.key;
   // What stays is exactly what runs: every restart-only key at its old value.
   Config expected = *umad;
