@@ -80,6 +80,11 @@ boost::asio::awaitable<Result<void>> program_step(discovery::MadEngine& engine,
                                                   const BringUpOptions& opts, BringUpResult& out,
                                                   const discovery::HeldTables* held,
                                                   discovery::ProgramLive live) {
+  if (live.partitions == nullptr) {
+    out.partitions = std::make_shared<const routing::PartitionPlan>(routing::plan_partitions(
+        out.sweep.topology, opts.partitions, PortRef{out.sweep.sm_node, out.sweep.sm_port}));
+    live.partitions = out.partitions.get();
+  }
   discovery::Programmer programmer(opts.program);
   auto programmed =
       co_await programmer.program(engine, out.sweep, out.lids.map, *out.routes, held, live);
@@ -193,6 +198,7 @@ BringUpOptions bring_up_options(const Config& cfg) {
   o.lmc = cfg.addressing.lmc;
   o.engine = std::string(to_string(cfg.routing.engine));
   o.engine_options.root_guids = cfg.routing.root_guids;
+  o.partitions = cfg.partitions;
   return o;
 }
 

@@ -24,6 +24,7 @@
 #include "discovery/sweeper.hpp"
 #include "routing/engine.hpp"
 #include "routing/lid_assigner.hpp"
+#include "routing/partitions.hpp"
 #include "routing/verifier.hpp"
 #include "routing/worker_pool.hpp"
 
@@ -42,6 +43,7 @@ struct BringUpOptions {
   std::string engine = "auto";
   routing::EngineOptions engine_options;
   std::vector<routing::LidRecord> remembered_lids;  // from the store
+  std::vector<routing::PartitionSpec> partitions;   // the default partition alone if empty
   // BringUp::run calls it once the LIDs are assigned, before anything is
   // programmed; an error fails the bring-up (LIDs must be durable before a
   // port carries them). The daemon persists through its own step instead.
@@ -59,6 +61,8 @@ struct BringUpResult {
   std::shared_ptr<const routing::Routes> routes;
   routing::VerifyReport verify;
   discovery::ProgramReport program;
+  // The P_Key tables programmed (of sweep.topology); set by program_step.
+  std::shared_ptr<const routing::PartitionPlan> partitions;
   PhaseTimes times;
 };
 
@@ -84,7 +88,8 @@ Result<routing::VerifyReport> verify_step(const routing::Topology& topo,
                                           const routing::Routes& routes, routing::WorkerPool& pool,
                                           std::stop_token stop);
 // Programs, and on success updates out.sweep.topology to what the fabric
-// now is (ports ACTIVE, LIDs written). A pass with failed SMPs is an error
+// now is (ports ACTIVE, LIDs written). Plans the partitions of the swept
+// topology into out.partitions unless `live` brings a plan. A pass with failed SMPs is an error
 // naming the first (the report is kept in `out.program` either way).
 boost::asio::awaitable<Result<void>> program_step(discovery::MadEngine& engine,
                                                   const BringUpOptions& opts, BringUpResult& out,

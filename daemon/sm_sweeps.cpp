@@ -336,6 +336,21 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
     const routing::Lft& lft = routes.lfts[s.value];
     return std::span<const std::uint8_t>(lft.data(), lft.size());
   };
+  // A node whose link retrained (a port below ACTIVE) or whose switch
+  // lost its tables may have reset its P_Key tables too.
+  {
+    const routing::Topology& fabric = r->sweep.topology;
+    for (std::uint32_t i = 0; i < fabric.num_nodes(); ++i) {
+      const NodeId n{i};
+      bool reset = held_unknown_.count(fabric.node(n).guid) != 0;
+      for (unsigned p = 1; !reset && p <= fabric.node(n).num_ports; ++p) {
+        const routing::Port& port = fabric.port(n, static_cast<PortNum>(p));
+        reset = port.connected() && port.state != routing::PortState::kActive;
+      }
+      if (reset) held_pkeys_.forget(fabric.node(n).guid);
+    }
+  }
+  live.held_pkeys = &held_pkeys_;
   const discovery::HeldTables held = held_tables();
   auto programmed = co_await program_step(engine_, opts, *r, &held, live);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
@@ -364,6 +379,9 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
                    "stored LID not usable: " + u);
   }
   for (const std::string& w : r->sweep.warnings) spdlog::warn("sweep: {}", w);
+  if (r->partitions) {
+    for (const std::string& w : r->partitions->warnings()) spdlog::warn("partitions: {}", w);
+  }
   for (const std::string& u : r->sweep.unreachable) spdlog::warn("unreachable: {}", u);
   if (current_) {
     log_link_changes(topology_now_ ? *topology_now_ : current_->sweep.topology, r->sweep.topology);

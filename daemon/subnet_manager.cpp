@@ -159,6 +159,7 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
     s->lids = std::shared_ptr<const routing::LidMap>(current_, &c.lids.map);
     s->port_info = std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>>(
         current_, &c.sweep.port_info);
+    s->partitions = c.partitions;
     s->routes = c.routes;
     s->sm_node = c.sweep.sm_node;
     s->sm_port = c.sweep.sm_port;
@@ -257,6 +258,8 @@ void SubnetManager::reload(ReloadPlan plan, std::string source) {
     schedule_light_sweep();
     if (plan.reroute) {
       request_heavy_sweep(std::chrono::milliseconds{0}, "routing configuration changed");
+    } else if (plan.repartition) {
+      request_heavy_sweep(std::chrono::milliseconds{0}, "partitions changed");
     }
   });
 }

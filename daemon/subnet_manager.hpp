@@ -272,6 +272,10 @@ class SubnetManager final : public state::SmControl {
   std::chrono::nanoseconds last_reroute_{};
   // Switches whose tables are unknown (see the top).
   std::set<Guid> held_unknown_;
+  // P_Key table blocks the ports acknowledged; a node's are forgotten when
+  // it may have reset (a port found below ACTIVE, a switch that lost its
+  // tables).
+  discovery::HeldPKeys held_pkeys_;
   // Fast failover: what each switch can do and holds; the plan armed; a
   // line for the log.
   discovery::FailoverArmer armer_;

@@ -35,6 +35,35 @@ PortLinkSettings port_link_settings(const routing::Topology& t,
   return out;
 }
 
+const std::array<std::uint16_t, routing::kPKeyBlockEntries>* HeldPKeys::block(
+    Guid node, PortNum port, unsigned block) const {
+  const auto it = held_.find(node);
+  if (it == held_.end() || port >= it->second.size()) return nullptr;
+  const Held& h = it->second[port];
+  if (block >= h.blocks.size() || (h.known & (1U << block)) == 0) return nullptr;
+  return &h.blocks[block];
+}
+
+void HeldPKeys::set_block(Guid node, PortNum port, unsigned block,
+                          const std::array<std::uint16_t, routing::kPKeyBlockEntries>& keys) {
+  if (block >= 32) return;
+  std::vector<Held>& ports = held_[node];
+  if (ports.size() <= port) ports.resize(std::size_t{port} + 1);
+  Held& h = ports[port];
+  if (h.blocks.size() <= block) h.blocks.resize(block + 1);
+  h.blocks[block] = keys;
+  h.known |= 1U << block;
+}
+
+unsigned pkey_blocks(const routing::Topology& t, NodeId n, PortNum p) {
+  const routing::Node& node = t.node(n);
+  const unsigned cap = node.type == NodeType::kSwitch && p != 0 ? node.partition_enforcement_cap
+                                                                : node.partition_cap;
+  const unsigned blocks =
+      (cap + routing::kPKeyBlockEntries - 1) / static_cast<unsigned>(routing::kPKeyBlockEntries);
+  return std::clamp(blocks, 1U, 32U);
+}
+
 Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routing::LidMap& lids,
                                           const routing::Routes& routes, const HeldTables* held) {
   return run_blocking<Result<ProgramReport>>(
@@ -53,7 +82,9 @@ enum class Kind : std::uint8_t {
   kSwitchInfo,
   kExtSwitchInfo,
   kBlock,
-  kState
+  kState,
+  kPKeys,   // arg: port | block << 8
+  kEnforce  // PortInfo with the enforcement bits; arg: port
 };
 struct Req {
   Kind kind;
@@ -126,6 +157,21 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     return {lft.data(), lft.size()};
   };
 
+  const routing::PartitionPlan* parts = live.partitions;
+  auto enforced = [&](NodeId n, PortNum p) {
+    return parts != nullptr && parts->enforced(t.port_index(n, p));
+  };
+  // Block b of the P_Key table we want on a port: 32 entries, 0 past the end.
+  auto pkey_block = [&](NodeId n, PortNum p, unsigned b) {
+    std::array<std::uint16_t, routing::kPKeyBlockEntries> out{};
+    const auto table = parts->table(t, n, p);
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      const std::size_t at = std::size_t{b} * routing::kPKeyBlockEntries + k;
+      if (at < table.size()) out[k] = table[at];
+    }
+    return out;
+  };
+
   // The PortInfo we write: our values where we set them, 0 ("no change")
   // in the enable/state fields we leave alone.
   auto port_info = [&](NodeId n, PortNum p, PortState state) {
@@ -138,6 +184,10 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     pi.neighbor_mtu = link.neighbor_mtu;
     pi.vl_cap = link.vl_cap;
     pi.operational_vls = link.operational_vls;
+    if (enforced(n, p)) {
+      pi.partition_enforcement_inbound = true;
+      pi.partition_enforcement_outbound = true;
+    }
     if (is_endpoint(n, p)) {
       const std::uint32_t lid = lids.base_lid(t, n, p).value;
       pi.lid = static_cast<std::uint16_t>(extended ? std::min<std::uint32_t>(lid, 0xFFFF) : lid);
@@ -153,7 +203,20 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     const NodeId n = q.node;
     const PortNum p = static_cast<PortNum>(q.arg);
     switch (q.kind) {
+      case Kind::kPKeys: {
+        const auto port = static_cast<PortNum>(q.arg & 0xFF);
+        const std::uint32_t block = q.arg >> 8;
+        const bool sw = t.node(n).type == NodeType::kSwitch;
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPKeyTable,
+                                        block | (sw ? std::uint32_t{port} << 16 : 0),
+                                        sw ? sweep.paths.path(n) : sweep.path_to_port(n, port), 0);
+        mad::PKeyTable keys;
+        keys.keys = pkey_block(n, port, block);
+        keys.encode(mad::data_of(smp));
+        return smp;
+      }
       case Kind::kPortLid:
+      case Kind::kEnforce:
       case Kind::kState: {
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p,
                                         sweep.path_to_port(n, p), 0);
@@ -210,21 +273,34 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     if (q.kind == Kind::kBlock) {
       report.failures.push_back(
           fmt::format("{}: LFT block {}: {}", target(t, n, 0), q.arg, e.message));
+    } else if (q.kind == Kind::kPKeys) {
+      report.failures.push_back(fmt::format("{}: P_Key table block {}: {}",
+                                            target(t, n, static_cast<PortNum>(q.arg & 0xFF)),
+                                            q.arg >> 8, e.message));
     } else {
       report.failures.push_back(target(t, n, static_cast<PortNum>(q.arg)) + ": " + e.message);
     }
     if (t.node(n).type == NodeType::kSwitch &&
         (q.kind == Kind::kBlock || q.kind == Kind::kSwitchInfo || q.kind == Kind::kExtSwitchInfo ||
-         q.arg == 0)) {
+         (q.kind != Kind::kPKeys && q.arg == 0))) {
       report.switches_failed.push_back(t.node(n).guid);
     }
   };
   // Failed: once more on the new route if the SM replaced the routes since
-  // it went out; else a failure.
+  // it went out; else a failure. Acknowledged P_Key blocks are held.
   std::function<void(std::uint64_t, const Error&)> failed;
+  auto acked = [&](std::uint64_t word) {
+    const Req q = Req::unpack(word);
+    if (q.kind != Kind::kPKeys || live.held_pkeys == nullptr) return;
+    const auto port = static_cast<PortNum>(q.arg & 0xFF);
+    live.held_pkeys->set_block(t.node(q.node).guid, port, q.arg >> 8,
+                               pkey_block(q.node, port, q.arg >> 8));
+  };
   auto issue = [&](Req q) {
-    if (live.skip &&
-        live.skip(q.node, q.kind == Kind::kBlock ? PortNum{0} : static_cast<PortNum>(q.arg))) {
+    const PortNum skip_port = q.kind == Kind::kBlock   ? PortNum{0}
+                              : q.kind == Kind::kPKeys ? static_cast<PortNum>(q.arg & 0xFF)
+                                                       : static_cast<PortNum>(q.arg);
+    if (live.skip && live.skip(q.node, skip_port)) {
       ++report.skipped;
       return;
     }
@@ -235,8 +311,12 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     // path's SMPs to that switch dropped.
     pipeline.submit_checked(
         build(q), 0,
-        [&failed, word](Result<void> r) {
-          if (!r.ok()) failed(word, r.error());
+        [&failed, &acked, word](Result<void> r) {
+          if (r.ok()) {
+            acked(word);
+          } else {
+            failed(word, r.error());
+          }
         },
         dest_of(q.node));
   };
@@ -273,6 +353,58 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   }
   co_await pipeline.drained();
   if (engine.stopped()) co_return stopped();
+
+  // Phase 1b: P_Key tables, then enforcement on the switch ports facing
+  // CAs (after the tables it enforces).
+  if (parts != nullptr) {
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      const NodeId n{i};
+      const routing::Node& node = t.node(n);
+      const Guid guid = node.guid;
+      for (unsigned pn = 0; pn <= node.num_ports; ++pn) {
+        const auto p = static_cast<PortNum>(pn);
+        const std::uint32_t at = t.port_index(n, p);
+        if (parts->table(at).empty() || (p != 0 && !t.port(n, p).connected())) continue;
+        for (unsigned b = 0; b < pkey_blocks(t, n, p); ++b) {
+          const auto* have =
+              live.held_pkeys != nullptr ? live.held_pkeys->block(guid, p, b) : nullptr;
+          if (have != nullptr && *have == pkey_block(n, p, b)) {
+            ++report.pkey_blocks_unchanged;
+            continue;
+          }
+          ++report.pkey_blocks_sent;
+          issue(Req{Kind::kPKeys, n, pn | (b << 8)});
+        }
+        if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+        if (engine.stopped()) co_return stopped();
+      }
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
+    for (const NodeId n : t.switches()) {
+      for (unsigned pn = 1; pn <= t.node(n).num_ports; ++pn) {
+        const auto p = static_cast<PortNum>(pn);
+        const std::uint32_t at = t.port_index(n, p);
+        // Ports coming up get the bits with their state change (phase 3).
+        if (!t.port(n, p).connected() || t.port(n, p).state != PortState::kActive ||
+            at >= sweep.port_info.size()) {
+          continue;
+        }
+        const auto read = mad::PortInfo::decode(sweep.port_info[at]);
+        const bool want = parts->enforced(at);
+        if (read.partition_enforcement_inbound == want &&
+            read.partition_enforcement_outbound == want) {
+          continue;
+        }
+        ++report.enforcement_sets;
+        issue(Req{Kind::kEnforce, n, p});
+        if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+        if (engine.stopped()) co_return stopped();
+      }
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
+  }
 
   // Phase 2: LFT blocks that differ from what the switch holds.
   const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;

@@ -3,7 +3,9 @@
 //
 // Order (DESIGN.md step 5): PortInfo LIDs (LID, LMC, MasterSMLID, GID prefix)
 // on every endpoint port whose values differ, LinearFDBTop on every switch,
-// the LFT blocks that differ from what each switch is known to hold, then
+// the P_Key table blocks that differ from what each port is known to hold,
+// partition enforcement on switch ports facing CAs where it differs from
+// what the sweep read, the LFT blocks that differ from what each switch is known to hold, then
 // every live port INIT -> ARMED -> ACTIVE. Each phase completes before the
 // next starts, so no port goes ACTIVE before the tables are in place.
 //
@@ -27,6 +29,7 @@
 #include "discovery/sweeper.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/partitions.hpp"
 #include "routing/rerouter.hpp"
 
 namespace subnetd::discovery {
@@ -68,6 +71,36 @@ struct HeldTables {
   std::function<std::span<const std::uint8_t>(Guid switch_guid)> row;
 };
 
+// The P_Key table blocks the ports are known to hold, by (node GUID, port):
+// the Programmer records each block a port acknowledged, and sends only
+// blocks that differ or are unknown. Owned by the SM (whose strand the
+// Programmer runs on); forget() a node that rebooted or whose programming
+// is in doubt.
+class HeldPKeys {
+ public:
+  // Block `block` (32 entries) of the port's table, or null when unknown.
+  const std::array<std::uint16_t, routing::kPKeyBlockEntries>* block(Guid node, PortNum port,
+                                                                     unsigned block) const;
+  void set_block(Guid node, PortNum port, unsigned block,
+                 const std::array<std::uint16_t, routing::kPKeyBlockEntries>& keys);
+  void forget(Guid node) { held_.erase(node); }
+  void clear() { held_.clear(); }
+  std::size_t nodes() const { return held_.size(); }
+
+ private:
+  struct Held {
+    std::vector<std::array<std::uint16_t, routing::kPKeyBlockEntries>> blocks;
+    std::uint32_t known = 0;  // bit per block
+  };
+  std::unordered_map<Guid, std::vector<Held>> held_;  // by node, then port number
+};
+
+// The blocks of a port's P_Key table the Programmer writes: enough for its
+// capacity (NodeInfo:PartitionCap, or the switch's
+// PartitionEnforcementCap on an external port; at least one block, at most
+// 32), so that entries an earlier SM left beyond ours are cleared.
+unsigned pkey_blocks(const routing::Topology& t, NodeId n, PortNum p);
+
 // Optional inputs of a programming pass that the SM changes while it runs.
 struct ProgramLive {
   // The LFT row of switch `sw` (of the sweep's topology) to program,
@@ -87,6 +120,12 @@ struct ProgramLive {
   // Ports to leave alone: their link was found down while the pass runs, or
   // no route reaches them any more (not counted as failures).
   std::function<bool(NodeId, PortNum)> skip;
+  // Partitions (of the sweep's topology): every port's P_Key table and
+  // the enforcement bits of switch ports facing CAs. Null: P_Keys are left
+  // as they are. `held_pkeys` (may be null: every block is sent) is read
+  // and updated.
+  const routing::PartitionPlan* partitions = nullptr;
+  HeldPKeys* held_pkeys = nullptr;
 };
 
 struct ProgramReport {
@@ -95,8 +134,11 @@ struct ProgramReport {
   std::uint64_t lft_blocks_sent = 0;
   std::uint64_t lft_blocks_unchanged = 0;
   std::uint64_t lft_blocks_resent = 0;  // ProgramLive::resend
-  std::uint64_t resubmitted = 0;        // failed SMPs sent again on a new route
-  std::uint64_t skipped = 0;            // SMPs left out (ProgramLive::skip)
+  std::uint64_t pkey_blocks_sent = 0;
+  std::uint64_t pkey_blocks_unchanged = 0;
+  std::uint64_t enforcement_sets = 0;  // PortInfo Sets for partition enforcement alone
+  std::uint64_t resubmitted = 0;       // failed SMPs sent again on a new route
+  std::uint64_t skipped = 0;           // SMPs left out (ProgramLive::skip)
   std::uint64_t ports_armed = 0;
   std::uint64_t ports_activated = 0;
   FlowStats smps;

@@ -19,6 +19,7 @@
 
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/partitions.hpp"
 #include "routing/thread_check.hpp"
 #include "routing/topology.hpp"
 
@@ -58,6 +59,9 @@ struct FabricState {
   // bytes, all zero when not read); the SA's PortInfoRecords. What the SM
   // set since (LIDs, state) is in the topology's ports.
   std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>> port_info;
+  // The partitions and every port's P_Key table as programmed (by port
+  // index of `topology`).
+  std::shared_ptr<const routing::PartitionPlan> partitions;
 
   NodeId sm_node;
   PortNum sm_port = 0;
