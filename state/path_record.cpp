@@ -2,6 +2,8 @@
 
 #include "state/path_record.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 
@@ -109,6 +111,19 @@ Result<PathProperties> path_properties(const FabricState& st, PortRef source, Po
   if (speed == 0) speed = link_gbps10(t.port(source.node, source.port));
   p.rate = rate_code(speed);
   p.gbps10 = gbps10_of(p.rate);
+  if (st.partitions != nullptr) {
+    const auto key =
+        routing::shared_pkey(st.partitions->table(t, source.node, source.port),
+                             st.partitions->table(t, destination.node, destination.port));
+    if (!key) {
+      return Error{Errc::kUnreachable,
+                   fmt::format("{} port {} and {} port {} share no partition (one must be a full "
+                               "member of a P_Key both hold)",
+                               t.label(source.node), source.port, t.label(destination.node),
+                               destination.port)};
+    }
+    p.pkey = *key;
+  }
   return p;
 }
 

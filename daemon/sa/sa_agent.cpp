@@ -108,7 +108,7 @@ class Answer {
     layout_ = mad::layout_of(req_.attr_id);
     const bool served = attr == Attr::kNodeRecord || attr == Attr::kPortInfoRecord ||
                         attr == Attr::kLinkRecord || attr == Attr::kPathRecord ||
-                        attr == Attr::kLftRecord;
+                        attr == Attr::kLftRecord || attr == Attr::kPKeyTableRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
       status = mad::status::kMethodAttrUnsupported;
       return;
@@ -131,6 +131,9 @@ class Answer {
         break;
       case Attr::kPortInfoRecord:
         port_info_records();
+        break;
+      case Attr::kPKeyTableRecord:
+        pkey_table_records();
         break;
       default:
         path_records();
@@ -371,6 +374,55 @@ class Answer {
     }
   }
 
+  // The P_Key tables the SM programmed (the published plan), every block of
+  // each port's capacity, under the LID of the port's node.
+  void pkey_table_records() {
+    if (st_.partitions == nullptr) return;
+    const routing::Topology& t = *st_.topology;
+    const routing::PartitionPlan& plan = *st_.partitions;
+    const std::uint64_t mask = req_.comp_mask;
+    const auto& lid_c = mad::component(*layout_, "LID");
+    const auto& block_c = mad::component(*layout_, "BlockNum");
+    const auto& port_c = mad::component(*layout_, "PortNum");
+    const auto& table_c = mad::component(*layout_, "P_KeyTable");
+    auto emit = [&](NodeId n, PortNum p) {
+      const Lid lid = lid_at(n, p);
+      const auto table = plan.table(t, n, p);
+      if (lid.value == 0 || lid.value > 0xFFFF || table.empty()) return;
+      for (unsigned b = 0; b < discovery::pkey_blocks(t, n, p); ++b) {
+        std::span<std::uint8_t> r = fresh();
+        mad::set_field(r, lid_c, lid.value);
+        mad::set_field(r, block_c, b);
+        mad::set_field(r, port_c, p);
+        for (std::size_t k = 0; k < routing::kPKeyBlockEntries; ++k) {
+          const std::size_t at = b * routing::kPKeyBlockEntries + k;
+          discovery::mad::store_be16(&r[table_c.offset / 8 + 2 * k],
+                                     at < table.size() ? table[at] : 0);
+        }
+        offer();
+      }
+    };
+    // By LID: that node's ports (a switch's all, a CA's port with the LID).
+    if ((mask & 1U) != 0) {
+      const PortRef owner =
+          st_.lids->owner_of(Lid{static_cast<std::uint32_t>(mad::get_field(query_, lid_c))});
+      if (!owner.node.valid()) return;
+      if (t.node(owner.node).type != routing::NodeType::kSwitch) {
+        emit(owner.node, owner.port);
+        return;
+      }
+      for (unsigned p = 0; p <= t.node(owner.node).num_ports; ++p) {
+        emit(owner.node, static_cast<PortNum>(p));
+      }
+      return;
+    }
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      for (unsigned p = 0; p <= t.node(NodeId{i}).num_ports; ++p) {
+        emit(NodeId{i}, static_cast<PortNum>(p));
+      }
+    }
+  }
+
   // The endport a GID names; nullopt (and the status set) when none.
   std::optional<PortRef> endport_of_gid(std::span<const std::uint8_t> gid) {
     const std::uint64_t prefix = mad::get_field(gid, {"prefix", 0, 64});
@@ -420,7 +472,6 @@ class Answer {
       for_each_endport([&](PortRef end, Lid lid) { dsts.emplace_back(end, lid); });
     }
     // What the query asks of the path.
-    if (has(kPrPKey) && (field(kPrPKey) & 0x7FFF) != 0x7FFF) return;  // default partition only
     if (has(kPrSl) && field(kPrSl) != 0) return;
     auto selector = [&](unsigned sel_bit, unsigned value_bit) {
       if (!has(value_bit)) return -1;
@@ -428,6 +479,8 @@ class Answer {
     };
     ask_.src = *src;
     ask_.slid = slid;
+    ask_.want_pkey = has(kPrPKey) ? std::optional<std::uint16_t>(field(kPrPKey)) : std::nullopt;
+    ask_.requester = state::endport_of_lid(st_, requester_);
     ask_.mtu_sel = selector(kPrMtuSelector, kPrMtu);
     ask_.rate_sel = selector(kPrRateSelector, kPrRate);
     ask_.plt_sel = selector(kPrPltSelector, kPrPlt);
@@ -464,6 +517,24 @@ class Answer {
     if (ask_.plt_sel >= 0 &&
         !selected(opts_.packet_life_time, static_cast<unsigned>(ask_.plt_sel), ask_.want_plt))
       return;
+    // Partitions: a P_Key both ends hold, one of them as a full member (the
+    // one asked for, if any), that the requester holds too (IBA 15.4.1: an
+    // SA answers only what the requester may use).
+    std::uint16_t pkey = path->pkey;
+    if (st_.partitions != nullptr) {
+      const routing::PartitionPlan& plan = *st_.partitions;
+      const auto key = routing::shared_pkey(plan.table(t, src.node, src.port),
+                                            plan.table(t, dst.node, dst.port), ask_.want_pkey);
+      if (!key) return;
+      if (ask_.requester &&
+          routing::find_pkey(plan.table(t, ask_.requester->node, ask_.requester->port), *key) ==
+              0) {
+        return;
+      }
+      pkey = *key;
+    } else if (ask_.want_pkey && (*ask_.want_pkey & 0x7FFF) != 0x7FFF) {
+      return;  // no plan: the default partition alone
+    }
     std::span<std::uint8_t> r = fresh();
     // Echo what the query fixed that a path does not decide.
     for (const unsigned keep : {kPrServiceIdMsb, kPrServiceIdLsb}) {
@@ -476,7 +547,7 @@ class Answer {
     mad::set_field(r, pr(kPrReversible), 1);
     // NumbPath is a question (how many paths at most), not part of the
     // answer: OpenSM answers 0 there too.
-    mad::set_field(r, pr(kPrPKey), has(kPrPKey) ? field(kPrPKey) : path->pkey);
+    mad::set_field(r, pr(kPrPKey), has(kPrPKey) ? field(kPrPKey) : pkey);
     mad::set_field(r, pr(kPrSl), path->sl);
     mad::set_field(r, pr(kPrMtuSelector), kSelExactly);
     mad::set_field(r, pr(kPrMtu), path->mtu);
@@ -500,6 +571,8 @@ class Answer {
     Lid slid;
     int mtu_sel = -1, rate_sel = -1, plt_sel = -1;
     std::uint32_t want_mtu = 0, want_rate = 0, want_plt = 0;
+    std::optional<std::uint16_t> want_pkey;
+    std::optional<PortRef> requester;  // the endport that asked, if its LID is known
   };
   PathAsk ask_;
 

@@ -169,12 +169,21 @@ constexpr Component kLftRecord[] = {
     {"LinearForwardingTable", 64, 512},
 };
 
+// P_KeyTableRecord (IBA 15.2.5.11): the LID of the port's node (a
+// switch's port-0 LID, a CA port's own), the block, the port, 3 reserved
+// bytes and the block's 32 P_Keys.
+constexpr Component kPKeyTableRecord[] = {
+    {"LID", 0, 16},       {"BlockNum", 16, 16},    {"PortNum", 32, 8},
+    {"Reserved", 40, 24}, {"P_KeyTable", 64, 512},
+};
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
     {Attr::kLinkRecord, "LinkRecord", 8, kLinkRecord},
     {Attr::kPathRecord, "PathRecord", 64, kPathRecord},
     {Attr::kLftRecord, "LinearForwardingTableRecord", 72, kLftRecord},
+    {Attr::kPKeyTableRecord, "P_KeyTableRecord", 72, kPKeyTableRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {
