@@ -198,6 +198,9 @@ class SubnetManagerService final : public v1::SubnetManager::CallbackService {
   grpc::ServerUnaryReactor* GetPathRecord(grpc::CallbackServerContext* ctx,
                                           const v1::GetPathRecordRequest* req,
                                           v1::GetPathRecordResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPartitions(grpc::CallbackServerContext* ctx,
+                                           const v1::ListPartitionsRequest* req,
+                                           v1::ListPartitionsResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchEventsRequest* req) override;
   grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,

@@ -33,6 +33,8 @@ grpc::Status invalid(std::string msg);
 // FAILED_PRECONDITION before the first sweep / before the first routing.
 grpc::Status no_fabric(const FabricView& v);
 grpc::Status no_routes();
+// A list call's page size: 0 = 100; above 1000 is kInvalidArgument.
+Result<std::uint32_t> page_size(std::uint32_t requested);
 
 google::protobuf::Timestamp to_timestamp(Clock::time_point tp);
 // The last heavy sweep of the view's snapshot.

@@ -15,12 +15,9 @@ namespace subnetd::api {
 using grpc::Status;
 using grpc::StatusCode;
 
-namespace {
-
-constexpr std::uint32_t kDefaultPageSize = 100;
-constexpr std::uint32_t kMaxPageSize = 1000;
-
 Result<std::uint32_t> page_size(std::uint32_t requested) {
+  constexpr std::uint32_t kDefaultPageSize = 100;
+  constexpr std::uint32_t kMaxPageSize = 1000;
   if (requested == 0) return kDefaultPageSize;
   if (requested > kMaxPageSize) {
     return Error{Errc::kInvalidArgument,
@@ -28,6 +25,8 @@ Result<std::uint32_t> page_size(std::uint32_t requested) {
   }
   return requested;
 }
+
+namespace {
 
 bool parse_hex(std::string_view s, std::uint64_t& out) {
   if (s.empty() || s.size() > 16) return false;

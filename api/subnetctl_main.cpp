@@ -19,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -482,6 +483,71 @@ Outcome cmd_path(Client& c, const std::string& src, const std::string& dst) {
   return std::nullopt;
 }
 
+// P_Key text: "0x7fff", or a number; 0 = not given.
+std::optional<std::uint32_t> parse_pkey(const std::string& word) {
+  if (word.empty()) return 0;
+  std::uint32_t v = 0;
+  const bool hex = word.size() > 2 && word[0] == '0' && (word[1] == 'x' || word[1] == 'X');
+  const char* first = word.data() + (hex ? 2 : 0);
+  const char* last = word.data() + word.size();
+  auto [end, ec] = std::from_chars(first, last, v, hex ? 16 : 10);
+  if (ec != std::errc{} || end != last || first == last || v == 0 || v > 0xFFFF) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+Outcome cmd_partitions(Client& c, const std::string& word) {
+  const auto pkey = parse_pkey(word);
+  if (!pkey) {
+    return Failure{cli::kExitUsage, fmt::format("bad P_Key \"{}\" (expected e.g. 0x7fff)", word)};
+  }
+  v1::ListPartitionsRequest req;
+  req.set_pkey(*pkey);
+  req.set_page_size(1000);
+  v1::ListPartitionsResponse all;
+  for (;;) {
+    v1::ListPartitionsResponse page;
+    auto ctx = c.ctx();
+    if (auto s = c.sm().ListPartitions(ctx.get(), req, &page); !s.ok()) return c.fail(s);
+    if (all.partitions_size() == 0) {
+      *all.mutable_partitions() = page.partitions();
+      *all.mutable_warnings() = page.warnings();
+    }
+    for (auto& m : *page.mutable_members()) *all.add_members() = std::move(m);
+    all.set_total_members(page.total_members());
+    all.set_generation(page.generation());
+    if (page.next_page_token().empty()) break;
+    req.set_page_token(page.next_page_token());
+  }
+  if (c.opts().json) {
+    print_json(all);
+    return std::nullopt;
+  }
+  cli::Table t({"P_KEY", "NAME", "FULL", "LIMITED", "IPOIB"}, {false, false, true, true, false});
+  for (const auto& p : all.partitions()) {
+    t.add({fmt::format("{:#06x}", p.pkey()), p.name(), std::to_string(p.full_members()),
+           std::to_string(p.limited_members()),
+           p.ipoib() ? fmt::format("mtu {} rate {} Gb/s qkey {:#x} sl {}", p.ipoib_mtu(),
+                                   p.ipoib_rate_gbps(), p.ipoib_qkey(), p.ipoib_sl())
+                     : "-"});
+  }
+  t.print(stdout);
+  if (*pkey != 0) {
+    cli::Table m({"NODE", "PORT", "LID", "MEMBER", "INDEX"}, {false, true, true, false, true});
+    for (const auto& x : all.members()) {
+      m.add({x.node_name().empty() ? cli::format_guid(x.node_guid()) : x.node_name(),
+             std::to_string(x.port()), x.lid() ? std::to_string(x.lid()) : "-",
+             x.full() ? "full" : "limited", std::to_string(x.pkey_index())});
+    }
+    std::printf("\n");
+    m.print(stdout);
+    std::printf("%d members\n", all.members_size());
+  }
+  for (const auto& w : all.warnings()) std::printf("warning: %s\n", w.c_str());
+  return std::nullopt;
+}
+
 void print_event(const v1::Event& e, bool json) {
   if (json) {
     std::printf("%s\n", to_json_line(e).c_str());
@@ -726,6 +792,11 @@ int main(int argc, char** argv) {
   path->add_option("SRC", path_src, "source: GUID, LID or name")->required();
   path->add_option("DST", path_dst, "destination: GUID, LID or name")->required();
   path->callback(run([&] { return cmd_path(client, path_src, path_dst); }));
+
+  std::string pkey_word;
+  auto* partitions = app.add_subcommand("partitions", "partitions (P_Keys) and their members");
+  partitions->add_option("PKEY", pkey_word, "list this partition's member ports (e.g. 0x7fff)");
+  partitions->callback(run([&] { return cmd_partitions(client, pkey_word); }));
 
   bool follow = false;
   std::int64_t from = 0, last = 20;

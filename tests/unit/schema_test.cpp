@@ -59,6 +59,7 @@ TEST(Schema, SubnetManagerHasTheIssueMethods) {
                                    {"GetForwardingTable", true},
                                    {"TracePath", false},
                                    {"GetPathRecord", false},
+                                   {"ListPartitions", false},
                                    {"WatchEvents", true},
                                    {"TriggerSweep", false},
                                    {"VerifyRouting", false},
