@@ -284,7 +284,19 @@ def pick_link(net):
     return away[len(away) // 2] if away else None
 
 
-def write_subnetd_config(path, engine, store, api_socket, threads=None, log_level=None):
+# The partitions the interop daemon runs with: the default (every port full)
+# and INTEROP_PKEY with every port a limited member (the SM's port is a full
+# member of every partition), so that what ibsim's ports hold after
+# programming differs from what they power up with (0xffff alone).
+INTEROP_PKEY = 0x0123
+INTEROP_PARTITIONS = ("partitions:\n"
+                      "  - {name: default, pkey: 0x7fff, ipoib: true, members: all}\n"
+                      "  - {name: interop, pkey: 0x%04x, members: [{all: true, membership: limited}]}\n"
+                      % INTEROP_PKEY)
+
+
+def write_subnetd_config(path, engine, store, api_socket, threads=None, log_level=None,
+                         partitions=None):
     """subnetd's YAML for the umad transport with periodic sweeps off (only
     traps drive it). The API socket path must stay under 108 bytes (unix
     socket limit): put it in a short /tmp directory, not a build tree."""
@@ -302,5 +314,7 @@ def write_subnetd_config(path, engine, store, api_socket, threads=None, log_leve
             "store:\n  path: %s\napi:\n  socket: %s\n" % (store, api_socket))
     if log_level is not None:
         text += "log:\n  level: %s\n" % log_level
+    if partitions is not None:
+        text += partitions
     with open(path, "w") as f:
         f.write(text)

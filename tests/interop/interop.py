@@ -67,7 +67,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from ibsim_helpers import Ibsim, find_umad2sim, netfile as make_netfile, write_subnetd_config  # noqa: E402
+from ibsim_helpers import (INTEROP_PARTITIONS, Ibsim, find_umad2sim,  # noqa: E402
+                           netfile as make_netfile, write_subnetd_config)
 from interop_daemon import check_daemon  # noqa: E402
 from interop_lib import (Child, Env, Fabric, Failures, log, parse_sminfo,  # noqa: E402
                          trace_pairs)
@@ -353,7 +354,8 @@ def main():
             ib.start()
             cfg = os.path.join(run, "subnetd.yaml")
             write_subnetd_config(cfg, engine, os.path.join(run, "subnetd.db"),
-                                 os.path.join(sockdir, "api.sock"), threads=2)
+                                 os.path.join(sockdir, "api.sock"), threads=2,
+                                 partitions=INTEROP_PARTITIONS)
             dump = os.path.join(run, "dump")
             t0 = time.time()
             rc, out, err = env.run([args.subnetd, "--config", cfg, "--once", "--dump-dir", dump], timeout=300)

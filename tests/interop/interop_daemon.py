@@ -11,6 +11,7 @@ import re
 import signal
 import time
 
+from ibsim_helpers import INTEROP_PKEY
 from interop_lib import (SA_FIELD, Child, Fabric, Failures, log, parse_sa_dump, parse_sminfo,
                          parse_tracert, trace_pairs)
 from proc_helpers import EventFollower, NotifySocket
@@ -36,6 +37,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         else:
             log("  daemon: sminfo: %s" % out.strip())
         check_sa(env, fab, where, fails)
+        check_partitions(env, fab, sm_lid, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
         # The switch-to-switch link that most CA pairs' paths cross (ties:
@@ -410,6 +412,83 @@ def check_sa(env, fab, where, fails):
         log("  daemon: saquery: ClassPortInfo, %d NodeRecords, %d PortInfoRecords (== smpquery), "
             "LinkRecords, %d LFT blocks and %d PathRecords agree"
             % (len(sample), pirs, lftrs, min(len(pairs), 20)))
+
+
+def read_pkeys(env, lid, port):
+    """The P_Key table smpquery reads from a port (trailing zeros dropped),
+    or None."""
+    rc, out, _ = env.run(["smpquery", "pkeys", str(lid), str(port)])
+    if rc != 0:
+        return None
+    keys = []
+    for line in out.splitlines():
+        m = re.match(r"\s*\d+:\s*(.*)$", line)
+        if m:
+            keys += [int(k, 16) for k in m.group(1).split()]
+    while keys and keys[-1] == 0:
+        keys.pop()
+    return keys
+
+
+def check_partitions(env, fab, sm_lid, where, fails):
+    """The P_Key tables the daemon programmed (INTEROP_PARTITIONS), read by
+    smpquery from the ports: the default at index 0, the interop P_Key
+    limited (full at the SM's port); the switch side of a CA link holds the
+    CA's table (ibsim does not keep PortInfo's enforcement bits, so those
+    are checked on the embedded simulator only: pkey_programming_test).
+    saquery PathRecords with --pkey: none between two limited members, one
+    from the SM's port."""
+    limited = [0xffff, INTEROP_PKEY]
+    sm_table = [0xffff, 0x8000 | INTEROP_PKEY]
+    cas = []  # (LID, node GUID, port)
+    bad = checked = 0
+    for g, v in sorted(fab.nodes.items()):
+        if v["type"] == "SW":
+            continue
+        for p in range(1, v["ports"] + 1):
+            pg = fab.port_guid.get((g, p))
+            if pg in fab.lid_of and (g, p) in fab.links:
+                cas.append((fab.lid_of[pg], g, p))
+    rng = random.Random(7)
+    for lid, g, p in (cas if len(cas) <= 8 else rng.sample(cas, 8)):
+        want = sm_table if lid == sm_lid else limited
+        got = read_pkeys(env, lid, p)
+        peer_guid, peer_port = fab.links[(g, p)]
+        sw_lid = fab.lid_of.get(peer_guid)
+        sw_got = read_pkeys(env, sw_lid, peer_port) if sw_lid else None
+        checked += 1
+        if got != want or sw_got != want:
+            fails.add(where, "daemon: P_Keys of LID %d port %d: %s, switch LID %s port %d: %s, "
+                      "want %s" % (lid, p, got, sw_lid, peer_port, sw_got, want))
+            bad += 1
+    for g, v in sorted(fab.nodes.items()):
+        if v["type"] == "SW" and g in fab.lid_of:
+            got = read_pkeys(env, fab.lid_of[g], 0)
+            if got != limited:
+                fails.add(where, "daemon: P_Keys of switch LID %d port 0: %s, want %s"
+                          % (fab.lid_of[g], got, limited))
+                bad += 1
+            break
+    others = [c for c in cas if c[0] != sm_lid]
+    pr = 0
+    if len(others) >= 2:
+        a, b = others[0], others[-1]
+        for src, dst, records in ((a, b, 0), (sm_lid, b, 1)):
+            slid = src if isinstance(src, int) else src[0]
+            rc, out, err = env.run(["saquery", "-p", "--pkey", "0x%04x" % INTEROP_PKEY,
+                                    "--src-to-dst", "%d:%d" % (slid, dst[0])])
+            recs = parse_sa_dump(out)
+            ok = len(recs) == records and (
+                records == 0 or int(recs[0].get("pkey", "0"), 0) & 0x7fff == INTEROP_PKEY)
+            if not ok:
+                fails.add(where, "daemon: saquery -p --pkey 0x%04x --src-to-dst %d:%d: rc %d, "
+                          "want %d records, got %s %s" % (INTEROP_PKEY, slid, dst[0], rc, records,
+                                                          recs, err.strip()[-200:]))
+                bad += 1
+            pr += 1
+    if bad == 0:
+        log("  daemon: partitions: %d CA ports and their switch ports hold the planned P_Key "
+            "tables, %d PathRecords by P_Key as the membership says" % (checked, pr))
 
 
 def check_grpc(env, fab, args, sock, where, fails):
