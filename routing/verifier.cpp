@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "routing/cdg.hpp"
+#include "routing/mcast.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/text.hpp"
 
@@ -422,6 +423,26 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   report.tables_seconds = seconds_since(t_tables);
   report.pairs_checked = pairs.load();
   report.lids = lid_count.load();
+
+  // Multicast trees on VL 0.
+  if (opts.multicast != nullptr && opts.multicast->num_switches() == g.num_switches()) {
+    for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+      for (const McastTables::Entry& e : opts.multicast->entries(SwitchIndex{s})) {
+        e.ports.for_each([&](PortNum q) {
+          const std::uint32_t out = g.arc_at_port(SwitchIndex{s}, q);
+          if (out == kNoArc) return;  // port 0 or a CA: nothing enters by it
+          const SwitchArc& arc = g.arc(out);
+          const std::uint32_t in = g.arc_at_port(arc.to, arc.remote_port);
+          if (in == kNoArc) return;
+          PortMask rest = e.ports;
+          rest.reset(q);
+          for (std::uint32_t w = 0; w < kDepWords; ++w) {
+            deps[std::size_t{in} * kDepWords + w] |= rest.words()[w];
+          }
+        });
+      }
+    }
+  }
 
   // Cycle search: iterative DFS over the channels of each VL.
   const auto t_cdg = Clock::now();

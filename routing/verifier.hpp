@@ -55,9 +55,15 @@ struct VerifyReport {
   double total_seconds = 0;
 };
 
+class McastTables;
+
 struct VerifyOptions {
   // Count switch-to-switch (management) routes in the dependency graphs too.
   bool switch_traffic = false;
+  // Multicast trees (routing/mcast.hpp) whose dependencies join VL 0's
+  // graph: a packet entering a switch on a tree port may leave on every
+  // other port of the tree. Their shape is verify_multicast's to check.
+  const McastTables* multicast = nullptr;
 };
 
 Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Routes& routes,
