@@ -35,24 +35,30 @@ PortLinkSettings port_link_settings(const routing::Topology& t,
   return out;
 }
 
-const std::array<std::uint16_t, routing::kPKeyBlockEntries>* HeldPKeys::block(
-    Guid node, PortNum port, unsigned block) const {
+const HeldBlocks::Block* HeldBlocks::block(Guid node, unsigned slot, unsigned block) const {
   const auto it = held_.find(node);
-  if (it == held_.end() || port >= it->second.size()) return nullptr;
-  const Held& h = it->second[port];
-  if (block >= h.blocks.size() || (h.known & (1U << block)) == 0) return nullptr;
+  if (it == held_.end() || slot >= it->second.size()) return nullptr;
+  const Held& h = it->second[slot];
+  if (block >= h.blocks.size() || !h.known[block]) return nullptr;
   return &h.blocks[block];
 }
 
-void HeldPKeys::set_block(Guid node, PortNum port, unsigned block,
-                          const std::array<std::uint16_t, routing::kPKeyBlockEntries>& keys) {
-  if (block >= 32) return;
-  std::vector<Held>& ports = held_[node];
-  if (ports.size() <= port) ports.resize(std::size_t{port} + 1);
-  Held& h = ports[port];
-  if (h.blocks.size() <= block) h.blocks.resize(block + 1);
+void HeldBlocks::set_block(Guid node, unsigned slot, unsigned block, const Block& keys) {
+  std::vector<Held>& slots = held_[node];
+  if (slots.size() <= slot) slots.resize(std::size_t{slot} + 1);
+  Held& h = slots[slot];
+  if (h.blocks.size() <= block) {
+    h.blocks.resize(std::size_t{block} + 1);
+    h.known.resize(std::size_t{block} + 1, false);
+  }
   h.blocks[block] = keys;
-  h.known |= 1U << block;
+  h.known[block] = true;
+}
+
+unsigned HeldBlocks::extent(Guid node, unsigned slot) const {
+  const auto it = held_.find(node);
+  if (it == held_.end() || slot >= it->second.size()) return 0;
+  return static_cast<unsigned>(it->second[slot].blocks.size());
 }
 
 unsigned pkey_blocks(const routing::Topology& t, NodeId n, PortNum p) {
@@ -83,9 +89,10 @@ enum class Kind : std::uint8_t {
   kExtSwitchInfo,
   kBlock,
   kState,
-  kPKeys,   // arg: port | block << 8
-  kEnforce  // PortInfo with the enforcement bits; arg: port
+  kPKeys,  // arg: port | block << 8
+  kMft     // arg: block | position << 16
 };
+static_assert(static_cast<unsigned>(Kind::kMft) < 8, "Req packs the kind in 3 bits");
 struct Req {
   Kind kind;
   NodeId node;
@@ -161,6 +168,24 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   auto enforced = [&](NodeId n, PortNum p) {
     return parts != nullptr && parts->enforced(t.port_index(n, p));
   };
+  const routing::McastTables* mcast = live.multicast;
+  // Block b, position pos of the MFT we want on switch n.
+  auto mft_block = [&](NodeId n, std::uint32_t b, std::uint32_t pos) {
+    HeldBlocks::Block out{};
+    const SwitchIndex s = t.node(n).switch_index;
+    for (std::uint32_t i = 0; i < routing::kMftBlockEntries; ++i) {
+      const routing::PortMask m =
+          mcast->ports(s, Lid{routing::kMlidBase + b * routing::kMftBlockEntries + i});
+      std::uint16_t bits = 0;
+      for (unsigned k = 0; k < routing::kMftPortsPerPosition; ++k) {
+        if (m.test(static_cast<PortNum>(pos * routing::kMftPortsPerPosition + k))) {
+          bits = static_cast<std::uint16_t>(bits | (1U << k));
+        }
+      }
+      out[i] = bits;
+    }
+    return out;
+  };
   // Block b of the P_Key table we want on a port: 32 entries, 0 past the end.
   auto pkey_block = [&](NodeId n, PortNum p, unsigned b) {
     std::array<std::uint16_t, routing::kPKeyBlockEntries> out{};
@@ -203,6 +228,17 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     const NodeId n = q.node;
     const PortNum p = static_cast<PortNum>(q.arg);
     switch (q.kind) {
+      case Kind::kMft: {
+        const std::uint32_t block = q.arg & 0xFFFF;
+        const std::uint32_t pos = q.arg >> 16;
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kMulticastForwardingTable,
+                                        mad::MulticastForwardingTable::attr_mod(block, pos),
+                                        sweep.paths.path(n), 0);
+        mad::MulticastForwardingTable m;
+        m.masks = mft_block(n, block, pos);
+        m.encode(mad::data_of(smp));
+        return smp;
+      }
       case Kind::kPKeys: {
         const auto port = static_cast<PortNum>(q.arg & 0xFF);
         const std::uint32_t block = q.arg >> 8;
@@ -216,8 +252,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         return smp;
       }
       case Kind::kPortLid:
-      case Kind::kEnforce:
-      case Kind::kState: {
+      case Kind::kState: {  // with kNoChange: the enforcement bits alone
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p,
                                         sweep.path_to_port(n, p), 0);
         port_info(n, p, q.state).encode(mad::data_of(smp));
@@ -273,6 +308,9 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     if (q.kind == Kind::kBlock) {
       report.failures.push_back(
           fmt::format("{}: LFT block {}: {}", target(t, n, 0), q.arg, e.message));
+    } else if (q.kind == Kind::kMft) {
+      report.failures.push_back(fmt::format("{}: MFT block {} position {}: {}", target(t, n, 0),
+                                            q.arg & 0xFFFF, q.arg >> 16, e.message));
     } else if (q.kind == Kind::kPKeys) {
       report.failures.push_back(fmt::format("{}: P_Key table block {}: {}",
                                             target(t, n, static_cast<PortNum>(q.arg & 0xFF)),
@@ -291,6 +329,11 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   std::function<void(std::uint64_t, const Error&)> failed;
   auto acked = [&](std::uint64_t word) {
     const Req q = Req::unpack(word);
+    if (q.kind == Kind::kMft && live.held_mfts != nullptr) {
+      live.held_mfts->set_block(t.node(q.node).guid, q.arg >> 16, q.arg & 0xFFFF,
+                                mft_block(q.node, q.arg & 0xFFFF, q.arg >> 16));
+      return;
+    }
     if (q.kind != Kind::kPKeys || live.held_pkeys == nullptr) return;
     const auto port = static_cast<PortNum>(q.arg & 0xFF);
     live.held_pkeys->set_block(t.node(q.node).guid, port, q.arg >> 8,
@@ -397,7 +440,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
           continue;
         }
         ++report.enforcement_sets;
-        issue(Req{Kind::kEnforce, n, p});
+        issue(Req{Kind::kState, n, p, PortState::kNoChange});
         if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
         if (engine.stopped()) co_return stopped();
       }
@@ -444,6 +487,38 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       if (d.sw.value >= t.num_switches() || d.block >= blocks) continue;
       ++report.lft_blocks_resent;
       issue(Req{Kind::kBlock, t.switch_node(d.sw), d.block});
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
+  }
+
+  // Phase 2b: MFT blocks that differ from what the switch holds, up to the
+  // highest MLID in use or ever written there.
+  if (mcast != nullptr && mcast->num_switches() == t.num_switches()) {
+    const std::uint32_t want_blocks =
+        mcast->max_mlid() >= routing::kMlidBase
+            ? (mcast->max_mlid() - routing::kMlidBase) / routing::kMftBlockEntries + 1
+            : 0;
+    for (const NodeId n : t.switches()) {
+      const Guid guid = t.node(n).guid;
+      const std::uint32_t positions =
+          (t.node(n).num_ports + routing::kMftPortsPerPosition) / routing::kMftPortsPerPosition;
+      for (std::uint32_t pos = 0; pos < positions; ++pos) {
+        const std::uint32_t held_blocks =
+            live.held_mfts != nullptr ? live.held_mfts->extent(guid, pos) : 0;
+        for (std::uint32_t b = 0; b < std::max(want_blocks, held_blocks); ++b) {
+          const auto* have =
+              live.held_mfts != nullptr ? live.held_mfts->block(guid, pos, b) : nullptr;
+          if (have != nullptr && *have == mft_block(n, b, pos)) {
+            ++report.mft_blocks_unchanged;
+            continue;
+          }
+          ++report.mft_blocks_sent;
+          issue(Req{Kind::kMft, n, b | (pos << 16)});
+        }
+      }
+      if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+      if (engine.stopped()) co_return stopped();
     }
     co_await pipeline.drained();
     if (engine.stopped()) co_return stopped();

@@ -5,9 +5,9 @@
 // on every endpoint port whose values differ, LinearFDBTop on every switch,
 // the P_Key table blocks that differ from what each port is known to hold,
 // partition enforcement on switch ports facing CAs where it differs from
-// what the sweep read, the LFT blocks that differ from what each switch is known to hold, then
-// every live port INIT -> ARMED -> ACTIVE. Each phase completes before the
-// next starts, so no port goes ACTIVE before the tables are in place.
+// what the sweep read, the LFT blocks and then the MFT blocks that differ from what each switch is
+// known to hold, then every live port INIT -> ARMED -> ACTIVE. Each phase completes before the next
+// starts, so no port goes ACTIVE before the tables are in place.
 //
 // Owner: the SubnetManager / `subnetd --once`. Runs on: the MAD engine's
 // strand (one Flow; traps are heard while it programs). It never sees
@@ -29,6 +29,7 @@
 #include "discovery/sweeper.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/mcast.hpp"
 #include "routing/partitions.hpp"
 #include "routing/rerouter.hpp"
 
@@ -71,29 +72,32 @@ struct HeldTables {
   std::function<std::span<const std::uint8_t>(Guid switch_guid)> row;
 };
 
-// The P_Key table blocks the ports are known to hold, by (node GUID, port):
-// the Programmer records each block a port acknowledged, and sends only
-// blocks that differ or are unknown. Owned by the SM (whose strand the
-// Programmer runs on); forget() a node that rebooted or whose programming
-// is in doubt.
-class HeldPKeys {
+// Table blocks the switches and ports are known to hold, by (node GUID,
+// slot, block): P_Key tables (slot = port, 32 entries a block) and
+// multicast forwarding tables (slot = position, 32 MLIDs a block). The
+// Programmer records each block a node acknowledged and sends only blocks
+// that differ or are unknown. Owned by the SM (whose strand the Programmer
+// runs on); forget() a node that rebooted or whose programming is in doubt.
+class HeldBlocks {
  public:
-  // Block `block` (32 entries) of the port's table, or null when unknown.
-  const std::array<std::uint16_t, routing::kPKeyBlockEntries>* block(Guid node, PortNum port,
-                                                                     unsigned block) const;
-  void set_block(Guid node, PortNum port, unsigned block,
-                 const std::array<std::uint16_t, routing::kPKeyBlockEntries>& keys);
+  using Block = std::array<std::uint16_t, 32>;
+  // The block, or null when unknown.
+  const Block* block(Guid node, unsigned slot, unsigned block) const;
+  void set_block(Guid node, unsigned slot, unsigned block, const Block& keys);
+  // Blocks 0 .. n-1 of the slot have been written at some time (n = 0: none).
+  unsigned extent(Guid node, unsigned slot) const;
   void forget(Guid node) { held_.erase(node); }
   void clear() { held_.clear(); }
   std::size_t nodes() const { return held_.size(); }
 
  private:
   struct Held {
-    std::vector<std::array<std::uint16_t, routing::kPKeyBlockEntries>> blocks;
-    std::uint32_t known = 0;  // bit per block
+    std::vector<Block> blocks;
+    std::vector<bool> known;
   };
-  std::unordered_map<Guid, std::vector<Held>> held_;  // by node, then port number
+  std::unordered_map<Guid, std::vector<Held>> held_;  // by node, then slot
 };
+using HeldPKeys = HeldBlocks;
 
 // The blocks of a port's P_Key table the Programmer writes: enough for its
 // capacity (NodeInfo:PartitionCap, or the switch's
@@ -126,6 +130,12 @@ struct ProgramLive {
   // and updated.
   const routing::PartitionPlan* partitions = nullptr;
   HeldPKeys* held_pkeys = nullptr;
+  // Multicast trees (of the sweep's topology): every switch's MFT blocks
+  // up to the highest MLID in use or ever written (so a group that went
+  // away is cleared). Null: MFTs are left as they are. `held_mfts` as
+  // held_pkeys.
+  const routing::McastTables* multicast = nullptr;
+  HeldBlocks* held_mfts = nullptr;
 };
 
 struct ProgramReport {
@@ -137,8 +147,10 @@ struct ProgramReport {
   std::uint64_t pkey_blocks_sent = 0;
   std::uint64_t pkey_blocks_unchanged = 0;
   std::uint64_t enforcement_sets = 0;  // PortInfo Sets for partition enforcement alone
-  std::uint64_t resubmitted = 0;       // failed SMPs sent again on a new route
-  std::uint64_t skipped = 0;           // SMPs left out (ProgramLive::skip)
+  std::uint64_t mft_blocks_sent = 0;
+  std::uint64_t mft_blocks_unchanged = 0;
+  std::uint64_t resubmitted = 0;  // failed SMPs sent again on a new route
+  std::uint64_t skipped = 0;      // SMPs left out (ProgramLive::skip)
   std::uint64_t ports_armed = 0;
   std::uint64_t ports_activated = 0;
   FlowStats smps;

@@ -111,6 +111,8 @@ const char* attr_name(AttrId a) {
       return "VLArbitrationTable";
     case AttrId::kLinearForwardingTable:
       return "LinearForwardingTable";
+    case AttrId::kMulticastForwardingTable:
+      return "MulticastForwardingTable";
     case AttrId::kSmInfo:
       return "SMInfo";
     case AttrId::kExtPortInfo:
@@ -142,6 +144,7 @@ bool is_known_attr(std::uint16_t raw) {
     case AttrId::kSlToVlMappingTable:
     case AttrId::kVlArbitrationTable:
     case AttrId::kLinearForwardingTable:
+    case AttrId::kMulticastForwardingTable:
     case AttrId::kSmInfo:
     case AttrId::kExtPortInfo:
     case AttrId::kExtLinearForwardingTable:
@@ -762,6 +765,17 @@ void SlToVlMappingTable::encode(SmpData d) const {
   for (std::size_t sl = 0; sl < vl.size(); ++sl) {
     put_bits(d[sl / 2], sl % 2 == 0 ? 4 : 0, 4, vl[sl]);
   }
+}
+
+// MulticastForwardingTable (IBA 14.2.5.12): 32 big-endian port masks.
+MulticastForwardingTable MulticastForwardingTable::decode(ConstSmpData d) {
+  MulticastForwardingTable t;
+  for (std::size_t i = 0; i < t.masks.size(); ++i) t.masks[i] = load_be16(d.data() + 2 * i);
+  return t;
+}
+
+void MulticastForwardingTable::encode(SmpData d) const {
+  for (std::size_t i = 0; i < masks.size(); ++i) store_be16(d.data() + 2 * i, masks[i]);
 }
 
 // P_KeyTable (IBA 14.2.5.7): 32 big-endian 16-bit entries.

@@ -48,6 +48,7 @@ enum class AttrId : std::uint16_t {
   kSlToVlMappingTable = 0x0017,
   kVlArbitrationTable = 0x0018,
   kLinearForwardingTable = 0x0019,
+  kMulticastForwardingTable = 0x001B,
   kSmInfo = 0x0020,
   // Vendor-specific (0xFF00-0xFFFF): extended 17/24-bit LIDs. See discovery/README.md.
   kExtPortInfo = 0xFF10,
@@ -298,6 +299,19 @@ struct Notice {
   std::uint32_t trap128_lid(bool extended) const;
   // Trap 144 (capability mask / local changes): LIDADDR and the new CapabilityMask.
   static Notice trap144(std::uint16_t lid, std::uint32_t capability_mask);
+};
+
+// One block of a switch's multicast forwarding table: 32 MLIDs (from
+// 0xC000 + 32 x block) x 16 ports (from 16 x position), a port bit each.
+// attr_mod = position (bits 31:28) | block (bits 8:0).
+struct MulticastForwardingTable {
+  std::array<std::uint16_t, 32> masks{};  // bit i: port 16 x position + i
+  static MulticastForwardingTable decode(ConstSmpData d);
+  void encode(SmpData d) const;
+  bool operator==(const MulticastForwardingTable&) const = default;
+  static std::uint32_t attr_mod(std::uint32_t block, std::uint32_t position) {
+    return (position << 28) | (block & 0x1FF);
+  }
 };
 
 // One 32-entry block of a port's P_Key table (entries with the membership

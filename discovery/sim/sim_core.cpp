@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "routing/mcast.hpp"
+
 namespace subnetd::discovery::sim {
 
 using routing::NodeType;
@@ -106,6 +108,7 @@ SimCore::SimCore(routing::Topology topo, const SimOptions& opts, PortRef sm)
   sl2vl_.resize(nodes);
   vlarb_.resize(nodes);
   pkeys_.resize(nodes);
+  mfts_.resize(topo_.num_switches());
   if (opts_.latency) sma_busy_until_.assign(nodes, Clock{0});
   // Build the topology's lazy name and GUID indexes now: afterwards every
   // lookup only reads, so topology() may be shared across threads.
@@ -170,6 +173,22 @@ PortView SimCore::port_view(PortRef ref) const {
     while (!v.pkeys.empty() && v.pkeys.back() == 0) v.pkeys.pop_back();
   }
   return v;
+}
+
+routing::PortMask SimCore::mft_entry(NodeId n, std::uint32_t mlid) const {
+  routing::PortMask out;
+  if (!is_switch(n) || mlid < routing::kMlidBase) return out;
+  const std::uint32_t index = mlid - routing::kMlidBase;
+  const std::vector<std::uint16_t>& t = mfts_[topo_.node(n).switch_index.value];
+  const std::uint32_t positions = (topo_.node(n).num_ports + 16U) / 16U;
+  if (index >= kMulticastFdbCap || t.empty()) return out;
+  for (std::uint32_t pos = 0; pos < positions; ++pos) {
+    const std::uint16_t m = t[std::size_t{pos} * kMulticastFdbCap + index];
+    for (unsigned b = 0; b < 16; ++b) {
+      if ((m >> b) & 1U) out.set(static_cast<PortNum>(pos * 16 + b));
+    }
+  }
+  return out;
 }
 
 std::uint8_t SimCore::lft_entry(NodeId n, std::uint32_t lid) const {
@@ -575,6 +594,7 @@ void SimCore::reset_node(NodeId n) {
     ports_[index(n, 0)].state = PortState::kActive;
     switches_[node.switch_index.value] = SwitchSim{};
     std::vector<std::uint8_t>().swap(lfts_[node.switch_index.value]);
+    std::vector<std::uint16_t>().swap(mfts_[node.switch_index.value]);
     failover_[node.switch_index.value].reset();  // armed tables are volatile too
   }
   homes_dirty_ = true;

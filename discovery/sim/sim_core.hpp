@@ -36,6 +36,7 @@
 #include "discovery/transport.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_space.hpp"
+#include "routing/port_mask.hpp"
 #include "routing/topology.hpp"
 
 namespace subnetd::discovery::sim {
@@ -49,6 +50,9 @@ inline constexpr std::uint8_t kPhysLinkUp = 5;
 // P_Key table entries of every simulated port (NodeInfo:PartitionCap and
 // SwitchInfo:PartitionEnforcementCap), as ibsim's CAs have.
 inline constexpr std::uint16_t kPartitionCap = 64;
+// Multicast forwarding table entries of every simulated switch
+// (SwitchInfo:MulticastFDBCap: MLIDs 0xC000..0xC3FF), as ibsim's switches.
+inline constexpr std::uint16_t kMulticastFdbCap = 1024;
 
 struct PortView {
   routing::PortState state = routing::PortState::kDown;
@@ -115,6 +119,8 @@ class SimCore {
   PortView port_view(PortRef ref) const;
   // The LFT entry a switch holds for `lid` (255 when none).
   std::uint8_t lft_entry(NodeId sw, std::uint32_t lid) const;
+  // The ports a switch's MFT holds for `mlid` (0xC000..), port 0 included.
+  routing::PortMask mft_entry(NodeId sw, std::uint32_t mlid) const;
   // Writes one entry as an SMP Set from someone else would; the caller
   // checked that `sw` is a switch and lid < lft_cap().
   void set_lft_entry(NodeId sw, std::uint32_t lid, PortNum port);
@@ -288,6 +294,7 @@ class SimCore {
   std::uint16_t sma_lft(mad::Smp& s, NodeId node);
   std::uint16_t sma_sl2vl(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_pkeys(mad::Smp& s, NodeId node, PortNum in);
+  std::uint16_t sma_mft(mad::Smp& s, NodeId node);
   std::uint16_t sma_vlarb(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_ext_port_info(mad::Smp& s, NodeId node, PortNum in);
   std::uint16_t sma_ext_switch_info(mad::Smp& s, NodeId node);
@@ -314,6 +321,9 @@ class SimCore {
   // By node: kPartitionCap entries per port; until written, every port
   // holds 0xFFFF at index 0 and nothing else (as ibsim's ports do).
   std::vector<std::vector<std::uint16_t>> pkeys_;
+  // By switch_index: kMulticastFdbCap entries x positions (16 ports each),
+  // allocated on first write.
+  std::vector<std::vector<std::uint16_t>> mfts_;
   std::vector<Clock> sma_busy_until_;                   // by node; latency model only
   std::vector<std::unique_ptr<FailoverSim>> failover_;  // by switch_index, null until armed
   // LID -> home switch (node value), and its inverse; rebuilt lazily after

@@ -313,6 +313,12 @@ Result<PortView> SimFabric::port_view(PortRef ref) const {
   return core_.port_view(ref);
 }
 
+Result<routing::PortMask> SimFabric::mft_entry(NodeId sw, Lid mlid) const {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_switch(sw));
+  return core_.mft_entry(sw, mlid.value);
+}
+
 Result<std::uint8_t> SimFabric::lft_entry(NodeId sw, Lid lid) const {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_switch(sw));

@@ -129,6 +129,8 @@ class SimFabric final : public Transport {
   Result<PortView> port_view(PortRef ref) const;
   // The port a switch's own LFT holds for `lid` (255 = none / never written).
   Result<std::uint8_t> lft_entry(NodeId sw, Lid lid) const;
+  // The ports a switch's own MFT holds for a multicast LID.
+  Result<routing::PortMask> mft_entry(NodeId sw, Lid mlid) const;
   // SwitchInfo:PortStateChange of a switch.
   Result<bool> port_state_change(NodeId sw) const;
   // Bytes held by all switches' LFT copies.

@@ -11,6 +11,7 @@
 
 #include "discovery/mad/failover.hpp"
 #include "discovery/sim/sim_core.hpp"
+#include "routing/mcast.hpp"
 #include "routing/partitions.hpp"
 
 namespace subnetd::discovery::sim {
@@ -97,6 +98,9 @@ SimCore::SmaOutcome SimCore::sma_handle(Packet& p, NodeId node, PortNum in) {
     case mad::AttrId::kPKeyTable:
       status = sma_pkeys(s, node, in);
       break;
+    case mad::AttrId::kMulticastForwardingTable:
+      status = sma_mft(s, node);
+      break;
     case mad::AttrId::kSlToVlMappingTable:
       status = sma_sl2vl(s, node, in);
       break;
@@ -162,6 +166,7 @@ std::uint16_t SimCore::sma_switch_info(mad::Smp& s, NodeId node) {
   si.life_time_value = w.life_time_value;
   si.port_state_change = w.port_state_change;
   si.partition_enforcement_cap = kPartitionCap;
+  si.multicast_fdb_cap = kMulticastFdbCap;
   si.encode(mad::data_of(s));
   return st::kOk;
 }
@@ -440,6 +445,33 @@ std::uint16_t SimCore::sma_pkeys(mad::Smp& s, NodeId node, PortNum in) {
     std::copy_n(t.begin() + static_cast<std::ptrdiff_t>(off), out.keys.size(), out.keys.begin());
   } else if (block == 0) {
     out.keys[0] = 0xFFFF;
+  }
+  out.encode(mad::data_of(s));
+  return st::kOk;
+}
+
+std::uint16_t SimCore::sma_mft(mad::Smp& s, NodeId node) {
+  if (!is_switch(node)) return st::kMethodAttrUnsupported;
+  // attr_mod: position (31:28: ports 16 x position ..), block (8:0: MLIDs
+  // 0xC000 + 32 x block ..); bits 27:9 reserved.
+  const std::uint32_t position = s.attr_mod >> 28;
+  const std::uint32_t block = s.attr_mod & 0x1FF;
+  const std::uint32_t positions = (topo_.node(node).num_ports + 16U) / 16U;
+  if ((s.attr_mod & 0x0FFFFE00U) != 0 || position >= positions ||
+      (block + 1) * routing::kMftBlockEntries > kMulticastFdbCap) {
+    return st::kInvalidField;
+  }
+  std::vector<std::uint16_t>& t = mfts_[topo_.node(node).switch_index.value];
+  const std::size_t off =
+      std::size_t{position} * kMulticastFdbCap + std::size_t{block} * routing::kMftBlockEntries;
+  if (s.method == mad::Method::kSet) {
+    if (t.empty()) t.assign(std::size_t{positions} * kMulticastFdbCap, 0);
+    const auto req = mad::MulticastForwardingTable::decode(mad::data_of(s));
+    std::copy(req.masks.begin(), req.masks.end(), t.begin() + static_cast<std::ptrdiff_t>(off));
+  }
+  mad::MulticastForwardingTable out;
+  if (!t.empty()) {
+    std::copy_n(t.begin() + static_cast<std::ptrdiff_t>(off), out.masks.size(), out.masks.begin());
   }
   out.encode(mad::data_of(s));
   return st::kOk;

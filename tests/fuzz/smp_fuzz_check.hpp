@@ -56,6 +56,8 @@ inline std::string check_attribute(const Smp& smp) {
       return check_attribute_stable<PortInfo>(smp);
     case AttrId::kPKeyTable:
       return check_attribute_stable<PKeyTable>(smp);
+    case AttrId::kMulticastForwardingTable:
+      return check_attribute_stable<MulticastForwardingTable>(smp);
     case AttrId::kSlToVlMappingTable:
       return check_attribute_stable<SlToVlMappingTable>(smp);
     case AttrId::kVlArbitrationTable:

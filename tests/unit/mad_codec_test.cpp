@@ -331,12 +331,13 @@ void expect_covers_range(const std::vector<FieldMap<T>>& fields, int first, int 
 
 const std::array<Method, 5> kMethods = {Method::kGet, Method::kSet, Method::kTrap,
                                         Method::kTrapRepress, Method::kGetResp};
-const std::array<AttrId, 17> kAttrs = {AttrId::kNotice,
+const std::array<AttrId, 18> kAttrs = {AttrId::kNotice,
                                        AttrId::kNodeDescription,
                                        AttrId::kNodeInfo,
                                        AttrId::kSwitchInfo,
                                        AttrId::kPortInfo,
                                        AttrId::kPKeyTable,
+                                       AttrId::kMulticastForwardingTable,
                                        AttrId::kSlToVlMappingTable,
                                        AttrId::kVlArbitrationTable,
                                        AttrId::kLinearForwardingTable,
@@ -1061,7 +1062,7 @@ TEST(SmpCodecMalformed, EveryUnknownMethod) {
 
 TEST(SmpCodecMalformed, UnknownAttribute) {
   Bytes b = valid_dr();
-  for (std::uint16_t a : {0x0000, 0x0001, 0x0013, 0x0014, 0x001B, 0xFF00, 0xFF13, 0xFFFF}) {
+  for (std::uint16_t a : {0x0000, 0x0001, 0x0013, 0x0014, 0x001C, 0xFF00, 0xFF13, 0xFFFF}) {
     store_be16(b.data() + 16, a);
     char needle[32];
     std::snprintf(needle, sizeof needle, "unknown attribute 0x%04x", a);
