@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include "daemon/sa/mcmember.hpp"
 #include "discovery/mad/bytes.hpp"
 #include "discovery/programmer.hpp"
 #include "state/path_record.hpp"
@@ -76,8 +77,15 @@ class Answer {
   // `batch`: where path_records() leaves its walks for the caller to run
   // together (then emit_path() for each); null to walk at once.
   Answer(const mad::SaMad& req, Lid requester, const state::FabricState& st,
-         const SaAgentOptions& opts, state::PathIndexCache& paths, PathBatch* batch)
-      : req_(req), requester_(requester), st_(st), opts_(opts), paths_(paths), batch_(batch) {}
+         const SaAgentOptions& opts, state::PathIndexCache& paths, PathBatch* batch,
+         state::McastRegistry* mcast)
+      : req_(req),
+        requester_(requester),
+        st_(st),
+        opts_(opts),
+        paths_(paths),
+        batch_(batch),
+        mcast_(mcast) {}
 
   // Status and the records (back to back, `stride` bytes each).
   std::uint16_t status = mad::status::kOk;
@@ -106,6 +114,17 @@ class Answer {
       return;
     }
     layout_ = mad::layout_of(req_.attr_id);
+    if (attr == Attr::kMcMemberRecord && mcast_ != nullptr) {
+      if (st_.topology == nullptr || st_.lids == nullptr) {
+        status = mad::status::kNoResources;
+        return;
+      }
+      McAnswer a = answer_mcmember(req_, requester_, st_, opts_, *paths_.get(st_), *mcast_);
+      status = a.status;
+      records = std::move(a.records);
+      count = a.count;
+      return;
+    }
     const bool served = attr == Attr::kNodeRecord || attr == Attr::kPortInfoRecord ||
                         attr == Attr::kLinkRecord || attr == Attr::kPathRecord ||
                         attr == Attr::kLftRecord || attr == Attr::kPKeyTableRecord;
@@ -583,6 +602,7 @@ class Answer {
   state::PathIndexCache& paths_;
   std::shared_ptr<const state::PathIndex> index_;  // the snapshot's, for PathRecords
   PathBatch* batch_;
+  state::McastRegistry* mcast_;
   const RecordLayout* layout_ = nullptr;
   std::size_t stride_ = 0;
   std::span<const std::uint8_t> query_;
@@ -591,7 +611,7 @@ class Answer {
 
 }  // namespace
 
-SaAgent::SaAgent(SaAgentOptions opts) : opts_(opts) {}
+SaAgent::SaAgent(SaAgentOptions opts, state::McastRegistry* mcast) : opts_(opts), mcast_(mcast) {}
 
 std::vector<MadBytes> SaAgent::answer(std::span<const std::uint8_t> request, Lid requester_lid,
                                       const state::FabricState& state) {
@@ -620,7 +640,7 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
       continue;
     }
     requests_.fetch_add(1, std::memory_order_relaxed);
-    answers[i].emplace(req, requests[i].requester, state, opts_, paths_, &batch);
+    answers[i].emplace(req, requests[i].requester, state, opts_, paths_, &batch, mcast_);
     answers[i]->run();
   }
   if (!batch.queries.empty()) {
@@ -635,7 +655,11 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
     a.finish();
     const mad::SaMad& req = decoded[i];
     mad::SaMad resp = req;
-    resp.method = static_cast<std::uint8_t>(req.method | 0x80);
+    // A Set is answered with GetResp (IBA 15.2.2), everything else with
+    // its own response method.
+    resp.method = req.method == static_cast<std::uint8_t>(Method::kSet)
+                      ? static_cast<std::uint8_t>(Method::kGetResp)
+                      : static_cast<std::uint8_t>(req.method | 0x80);
     resp.status = a.status;
     resp.rmpp = {};
     resp.sm_key = 0;

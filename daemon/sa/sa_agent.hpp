@@ -4,7 +4,9 @@
 // never blocks the SM and never sees a half-programmed fabric.
 //
 // Served today: ClassPortInfo (Get); NodeRecord, PortInfoRecord,
-// LinkRecord, PathRecord and LinearForwardingTableRecord (Get and GetTable). Every other attribute
+// LinkRecord, PathRecord, LinearForwardingTableRecord and P_KeyTableRecord
+// (Get and GetTable); MCMemberRecord (Get, GetTable, Set, Delete:
+// daemon/sa/mcmember.hpp). Every other attribute
 // or method is answered with the IBA status for it (method/attribute unsupported), never dropped;
 // malformed MADs and responses are counted and dropped.
 //
@@ -54,6 +56,7 @@
 
 #include "discovery/mad/sa.hpp"
 #include "state/fabric_state.hpp"
+#include "state/mcast_groups.hpp"
 #include "state/path_record.hpp"
 #include "state/sa_info.hpp"
 
@@ -72,7 +75,9 @@ using MadBytes = std::array<std::uint8_t, discovery::mad::sa::kMadSize>;
 
 class SaAgent final : public state::SaInfo {
  public:
-  explicit SaAgent(SaAgentOptions opts = {});
+  // `mcast` (may be null: MCMemberRecord is unsupported): the multicast
+  // groups joins and leaves change (daemon/sa/mcmember.hpp).
+  explicit SaAgent(SaAgentOptions opts = {}, state::McastRegistry* mcast = nullptr);
 
   // The MADs that answer `request` (sent by the port with LID
   // `requester_lid`): one GetResp, or the RMPP segments of a GetTableResp;
@@ -101,6 +106,7 @@ class SaAgent final : public state::SaInfo {
  private:
   SaAgentOptions opts_;
   state::PathIndexCache paths_;  // PathRecords walk the tables through it
+  state::McastRegistry* mcast_;
   std::atomic<std::uint64_t> requests_{0}, errors_{0}, records_{0}, malformed_{0}, ignored_{0};
 };
 

@@ -177,6 +177,29 @@ constexpr Component kPKeyTableRecord[] = {
     {"Reserved", 40, 24}, {"P_KeyTable", 64, 512},
 };
 
+// MCMemberRecord (IBA 15.2.5.17).
+constexpr Component kMcMemberRecord[] = {
+    {"MGID", 0, 128},
+    {"PortGID", 128, 128},
+    {"Q_Key", 256, 32},
+    {"MLID", 288, 16},
+    {"MTUSelector", 304, 2},
+    {"MTU", 306, 6},
+    {"TClass", 312, 8},
+    {"P_Key", 320, 16},
+    {"RateSelector", 336, 2},
+    {"Rate", 338, 6},
+    {"PacketLifeTimeSelector", 344, 2},
+    {"PacketLifeTime", 346, 6},
+    {"SL", 352, 4},
+    {"FlowLabel", 356, 20},
+    {"HopLimit", 376, 8},
+    {"Scope", 384, 4},
+    {"JoinState", 388, 4},
+    {"ProxyJoin", 392, 1},
+    {"Reserved", 393, 23},
+};
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
@@ -184,6 +207,7 @@ constexpr RecordLayout kLayouts[] = {
     {Attr::kPathRecord, "PathRecord", 64, kPathRecord},
     {Attr::kLftRecord, "LinearForwardingTableRecord", 72, kLftRecord},
     {Attr::kPKeyTableRecord, "P_KeyTableRecord", 72, kPKeyTableRecord},
+    {Attr::kMcMemberRecord, "MCMemberRecord", 52, kMcMemberRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {

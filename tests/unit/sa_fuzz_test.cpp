@@ -113,7 +113,11 @@ std::string check_answer(std::span<const std::uint8_t> request,
     if (!r.ok()) return "an answer MAD does not decode: " + r.error().message;
     if (!r->is_response()) return "an answer is not a response";
     if (r->tid != req->tid || r->attr_id != req->attr_id) return "TID or attribute changed";
-    if (r->method != (req->method | 0x80)) return "wrong response method";
+    // A Set is answered with GetResp (IBA 15.2.2), the rest with their own.
+    const int want = req->method == static_cast<std::uint8_t>(mad::Method::kSet)
+                         ? static_cast<int>(mad::Method::kGetResp)
+                         : req->method | 0x80;
+    if (r->method != want) return "wrong response method";
   }
   if (answer.size() > 1 || mad::decode_sa(answer.front())->rmpp.version != 0) {
     auto joined = mad::reassemble(answer);
