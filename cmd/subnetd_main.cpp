@@ -274,7 +274,10 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   state::StatePublisher publisher;
   // The SA answers from the published snapshot, on the transport's own
   // receiving thread: queries are served while the SM strand routes.
-  sa::SaAgent sa_agent;
+  // Multicast groups: joined and left through the SA, their trees
+  // computed and programmed by the SM.
+  state::McastRegistry mcast;
+  sa::SaAgent sa_agent({}, &mcast);
   if (auto served = bundle->transport->serve_gmp_class(
           discovery::mad::sa::kMgmtClass,
           [&sa_agent, &publisher](std::span<const discovery::GmpRequest> requests) {
@@ -302,6 +305,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   };
   SubnetManager sm(io, cfg, std::move(bundle).value(), &writer, std::move(remembered).value(),
                    publisher, events, pool, std::move(hooks));
+  sm.attach_multicast(&mcast);
 
   // Watchdog: pinged from the io thread while it keeps turning.
   std::uint64_t watchdog_usec = 0;

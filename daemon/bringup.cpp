@@ -66,8 +66,11 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const routing::Topolog
 Result<routing::VerifyReport> verify_step(const routing::Topology& topo,
                                           const routing::LidMap& lids,
                                           const routing::Routes& routes, routing::WorkerPool& pool,
-                                          std::stop_token stop) {
-  auto verdict = routing::verify(topo, lids, routes, pool, stop);
+                                          std::stop_token stop,
+                                          const routing::McastTables* multicast) {
+  routing::VerifyOptions vo;
+  vo.multicast = multicast;
+  auto verdict = routing::verify(topo, lids, routes, vo, pool, stop);
   if (!verdict.ok()) {
     Error e = verdict.error();
     e.message += "; nothing was programmed";
@@ -80,6 +83,8 @@ boost::asio::awaitable<Result<void>> program_step(discovery::MadEngine& engine,
                                                   const BringUpOptions& opts, BringUpResult& out,
                                                   const discovery::HeldTables* held,
                                                   discovery::ProgramLive live) {
+  if (live.multicast == nullptr) live.multicast = out.multicast.get();
+  if (live.partitions == nullptr && out.partitions) live.partitions = out.partitions.get();
   if (live.partitions == nullptr) {
     out.partitions = std::make_shared<const routing::PartitionPlan>(routing::plan_partitions(
         out.sweep.topology, opts.partitions, PortRef{out.sweep.sm_node, out.sweep.sm_port}));

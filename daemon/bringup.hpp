@@ -24,9 +24,11 @@
 #include "discovery/sweeper.hpp"
 #include "routing/engine.hpp"
 #include "routing/lid_assigner.hpp"
+#include "routing/mcast.hpp"
 #include "routing/partitions.hpp"
 #include "routing/verifier.hpp"
 #include "routing/worker_pool.hpp"
+#include "state/mcast_groups.hpp"
 
 namespace subnetd::daemon {
 
@@ -61,8 +63,12 @@ struct BringUpResult {
   std::shared_ptr<const routing::Routes> routes;
   routing::VerifyReport verify;
   discovery::ProgramReport program;
-  // The P_Key tables programmed (of sweep.topology); set by program_step.
+  // The P_Key tables programmed (of sweep.topology); planned by
+  // program_step unless the caller planned them.
   std::shared_ptr<const routing::PartitionPlan> partitions;
+  // The multicast groups and their trees (the SM's; empty for --once).
+  std::shared_ptr<const std::vector<state::McastGroup>> mcast_groups;
+  std::shared_ptr<const routing::McastTables> multicast;
   PhaseTimes times;
 };
 
@@ -83,10 +89,12 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const routing::Topolog
                                                           const BringUpOptions& opts,
                                                           routing::WorkerPool& pool,
                                                           std::stop_token stop);
+// With `multicast`, the trees' dependencies are in the graph too.
 Result<routing::VerifyReport> verify_step(const routing::Topology& topo,
                                           const routing::LidMap& lids,
                                           const routing::Routes& routes, routing::WorkerPool& pool,
-                                          std::stop_token stop);
+                                          std::stop_token stop,
+                                          const routing::McastTables* multicast = nullptr);
 // Programs, and on success updates out.sweep.topology to what the fabric
 // now is (ports ACTIVE, LIDs written). Plans the partitions of the swept
 // topology into out.partitions unless `live` brings a plan. A pass with failed SMPs is an error

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "daemon/dump_files.hpp"
+#include "daemon/multicast.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "routing/text.hpp"
 
@@ -70,6 +71,7 @@ asio::awaitable<void> SubnetManager::heavy_sweep_task(
   heavy_running_ = false;
   for (auto& done : waiters) done(reply);
   if (stopped_) co_return;
+  if (mcast_dirty_) multicast_changed();  // joins and leaves while it ran
   if (heavy_again_) {
     heavy_again_ = false;
     request_heavy_sweep(heavy_again_delay_, std::move(heavy_again_reason_));
@@ -259,6 +261,17 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   r->times.lids = Steady::now() - t;
   co_await persist_lids(r->lids);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
+  // Partitions, and the multicast groups (the IPoIB broadcast group of
+  // every IPoIB partition among them) whose trees this sweep programs.
+  r->partitions = std::make_shared<const routing::PartitionPlan>(routing::plan_partitions(
+      r->sweep.topology, cfg_.partitions, PortRef{r->sweep.sm_node, r->sweep.sm_port}));
+  if (mcast_registry_ != nullptr) {
+    mcast_registry_->set_partition_groups(r->partitions->partitions());
+    r->mcast_groups =
+        std::make_shared<const std::vector<state::McastGroup>>(mcast_registry_->groups());
+    mcast_dirty_ = false;
+  }
+  std::string mcast_error;
 
   // 3. Route and verify the topology as found, minus the links the fast
   // path found down since the sweep began. An engine without a rerouter
@@ -302,8 +315,21 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
 
     enter_phase(Phase::kVerify);
     t = Steady::now();
+    // The multicast trees first: their dependencies are verified with the
+    // unicast routes'. Trees that fail their own check are not programmed
+    // (the switches keep what they hold), but unicast goes ahead.
     auto check = [&] {
-      return verify_step(r->sweep.topology, r->lids.map, *r->routes, pool_, stop);
+      r->multicast.reset();
+      if (r->mcast_groups) {
+        auto mc = multicast_step(r->sweep.topology, *r->routes, *r->mcast_groups, pool_, stop);
+        if (mc.ok()) {
+          r->multicast = mc->tables;
+        } else {
+          mcast_error = mc.error().message;
+        }
+      }
+      return verify_step(r->sweep.topology, r->lids.map, *r->routes, pool_, stop,
+                         r->multicast.get());
     };
     auto verdict = co_await compute_.run(check);
     if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
@@ -348,9 +374,18 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
         reset = port.connected() && port.state != routing::PortState::kActive;
       }
       if (reset) held_pkeys_.forget(fabric.node(n).guid);
+      if (held_unknown_.count(fabric.node(n).guid) != 0) held_mfts_.forget(fabric.node(n).guid);
     }
   }
   live.held_pkeys = &held_pkeys_;
+  live.partitions = r->partitions.get();
+  live.multicast = r->multicast.get();
+  live.held_mfts = &held_mfts_;
+  if (!mcast_error.empty()) {
+    spdlog::error("multicast: {}", mcast_error);
+    events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
+                   "multicast trees not programmed: " + mcast_error);
+  }
   const discovery::HeldTables held = held_tables();
   auto programmed = co_await program_step(engine_, opts, *r, &held, live);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
@@ -412,6 +447,8 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
       r->program.lft_blocks_sent + r->program.lft_blocks_resent);
   spdlog::info("subnet up: {}", summary);
   current_ = r;
+  mcast_now_.reset();
+  mcast_groups_now_.reset();
   fast_ = ctx->fast;
   routes_now_.reset();
   topology_now_.reset();

@@ -90,7 +90,8 @@ void SubnetManager::post(std::function<void()> fn) {
 bool SubnetManager::idle() const {
   const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
   return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
-         !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_;
+         !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_ &&
+         !mcast_running_;
 }
 
 void SubnetManager::check_idle() {
@@ -125,6 +126,7 @@ void SubnetManager::stop() {
   post([this] {
     if (stopped_) return;
     stopped_ = true;
+    if (mcast_registry_ != nullptr) mcast_registry_->set_on_change({});
     light_timer_.cancel();
     heavy_timer_.cancel();
     engine_.stop();
@@ -160,6 +162,8 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
     s->port_info = std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>>(
         current_, &c.sweep.port_info);
     s->partitions = c.partitions;
+    s->mcast_groups = mcast_groups_now_ ? mcast_groups_now_ : c.mcast_groups;
+    s->multicast = mcast_now_ ? mcast_now_ : c.multicast;
     s->routes = c.routes;
     s->sm_node = c.sweep.sm_node;
     s->sm_port = c.sweep.sm_port;

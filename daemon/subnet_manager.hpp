@@ -114,6 +114,12 @@ class SubnetManager final : public state::SmControl {
   ~SubnetManager() override;
 
   void start();
+  // The multicast groups the SA's joins and leaves change (may be null: no
+  // multicast). Before start(); the registry must outlive the SM. The SM
+  // creates the IPoIB broadcast groups of the partitions in it, and
+  // computes, verifies and programs the trees of its groups at every heavy
+  // sweep and whenever they change (sm_multicast.cpp).
+  void attach_multicast(state::McastRegistry* registry);
   // Stops timers and I/O; a sweep in progress ends at its next step. Any
   // thread. Pending SmControl calls are answered (cancelled).
   void stop();
@@ -183,6 +189,11 @@ class SubnetManager final : public state::SmControl {
   bool idle() const;
   void check_idle();
   void log_link_changes(const routing::Topology& before, const routing::Topology& after);
+
+  // ---- sm_multicast.cpp
+  // The registry changed (any thread posts it): trees again, soon.
+  void multicast_changed();
+  awaitable<void> reprogram_multicast();
 
   // ---- sm_sweeps.cpp
   void request_heavy_sweep(std::chrono::milliseconds delay, std::string reason);
@@ -276,6 +287,15 @@ class SubnetManager final : public state::SmControl {
   // it may have reset (a port found below ACTIVE, a switch that lost its
   // tables).
   discovery::HeldPKeys held_pkeys_;
+  // Multicast: the registry, the MFT blocks switches acknowledged, the
+  // trees and groups programmed since the last bring-up (null: its own),
+  // and the re-programming after joins and leaves.
+  state::McastRegistry* mcast_registry_ = nullptr;
+  discovery::HeldBlocks held_mfts_;
+  std::shared_ptr<const routing::McastTables> mcast_now_;
+  std::shared_ptr<const std::vector<state::McastGroup>> mcast_groups_now_;
+  bool mcast_running_ = false;
+  bool mcast_dirty_ = false;
   // Fast failover: what each switch can do and holds; the plan armed; a
   // line for the log.
   discovery::FailoverArmer armer_;

@@ -373,124 +373,128 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     record_failure(q, e);
   };
 
-  // Phase 1: LIDs on endpoint ports, LinearFDBTop on switches.
-  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-    const NodeId n{i};
-    const routing::Node& node = t.node(n);
-    const bool sw = node.type == NodeType::kSwitch;
-    for (unsigned pn = sw ? 0 : 1; pn <= (sw ? 0U : node.num_ports); ++pn) {
-      const PortNum p = static_cast<PortNum>(pn);
-      if (!is_endpoint(n, p)) continue;
-      const routing::Port& port = t.port(n, p);
-      const Lid want = lids.base_lid(t, n, p);
-      const std::uint8_t want_lmc = sw ? 0 : lids.lmc;
-      if (port.lid == want && port.lmc == want_lmc && port.master_sm_lid.value == sm_lid) continue;
-      ++report.port_lid_sets;
-      issue(Req{extended ? Kind::kExtPortLid : Kind::kPortLid, n, p});
-    }
-    if (sw) {
-      ++report.switch_info_sets;
-      issue(Req{Kind::kSwitchInfo, n, 0});
-      if (extended) issue(Req{Kind::kExtSwitchInfo, n, 0});
-    }
-  }
-  co_await pipeline.drained();
-  if (engine.stopped()) co_return stopped();
-
-  // Phase 1b: P_Key tables, then enforcement on the switch ports facing
-  // CAs (after the tables it enforces).
-  if (parts != nullptr) {
+  if (!opts_.only_multicast) {
+    // Phase 1: LIDs on endpoint ports, LinearFDBTop on switches.
     for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
       const NodeId n{i};
       const routing::Node& node = t.node(n);
-      const Guid guid = node.guid;
-      for (unsigned pn = 0; pn <= node.num_ports; ++pn) {
-        const auto p = static_cast<PortNum>(pn);
-        const std::uint32_t at = t.port_index(n, p);
-        if (parts->table(at).empty() || (p != 0 && !t.port(n, p).connected())) continue;
-        for (unsigned b = 0; b < pkey_blocks(t, n, p); ++b) {
-          const auto* have =
-              live.held_pkeys != nullptr ? live.held_pkeys->block(guid, p, b) : nullptr;
-          if (have != nullptr && *have == pkey_block(n, p, b)) {
-            ++report.pkey_blocks_unchanged;
+      const bool sw = node.type == NodeType::kSwitch;
+      for (unsigned pn = sw ? 0 : 1; pn <= (sw ? 0U : node.num_ports); ++pn) {
+        const PortNum p = static_cast<PortNum>(pn);
+        if (!is_endpoint(n, p)) continue;
+        const routing::Port& port = t.port(n, p);
+        const Lid want = lids.base_lid(t, n, p);
+        const std::uint8_t want_lmc = sw ? 0 : lids.lmc;
+        if (port.lid == want && port.lmc == want_lmc && port.master_sm_lid.value == sm_lid)
+          continue;
+        ++report.port_lid_sets;
+        issue(Req{extended ? Kind::kExtPortLid : Kind::kPortLid, n, p});
+      }
+      if (sw) {
+        ++report.switch_info_sets;
+        issue(Req{Kind::kSwitchInfo, n, 0});
+        if (extended) issue(Req{Kind::kExtSwitchInfo, n, 0});
+      }
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
+
+    // Phase 1b: P_Key tables, then enforcement on the switch ports facing
+    // CAs (after the tables it enforces).
+    if (parts != nullptr) {
+      for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+        const NodeId n{i};
+        const routing::Node& node = t.node(n);
+        const Guid guid = node.guid;
+        for (unsigned pn = 0; pn <= node.num_ports; ++pn) {
+          const auto p = static_cast<PortNum>(pn);
+          const std::uint32_t at = t.port_index(n, p);
+          if (parts->table(at).empty() || (p != 0 && !t.port(n, p).connected())) continue;
+          for (unsigned b = 0; b < pkey_blocks(t, n, p); ++b) {
+            const auto* have =
+                live.held_pkeys != nullptr ? live.held_pkeys->block(guid, p, b) : nullptr;
+            if (have != nullptr && *have == pkey_block(n, p, b)) {
+              ++report.pkey_blocks_unchanged;
+              continue;
+            }
+            ++report.pkey_blocks_sent;
+            issue(Req{Kind::kPKeys, n, pn | (b << 8)});
+          }
+          if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+          if (engine.stopped()) co_return stopped();
+        }
+      }
+      co_await pipeline.drained();
+      if (engine.stopped()) co_return stopped();
+      for (const NodeId n : t.switches()) {
+        for (unsigned pn = 1; pn <= t.node(n).num_ports; ++pn) {
+          const auto p = static_cast<PortNum>(pn);
+          const std::uint32_t at = t.port_index(n, p);
+          // Ports coming up get the bits with their state change (phase 3).
+          if (!t.port(n, p).connected() || t.port(n, p).state != PortState::kActive ||
+              at >= sweep.port_info.size()) {
             continue;
           }
-          ++report.pkey_blocks_sent;
-          issue(Req{Kind::kPKeys, n, pn | (b << 8)});
+          const auto read = mad::PortInfo::decode(sweep.port_info[at]);
+          const bool want = parts->enforced(at);
+          if (read.partition_enforcement_inbound == want &&
+              read.partition_enforcement_outbound == want) {
+            continue;
+          }
+          ++report.enforcement_sets;
+          issue(Req{Kind::kState, n, p, PortState::kNoChange});
+          if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+          if (engine.stopped()) co_return stopped();
         }
-        if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
-        if (engine.stopped()) co_return stopped();
       }
-    }
-    co_await pipeline.drained();
-    if (engine.stopped()) co_return stopped();
-    for (const NodeId n : t.switches()) {
-      for (unsigned pn = 1; pn <= t.node(n).num_ports; ++pn) {
-        const auto p = static_cast<PortNum>(pn);
-        const std::uint32_t at = t.port_index(n, p);
-        // Ports coming up get the bits with their state change (phase 3).
-        if (!t.port(n, p).connected() || t.port(n, p).state != PortState::kActive ||
-            at >= sweep.port_info.size()) {
-          continue;
-        }
-        const auto read = mad::PortInfo::decode(sweep.port_info[at]);
-        const bool want = parts->enforced(at);
-        if (read.partition_enforcement_inbound == want &&
-            read.partition_enforcement_outbound == want) {
-          continue;
-        }
-        ++report.enforcement_sets;
-        issue(Req{Kind::kState, n, p, PortState::kNoChange});
-        if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
-        if (engine.stopped()) co_return stopped();
-      }
-    }
-    co_await pipeline.drained();
-    if (engine.stopped()) co_return stopped();
-  }
-
-  // Phase 2: LFT blocks that differ from what the switch holds.
-  const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
-  for (std::uint32_t first = 0; first < t.num_switches(); first += kSwitchesAtOnce) {
-    const std::uint32_t end = std::min<std::uint32_t>(t.num_switches(), first + kSwitchesAtOnce);
-    std::array<std::span<const std::uint8_t>, kSwitchesAtOnce> have_rows{};
-    for (std::uint32_t si = first; si < end; ++si) {
-      const NodeId n = t.switch_node(SwitchIndex{si});
-      if (held != nullptr && held->row) have_rows[si - first] = held->row(t.node(n).guid);
-    }
-    for (std::uint32_t b = 0; b < blocks; ++b) {
-      const std::size_t at = std::size_t{b} * routing::kLftBlockSize;
-      for (std::uint32_t si = first; si < end; ++si) {
-        const SwitchIndex s{si};
-        const std::span<const std::uint8_t> have_row = have_rows[si - first];
-        const auto want = want_row(s).subspan(at, routing::kLftBlockSize);
-        if (have_row.size() >= at + routing::kLftBlockSize &&
-            std::equal(want.begin(), want.end(),
-                       have_row.begin() + static_cast<std::ptrdiff_t>(at))) {
-          ++report.lft_blocks_unchanged;
-          continue;
-        }
-        ++report.lft_blocks_sent;
-        issue(Req{Kind::kBlock, t.switch_node(s), b});
-      }
-      if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+      co_await pipeline.drained();
       if (engine.stopped()) co_return stopped();
     }
-  }
-  co_await pipeline.drained();
-  if (engine.stopped()) co_return stopped();
-  // Blocks a repair changed while this pass ran, as they stand now.
-  while (live.resend != nullptr && !live.resend->empty()) {
-    std::vector<routing::DirtyBlock> again;
-    again.swap(*live.resend);
-    for (const routing::DirtyBlock& d : again) {
-      if (d.sw.value >= t.num_switches() || d.block >= blocks) continue;
-      ++report.lft_blocks_resent;
-      issue(Req{Kind::kBlock, t.switch_node(d.sw), d.block});
+
+    // Phase 2: LFT blocks that differ from what the switch holds.
+    const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
+    for (std::uint32_t first = 0; first < t.num_switches(); first += kSwitchesAtOnce) {
+      const std::uint32_t end = std::min<std::uint32_t>(t.num_switches(), first + kSwitchesAtOnce);
+      std::array<std::span<const std::uint8_t>, kSwitchesAtOnce> have_rows{};
+      for (std::uint32_t si = first; si < end; ++si) {
+        const NodeId n = t.switch_node(SwitchIndex{si});
+        if (held != nullptr && held->row) have_rows[si - first] = held->row(t.node(n).guid);
+      }
+      for (std::uint32_t b = 0; b < blocks; ++b) {
+        const std::size_t at = std::size_t{b} * routing::kLftBlockSize;
+        for (std::uint32_t si = first; si < end; ++si) {
+          const SwitchIndex s{si};
+          const std::span<const std::uint8_t> have_row = have_rows[si - first];
+          const auto want = want_row(s).subspan(at, routing::kLftBlockSize);
+          if (have_row.size() >= at + routing::kLftBlockSize &&
+              std::equal(want.begin(), want.end(),
+                         have_row.begin() + static_cast<std::ptrdiff_t>(at))) {
+            ++report.lft_blocks_unchanged;
+            continue;
+          }
+          ++report.lft_blocks_sent;
+          issue(Req{Kind::kBlock, t.switch_node(s), b});
+        }
+        if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+        if (engine.stopped()) co_return stopped();
+      }
     }
     co_await pipeline.drained();
     if (engine.stopped()) co_return stopped();
-  }
+    // Blocks a repair changed while this pass ran, as they stand now.
+    while (live.resend != nullptr && !live.resend->empty()) {
+      std::vector<routing::DirtyBlock> again;
+      again.swap(*live.resend);
+      for (const routing::DirtyBlock& d : again) {
+        if (d.sw.value >= t.num_switches() || d.block >= blocks) continue;
+        ++report.lft_blocks_resent;
+        issue(Req{Kind::kBlock, t.switch_node(d.sw), d.block});
+      }
+      co_await pipeline.drained();
+      if (engine.stopped()) co_return stopped();
+    }
+
+  }  // !only_multicast
 
   // Phase 2b: MFT blocks that differ from what the switch holds, up to the
   // highest MLID in use or ever written there.

@@ -62,6 +62,8 @@ struct ProgramOptions {
   std::uint64_t subnet_prefix = 0xfe80000000000000ULL;
   std::uint8_t subnet_timeout = 18;
   bool activate = true;  // move live ports to ARMED and ACTIVE
+  // Only the MFT phase (the SM re-programming trees after joins/leaves).
+  bool only_multicast = false;
 };
 
 // What the switches are known to hold, from earlier programming and repairs:

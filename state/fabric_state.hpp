@@ -19,9 +19,11 @@
 
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/mcast.hpp"
 #include "routing/partitions.hpp"
 #include "routing/thread_check.hpp"
 #include "routing/topology.hpp"
+#include "state/mcast_groups.hpp"
 
 namespace subnetd::state {
 
@@ -62,6 +64,10 @@ struct FabricState {
   // The partitions and every port's P_Key table as programmed (by port
   // index of `topology`).
   std::shared_ptr<const routing::PartitionPlan> partitions;
+  // The multicast groups and the trees programmed for them (null without
+  // multicast).
+  std::shared_ptr<const std::vector<McastGroup>> mcast_groups;
+  std::shared_ptr<const routing::McastTables> multicast;
 
   NodeId sm_node;
   PortNum sm_port = 0;

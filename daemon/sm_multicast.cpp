@@ -1,0 +1,98 @@
+// The SM's multicast: trees for the registry's groups after joins and
+// leaves, between heavy sweeps (which compute them with everything else).
+// See subnet_manager.hpp.
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/multicast.hpp"
+#include "daemon/subnet_manager.hpp"
+
+namespace subnetd::daemon {
+
+namespace asio = boost::asio;
+
+void SubnetManager::attach_multicast(state::McastRegistry* registry) {
+  mcast_registry_ = registry;
+  if (registry == nullptr) return;
+  std::weak_ptr<int> alive = life_;
+  registry->set_on_change([this, alive] {
+    if (alive.expired()) return;
+    post([this] { multicast_changed(); });
+  });
+}
+
+void SubnetManager::multicast_changed() {
+  SUBNETD_ASSERT_ON(strand_);
+  if (stopped_ || mcast_registry_ == nullptr) return;
+  // Before the first bring-up, or while a heavy sweep runs, the sweep takes
+  // the groups (a change after it read them is taken again after it).
+  mcast_dirty_ = true;
+  if (!current_ || mcast_running_) return;
+  mcast_running_ = true;
+  asio::co_spawn(strand_, reprogram_multicast(), asio::detached);
+}
+
+asio::awaitable<void> SubnetManager::reprogram_multicast() {
+  SUBNETD_ASSERT_ON(strand_);
+  const std::weak_ptr<int> alive = life_;
+  auto gone = [&] { return alive.expired() || stopped_; };
+  while (mcast_dirty_ && current_ && !gone()) {
+    if (heavy_running_) {
+      // The sweep programs the trees; what changed after it read the
+      // groups is taken when it is done (heavy_sweep_task calls again).
+      break;
+    }
+    mcast_dirty_ = false;
+    const std::shared_ptr<const BringUpResult> c = current_;
+    const auto topo = topology_now_
+                          ? topology_now_
+                          : std::shared_ptr<const routing::Topology>(c, &c->sweep.topology);
+    const auto routes = routes_now_ ? routes_now_ : c->routes;
+    auto groups = std::make_shared<const std::vector<state::McastGroup>>(mcast_registry_->groups());
+    const auto stop = stop_source_.get_token();
+    auto compute = [&] {
+      auto mc = multicast_step(*topo, *routes, *groups, strand_pool_, stop);
+      if (!mc.ok() || !routes->updown_rank.empty()) return mc;
+      // No up/down order: the trees are proven with the unicast tables.
+      auto v = verify_step(*topo, c->lids.map, *routes, pool_, stop, mc->tables.get());
+      if (!v.ok()) return Result<MulticastResult>(v.error());
+      return mc;
+    };
+    auto mc = co_await compute_.run(compute);
+    if (gone()) break;
+    if (!mc.ok()) {
+      spdlog::error("multicast: {}", mc.error().message);
+      events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
+                     "multicast trees not programmed: " + mc.error().message);
+      continue;
+    }
+    discovery::ProgramOptions po = bring_up_options(cfg_).program;
+    po.activate = false;
+    po.only_multicast = true;
+    discovery::Programmer programmer(po);
+    discovery::ProgramLive live;
+    live.multicast = mc->tables.get();
+    live.held_mfts = &held_mfts_;
+    auto programmed = co_await programmer.program(engine_, c->sweep, c->lids.map, *routes, nullptr,
+                                                  std::move(live));
+    if (gone()) break;
+    if (!programmed.ok() || !programmed->ok()) {
+      const std::string why =
+          !programmed.ok() ? programmed.error().message : programmed->failures.front();
+      spdlog::warn("multicast: programming failed ({}); the next heavy sweep sends it again", why);
+      for (const Guid g : programmed.ok() ? programmed->switches_failed : std::vector<Guid>{}) {
+        held_mfts_.forget(g);
+      }
+    }
+    mcast_now_ = mc->tables;
+    mcast_groups_now_ = groups;
+    spdlog::info("multicast: {} group(s), {} MFT block(s) sent", groups->size(),
+                 programmed.ok() ? programmed->mft_blocks_sent : 0);
+    publish(state::SmState::kMaster, {});
+  }
+  mcast_running_ = false;
+  check_idle();
+}
+
+}  // namespace subnetd::daemon

@@ -1,0 +1,128 @@
+// The SM's multicast end to end on the simulator: the IPoIB broadcast
+// group of the default partition exists after the first bring-up; joins
+// (made in the registry, as the SA makes them) are programmed into the
+// switches' MFTs without a sweep, leaves take ports out again, and a heavy
+// sweep keeps what is programmed.
+
+#include <gtest/gtest.h>
+
+#include "daemon_test_support.hpp"
+#include "state/mcast_groups.hpp"
+
+namespace subnetd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using state::FabricState;
+
+struct Harness {
+  std::unique_ptr<discovery::sim::SimFabric> sim;
+  state::StatePublisher publisher;
+  state::EventLog events{0, {}, {}};
+  routing::WorkerPool pool{2};
+  state::McastRegistry registry;
+  boost::asio::io_context io;
+  std::unique_ptr<SubnetManager> sm;
+  std::thread thread;
+
+  explicit Harness(const std::string& spec, EngineKind engine) {
+    auto topo = discovery::topo::generate(spec);
+    EXPECT_TRUE(topo.ok());
+    auto s = discovery::sim::SimFabric::create(std::move(topo).value(), {});
+    EXPECT_TRUE(s.ok());
+    sim = std::move(s).value();
+    Config cfg;
+    cfg.fabric.topology = spec;
+    cfg.routing.engine = engine;
+    cfg.sweep.interval = 0ms;
+    TransportBundle bundle;
+    bundle.transport = std::make_unique<testing::BorrowedSim>(*sim);
+    sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
+                                         std::vector<routing::LidRecord>{}, publisher, events, pool,
+                                         SubnetManager::Hooks{});
+    sm->attach_multicast(&registry);
+    sm->start();
+    thread = std::thread([this] { io.run(); });
+  }
+  ~Harness() { testing::stop_on_thread(*sm, io, thread); }
+
+  std::shared_ptr<const FabricState> wait(const std::function<bool(const FabricState&)>& pred) {
+    return publisher.wait_for(pred, 20s);
+  }
+  // The switch a CA port hangs off, in the simulator, and its port there.
+  std::pair<NodeId, PortNum> attachment(PortRef ca) const {
+    const routing::Port& p = sim->topology().port(ca);
+    return {p.remote_node, p.remote_port};
+  }
+};
+
+std::vector<PortRef> ca_ports(const routing::Topology& t) {
+  std::vector<PortRef> out;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    if (t.node(NodeId{i}).type == routing::NodeType::kSwitch) continue;
+    for (unsigned p = 1; p <= t.node(NodeId{i}).num_ports; ++p) {
+      if (t.port(NodeId{i}, static_cast<PortNum>(p)).connected()) {
+        out.push_back({NodeId{i}, static_cast<PortNum>(p)});
+      }
+    }
+  }
+  return out;
+}
+
+std::size_t members_of(const FabricState& s, const state::Mgid& mgid) {
+  if (!s.mcast_groups) return 0;
+  for (const auto& g : *s.mcast_groups) {
+    if (g.mgid == mgid) return g.members.size();
+  }
+  return 0;
+}
+
+TEST(MulticastDaemon, JoinsAndLeavesReachTheSwitches) {
+  Harness h("fat-tree:levels=2,radix=8", EngineKind::kAuto);
+  const state::Mgid bcast = state::ipoib_broadcast_mgid(0x7FFF);
+  auto up = h.wait([&](const FabricState& s) {
+    return s.state == state::SmState::kMaster && s.mcast_groups != nullptr &&
+           s.mcast_groups->size() == 1;
+  });
+  ASSERT_NE(up, nullptr) << "the broadcast group after the first bring-up";
+  EXPECT_EQ(up->mcast_groups->front().mgid, bcast);
+  EXPECT_EQ(up->mcast_groups->front().mlid.value, 0xC000U);
+
+  const auto cas = ca_ports(h.sim->topology());
+  ASSERT_GE(cas.size(), 8U);
+  const std::vector<PortRef> joined{cas[0], cas[3], cas[cas.size() - 1]};
+  for (const PortRef& p : joined) {
+    ASSERT_TRUE(h.registry.join(bcast, h.sim->topology().port(p).guid, state::kJoinFull).ok());
+  }
+  auto with = h.wait([&](const FabricState& s) { return members_of(s, bcast) == 3; });
+  ASSERT_NE(with, nullptr);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  for (const PortRef& p : joined) {
+    const auto [sw, port] = h.attachment(p);
+    auto m = h.sim->mft_entry(sw, Lid{0xC000});
+    ASSERT_TRUE(m.ok());
+    EXPECT_TRUE(m->test(port)) << h.sim->topology().label(p.node) << " is not delivered";
+  }
+  const auto [other_sw, other_port] = h.attachment(cas[1]);
+  EXPECT_FALSE(h.sim->mft_entry(other_sw, Lid{0xC000})->test(other_port)) << "no member there";
+
+  // A leave takes the port out.
+  ASSERT_TRUE(
+      h.registry.leave(bcast, h.sim->topology().port(joined[1]).guid, state::kJoinFull).ok());
+  ASSERT_NE(h.wait([&](const FabricState& s) { return members_of(s, bcast) == 2; }), nullptr);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  const auto [left_sw, left_port] = h.attachment(joined[1]);
+  EXPECT_FALSE(h.sim->mft_entry(left_sw, Lid{0xC000})->test(left_port));
+
+  // A heavy sweep keeps the tables (and sends no MFT block: nothing changed).
+  auto done = testing::sm_call<state::SweepReply>(
+      [&](auto cb) { h.sm->trigger_sweep("test", std::move(cb)); });
+  ASSERT_EQ(done.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(done.get().ok);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  const auto [sw0, port0] = h.attachment(joined[0]);
+  EXPECT_TRUE(h.sim->mft_entry(sw0, Lid{0xC000})->test(port0));
+}
+
+}  // namespace
+}  // namespace subnetd::daemon
