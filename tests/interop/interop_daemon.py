@@ -464,9 +464,10 @@ def check_partitions(env, fab, sm_lid, where, fails):
     for g, v in sorted(fab.nodes.items()):
         if v["type"] == "SW" and g in fab.lid_of:
             got = read_pkeys(env, fab.lid_of[g], 0)
-            if got != limited:
+            want = sm_table if fab.lid_of[g] == sm_lid else limited
+            if got != want:
                 fails.add(where, "daemon: P_Keys of switch LID %d port 0: %s, want %s"
-                          % (fab.lid_of[g], got, limited))
+                          % (fab.lid_of[g], got, want))
                 bad += 1
             break
     others = [c for c in cas if c[0] != sm_lid]
