@@ -1,12 +1,15 @@
-// subnet.v1.SubnetManager.ListPartitions: the published partition plan.
+// subnet.v1.SubnetManager.ListPartitions and ListMulticastGroups: the
+// published partition plan and multicast groups.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <tuple>
+#include <unordered_map>
 
 #include "api/service_internal.hpp"
+#include "routing/mcast.hpp"
 #include "routing/partitions.hpp"
 #include "state/path_record.hpp"
 
@@ -137,6 +140,67 @@ grpc::ServerUnaryReactor* SubnetManagerService::ListPartitions(grpc::CallbackSer
     const Member& last = *(it - 1);
     resp->set_next_page_token(member_token(last.guid, last.port));
   }
+  return reply(ctx, Status::OK);
+}
+
+grpc::ServerUnaryReactor* SubnetManagerService::ListMulticastGroups(
+    grpc::CallbackServerContext* ctx, const v1::ListMulticastGroupsRequest* req,
+    v1::ListMulticastGroupsResponse* resp) {
+  auto view = core_.view();
+  if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
+  const state::FabricState& st = view->state();
+  if (st.mcast_groups == nullptr) {
+    return reply(ctx, Status(StatusCode::FAILED_PRECONDITION,
+                             "no multicast groups published: multicast is off or the first "
+                             "bring-up has not finished"));
+  }
+  const routing::Topology& t = view->topo();
+  // Port GUID -> port, for the members' names and LIDs.
+  std::unordered_map<Guid, PortRef> ports;
+  if (req->members()) {
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      const NodeId n{i};
+      const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+      for (unsigned p = sw ? 0 : 1; p <= (sw ? 0U : t.node(n).num_ports); ++p) {
+        ports.emplace(t.port(n, static_cast<PortNum>(p)).guid, PortRef{n, static_cast<PortNum>(p)});
+      }
+    }
+  }
+  std::vector<const state::McastGroup*> groups;
+  for (const auto& g : *st.mcast_groups) groups.push_back(&g);
+  std::sort(groups.begin(), groups.end(),
+            [](const auto* a, const auto* b) { return a->mlid < b->mlid; });
+  for (const state::McastGroup* g : groups) {
+    v1::MulticastGroup* out = resp->add_groups();
+    out->set_mgid(state::mgid_text(g->mgid));
+    out->set_mlid(g->mlid.value);
+    out->set_pkey(g->pkey);
+    out->set_qkey(g->qkey);
+    out->set_mtu(128U << g->mtu);
+    out->set_rate_gbps(state::gbps10_of(g->rate) / 10.0);
+    out->set_sl(g->sl);
+    out->set_well_known(g->well_known);
+    out->set_member_count(static_cast<std::uint32_t>(g->members.size()));
+    std::uint32_t tree = 0;
+    if (st.multicast != nullptr) {
+      for (std::uint32_t s = 0; s < st.multicast->num_switches(); ++s) {
+        tree += st.multicast->ports(SwitchIndex{s}, g->mlid).none() ? 0 : 1;
+      }
+    }
+    out->set_tree_switches(tree);
+    if (!req->members()) continue;
+    for (const auto& [guid, join] : g->members) {
+      v1::MulticastMember* m = out->add_members();
+      m->set_port_guid(guid.value);
+      m->set_join_state(join);
+      const auto it = ports.find(guid);
+      if (it == ports.end()) continue;
+      m->set_node_name(t.node(it->second.node).description);
+      m->set_port(it->second.port);
+      m->set_lid(view->port_lid(it->second.node, it->second.port).value);
+    }
+  }
+  resp->set_generation(st.generation);
   return reply(ctx, Status::OK);
 }
 

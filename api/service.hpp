@@ -201,6 +201,9 @@ class SubnetManagerService final : public v1::SubnetManager::CallbackService {
   grpc::ServerUnaryReactor* ListPartitions(grpc::CallbackServerContext* ctx,
                                            const v1::ListPartitionsRequest* req,
                                            v1::ListPartitionsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListMulticastGroups(grpc::CallbackServerContext* ctx,
+                                                const v1::ListMulticastGroupsRequest* req,
+                                                v1::ListMulticastGroupsResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchEventsRequest* req) override;
   grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,

@@ -31,140 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "api/auth.hpp"
-#include "api/cli.hpp"
-#include "subnet/v1/subnet.grpc.pb.h"
+#include "api/subnetctl_client.hpp"
 
+namespace subnetd::api::ctl {
 namespace {
-
-namespace v1 = ::subnet::v1;
-namespace cli = subnetd::api::cli;
-using google::protobuf::util::TimeUtil;
-
-struct Options {
-  std::string socket;
-  std::string addr;
-  std::string token_file;
-  std::string tls_ca;
-  bool json = false;
-  double timeout_s = 30;
-};
-
-// A failure that ends the command with an exit code and a message.
-struct Failure {
-  int code;
-  std::string message;
-};
-
-class Client {
- public:
-  explicit Client(const Options& o) : opts_(o) {}
-
-  // Connects lazily: building the channel does not touch the network.
-  std::optional<Failure> init() {
-    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-    if (!opts_.addr.empty()) {
-      target_ = opts_.addr;
-      if (!opts_.tls_ca.empty()) {
-        std::ifstream in(opts_.tls_ca, std::ios::binary);
-        if (!in)
-          return Failure{cli::kExitUsage, fmt::format("--tls-ca {}: cannot open", opts_.tls_ca)};
-        std::ostringstream pem;
-        pem << in.rdbuf();
-        grpc::SslCredentialsOptions ssl;
-        ssl.pem_root_certs = pem.str();
-        creds = grpc::SslCredentials(ssl);
-      }
-    } else {
-      target_ = "unix:" + opts_.socket;
-    }
-    if (!opts_.token_file.empty()) {
-      std::ifstream in(opts_.token_file, std::ios::binary);
-      if (!in) {
-        return Failure{cli::kExitUsage,
-                       fmt::format("--token-file {}: cannot open", opts_.token_file)};
-      }
-      std::ostringstream buf;
-      buf << in.rdbuf();
-      auto token = subnetd::api::parse_token(buf.str(), "--token-file " + opts_.token_file);
-      if (!token.ok()) return Failure{cli::kExitUsage, token.error().message};
-      token_ = std::move(token).value();
-    }
-    channel_ = grpc::CreateChannel(target_, creds);
-    sm_ = v1::SubnetManager::NewStub(channel_);
-    sim_ = v1::Simulator::NewStub(channel_);
-    return std::nullopt;
-  }
-
-  // A context with the deadline; mutating calls also carry the token.
-  std::unique_ptr<grpc::ClientContext> ctx(bool mutating = false, bool deadline = true) const {
-    auto c = std::make_unique<grpc::ClientContext>();
-    if (deadline) {
-      c->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(static_cast<long>(opts_.timeout_s * 1000)));
-    }
-    if (mutating && !token_.empty()) c->AddMetadata("authorization", "Bearer " + token_);
-    return c;
-  }
-
-  Failure fail(const grpc::Status& s) const {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return {cli::kExitUnavailable,
-              fmt::format("cannot reach subnetd at {}: {}", target_, s.error_message())};
-    }
-    return {cli::exit_code_for(s), s.error_message()};
-  }
-
-  v1::SubnetManager::Stub& sm() { return *sm_; }
-  v1::Simulator::Stub& sim() { return *sim_; }
-  const Options& opts() const { return opts_; }
-
- private:
-  const Options& opts_;
-  std::string target_;
-  std::string token_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::SubnetManager::Stub> sm_;
-  std::unique_ptr<v1::Simulator::Stub> sim_;
-};
-
-using Outcome = std::optional<Failure>;
-
-std::string to_json(const google::protobuf::Message& m) {
-  google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = true;
-  o.preserve_proto_field_names = true;
-  std::string out;
-  auto st = google::protobuf::util::MessageToJsonString(m, &out, o);
-  if (!st.ok())
-    return fmt::format("{{\"error\": \"JSON conversion failed: {}\"}}\n", st.ToString());
-  return out;
-}
-
-std::string to_json_line(const google::protobuf::Message& m) {
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  std::string out;
-  if (!google::protobuf::util::MessageToJsonString(m, &out, o).ok()) return "{}";
-  return out;
-}
-
-void print_json(const google::protobuf::Message& m) {
-  std::fputs(to_json(m).c_str(), stdout);
-}
-
-std::string local_time(const google::protobuf::Timestamp& ts) {
-  if (ts.seconds() == 0 && ts.nanos() == 0) return "-";
-  const std::time_t t = static_cast<std::time_t>(ts.seconds());
-  return fmt::format("{:%Y-%m-%d %H:%M:%S}.{:03d}", fmt::localtime(t), ts.nanos() / 1'000'000);
-}
-
-Outcome node_ref(std::string_view word, v1::NodeRef* out) {
-  auto r = cli::parse_node_ref(word);
-  if (!r.ok()) return Failure{cli::kExitUsage, r.error().message};
-  *out = std::move(r).value();
-  return std::nullopt;
-}
 
 // ---------------------------------------------------------------------------
 // Commands
@@ -446,108 +316,6 @@ Outcome cmd_trace(Client& c, const std::string& src, const std::string& dst) {
   return std::nullopt;
 }
 
-// "fe80::2c9:0:0:1a" style GID of a subnet prefix and a port GUID.
-std::string format_gid(std::uint64_t prefix, std::uint64_t guid) {
-  return fmt::format("{:04x}:{:04x}:{:04x}:{:04x}:{:04x}:{:04x}:{:04x}:{:04x}", prefix >> 48,
-                     (prefix >> 32) & 0xFFFF, (prefix >> 16) & 0xFFFF, prefix & 0xFFFF, guid >> 48,
-                     (guid >> 32) & 0xFFFF, (guid >> 16) & 0xFFFF, guid & 0xFFFF);
-}
-
-Outcome cmd_path(Client& c, const std::string& src, const std::string& dst) {
-  v1::GetPathRecordRequest req;
-  if (auto f = node_ref(src, req.mutable_source())) return f;
-  if (auto f = node_ref(dst, req.mutable_destination())) return f;
-  v1::GetPathRecordResponse r;
-  auto ctx = c.ctx();
-  if (auto s = c.sm().GetPathRecord(ctx.get(), req, &r); !s.ok()) return c.fail(s);
-  if (c.opts().json) {
-    print_json(r);
-    return std::nullopt;
-  }
-  const v1::PathRecord& p = r.path();
-  // The picture of saquery -p: what a client's PathRecord query gets.
-  cli::Table t({"", ""});
-  t.add({"Source", fmt::format("\"{}\" LID {} GID {}", p.source_name(), p.slid(),
-                               format_gid(p.subnet_prefix(), p.source_guid()))});
-  t.add({"Destination", fmt::format("\"{}\" LID {} GID {}", p.destination_name(), p.dlid(),
-                                    format_gid(p.subnet_prefix(), p.destination_guid()))});
-  t.add({"SL / P_Key", fmt::format("{} / {:#06x}", p.sl(), p.pkey())});
-  t.add({"MTU", fmt::format("{}", p.mtu())});
-  t.add({"Rate", fmt::format("{} Gb/s (code {})", p.rate_gbps(), p.rate_code())});
-  t.add({"PacketLifeTime",
-         fmt::format("{} (4.096 us x 2^{})", p.packet_life_time(), p.packet_life_time())});
-  t.add({"Switch hops", fmt::format("{}", p.switch_hops())});
-  t.add({"Reversible", p.reversible() ? "yes" : "no"});
-  const std::string text = t.render();
-  std::fputs(text.substr(text.find('\n') + 1).c_str(), stdout);
-  return std::nullopt;
-}
-
-// P_Key text: "0x7fff", or a number; 0 = not given.
-std::optional<std::uint32_t> parse_pkey(const std::string& word) {
-  if (word.empty()) return 0;
-  std::uint32_t v = 0;
-  const bool hex = word.size() > 2 && word[0] == '0' && (word[1] == 'x' || word[1] == 'X');
-  const char* first = word.data() + (hex ? 2 : 0);
-  const char* last = word.data() + word.size();
-  auto [end, ec] = std::from_chars(first, last, v, hex ? 16 : 10);
-  if (ec != std::errc{} || end != last || first == last || v == 0 || v > 0xFFFF) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-Outcome cmd_partitions(Client& c, const std::string& word) {
-  const auto pkey = parse_pkey(word);
-  if (!pkey) {
-    return Failure{cli::kExitUsage, fmt::format("bad P_Key \"{}\" (expected e.g. 0x7fff)", word)};
-  }
-  v1::ListPartitionsRequest req;
-  req.set_pkey(*pkey);
-  req.set_page_size(1000);
-  v1::ListPartitionsResponse all;
-  for (;;) {
-    v1::ListPartitionsResponse page;
-    auto ctx = c.ctx();
-    if (auto s = c.sm().ListPartitions(ctx.get(), req, &page); !s.ok()) return c.fail(s);
-    if (all.partitions_size() == 0) {
-      *all.mutable_partitions() = page.partitions();
-      *all.mutable_warnings() = page.warnings();
-    }
-    for (auto& m : *page.mutable_members()) *all.add_members() = std::move(m);
-    all.set_total_members(page.total_members());
-    all.set_generation(page.generation());
-    if (page.next_page_token().empty()) break;
-    req.set_page_token(page.next_page_token());
-  }
-  if (c.opts().json) {
-    print_json(all);
-    return std::nullopt;
-  }
-  cli::Table t({"P_KEY", "NAME", "FULL", "LIMITED", "IPOIB"}, {false, false, true, true, false});
-  for (const auto& p : all.partitions()) {
-    t.add({fmt::format("{:#06x}", p.pkey()), p.name(), std::to_string(p.full_members()),
-           std::to_string(p.limited_members()),
-           p.ipoib() ? fmt::format("mtu {} rate {} Gb/s qkey {:#x} sl {}", p.ipoib_mtu(),
-                                   p.ipoib_rate_gbps(), p.ipoib_qkey(), p.ipoib_sl())
-                     : "-"});
-  }
-  t.print(stdout);
-  if (*pkey != 0) {
-    cli::Table m({"NODE", "PORT", "LID", "MEMBER", "INDEX"}, {false, true, true, false, true});
-    for (const auto& x : all.members()) {
-      m.add({x.node_name().empty() ? cli::format_guid(x.node_guid()) : x.node_name(),
-             std::to_string(x.port()), x.lid() ? std::to_string(x.lid()) : "-",
-             x.full() ? "full" : "limited", std::to_string(x.pkey_index())});
-    }
-    std::printf("\n");
-    m.print(stdout);
-    std::printf("%d members\n", all.members_size());
-  }
-  for (const auto& w : all.warnings()) std::printf("warning: %s\n", w.c_str());
-  return std::nullopt;
-}
-
 void print_event(const v1::Event& e, bool json) {
   if (json) {
     std::printf("%s\n", to_json_line(e).c_str());
@@ -720,8 +488,10 @@ Outcome cmd_sim_stats(Client& c) {
 }
 
 }  // namespace
+}  // namespace subnetd::api::ctl
 
 int main(int argc, char** argv) {
+  using namespace subnetd::api::ctl;
   Options o;
   if (const char* env = std::getenv("SUBNETD_SOCKET"); env != nullptr && *env != '\0') {
     o.socket = env;
@@ -797,6 +567,11 @@ int main(int argc, char** argv) {
   auto* partitions = app.add_subcommand("partitions", "partitions (P_Keys) and their members");
   partitions->add_option("PKEY", pkey_word, "list this partition's member ports (e.g. 0x7fff)");
   partitions->callback(run([&] { return cmd_partitions(client, pkey_word); }));
+
+  bool mcast_members = false;
+  auto* mcast = app.add_subcommand("mcast", "multicast groups, their members and trees");
+  mcast->add_flag("--members,-m", mcast_members, "list every group's member ports");
+  mcast->callback(run([&] { return cmd_mcast(client, mcast_members); }));
 
   bool follow = false;
   std::int64_t from = 0, last = 20;

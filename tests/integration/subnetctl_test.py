@@ -110,6 +110,23 @@ def main():
           "path: switch hops agree with the trace")
     check("sa" in ctl.json("status"), "status --json carries the SA counters")
 
+    # partitions and mcast: the default partition (every port a full
+    # member) and its IPoIB broadcast group, created by the SM.
+    out = ctl.ok("partitions")
+    print(out)
+    check("0x7fff" in out and "default" in out, "partitions: the default partition")
+    parts = ctl.json("partitions", "0x7fff")
+    members = parts.get("members", [])
+    check(len(members) == parts.get("total_members") and len(members) >= len(ca_nodes),
+          f"partitions 0x7fff: every endport a member ({len(members)})")
+    check(all(m.get("full") for m in members), "partitions 0x7fff: full members")
+    out = ctl.ok("mcast")
+    print(out)
+    groups = ctl.json("mcast").get("groups", [])
+    check(len(groups) == 1 and groups[0].get("mgid") == "ff12:401b:ffff:0000:0000:0000:ffff:ffff"
+          and groups[0].get("mlid") == 0xC000 and groups[0].get("well_known"),
+          f"mcast: the IPoIB broadcast group of the default partition: {groups}")
+
     # verify, events, sweep.
     check(ctl.ok("verify").startswith("OK:"), "verify says OK")
     # verify --read-back: the switches' tables compared with the published

@@ -1,4 +1,4 @@
-// gRPC ListPartitions, in process (the Api fixture of api_test_support.hpp)
+// gRPC ListPartitions and ListMulticastGroups, in process (the Api fixture of api_test_support.hpp)
 // over a published partition plan: the partitions with their counts, one
 // partition's members paged by (node GUID, port), and the errors.
 
@@ -9,7 +9,9 @@
 #include <string>
 
 #include "api_test_support.hpp"
+#include "routing/mcast.hpp"
 #include "routing/partitions.hpp"
+#include "state/mcast_groups.hpp"
 
 namespace subnetd::api {
 namespace {
@@ -123,6 +125,54 @@ TEST_F(ApiPartitions, RejectsWhatItCannotAnswer) {
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(list(0, 0, "m1.0000000000000001.01", &r).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ApiPartitions, ListsMulticastGroupsWithMembersAndTrees) {
+  start();
+  v1::ListMulticastGroupsResponse r;
+  {
+    auto stub = unix_stub();
+    grpc::ClientContext ctx;
+    set_deadline(ctx);
+    EXPECT_EQ(stub->ListMulticastGroups(&ctx, {}, &r).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  auto s = std::make_shared<state::FabricState>(*state_);
+  state::McastGroup g;
+  g.mgid = state::ipoib_broadcast_mgid(0x7FFF);
+  g.mlid = Lid{0xC000};
+  g.qkey = 0x0B1B;
+  g.well_known = true;
+  const PortRef a{node("h-l0-0"), 1}, b{node("h-l3-1"), 1};
+  g.members[topo().port(a).guid] = state::kJoinFull;
+  g.members[topo().port(b).guid] = state::kJoinNon;
+  g.members[Guid{0x1234}] = state::kJoinFull;  // gone from the fabric
+  s->mcast_groups = std::make_shared<const std::vector<state::McastGroup>>(std::vector{g});
+  std::vector<routing::McastGroupIn> in{{Lid{0xC000}, {a, b}}};
+  routing::WorkerPool pool(1);
+  s->multicast = std::make_shared<const routing::McastTables>(
+      std::move(routing::compute_multicast(topo(), *s->routes, in, pool)).value());
+  s->generation = state_->generation + 1;
+  state_ = s;
+  publisher_.publish(state_);
+  auto stub = unix_stub();
+  grpc::ClientContext ctx;
+  set_deadline(ctx);
+  v1::ListMulticastGroupsRequest req;
+  req.set_members(true);
+  auto st = stub->ListMulticastGroups(&ctx, req, &r);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(r.groups_size(), 1);
+  const v1::MulticastGroup& out = r.groups(0);
+  EXPECT_EQ(out.mgid(), "ff12:401b:ffff:0000:0000:0000:ffff:ffff");
+  EXPECT_EQ(out.mlid(), 0xC000U);
+  EXPECT_TRUE(out.well_known());
+  EXPECT_EQ(out.member_count(), 3U);
+  EXPECT_GE(out.tree_switches(), 3U) << "two leaves and a spine";
+  ASSERT_EQ(out.members_size(), 3);
+  std::set<std::string> names;
+  for (const auto& m : out.members()) names.insert(m.node_name());
+  EXPECT_EQ(names, (std::set<std::string>{"", "h-l0-0", "h-l3-1"}));
 }
 
 }  // namespace

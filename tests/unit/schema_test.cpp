@@ -60,6 +60,7 @@ TEST(Schema, SubnetManagerHasTheIssueMethods) {
                                    {"TracePath", false},
                                    {"GetPathRecord", false},
                                    {"ListPartitions", false},
+                                   {"ListMulticastGroups", false},
                                    {"WatchEvents", true},
                                    {"TriggerSweep", false},
                                    {"VerifyRouting", false},
