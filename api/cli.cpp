@@ -189,6 +189,8 @@ std::string_view event_kind_word(v1::EventKind k) {
       return "sm_state";
     case v1::EVENT_KIND_FAILOVER:
       return "failover";
+    case v1::EVENT_KIND_MULTICAST:
+      return "multicast";
     default:
       return "?";
   }

@@ -268,6 +268,8 @@ v1::EventKind to_proto(state::EventKind k) {
       return v1::EVENT_KIND_SM_STATE;
     case K::kFailover:
       return v1::EVENT_KIND_FAILOVER;
+    case K::kMulticast:
+      return v1::EVENT_KIND_MULTICAST;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
@@ -297,6 +299,8 @@ std::optional<state::EventKind> from_proto(v1::EventKind k) {
       return K::kSwitchUp;
     case v1::EVENT_KIND_SM_STATE:
       return K::kSmState;
+    case v1::EVENT_KIND_MULTICAST:
+      return K::kMulticast;
     case v1::EVENT_KIND_FAILOVER:
       return K::kFailover;
     default:

@@ -87,8 +87,12 @@ asio::awaitable<void> SubnetManager::reprogram_multicast() {
     }
     mcast_now_ = mc->tables;
     mcast_groups_now_ = groups;
-    spdlog::info("multicast: {} group(s), {} MFT block(s) sent", groups->size(),
-                 programmed.ok() ? programmed->mft_blocks_sent : 0);
+    const std::string msg =
+        fmt::format("multicast: {} group(s), {} MFT block(s) sent", groups->size(),
+                    programmed.ok() ? programmed->mft_blocks_sent : 0);
+    spdlog::info("{}", msg);
+    // The event before the state that reports it.
+    events_.append(state::EventKind::kMulticast, std::nullopt, std::nullopt, msg);
     publish(state::SmState::kMaster, {});
   }
   mcast_running_ = false;

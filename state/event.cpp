@@ -18,6 +18,7 @@ constexpr std::pair<EventKind, std::string_view> kEventKinds[] = {
     {EventKind::kSwitchUp, "switch_up"},
     {EventKind::kSmState, "sm_state"},
     {EventKind::kFailover, "failover"},
+    {EventKind::kMulticast, "multicast"},
 };
 
 }  // namespace

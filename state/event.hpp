@@ -27,7 +27,8 @@ enum class EventKind : std::uint8_t {
   kSwitchDown,
   kSwitchUp,
   kSmState,
-  kFailover,  // fast failover armed (or refused), with what the verifier found
+  kFailover,   // fast failover armed (or refused), with what the verifier found
+  kMulticast,  // multicast trees re-programmed after joins and leaves
 };
 
 std::string_view to_string(EventKind k);
