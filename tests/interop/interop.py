@@ -308,6 +308,7 @@ def main():
     ap.add_argument("--netfile-tool", required=True)
     ap.add_argument("--probe", required=True)
     ap.add_argument("--reset-switch", help="umad_reset_switch, for the power cycle (daemon checks)")
+    ap.add_argument("--mcast-join", help="mcast_join, for the multicast checks (daemon checks)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--subnetctl", help="subnetctl, for the daemon checks (required unless --daemon no)")
     ap.add_argument("--engines", default="updn,minhop")

@@ -38,6 +38,8 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             log("  daemon: sminfo: %s" % out.strip())
         check_sa(env, fab, where, fails)
         check_partitions(env, fab, sm_lid, where, fails)
+        if args.mcast_join:
+            check_multicast(env, fab, args, api_sock, sm_lid, workdir, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
         # The switch-to-switch link that most CA pairs' paths cross (ties:
@@ -490,6 +492,110 @@ def check_partitions(env, fab, sm_lid, where, fails):
     if bad == 0:
         log("  daemon: partitions: %d CA ports and their switch ports hold the planned P_Key "
             "tables, %d PathRecords by P_Key as the membership says" % (checked, pr))
+
+
+IPOIB_BCAST = "ff12:401b:ffff:0:0:0:ffff:ffff"
+
+
+def read_mft(env, lid, mlid):
+    """The ports `ibroute -M` shows switch LID forwarding `mlid` to, or None."""
+    rc, out, _ = env.run(["ibroute", "-M", str(lid)])
+    if rc != 0:
+        return None
+    col0 = None
+    for line in out.splitlines():
+        if "Ports:" in line:
+            col0 = line.index("Ports:") + len("Ports: ")
+        elif col0 is not None and line.lower().startswith("0x%04x" % mlid):
+            return {(i - col0) // 2 for i, ch in enumerate(line) if ch == "x" and i >= col0}
+    return set()
+
+
+def check_multicast(env, fab, args, api_sock, sm_lid, workdir, where, fails):
+    """Three CAs join the IPoIB broadcast group the SM created, each from its
+    own simulated node (mcast_join under SIM_HOST: MCMemberRecord Set to the
+    SA); once the SM says it re-programmed the trees (a MULTICAST event
+    after which `subnetctl mcast` counts the three), `ibroute -M` on every
+    switch must show one tree: symmetric across every cable, no cycle, and
+    each member's port on its switch."""
+    cas = []
+    for g, v in sorted(fab.nodes.items()):
+        if v["type"] != "CA":
+            continue
+        pg = fab.port_guid.get((g, 1))
+        if pg in fab.lid_of and (g, 1) in fab.links and fab.lid_of[pg] != sm_lid:
+            cas.append((g, v["desc"]))
+    if len(cas) < 3:
+        return
+    rng = random.Random(11)
+    joiners = rng.sample(cas, 3)
+    st, err = subnetctl(env, args, api_sock, ["status"])
+    if st is None:
+        fails.add(where, "daemon: " + err)
+        return
+    follow = EventFollower([args.subnetctl, "--socket", api_sock],
+                           int(st.get("last_event_id", "0")) + 1, env.env,
+                           os.path.join(workdir, "mcast-events.log"))
+    try:
+        for g, desc in joiners:
+            rc, out, err = env.run([args.mcast_join, IPOIB_BCAST], extra_env={"SIM_HOST": desc})
+            if rc != 0 or "status 0x0000 mlid 0xc000" not in out:
+                fails.add(where, "daemon: mcast_join from %s: rc %d %s %s"
+                          % (desc, rc, out.strip(), err.strip()[-200:]))
+                return
+        def members():
+            got, _ = subnetctl(env, args, api_sock, ["mcast"])
+            for grp in (got or {}).get("groups", []):
+                if grp.get("mlid") == 0xC000:
+                    return int(grp.get("member_count", 0))
+            return 0
+        last = 0
+        while True:
+            e = follow.wait(lambda ev: ev.get("kind") == "EVENT_KIND_MULTICAST"
+                            and int(ev.get("id", "0")) > last, 30)
+            if e is None:
+                fails.add(where, "daemon: no MULTICAST event with the 3 members within 30 s of "
+                          "the joins")
+                return
+            if members() == 3:
+                break
+            last = int(e.get("id", "0"))
+        masks = {}
+        for g, v in fab.nodes.items():
+            if v["type"] == "SW" and g in fab.lid_of:
+                m = read_mft(env, fab.lid_of[g], 0xC000)
+                if m is None:
+                    fails.add(where, "daemon: ibroute -M %d failed" % fab.lid_of[g])
+                    return
+                if m:
+                    masks[g] = m
+        bad = []
+        edges = 0
+        for g, m in masks.items():
+            for p in m:
+                peer = fab.links.get((g, p))
+                if p == 0 or peer is None:
+                    continue
+                if fab.nodes[peer[0]]["type"] == "SW":
+                    if peer[1] not in masks.get(peer[0], set()):
+                        bad.append("%s[%d] forwards to %s, which does not forward back"
+                                   % (fab.nodes[g]["desc"], p, fab.nodes[peer[0]]["desc"]))
+                    edges += 1
+        edges //= 2
+        if edges + 1 != len(masks):
+            bad.append("%d switches forward 0xc000 over %d tree links: not one tree"
+                       % (len(masks), edges))
+        for g, desc in joiners:
+            sw, sp = fab.links[(g, 1)]
+            if sp not in masks.get(sw, set()):
+                bad.append("member %s not delivered by %s[%d]" % (desc, fab.nodes[sw]["desc"], sp))
+        if bad:
+            fails.add(where, "daemon: MFTs of 0xc000 after 3 joins: " + "; ".join(bad[:5]))
+        else:
+            log("  daemon: multicast: 3 joins over the SA, ibroute -M shows one tree over %d "
+                "switch(es) delivering every member" % len(masks))
+    finally:
+        follow.close()
 
 
 def check_grpc(env, fab, args, sock, where, fails):

@@ -44,10 +44,11 @@ class Env:
         self.env = preload_env(sock, umad2sim)
         self.scratch = scratch
 
-    def run(self, args, timeout=120):
+    def run(self, args, timeout=120, extra_env=None):
         cwd = client_cwd(self.scratch)
+        env = dict(self.env, **extra_env) if extra_env else self.env
         try:
-            p = subprocess.run(args, env=self.env, capture_output=True, text=True,
+            p = subprocess.run(args, env=env, capture_output=True, text=True,
                                timeout=timeout, cwd=cwd)
             return p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired:
