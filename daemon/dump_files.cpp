@@ -226,16 +226,34 @@ std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
   return fmt::to_string(out);
 }
 
+std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables* multicast) {
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  if (multicast == nullptr || multicast->num_switches() != t.num_switches()) return {};
+  for (std::uint32_t s = 0; s < t.num_switches(); ++s) {
+    const auto entries = multicast->entries(SwitchIndex{s});
+    if (entries.empty()) continue;
+    fmt::format_to(it, "\nSwitch 0x{:016x}\nLID    : Out Port(s)\n",
+                   t.node(t.switch_node(SwitchIndex{s})).guid.value);
+    for (const routing::McastTables::Entry& e : entries) {
+      fmt::format_to(it, "0x{:04X} :", e.mlid);
+      e.ports.for_each([&](PortNum p) { fmt::format_to(it, " 0x{:03X} ", p); });
+      fmt::format_to(it, "\n");
+    }
+  }
+  return fmt::to_string(out);
+}
+
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,
-                              NodeId sm_node) {
+                              NodeId sm_node, const routing::McastTables* multicast) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{Errc::kIo, fmt::format("dump_dir {}: {}", dir, ec.message())};
   const std::filesystem::path d(dir);
   SUBNETD_TRY(write_atomically(d / "opensm-subnet.lst", format_subnet_lst(t, lids, sm_node)));
   SUBNETD_TRY(write_atomically(d / "opensm.fdbs", format_fdbs(t, lids, routes)));
-  SUBNETD_TRY(write_atomically(d / "opensm.mcfdbs", ""));
+  SUBNETD_TRY(write_atomically(d / "opensm.mcfdbs", format_mcfdbs(t, multicast)));
   return {};
 }
 

@@ -6,7 +6,9 @@
 //                      ("0x0004 : 003  : 02   : yes": LID, port, hops the
 //                      route takes, whether that is a least-hop path), the
 //                      format ibdmchk -f parses
-//   opensm.mcfdbs      multicast FDBs (we program none: an empty file)
+//   opensm.mcfdbs      multicast FDBs (OpenSM's dump_mcast_routes format:
+//                      per switch "Switch 0x<guid>", then "0xC000 : 0x001
+//                      0x003 " per MLID), what ibdmchk -m parses
 // Formats: tests/opensm/README.md and OpenSM 3.3's osm_dump.c. The SM's own
 // node is marked CA-SM / SW-SM when `sm_node` is given. Only meaningful for
 // 16-bit LIDs (ibdmchk is an IBA tool); wider LIDs get more hex digits.
@@ -15,6 +17,7 @@
 
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/mcast.hpp"
 #include "routing/result.hpp"
 #include "routing/topology.hpp"
 
@@ -24,11 +27,13 @@ std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap&
                               NodeId sm_node = kNoNode);
 std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
                         const routing::Routes& routes);
+std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables* multicast);
 
 // Writes the three files into `dir` (created if missing). Each file is written
 // to a temporary name and renamed, so a reader never sees half a file.
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,
-                              NodeId sm_node = kNoNode);
+                              NodeId sm_node = kNoNode,
+                              const routing::McastTables* multicast = nullptr);
 
 }  // namespace subnetd::daemon

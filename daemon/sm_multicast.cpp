@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/dump_files.hpp"
 #include "daemon/multicast.hpp"
 #include "daemon/subnet_manager.hpp"
 
@@ -87,6 +88,13 @@ asio::awaitable<void> SubnetManager::reprogram_multicast() {
     }
     mcast_now_ = mc->tables;
     mcast_groups_now_ = groups;
+    if (!cfg_.dump_dir.empty()) {
+      if (auto d = write_dump_files(cfg_.dump_dir, *topo, c->lids.map, *routes, c->sweep.sm_node,
+                                    mcast_now_.get());
+          !d.ok()) {
+        spdlog::warn("dump files: {}", d.error().message);
+      }
+    }
     const std::string msg =
         fmt::format("multicast: {} group(s), {} MFT block(s) sent", groups->size(),
                     programmed.ok() ? programmed->mft_blocks_sent : 0);

@@ -319,7 +319,8 @@ void SubnetManager::publish_repaired(FastPath& fast) {
     // What the switches hold now, for ibdmchk and the interop checks; on
     // disk before the state that announces it.
     if (auto d = write_dump_files(cfg_.dump_dir, *topology_now_, current_->lids.map, *routes_now_,
-                                  current_->sweep.sm_node);
+                                  current_->sweep.sm_node,
+                                  mcast_now_ ? mcast_now_.get() : current_->multicast.get());
         !d.ok()) {
       spdlog::warn("dump files: {}", d.error().message);
     }

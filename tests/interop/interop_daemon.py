@@ -9,6 +9,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import time
 
 from ibsim_helpers import INTEROP_PKEY
@@ -39,7 +40,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         check_sa(env, fab, where, fails)
         check_partitions(env, fab, sm_lid, where, fails)
         if args.mcast_join:
-            check_multicast(env, fab, args, api_sock, sm_lid, workdir, where, fails)
+            check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
         # The switch-to-switch link that most CA pairs' paths cross (ties:
@@ -511,13 +512,15 @@ def read_mft(env, lid, mlid):
     return set()
 
 
-def check_multicast(env, fab, args, api_sock, sm_lid, workdir, where, fails):
+def check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails):
     """Three CAs join the IPoIB broadcast group the SM created, each from its
     own simulated node (mcast_join under SIM_HOST: MCMemberRecord Set to the
     SA); once the SM says it re-programmed the trees (a MULTICAST event
     after which `subnetctl mcast` counts the three), `ibroute -M` on every
     switch must show one tree: symmetric across every cable, no cycle, and
-    each member's port on its switch."""
+    each member's port on its switch; and ibdmchk, given the daemon's dump
+    files (opensm.mcfdbs written with the trees), must read the same tree
+    with the three members and find no credit loop."""
     cas = []
     for g, v in sorted(fab.nodes.items()):
         if v["type"] != "CA":
@@ -589,11 +592,26 @@ def check_multicast(env, fab, args, api_sock, sm_lid, workdir, where, fails):
             sw, sp = fab.links[(g, 1)]
             if sp not in masks.get(sw, set()):
                 bad.append("member %s not delivered by %s[%d]" % (desc, fab.nodes[sw]["desc"], sp))
+        args_chk = ["ibdmchk", "-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m",
+                    "opensm.mcfdbs"]
+        p = subprocess.run(args_chk, cwd=dump, capture_output=True, text=True, timeout=600)
+        out = p.stdout + p.stderr
+        with open(os.path.join(dump, "ibdmchk-mcast.out"), "w") as f:
+            f.write(out)
+        m = re.search(r"Multicast Group:0xC000 has:(\d+) switches and:(\d+) HCAs", out)
+        if not m or int(m.group(1)) != len(masks) or int(m.group(2)) != 3:
+            bad.append("ibdmchk read %s from opensm.mcfdbs, want %d switches and 3 HCAs (see "
+                       "%s/ibdmchk-mcast.out)" % (m.group(0) if m else "no group 0xC000",
+                                                 len(masks), dump))
+        if not re.search(r"^-I- no credit loops found", out, re.M):
+            bad.append("ibdmchk with the multicast FDBs: no 'no credit loops' verdict (see "
+                       "%s/ibdmchk-mcast.out)" % dump)
         if bad:
             fails.add(where, "daemon: MFTs of 0xc000 after 3 joins: " + "; ".join(bad[:5]))
         else:
             log("  daemon: multicast: 3 joins over the SA, ibroute -M shows one tree over %d "
-                "switch(es) delivering every member" % len(masks))
+                "switch(es) delivering every member; ibdmchk reads the same from the dump, no "
+                "credit loops" % len(masks))
     finally:
         follow.close()
 
