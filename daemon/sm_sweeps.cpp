@@ -377,6 +377,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
       if (held_unknown_.count(fabric.node(n).guid) != 0) held_mfts_.forget(fabric.node(n).guid);
     }
   }
+  opts.program.client_reregister = !reregistered_;
   live.held_pkeys = &held_pkeys_;
   live.partitions = r->partitions.get();
   live.multicast = r->multicast.get();
@@ -447,6 +448,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
       r->program.lft_blocks_sent + r->program.lft_blocks_resent);
   spdlog::info("subnet up: {}", summary);
   current_ = r;
+  reregistered_ = true;
   mcast_now_.reset();
   mcast_groups_now_.reset();
   fast_ = ctx->fast;
@@ -460,7 +462,8 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   // The dump files first: what READY announces is on disk too.
   if (!cfg_.dump_dir.empty()) {
     if (auto d = write_dump_files(cfg_.dump_dir, topology_now_ ? *topology_now_ : topo, r->lids.map,
-                                  routes_now_ ? *routes_now_ : *r->routes, r->sweep.sm_node);
+                                  routes_now_ ? *routes_now_ : *r->routes, r->sweep.sm_node,
+                                  r->multicast.get());
         !d.ok()) {
       spdlog::warn("dump files: {}", d.error().message);
     }

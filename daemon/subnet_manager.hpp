@@ -296,6 +296,10 @@ class SubnetManager final : public state::SmControl {
   std::shared_ptr<const std::vector<state::McastGroup>> mcast_groups_now_;
   bool mcast_running_ = false;
   bool mcast_dirty_ = false;
+  // Whether a bring-up has asked every CA port's clients to register
+  // again (ClientReregister): once per daemon run, as the SM that starts
+  // knows none of their joins.
+  bool reregistered_ = false;
   // Fast failover: what each switch can do and holds; the plan armed; a
   // line for the log.
   discovery::FailoverArmer armer_;

@@ -199,8 +199,17 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
 
   // The PortInfo we write: our values where we set them, 0 ("no change")
   // in the enable/state fields we leave alone.
-  auto port_info = [&](NodeId n, PortNum p, PortState state) {
+  // A CA port that supports ClientReregister, when the pass asks for it.
+  auto reregister = [&](NodeId n, PortNum p) {
+    if (!opts_.client_reregister || t.node(n).type == NodeType::kSwitch) return false;
+    const std::uint32_t at = t.port_index(n, p);
+    return at < sweep.port_info.size() &&
+           (mad::PortInfo::decode(sweep.port_info[at]).capability_mask &
+            mad::kCapIsClientReregistrationSupported) != 0;
+  };
+  auto port_info = [&](NodeId n, PortNum p, PortState state, bool reregister_now) {
     mad::PortInfo pi;
+    pi.client_reregister = reregister_now;
     pi.gid_prefix = opts_.subnet_prefix;
     pi.local_port_num = p;
     pi.port_state = static_cast<std::uint8_t>(state);
@@ -255,7 +264,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       case Kind::kState: {  // with kNoChange: the enforcement bits alone
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p,
                                         sweep.path_to_port(n, p), 0);
-        port_info(n, p, q.state).encode(mad::data_of(smp));
+        port_info(n, p, q.state, q.kind == Kind::kPortLid && reregister(n, p))
+            .encode(mad::data_of(smp));
         return smp;
       }
       case Kind::kExtPortLid: {
@@ -385,10 +395,18 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         const routing::Port& port = t.port(n, p);
         const Lid want = lids.base_lid(t, n, p);
         const std::uint8_t want_lmc = sw ? 0 : lids.lmc;
-        if (port.lid == want && port.lmc == want_lmc && port.master_sm_lid.value == sm_lid)
-          continue;
-        ++report.port_lid_sets;
-        issue(Req{extended ? Kind::kExtPortLid : Kind::kPortLid, n, p});
+        const bool same =
+            port.lid == want && port.lmc == want_lmc && port.master_sm_lid.value == sm_lid;
+        const bool rereg = reregister(n, p);
+        if (!same) {
+          ++report.port_lid_sets;
+          issue(Req{extended ? Kind::kExtPortLid : Kind::kPortLid, n, p});
+        }
+        if (rereg) {
+          ++report.client_reregisters;
+          // The LID Set carries the bit; alone (or beside ExtPortInfo) otherwise.
+          if (same || extended) issue(Req{Kind::kPortLid, n, p});
+        }
       }
       if (sw) {
         ++report.switch_info_sets;

@@ -64,6 +64,11 @@ struct ProgramOptions {
   bool activate = true;  // move live ports to ARMED and ACTIVE
   // Only the MFT phase (the SM re-programming trees after joins/leaves).
   bool only_multicast = false;
+  // Set PortInfo:ClientReregister on every CA port that supports it, so
+  // its clients (IPoIB, librdmacm) join their multicast groups and
+  // register their services again: what an SM that starts or takes over
+  // does, since it does not know what they had joined (IBA 14.4.11).
+  bool client_reregister = false;
 };
 
 // What the switches are known to hold, from earlier programming and repairs:
@@ -148,7 +153,8 @@ struct ProgramReport {
   std::uint64_t lft_blocks_resent = 0;  // ProgramLive::resend
   std::uint64_t pkey_blocks_sent = 0;
   std::uint64_t pkey_blocks_unchanged = 0;
-  std::uint64_t enforcement_sets = 0;  // PortInfo Sets for partition enforcement alone
+  std::uint64_t enforcement_sets = 0;    // PortInfo Sets for partition enforcement alone
+  std::uint64_t client_reregisters = 0;  // PortInfo Sets with ClientReregister
   std::uint64_t mft_blocks_sent = 0;
   std::uint64_t mft_blocks_unchanged = 0;
   std::uint64_t resubmitted = 0;  // failed SMPs sent again on a new route

@@ -259,6 +259,7 @@ struct PortInfo {
 // PortInfo:CapabilityMask bits subnetd uses.
 inline constexpr std::uint32_t kCapIsSm = 1U << 1;
 inline constexpr std::uint32_t kCapIsTrapSupported = 1U << 3;
+inline constexpr std::uint32_t kCapIsClientReregistrationSupported = 1U << 25;
 
 // 64 consecutive LFT entries; attr_mod = block number (LIDs 64*block ..).
 struct LinearForwardingTable {

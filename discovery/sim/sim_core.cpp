@@ -163,6 +163,7 @@ PortView SimCore::port_view(PortRef ref) const {
     v.master_sm_lid = Lid{ps.master_sm_lid};
   }
   v.pkey_enforced = ps.pkey_enforce_in && ps.pkey_enforce_out;
+  v.client_reregisters = ps.client_reregisters;
   const std::vector<std::uint16_t>& t = pkeys_[ref.node.value];
   if (t.empty()) {
     v.pkeys = {0xFFFF};

@@ -64,6 +64,7 @@ struct PortView {
   // Inbound and Outbound both set.
   std::vector<std::uint16_t> pkeys;
   bool pkey_enforced = false;
+  std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister (CA ports)
 };
 
 class SimCore {
@@ -177,6 +178,7 @@ class SimCore {
     // PortInfo:PartitionEnforcementInbound/Outbound, as an SM set them.
     bool pkey_enforce_in = false;
     bool pkey_enforce_out = false;
+    std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister
   };
 
   struct SwitchSim {

@@ -325,6 +325,7 @@ std::uint16_t SimCore::sma_port_info(mad::Smp& s, NodeId node, PortNum in) {
     ps.vl_stall_count = req.vl_stall_count;
     // Enforcement is a switch external port's (IBA 14.2.5.6); elsewhere
     // the bits read 0.
+    if (!swn && req.client_reregister) ++ps.client_reregisters;  // the clients would rejoin
     if (swn && port != 0) {
       ps.pkey_enforce_in = req.partition_enforcement_inbound;
       ps.pkey_enforce_out = req.partition_enforcement_outbound;

@@ -2,7 +2,8 @@
 // group of the default partition exists after the first bring-up; joins
 // (made in the registry, as the SA makes them) are programmed into the
 // switches' MFTs without a sweep, leaves take ports out again, and a heavy
-// sweep keeps what is programmed.
+// sweep keeps what is programmed; the first bring-up asks clients to
+// register again.
 
 #include <gtest/gtest.h>
 
@@ -122,6 +123,24 @@ TEST(MulticastDaemon, JoinsAndLeavesReachTheSwitches) {
   ASSERT_TRUE(testing::wait_idle(*h.sm));
   const auto [sw0, port0] = h.attachment(joined[0]);
   EXPECT_TRUE(h.sim->mft_entry(sw0, Lid{0xC000})->test(port0));
+}
+
+// The SM that starts knows none of the joins: its first bring-up asks every
+// CA port's clients to register again (ClientReregister), and only that one.
+TEST(MulticastDaemon, FirstBringUpAsksClientsToRejoin) {
+  Harness h("fat-tree:levels=2,radix=4", EngineKind::kAuto);
+  ASSERT_NE(h.wait([](const FabricState& s) { return s.state == state::SmState::kMaster; }),
+            nullptr);
+  auto done = testing::sm_call<state::SweepReply>(
+      [&](auto cb) { h.sm->trigger_sweep("again", std::move(cb)); });
+  ASSERT_EQ(done.wait_for(20s), std::future_status::ready);
+  ASSERT_TRUE(done.get().ok);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  for (const PortRef& p : ca_ports(h.sim->topology())) {
+    auto v = h.sim->port_view(p);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->client_reregisters, 1U) << h.sim->topology().label(p.node);
+  }
 }
 
 }  // namespace
