@@ -26,6 +26,9 @@ void SubnetManager::attach_multicast(state::McastRegistry* registry) {
 void SubnetManager::multicast_changed() {
   SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || mcast_registry_ == nullptr) return;
+  // A change the last computation already took (the heavy sweep's own
+  // broadcast groups, say) needs nothing more.
+  if (mcast_registry_->version() == mcast_version_) return;
   // Before the first bring-up, or while a heavy sweep runs, the sweep takes
   // the groups (a change after it read them is taken again after it).
   mcast_dirty_ = true;
@@ -50,6 +53,7 @@ asio::awaitable<void> SubnetManager::reprogram_multicast() {
                           ? topology_now_
                           : std::shared_ptr<const routing::Topology>(c, &c->sweep.topology);
     const auto routes = routes_now_ ? routes_now_ : c->routes;
+    mcast_version_ = mcast_registry_->version();
     auto groups = std::make_shared<const std::vector<state::McastGroup>>(mcast_registry_->groups());
     const auto stop = stop_source_.get_token();
     auto compute = [&] {

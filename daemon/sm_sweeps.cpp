@@ -267,6 +267,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
       r->sweep.topology, cfg_.partitions, PortRef{r->sweep.sm_node, r->sweep.sm_port}));
   if (mcast_registry_ != nullptr) {
     mcast_registry_->set_partition_groups(r->partitions->partitions());
+    mcast_version_ = mcast_registry_->version();
     r->mcast_groups =
         std::make_shared<const std::vector<state::McastGroup>>(mcast_registry_->groups());
     mcast_dirty_ = false;

@@ -296,6 +296,7 @@ class SubnetManager final : public state::SmControl {
   std::shared_ptr<const std::vector<state::McastGroup>> mcast_groups_now_;
   bool mcast_running_ = false;
   bool mcast_dirty_ = false;
+  std::uint64_t mcast_version_ = 0;  // the registry's, when its groups were last taken
   // Whether a bring-up has asked every CA port's clients to register
   // again (ClientReregister): once per daemon run, as the SM that starts
   // knows none of their joins.
