@@ -57,7 +57,7 @@ asio::awaitable<void> SubnetManager::reprogram_multicast() {
     auto groups = std::make_shared<const std::vector<state::McastGroup>>(mcast_registry_->groups());
     const auto stop = stop_source_.get_token();
     auto compute = [&] {
-      auto mc = multicast_step(*topo, *routes, *groups, strand_pool_, stop);
+      auto mc = multicast_step(*topo, *routes, *groups, pool_, stop);
       if (!mc.ok() || !routes->updown_rank.empty()) return mc;
       // No up/down order: the trees are proven with the unicast tables.
       auto v = verify_step(*topo, c->lids.map, *routes, pool_, stop, mc->tables.get());

@@ -197,8 +197,6 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     return out;
   };
 
-  // The PortInfo we write: our values where we set them, 0 ("no change")
-  // in the enable/state fields we leave alone.
   // A CA port that supports ClientReregister, when the pass asks for it.
   auto reregister = [&](NodeId n, PortNum p) {
     if (!opts_.client_reregister || t.node(n).type == NodeType::kSwitch) return false;
@@ -207,6 +205,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
            (mad::PortInfo::decode(sweep.port_info[at]).capability_mask &
             mad::kCapIsClientReregistrationSupported) != 0;
   };
+  // The PortInfo we write: our values where we set them, 0 ("no change")
+  // in the enable/state fields we leave alone.
   auto port_info = [&](NodeId n, PortNum p, PortState state, bool reregister_now) {
     mad::PortInfo pi;
     pi.client_reregister = reregister_now;
