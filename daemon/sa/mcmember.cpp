@@ -13,7 +13,7 @@ namespace {
 namespace mad = discovery::mad::sa;
 using mad::Method;
 
-constexpr std::uint8_t kSelGreater = 0, kSelLess = 1, kSelExactly = 2, kSelLargest = 3;
+constexpr std::uint8_t kSelGreater = 0, kSelLess = 1, kSelExactly = 2;  // 3: largest
 
 // Component bits, in the order of sa.cpp's kMcMemberRecord.
 enum McBit : unsigned {
