@@ -31,26 +31,12 @@ Routes route(const Fabric& f, std::string_view engine) {
   return r.ok() ? std::move(r).value() : Routes{};
 }
 
-// The CA ports of the fabric, in node order.
-std::vector<PortRef> ca_ports(const Topology& t) {
-  std::vector<PortRef> out;
-  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-    if (t.node(NodeId{i}).type == NodeType::kSwitch) continue;
-    for (unsigned p = 1; p <= t.node(NodeId{i}).num_ports; ++p) {
-      if (t.port(NodeId{i}, static_cast<PortNum>(p)).connected()) {
-        out.push_back({NodeId{i}, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  return out;
-}
-
 class McastOnEngines : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(McastOnEngines, EveryGroupIsOneVerifiedTree) {
   const Fabric f = make_fabric("fat-tree:levels=3,k=4");
   const Routes routes = route(f, GetParam());
-  const auto cas = ca_ports(f.topo);
+  const auto cas = testing::cabled_ca_ports(f.topo);
   ASSERT_GE(cas.size(), 8U);
   std::vector<McastGroupIn> groups;
   groups.push_back({Lid{0xC000}, cas});                            // everyone (IPoIB broadcast)
@@ -86,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, McastOnEngines, ::testing::Values("ftree", "up
 TEST(Mcast, GroupsTakeTheirTopsInTurn) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=8");
   const Routes routes = route(f, "ftree");
-  const auto cas = ca_ports(f.topo);
+  const auto cas = testing::cabled_ca_ports(f.topo);
   // Members under different leaves: every tree needs a spine.
   std::vector<McastGroupIn> groups;
   for (std::uint32_t g = 0; g < 8; ++g) {
@@ -200,7 +186,7 @@ TEST(McastVerify, ValleysCloseACreditLoopTheVerifierFinds) {
 TEST(McastVerify, AMemberLeftOutIsNamed) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=4");
   const Routes routes = route(f, "ftree");
-  const auto cas = ca_ports(f.topo);
+  const auto cas = testing::cabled_ca_ports(f.topo);
   std::vector<McastGroupIn> groups{{Lid{0xC000}, {cas[0], cas[3]}}};
   WorkerPool pool(1);
   auto t = compute_multicast(f.topo, routes, groups, pool);

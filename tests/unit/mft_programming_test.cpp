@@ -12,6 +12,7 @@
 #include "discovery/programmer.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "routing/mcast.hpp"
+#include "routing_test_support.hpp"
 
 namespace subnetd::discovery {
 namespace {
@@ -50,19 +51,6 @@ void bring_up(Up& up) {
   auto r = daemon::BringUp::run_blocking(*up.sim, pool, o, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().message;
   up.r = std::move(r).value();
-}
-
-std::vector<PortRef> ca_ports(const routing::Topology& t) {
-  std::vector<PortRef> out;
-  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-    if (t.node(NodeId{i}).type == NodeType::kSwitch) continue;
-    for (unsigned p = 1; p <= t.node(NodeId{i}).num_ports; ++p) {
-      if (t.port(NodeId{i}, static_cast<PortNum>(p)).connected()) {
-        out.push_back({NodeId{i}, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  return out;
 }
 
 routing::McastTables trees(const Up& up, const std::vector<McastGroupIn>& groups) {
@@ -106,7 +94,7 @@ TEST(MftProgramming, SwitchesHoldTheTreesAndOnlyChangesAreSent) {
   Up up;
   bring_up(up);
   if (HasFatalFailure()) return;
-  const auto cas = ca_ports(up.r.sweep.topology);
+  const auto cas = routing::testing::cabled_ca_ports(up.r.sweep.topology);
   // 40 groups: two blocks of MLIDs.
   std::vector<McastGroupIn> groups;
   for (std::uint32_t g = 0; g < 40; ++g) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon_test_support.hpp"
+#include "routing_test_support.hpp"
 #include "state/mcast_groups.hpp"
 
 namespace subnetd::daemon {
@@ -57,19 +58,6 @@ struct Harness {
   }
 };
 
-std::vector<PortRef> ca_ports(const routing::Topology& t) {
-  std::vector<PortRef> out;
-  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-    if (t.node(NodeId{i}).type == routing::NodeType::kSwitch) continue;
-    for (unsigned p = 1; p <= t.node(NodeId{i}).num_ports; ++p) {
-      if (t.port(NodeId{i}, static_cast<PortNum>(p)).connected()) {
-        out.push_back({NodeId{i}, static_cast<PortNum>(p)});
-      }
-    }
-  }
-  return out;
-}
-
 std::size_t members_of(const FabricState& s, const state::Mgid& mgid) {
   if (!s.mcast_groups) return 0;
   for (const auto& g : *s.mcast_groups) {
@@ -89,7 +77,7 @@ TEST(MulticastDaemon, JoinsAndLeavesReachTheSwitches) {
   EXPECT_EQ(up->mcast_groups->front().mgid, bcast);
   EXPECT_EQ(up->mcast_groups->front().mlid.value, 0xC000U);
 
-  const auto cas = ca_ports(h.sim->topology());
+  const auto cas = routing::testing::cabled_ca_ports(h.sim->topology());
   ASSERT_GE(cas.size(), 8U);
   const std::vector<PortRef> joined{cas[0], cas[3], cas[cas.size() - 1]};
   for (const PortRef& p : joined) {
@@ -136,7 +124,7 @@ TEST(MulticastDaemon, FirstBringUpAsksClientsToRejoin) {
   ASSERT_EQ(done.wait_for(20s), std::future_status::ready);
   ASSERT_TRUE(done.get().ok);
   ASSERT_TRUE(testing::wait_idle(*h.sm));
-  for (const PortRef& p : ca_ports(h.sim->topology())) {
+  for (const PortRef& p : routing::testing::cabled_ca_ports(h.sim->topology())) {
     auto v = h.sim->port_view(p);
     ASSERT_TRUE(v.ok());
     EXPECT_EQ(v->client_reregisters, 1U) << h.sim->topology().label(p.node);

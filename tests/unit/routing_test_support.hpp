@@ -63,6 +63,20 @@ inline Fabric make_fabric(std::string_view spec) {
   return f;
 }
 
+// Every cabled CA/router port of `t`, in node order.
+inline std::vector<PortRef> cabled_ca_ports(const Topology& t) {
+  std::vector<PortRef> out;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    if (t.node(NodeId{i}).type == NodeType::kSwitch) continue;
+    for (unsigned p = 1; p <= t.node(NodeId{i}).num_ports; ++p) {
+      if (t.port(NodeId{i}, static_cast<PortNum>(p)).connected()) {
+        out.push_back({NodeId{i}, static_cast<PortNum>(p)});
+      }
+    }
+  }
+  return out;
+}
+
 // The switch_index of the switch named `name`.
 inline SwitchIndex sw_index(const Fabric& f, std::string_view name) {
   return f.topo.node(*f.topo.find_by_name(name)).switch_index;
