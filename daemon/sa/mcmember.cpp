@@ -54,10 +54,7 @@ class McRequest {
     switch (static_cast<Method>(req_.method)) {
       case Method::kGet:
       case Method::kGetTable:
-        query();
-        if (req_.method == static_cast<std::uint8_t>(Method::kGet) && out_.count != 1) {
-          out_.status = out_.count == 0 ? mad::status::kNoRecords : mad::status::kTooManyRecords;
-        }
+        query();  // a Get's one-record rule is the agent's (Answer::finish)
         break;
       case Method::kSet:
         join();

@@ -18,6 +18,8 @@
 //    (not the IPoIB broadcast groups the SM keeps).
 //  - Get/GetTable: one record per (group, member), and one with a zero
 //    PortGID for a group without members; filtered by the component mask.
+//    (That a Get answers exactly one record the SA agent enforces for
+//    every attribute.)
 
 #include <cstdint>
 #include <vector>

@@ -20,22 +20,14 @@ namespace {
 using testing::Fabric;
 using testing::make_fabric;
 using testing::port_to;
+using testing::route_fabric;
 using testing::sw_index;
-
-Routes route(const Fabric& f, std::string_view engine) {
-  auto e = make_engine(engine);
-  EXPECT_TRUE(e.ok());
-  WorkerPool pool(1);
-  auto r = (*e)->compute(f.topo, f.lids, {}, pool, {});
-  EXPECT_TRUE(r.ok()) << r.error().message;
-  return r.ok() ? std::move(r).value() : Routes{};
-}
 
 class McastOnEngines : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(McastOnEngines, EveryGroupIsOneVerifiedTree) {
   const Fabric f = make_fabric("fat-tree:levels=3,k=4");
-  const Routes routes = route(f, GetParam());
+  const Routes routes = route_fabric(f, GetParam());
   const auto cas = testing::cabled_ca_ports(f.topo);
   ASSERT_GE(cas.size(), 8U);
   std::vector<McastGroupIn> groups;
@@ -71,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, McastOnEngines, ::testing::Values("ftree", "up
 
 TEST(Mcast, GroupsTakeTheirTopsInTurn) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=8");
-  const Routes routes = route(f, "ftree");
+  const Routes routes = route_fabric(f, "ftree");
   const auto cas = testing::cabled_ca_ports(f.topo);
   // Members under different leaves: every tree needs a spine.
   std::vector<McastGroupIn> groups;
@@ -97,7 +89,7 @@ TEST(Mcast, GroupsTakeTheirTopsInTurn) {
 
 TEST(Mcast, RejectsBadMlidsAndMembers) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=4");
-  const Routes routes = route(f, "ftree");
+  const Routes routes = route_fabric(f, "ftree");
   WorkerPool pool(1);
   const std::vector<McastGroupIn> low{{Lid{0xBFFF}, {}}};
   EXPECT_EQ(compute_multicast(f.topo, routes, low, pool).error().code, Errc::kInvalidArgument);
@@ -159,7 +151,7 @@ TEST(McastVerify, CatchesCyclesOneWayLinksAndValleys) {
 
 TEST(McastVerify, ValleysCloseACreditLoopTheVerifierFinds) {
   Crafted c;
-  const Routes routes = route(c.f, "ftree");
+  const Routes routes = route_fabric(c.f, "ftree");
   // Each tree alone is a tree; A and B go down to a leaf and up again.
   c.link(0xC000, "spine0", "leaf1");  // A: spine0 - leaf1 - spine1
   c.link(0xC000, "leaf1", "spine1");
@@ -185,7 +177,7 @@ TEST(McastVerify, ValleysCloseACreditLoopTheVerifierFinds) {
 
 TEST(McastVerify, AMemberLeftOutIsNamed) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=4");
-  const Routes routes = route(f, "ftree");
+  const Routes routes = route_fabric(f, "ftree");
   const auto cas = testing::cabled_ca_ports(f.topo);
   std::vector<McastGroupIn> groups{{Lid{0xC000}, {cas[0], cas[3]}}};
   WorkerPool pool(1);

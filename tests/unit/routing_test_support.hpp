@@ -16,11 +16,13 @@
 #include <vector>
 
 #include "discovery/topo/generators.hpp"
+#include "routing/engine.hpp"
 #include "routing/ids.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/topology.hpp"
+#include "routing/worker_pool.hpp"
 
 namespace subnetd {
 
@@ -61,6 +63,18 @@ inline Fabric make_fabric(std::string_view spec) {
   f.topo = std::move(t).value();
   f.lids = lids_for(f.topo);
   return f;
+}
+
+// The tables `engine` computes for `f`; fails the current test (and
+// returns empty Routes) when it cannot.
+inline Routes route_fabric(const Fabric& f, std::string_view engine) {
+  auto e = make_engine(engine);
+  EXPECT_TRUE(e.ok());
+  if (!e.ok()) return Routes{};
+  WorkerPool pool(2);
+  auto r = (*e)->compute(f.topo, f.lids, {}, pool, {});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r).value() : Routes{};
 }
 
 // Every cabled CA/router port of `t`, in node order.

@@ -23,16 +23,8 @@ namespace {
 using testing::Fabric;
 using testing::make_fabric;
 using testing::port_to;
+using testing::route_fabric;
 using testing::sw_index;
-
-Routes route(const Fabric& f, std::string_view engine) {
-  auto e = make_engine(engine);
-  EXPECT_TRUE(e.ok());
-  WorkerPool pool(2);
-  auto r = (*e)->compute(f.topo, f.lids, {}, pool, {});
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  return r.ok() ? std::move(r).value() : Routes{};
-}
 
 Result<VerifyReport> run_verify(const Fabric& f, const Routes& r, unsigned threads = 2,
                                 bool switch_traffic = false) {
@@ -59,7 +51,7 @@ bool contains(const std::string& s, std::string_view what) {
 
 TEST(Verifier, PassesUpdnAndCountsWhatItChecked) {
   const Fabric f = make_fabric("fat-tree:levels=3,k=4");  // 20 switches, 16 CAs
-  const Routes r = route(f, "updn");
+  const Routes r = route_fabric(f, "updn");
   auto v = run_verify(f, r);
   ASSERT_TRUE(v.ok()) << v.error().message;
   EXPECT_EQ(v->switches, 20u);
@@ -73,7 +65,7 @@ TEST(Verifier, PassesUpdnAndCountsWhatItChecked) {
 
 TEST(Verifier, HoleIsIncompleteAndSaysWhere) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=4");  // leaf0..3, spine0..1, 2 CAs a leaf
-  Routes r = route(f, "updn");
+  Routes r = route_fabric(f, "updn");
   // leaf0 loses its route to h on leaf3.
   const NodeId leaf3 = *f.topo.find_by_name("leaf3");
   const Port& host_port = f.topo.port(leaf3, 1);
@@ -98,7 +90,7 @@ TEST(Verifier, HoleIsIncompleteAndSaysWhere) {
 
 TEST(Verifier, MissingTableEntriesAreHoles) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=4");
-  Routes r = route(f, "minhop");
+  Routes r = route_fabric(f, "minhop");
   r.lfts[3] = Lft(Lid{4});  // far too short: LIDs past block 0 are unrouted
   auto v = run_verify(f, r);
   ASSERT_FALSE(v.ok());
@@ -107,7 +99,7 @@ TEST(Verifier, MissingTableEntriesAreHoles) {
 
 TEST(Verifier, ForwardingLoopIsNamed) {
   const Fabric f = make_fabric("fat-tree:levels=3,k=4");
-  Routes r = route(f, "updn");
+  Routes r = route_fabric(f, "updn");
   // LID of a CA in pod 1; bounce it between edge-p0-0 and agg-p0-0.
   const NodeId edge = *f.topo.find_by_name("edge-p1-0");
   const Port& hp = f.topo.port(edge, 1);
@@ -135,7 +127,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
   const Port& h1 = f.topo.port(leaf1, 1);
   const Lid lid = f.lids.base_lid(f.topo, h1.remote_node, h1.remote_port);
   {
-    Routes r = route(f, "updn");
+    Routes r = route_fabric(f, "updn");
     r.lfts[sw_index(f, "leaf1").value].set(lid, 2);  // the other CA on leaf1
     auto v = run_verify(f, r);
     ASSERT_FALSE(v.ok());
@@ -145,7 +137,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
     EXPECT_TRUE(contains(v.error().message, "delivered by \"leaf1\"")) << v.error().message;
   }
   {
-    Routes r = route(f, "updn");
+    Routes r = route_fabric(f, "updn");
     r.lfts[sw_index(f, "spine0").value].set(lid, 0);
     auto v = run_verify(f, r);
     ASSERT_FALSE(v.ok());
@@ -154,7 +146,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
     EXPECT_TRUE(contains(v.error().message, "management port 0")) << v.error().message;
   }
   {
-    Routes r = route(f, "updn");
+    Routes r = route_fabric(f, "updn");
     r.lfts[sw_index(f, "spine0").value].set(lid, 9);  // spines have 4 ports
     auto v = run_verify(f, r);
     ASSERT_FALSE(v.ok());
@@ -164,7 +156,7 @@ TEST(Verifier, WrongDeliveryAndManagementPort) {
 
 TEST(Verifier, FirstErrorByLidWhateverTheThreads) {
   const Fabric f = make_fabric("fat-tree:levels=3,k=6");  // 45 switches, 54 CAs: 2 tiles
-  Routes r = route(f, "updn");
+  Routes r = route_fabric(f, "updn");
   ASSERT_GT(f.lids.max_lid.value, 70u);
   r.lfts[5].set(Lid{70}, kDropPort);
   r.lfts[9].set(Lid{20}, kDropPort);
@@ -184,7 +176,7 @@ TEST(Verifier, UnreachablePairsAreNotChecked) {
   // Cut the ring in two places: {sw-1, sw-2} and {sw-3, sw-4, sw-5, sw-0}.
   f.topo.disconnect({*f.topo.find_by_name("sw-0"), port_to(f, "sw-0", "sw-1")});
   f.topo.disconnect({*f.topo.find_by_name("sw-2"), port_to(f, "sw-2", "sw-3")});
-  Routes r = route(f, "updn");
+  Routes r = route_fabric(f, "updn");
   auto v = run_verify(f, r);
   ASSERT_TRUE(v.ok()) << v.error().message;
   // 12 LIDs; 4 in the small part, 8 in the big one.
@@ -196,7 +188,7 @@ TEST(Verifier, UnreachablePairsAreNotChecked) {
 
 TEST(Verifier, RejectsMismatchedRoutes) {
   const Fabric f = make_fabric("ring:switches=4,hosts=1");
-  Routes r = route(f, "updn");
+  Routes r = route_fabric(f, "updn");
   r.num_vls = 2;
   auto vls = run_verify(f, r);
   ASSERT_FALSE(vls.ok());
@@ -210,7 +202,7 @@ TEST(Verifier, RejectsMismatchedRoutes) {
 
 TEST(Verifier, StopTokenCancels) {
   const Fabric f = make_fabric("fat-tree:levels=3,k=4");
-  const Routes r = route(f, "updn");
+  const Routes r = route_fabric(f, "updn");
   std::stop_source stop;
   stop.request_stop();
   WorkerPool pool(2);
@@ -224,7 +216,7 @@ TEST(Verifier, StopTokenCancels) {
 
 TEST(Verifier, MinhopRingHasANamedCreditLoop) {
   const Fabric f = make_fabric("ring:switches=6,hosts=1");
-  const Routes r = route(f, "minhop");
+  const Routes r = route_fabric(f, "minhop");
   auto v = run_verify(f, r);
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.error().code, Errc::kCdgCycle);
@@ -315,7 +307,7 @@ TEST(Verifier, DependencyGraphMatchesNaiveReference) {
   for (const char* spec : specs) {
     const Fabric f = make_fabric(spec);
     for (std::string_view engine : {"minhop", "updn"}) {
-      const Routes r = route(f, engine);
+      const Routes r = route_fabric(f, engine);
       for (bool switch_traffic : {false, true}) {
         SCOPED_TRACE(fmt::format("{} / {} / switch traffic {}", spec, engine, switch_traffic));
         const Reference ref = reference_cdg(f, r, switch_traffic);
