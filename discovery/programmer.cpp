@@ -78,6 +78,13 @@ Result<ProgramReport> Programmer::program(const SweepResult& sweep, const routin
 
 namespace {
 
+// SwitchInfo:MulticastFDBTop for the trees: the highest MLID in use, 0xBFFF
+// (no valid entry) when there is none.
+std::uint16_t multicast_fdb_top(const routing::McastTables* mcast) {
+  if (mcast == nullptr || mcast->max_mlid() < routing::kMlidBase) return 0xBFFF;
+  return static_cast<std::uint16_t>(std::min<std::uint32_t>(mcast->max_mlid(), 0xFFFF));
+}
+
 // One request of a pass, packed into a word so that its callback fits
 // std::function's inline storage (no heap allocation for each of the
 // millions of LFT blocks): what, to which node, the port or block, the
@@ -280,15 +287,20 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         return smp;
       }
       case Kind::kSwitchInfo: {
-        // LinearFDBTop (16-bit mode) and a write of 1 to PortStateChange,
-        // which clears it: this sweep has seen the changes.
+        // LinearFDBTop (16-bit mode), MulticastFDBTop (the highest MLID
+        // the trees use, 0xBFFF for none: IBA 1.3 switches that honour it
+        // forward no MLID above it, so it must never stay 0) and, after a
+        // sweep (arg 0), a write of 1 to PortStateChange, which clears it:
+        // this sweep has seen the changes. A multicast-only pass (arg 1)
+        // writes 0 there, which leaves it as it is.
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0,
                                         sweep.paths.path(n), 0);
         mad::SwitchInfo si;
         si.linear_fdb_top =
             static_cast<std::uint16_t>(std::min<std::uint32_t>(routes.max_lid.value, 0xFFFF));
+        si.multicast_fdb_top = multicast_fdb_top(mcast);
         si.life_time_value = 18;
-        si.port_state_change = true;
+        si.port_state_change = q.arg == 0;
         si.encode(mad::data_of(smp));
         return smp;
       }
@@ -525,6 +537,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       const Guid guid = t.node(n).guid;
       const std::uint32_t positions =
           (t.node(n).num_ports + routing::kMftPortsPerPosition) / routing::kMftPortsPerPosition;
+      const std::uint64_t sent_before = report.mft_blocks_sent;
       for (std::uint32_t pos = 0; pos < positions; ++pos) {
         const std::uint32_t held_blocks =
             live.held_mfts != nullptr ? live.held_mfts->extent(guid, pos) : 0;
@@ -538,6 +551,12 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
           ++report.mft_blocks_sent;
           issue(Req{Kind::kMft, n, b | (pos << 16)});
         }
+      }
+      // A multicast-only pass moves MulticastFDBTop itself (a full pass
+      // wrote it in phase 1), after the blocks.
+      if (opts_.only_multicast && report.mft_blocks_sent != sent_before) {
+        ++report.switch_info_sets;
+        issue(Req{Kind::kSwitchInfo, n, 1});
       }
       if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
       if (engine.stopped()) co_return stopped();

@@ -179,6 +179,7 @@ PortView SimCore::port_view(PortRef ref) const {
 routing::PortMask SimCore::mft_entry(NodeId n, std::uint32_t mlid) const {
   routing::PortMask out;
   if (!is_switch(n) || mlid < routing::kMlidBase) return out;
+  if (mlid > sw(n).multicast_fdb_top) return out;
   const std::uint32_t index = mlid - routing::kMlidBase;
   const std::vector<std::uint16_t>& t = mfts_[topo_.node(n).switch_index.value];
   const std::uint32_t positions = (topo_.node(n).num_ports + 16U) / 16U;

@@ -52,6 +52,8 @@ inline constexpr std::uint8_t kPhysLinkUp = 5;
 inline constexpr std::uint16_t kPartitionCap = 64;
 // Multicast forwarding table entries of every simulated switch
 // (SwitchInfo:MulticastFDBCap: MLIDs 0xC000..0xC3FF), as ibsim's switches.
+// They honour SwitchInfo:MulticastFDBTop as IBA 1.3 switches do: no MLID
+// above it is forwarded (0xBFFF, none, after a reset).
 inline constexpr std::uint16_t kMulticastFdbCap = 1024;
 
 struct PortView {
@@ -183,6 +185,9 @@ class SimCore {
 
   struct SwitchSim {
     std::uint32_t linear_fdb_top = 0;
+    // IBA 1.3: MLIDs above it have no valid MFT entry; 0xBFFF (none) after
+    // a reset.
+    std::uint16_t multicast_fdb_top = 0xBFFF;
     std::uint8_t life_time_value = 0;
     bool port_state_change = false;
     // The one outstanding trap 128 (real SMAs keep a single pending notice

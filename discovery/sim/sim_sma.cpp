@@ -158,6 +158,7 @@ std::uint16_t SimCore::sma_switch_info(mad::Smp& s, NodeId node) {
     if (!space_.extended() && req.linear_fdb_top >= lft_cap_) return st::kInvalidField;
     if (!space_.extended()) w.linear_fdb_top = req.linear_fdb_top;
     w.life_time_value = req.life_time_value;
+    w.multicast_fdb_top = req.multicast_fdb_top;
     if (req.port_state_change) w.port_state_change = false;  // write 1 to clear
   }
   mad::SwitchInfo si;
@@ -167,6 +168,7 @@ std::uint16_t SimCore::sma_switch_info(mad::Smp& s, NodeId node) {
   si.port_state_change = w.port_state_change;
   si.partition_enforcement_cap = kPartitionCap;
   si.multicast_fdb_cap = kMulticastFdbCap;
+  si.multicast_fdb_top = w.multicast_fdb_top;
   si.encode(mad::data_of(s));
   return st::kOk;
 }

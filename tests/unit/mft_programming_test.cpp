@@ -60,9 +60,11 @@ routing::McastTables trees(const Up& up, const std::vector<McastGroupIn>& groups
   return t.ok() ? std::move(t).value() : routing::McastTables{};
 }
 
-ProgramReport program(Up& up, const routing::McastTables& t, HeldBlocks& held) {
+ProgramReport program(Up& up, const routing::McastTables& t, HeldBlocks& held,
+                      bool only_multicast = false) {
   ProgramOptions o;
   o.activate = false;
+  o.only_multicast = only_multicast;
   Programmer programmer(o);
   auto r = run_blocking<Result<ProgramReport>>(*up.sim, [&](MadEngine& engine) {
     ProgramLive live;
@@ -128,6 +130,62 @@ TEST(MftProgramming, SwitchesHoldTheTreesAndOnlyChangesAreSent) {
   const ProgramReport again = program(up, second, held);
   const std::uint32_t positions = (up.r.sweep.topology.node(sw).num_ports + 16U) / 16U;
   EXPECT_EQ(again.mft_blocks_sent, positions * 1U) << "one block of MLIDs, every position";
+}
+
+// The simulated switches forward no MLID above SwitchInfo:MulticastFDBTop
+// (IBA 1.3). A full pass writes it with the trees' highest MLID; a
+// multicast-only pass that adds a group in a higher block moves it on the
+// switches it changes, without clearing a PortStateChange the SM has not
+// swept yet.
+TEST(MftProgramming, MulticastFdbTopFollowsTheTrees) {
+  Up up;
+  bring_up(up);
+  if (HasFatalFailure()) return;
+  const auto cas = routing::testing::cabled_ca_ports(up.r.sweep.topology);
+  std::vector<McastGroupIn> groups = {{Lid{routing::kMlidBase}, cas}};
+  const routing::McastTables first = trees(up, groups);
+  HeldBlocks held;
+  program(up, first, held);
+  expect_held(up, first, 1);
+
+  // A host's link goes down (no directed route to a switch crosses it):
+  // its leaf raises PortStateChange.
+  const routing::Topology& topo = up.r.sweep.topology;
+  const NodeId leaf = topo.switch_node(SwitchIndex{0});
+  PortNum cabled = 0;
+  // The last one: the SM's own host is on the first.
+  for (unsigned p = topo.node(leaf).num_ports; p >= 1 && cabled == 0; --p) {
+    const auto& port = topo.port(leaf, static_cast<PortNum>(p));
+    if (port.connected() && topo.node(port.remote_node).type != NodeType::kSwitch) {
+      cabled = static_cast<PortNum>(p);
+    }
+  }
+  ASSERT_NE(cabled, 0);
+  const auto sim_leaf = up.sim->node_by_guid(topo.node(leaf).guid);
+  ASSERT_TRUE(sim_leaf.ok());
+  ASSERT_TRUE(up.sim->link_down(PortRef{*sim_leaf, cabled}).ok());
+  up.sim->run_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(*up.sim->port_state_change(*sim_leaf));
+
+  // A group in block 8 (MLID 0xC100), joined by every CA: every switch
+  // of its tree forwards it, so their top moved.
+  groups.push_back({Lid{routing::kMlidBase + 0x100}, cas});
+  const routing::McastTables second = trees(up, groups);
+  const ProgramReport r = program(up, second, held, /*only_multicast=*/true);
+  EXPECT_GT(r.switch_info_sets, 0U);
+  std::uint32_t in_tree = 0;
+  for (std::uint32_t s = 0; s < topo.num_switches(); ++s) {
+    const NodeId n = topo.switch_node(SwitchIndex{s});
+    const auto sn = up.sim->node_by_guid(topo.node(n).guid);
+    ASSERT_TRUE(sn.ok());
+    const auto have = up.sim->mft_entry(*sn, Lid{routing::kMlidBase + 0x100});
+    ASSERT_TRUE(have.ok());
+    EXPECT_EQ(*have, second.ports(SwitchIndex{s}, Lid{routing::kMlidBase + 0x100}))
+        << topo.label(n);
+    in_tree += have->none() ? 0 : 1;
+  }
+  EXPECT_GT(in_tree, topo.num_switches() / 2);
+  EXPECT_TRUE(*up.sim->port_state_change(*sim_leaf)) << "left for the sweep to see";
 }
 
 }  // namespace
