@@ -161,6 +161,8 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
     s->lids = std::shared_ptr<const routing::LidMap>(current_, &c.lids.map);
     s->port_info = std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>>(
         current_, &c.sweep.port_info);
+    s->switch_info = std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>>(
+        current_, &c.sweep.switch_info);
     s->partitions = c.partitions;
     s->mcast_groups = mcast_groups_now_ ? mcast_groups_now_ : c.mcast_groups;
     s->multicast = mcast_now_ ? mcast_now_ : c.multicast;

@@ -226,7 +226,11 @@ class Sweep {
             fmt::format("{}: SwitchInfo: {}", describe(out_.topology, node), r.error().message));
         return;
       }
-      const mad::SwitchInfo si = mad::SwitchInfo::decode(mad::data_of(*r));
+      const auto raw = mad::data_of(*r);
+      const std::uint32_t sw = out_.topology.node(node).switch_index.value;
+      if (out_.switch_info.size() <= sw) out_.switch_info.resize(sw + 1);
+      std::copy(raw.begin(), raw.end(), out_.switch_info[sw].begin());
+      const mad::SwitchInfo si = mad::SwitchInfo::decode(raw);
       out_.topology.mutable_node(node).partition_enforcement_cap = si.partition_enforcement_cap;
       if (!opts_.extended_lids) out_.lft_top[node.value] = si.linear_fdb_top;
     });

@@ -78,6 +78,9 @@ struct SweepResult {
   // read (all zero for a port not read). The SA serves PortInfoRecords from
   // it, with what the SM sets afterwards patched in.
   std::vector<std::array<std::uint8_t, 64>> port_info;
+  // By switch_index: each switch's SwitchInfo attribute as read (all zero
+  // when not read); the SA's SwitchInfoRecords.
+  std::vector<std::array<std::uint8_t, 64>> switch_info;
   std::uint32_t lft_top_of(NodeId n) const {
     return n.value < lft_top.size() ? lft_top[n.value] : kUnknownTop;
   }

@@ -61,6 +61,8 @@ struct FabricState {
   // bytes, all zero when not read); the SA's PortInfoRecords. What the SM
   // set since (LIDs, state) is in the topology's ports.
   std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>> port_info;
+  // By switch_index: each switch's SwitchInfo as the sweep read it.
+  std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>> switch_info;
   // The partitions and every port's P_Key table as programmed (by port
   // index of `topology`).
   std::shared_ptr<const routing::PartitionPlan> partitions;

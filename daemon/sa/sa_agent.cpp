@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "daemon/sa/mcmember.hpp"
+#include "daemon/sa/records.hpp"
 #include "discovery/mad/bytes.hpp"
 #include "discovery/programmer.hpp"
 #include "state/path_record.hpp"
@@ -125,9 +126,40 @@ class Answer {
       count = a.count;
       return;
     }
-    const bool served = attr == Attr::kNodeRecord || attr == Attr::kPortInfoRecord ||
-                        attr == Attr::kLinkRecord || attr == Attr::kPathRecord ||
-                        attr == Attr::kLftRecord || attr == Attr::kPKeyTableRecord;
+    using Builder = void (*)(const RecordContext&, RecordSet&);
+    Builder build = nullptr;
+    switch (attr) {
+      case Attr::kNodeRecord:
+        build = node_records;
+        break;
+      case Attr::kPortInfoRecord:
+        build = port_info_records;
+        break;
+      case Attr::kLinkRecord:
+        build = link_records;
+        break;
+      case Attr::kLftRecord:
+        build = lft_records;
+        break;
+      case Attr::kPKeyTableRecord:
+        build = pkey_table_records;
+        break;
+      case Attr::kSwitchInfoRecord:
+        build = switch_info_records;
+        break;
+      case Attr::kMftRecord:
+        build = mft_records;
+        break;
+      case Attr::kSmInfoRecord:
+        build = sm_info_records;
+        break;
+      case Attr::kGuidInfoRecord:
+        build = guid_info_records;
+        break;
+      default:
+        break;
+    }
+    const bool served = build != nullptr || attr == Attr::kPathRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
       status = mad::status::kMethodAttrUnsupported;
       return;
@@ -136,33 +168,22 @@ class Answer {
       status = mad::status::kNoResources;  // no fabric yet: ask again later
       return;
     }
-    stride_ = std::size_t{layout_->attr_offset()} * 8;
     query_ = std::span<const std::uint8_t>(req_.data.data(), layout_->size);
-    switch (attr) {
-      case Attr::kNodeRecord:
-        node_records();
-        break;
-      case Attr::kLinkRecord:
-        link_records();
-        break;
-      case Attr::kLftRecord:
-        lft_records();
-        break;
-      case Attr::kPortInfoRecord:
-        port_info_records();
-        break;
-      case Attr::kPKeyTableRecord:
-        pkey_table_records();
-        break;
-      default:
-        path_records();
-        break;
+    set_.emplace(*layout_, query_, req_.comp_mask);
+    if (build != nullptr) {
+      build(RecordContext{st_, opts_, requester_}, *set_);
+      return;
     }
+    path_records();
   }
 
   // After run() and, for PathRecords in a batch, every emit_path(): a Get
   // answers exactly one record.
   void finish() {
+    if (set_) {
+      records = std::move(set_->records);
+      count = set_->count;
+    }
     if (status != mad::status::kOk) return;
     if (req_.method == static_cast<std::uint8_t>(Method::kGet) && count != 1) {
       status = count == 0 ? mad::status::kNoRecords : mad::status::kTooManyRecords;
@@ -172,23 +193,6 @@ class Answer {
   std::uint16_t attr_offset() const { return layout_ ? layout_->attr_offset() : 0; }
 
  private:
-  // A record buffer the builders fill; offer() keeps it when it matches
-  // the query on the components of `mask` (by default the query's own).
-  std::span<std::uint8_t> fresh() {
-    scratch_.assign(layout_->size, 0);
-    return scratch_;
-  }
-  void offer() { offer(req_.comp_mask); }
-  void offer(std::uint64_t mask) {
-    if (!mad::matches(*layout_, mask, query_, scratch_)) return;
-    const std::size_t at = records.size();
-    records.resize(at + stride_, 0);
-    std::memcpy(&records[at], scratch_.data(), layout_->size);
-    ++count;
-  }
-  void set(std::span<std::uint8_t> r, const char* name, std::uint64_t v) {
-    mad::set_field(r, mad::component(*layout_, name), v);
-  }
   void set_gid(std::span<std::uint8_t> r, const mad::Component& c, std::uint64_t guid) {
     const std::size_t at = c.offset / 8;
     mad::set_field(r.subspan(at, 8), {"prefix", 0, 64}, opts_.subnet_prefix);
@@ -208,238 +212,6 @@ class Answer {
     discovery::mad::store_be32(&records[36], kGsiQKey);  // RedirectQ_Key
     discovery::mad::store_be32(&records[68], kGsiQKey);  // TrapQ_Key
     count = 1;
-  }
-
-  // The LID a node answers by at port p: a switch's port-0 LID, a CA port's
-  // own.
-  Lid lid_at(NodeId n, PortNum p) const {
-    const routing::Topology& t = *st_.topology;
-    const PortNum at = t.node(n).type == routing::NodeType::kSwitch ? PortNum{0} : p;
-    return st_.lids->base_lid(t, n, at);
-  }
-
-  // Calls f(port, its base LID) for every endport with a LID: a switch's
-  // port 0, every CA/router port.
-  template <class F>
-  void for_each_endport(F&& f) const {
-    const routing::Topology& t = *st_.topology;
-    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-      const NodeId n{i};
-      const bool sw = t.node(n).type == routing::NodeType::kSwitch;
-      for (unsigned pi = sw ? 0 : 1; pi <= (sw ? 0U : t.node(n).num_ports); ++pi) {
-        const auto p = static_cast<PortNum>(pi);
-        const Lid lid = st_.lids->base_lid(t, n, p);
-        if (lid.value != 0) f(PortRef{n, p}, lid);
-      }
-    }
-  }
-
-  void node_records() {
-    const routing::Topology& t = *st_.topology;
-    for_each_endport([&](PortRef end, Lid lid) {
-      const NodeId n = end.node;
-      const PortNum p = end.port;
-      const routing::Node& node = t.node(n);
-      std::span<std::uint8_t> r = fresh();
-      set(r, "LID", lid.value);
-      set(r, "BaseVersion", 1);
-      set(r, "ClassVersion", 1);
-      set(r, "NodeType", static_cast<std::uint8_t>(node.type));
-      set(r, "NumPorts", node.num_ports);
-      set(r, "SystemImageGUID", node.system_guid.value);
-      set(r, "NodeGUID", node.guid.value);
-      set(r, "PortGUID", t.port(n, p).guid.value);
-      set(r, "PartitionCap", node.partition_cap);
-      set(r, "DeviceID", node.device_id);
-      set(r, "Revision", node.revision);
-      set(r, "LocalPortNum", p);
-      set(r, "VendorID", node.vendor_id);
-      const std::size_t desc = mad::component(*layout_, "NodeDescription").offset / 8;
-      std::memcpy(&r[desc], node.description.data(),
-                  std::min<std::size_t>(64, node.description.size()));
-      offer();
-    });
-  }
-
-  // One record per port the sweep read (a switch's ports 0..N, a CA's
-  // 1..N), under the LID of its endport (a switch's port-0 LID): the
-  // PortInfo as read, with what the SM set since patched in from the
-  // topology (PortState; on endports the LID, LMC, MasterSMLID and GID
-  // prefix it programmed; NeighborMTU and OperationalVLs on ports the
-  // Programmer wrote, by discovery::port_link_settings). A query naming
-  // the LID is answered from that node alone.
-  void port_info_records() {
-    const routing::Topology& t = *st_.topology;
-    if (st_.port_info == nullptr) return;
-    const auto& read = *st_.port_info;
-    const std::uint32_t lid_bit = 0;
-    const auto& lid_c = layout_->components[lid_bit];
-    std::vector<NodeId> nodes;
-    if ((req_.comp_mask >> lid_bit) & 1U) {
-      const PortRef owner =
-          st_.lids->owner_of(Lid{static_cast<std::uint32_t>(mad::get_field(query_, lid_c))});
-      if (owner.node.valid()) nodes.push_back(owner.node);
-    } else {
-      nodes.reserve(t.num_nodes());
-      for (std::uint32_t i = 0; i < t.num_nodes(); ++i) nodes.push_back(NodeId{i});
-    }
-    constexpr std::array<std::uint8_t, 64> kNotRead{};
-    for (const NodeId n : nodes) {
-      const bool sw = t.node(n).type == routing::NodeType::kSwitch;
-      for (unsigned pi = sw ? 0 : 1; pi <= t.node(n).num_ports; ++pi) {
-        const auto p = static_cast<PortNum>(pi);
-        const std::uint32_t at = t.port_index(n, p);
-        if (at >= read.size() || read[at] == kNotRead) continue;
-        const Lid lid = lid_at(n, p);
-        if (lid.value == 0 || lid.value > 0xFFFF) continue;
-        const routing::Port& port = t.port(n, p);
-        auto info = discovery::mad::PortInfo::decode(read[at]);
-        const bool endport = !sw || p == 0;
-        // Whether the Programmer wrote this PortInfo since the sweep read it:
-        // it moves every port that was not ACTIVE, and sets an endport whose
-        // LID, LMC or MasterSMLID differ; each Set carries its link settings.
-        const bool written =
-            info.port_state != static_cast<std::uint8_t>(routing::PortState::kActive) ||
-            (endport && (info.lid != port.lid.value || info.lmc != port.lmc ||
-                         info.master_sm_lid != port.master_sm_lid.value));
-        if (port.state != routing::PortState::kNoChange) {
-          info.port_state = static_cast<std::uint8_t>(port.state);
-        }
-        if (written) {
-          const discovery::PortLinkSettings link = discovery::port_link_settings(t, read, n, p);
-          info.neighbor_mtu = link.neighbor_mtu != 0 ? link.neighbor_mtu : info.neighbor_mtu;
-          info.operational_vls = link.operational_vls;
-        }
-        if (endport) {  // what the SM programmed
-          if (port.lid.value != 0 && port.lid.value <= 0xFFFF) {
-            info.lid = static_cast<std::uint16_t>(port.lid.value);
-            info.lmc = port.lmc;
-            info.gid_prefix = opts_.subnet_prefix;
-          }
-          if (port.master_sm_lid.value != 0 && port.master_sm_lid.value <= 0xFFFF) {
-            info.master_sm_lid = static_cast<std::uint16_t>(port.master_sm_lid.value);
-          }
-        }
-        std::span<std::uint8_t> r = fresh();
-        mad::set_field(r, lid_c, lid.value);
-        mad::set_field(r, layout_->components[1], p);  // PortNum
-        info.encode(discovery::mad::SmpData(r.subspan(4, 64)));
-        offer();
-      }
-    }
-  }
-
-  void link_records() {
-    const routing::Topology& t = *st_.topology;
-    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-      const NodeId n{i};
-      for (unsigned pi = 1; pi <= t.node(n).num_ports; ++pi) {
-        const auto p = static_cast<PortNum>(pi);
-        const routing::Port& port = t.port(n, p);
-        if (!port.connected()) continue;
-        const Lid from = lid_at(n, p), to = lid_at(port.remote_node, port.remote_port);
-        if (from.value == 0 || to.value == 0) continue;
-        std::span<std::uint8_t> r = fresh();
-        set(r, "FromLID", from.value);
-        set(r, "FromPort", p);
-        set(r, "ToPort", port.remote_port);
-        set(r, "ToLID", to.value);
-        offer();
-      }
-    }
-  }
-
-  // The tables the SM programmed (the published routes), block by block up
-  // to the highest LID in use. A query naming the LID or the block is
-  // answered from that switch or block alone: every block of every switch
-  // is 17 million records at k=80.
-  void lft_records() {
-    const routing::Topology& t = *st_.topology;
-    const routing::Routes& routes = *st_.routes;
-    const std::uint64_t mask = req_.comp_mask;
-    const auto& lid_c = mad::component(*layout_, "LID");
-    const auto& block_c = mad::component(*layout_, "BlockNum");
-    const auto& table_c = mad::component(*layout_, "LinearForwardingTable");
-    const std::uint32_t lid_bit = 0, block_bit = 1;
-    std::vector<NodeId> switches;
-    if ((mask >> lid_bit) & 1U) {
-      const PortRef owner =
-          st_.lids->owner_of(Lid{static_cast<std::uint32_t>(mad::get_field(query_, lid_c))});
-      if (owner.node.valid() && t.node(owner.node).type == routing::NodeType::kSwitch) {
-        switches.push_back(owner.node);
-      }
-    } else {
-      switches.assign(t.switches().begin(), t.switches().end());
-    }
-    const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
-    std::uint32_t first = 0, last = blocks;
-    if ((mask >> block_bit) & 1U) {
-      first = static_cast<std::uint32_t>(mad::get_field(query_, block_c));
-      last = std::min(blocks, first + 1);
-    }
-    for (const NodeId n : switches) {
-      const Lid lid = st_.lids->base_lid(t, n, 0);
-      const std::uint32_t sw = t.node(n).switch_index.value;
-      // The SA speaks IBA's 16-bit LIDs; extended ones have no record.
-      if (lid.value == 0 || lid.value > 0xFFFF || sw >= routes.lfts.size()) continue;
-      const routing::Lft& lft = routes.lfts[sw];
-      for (std::uint32_t b = first; b < last && b < lft.num_blocks(); ++b) {
-        std::span<std::uint8_t> r = fresh();
-        mad::set_field(r, lid_c, lid.value);
-        mad::set_field(r, block_c, b);
-        std::memcpy(&r[table_c.offset / 8], lft.block(b).data(), routing::kLftBlockSize);
-        offer();
-      }
-    }
-  }
-
-  // The P_Key tables the SM programmed (the published plan), every block of
-  // each port's capacity, under the LID of the port's node.
-  void pkey_table_records() {
-    if (st_.partitions == nullptr) return;
-    const routing::Topology& t = *st_.topology;
-    const routing::PartitionPlan& plan = *st_.partitions;
-    const std::uint64_t mask = req_.comp_mask;
-    const auto& lid_c = mad::component(*layout_, "LID");
-    const auto& block_c = mad::component(*layout_, "BlockNum");
-    const auto& port_c = mad::component(*layout_, "PortNum");
-    const auto& table_c = mad::component(*layout_, "P_KeyTable");
-    auto emit = [&](NodeId n, PortNum p) {
-      const Lid lid = lid_at(n, p);
-      const auto table = plan.table(t, n, p);
-      if (lid.value == 0 || lid.value > 0xFFFF || table.empty()) return;
-      for (unsigned b = 0; b < discovery::pkey_blocks(t, n, p); ++b) {
-        std::span<std::uint8_t> r = fresh();
-        mad::set_field(r, lid_c, lid.value);
-        mad::set_field(r, block_c, b);
-        mad::set_field(r, port_c, p);
-        for (std::size_t k = 0; k < routing::kPKeyBlockEntries; ++k) {
-          const std::size_t at = b * routing::kPKeyBlockEntries + k;
-          discovery::mad::store_be16(&r[table_c.offset / 8 + 2 * k],
-                                     at < table.size() ? table[at] : 0);
-        }
-        offer();
-      }
-    };
-    // By LID: that node's ports (a switch's all, a CA's port with the LID).
-    if ((mask & 1U) != 0) {
-      const PortRef owner =
-          st_.lids->owner_of(Lid{static_cast<std::uint32_t>(mad::get_field(query_, lid_c))});
-      if (!owner.node.valid()) return;
-      if (t.node(owner.node).type != routing::NodeType::kSwitch) {
-        emit(owner.node, owner.port);
-        return;
-      }
-      for (unsigned p = 0; p <= t.node(owner.node).num_ports; ++p) {
-        emit(owner.node, static_cast<PortNum>(p));
-      }
-      return;
-    }
-    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-      for (unsigned p = 0; p <= t.node(NodeId{i}).num_ports; ++p) {
-        emit(NodeId{i}, static_cast<PortNum>(p));
-      }
-    }
   }
 
   // The endport a GID names; nullopt (and the status set) when none.
@@ -488,7 +260,7 @@ class Answer {
       if (!d) return;
       dsts.emplace_back(*d, st_.lids->base_lid(t, d->node, d->port));
     } else {
-      for_each_endport([&](PortRef end, Lid lid) { dsts.emplace_back(end, lid); });
+      for_each_endport(st_, [&](PortRef end, Lid lid) { dsts.emplace_back(end, lid); });
     }
     // What the query asks of the path.
     if (has(kPrSl) && field(kPrSl) != 0) return;
@@ -554,7 +326,7 @@ class Answer {
     } else if (ask_.want_pkey && (*ask_.want_pkey & 0x7FFF) != 0x7FFF) {
       return;  // no plan: the default partition alone
     }
-    std::span<std::uint8_t> r = fresh();
+    std::span<std::uint8_t> r = set_->fresh();
     // Echo what the query fixed that a path does not decide.
     for (const unsigned keep : {kPrServiceIdMsb, kPrServiceIdLsb}) {
       mad::set_field(r, pr(keep), field(keep));
@@ -580,7 +352,7 @@ class Answer {
         (1ULL << kPrMtuSelector) | (1ULL << kPrMtu) | (1ULL << kPrRateSelector) |
         (1ULL << kPrRate) | (1ULL << kPrPltSelector) | (1ULL << kPrPlt) | (1ULL << kPrSgid) |
         (1ULL << kPrDgid) | (1ULL << kPrPKey) | (1ULL << kPrReversible) | (1ULL << kPrNumbPath);
-    offer(req_.comp_mask & ~judged);
+    set_->offer(req_.comp_mask & ~judged);
   }
 
  private:
@@ -604,14 +376,16 @@ class Answer {
   PathBatch* batch_;
   state::McastRegistry* mcast_;
   const RecordLayout* layout_ = nullptr;
-  std::size_t stride_ = 0;
   std::span<const std::uint8_t> query_;
-  std::vector<std::uint8_t> scratch_;
+  std::optional<RecordSet> set_;  // the records a table query (PathRecords too) answers
 };
 
 }  // namespace
 
-SaAgent::SaAgent(SaAgentOptions opts, state::McastRegistry* mcast) : opts_(opts), mcast_(mcast) {}
+SaAgent::SaAgent(SaAgentOptions opts, state::McastRegistry* mcast)
+    : opts_(std::move(opts)), mcast_(mcast) {}
+
+SaAgent::~SaAgent() = default;
 
 std::vector<MadBytes> SaAgent::answer(std::span<const std::uint8_t> request, Lid requester_lid,
                                       const state::FabricState& state) {

@@ -4,8 +4,10 @@
 // never blocks the SM and never sees a half-programmed fabric.
 //
 // Served today: ClassPortInfo (Get); NodeRecord, PortInfoRecord,
-// LinkRecord, PathRecord, LinearForwardingTableRecord and P_KeyTableRecord
-// (Get and GetTable); MCMemberRecord (Get, GetTable, Set, Delete:
+// LinkRecord, PathRecord, LinearForwardingTableRecord, P_KeyTableRecord,
+// SwitchInfoRecord, MulticastForwardingTableRecord, SMInfoRecord and
+// GuidInfoRecord (Get and GetTable; the tables are built in
+// daemon/sa/records.hpp); MCMemberRecord (Get, GetTable, Set, Delete:
 // daemon/sa/mcmember.hpp). Every other attribute
 // or method is answered with the IBA status for it (method/attribute unsupported), never dropped;
 // malformed MADs and responses are counted and dropped.
@@ -50,7 +52,10 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -67,6 +72,9 @@ struct SaAgentOptions {
   // PathRecord PacketLifeTime (IBA encoding: 4.096 us x 2^v); OpenSM's
   // default subnet timeout, 18 (~1 s).
   std::uint8_t packet_life_time = 18;
+  // SMInfoRecord:Priority of subnetd's own record (what its port answers
+  // to SMInfo Get).
+  std::uint8_t sm_priority = 15;
 };
 
 using SaStats = state::SaStats;
@@ -78,6 +86,7 @@ class SaAgent final : public state::SaInfo {
   // `mcast` (may be null: MCMemberRecord is unsupported): the multicast
   // groups joins and leaves change (daemon/sa/mcmember.hpp).
   explicit SaAgent(SaAgentOptions opts = {}, state::McastRegistry* mcast = nullptr);
+  ~SaAgent() override;
 
   // The MADs that answer `request` (sent by the port with LID
   // `requester_lid`): one GetResp, or the RMPP segments of a GetTableResp;

@@ -200,6 +200,51 @@ constexpr Component kMcMemberRecord[] = {
     {"Reserved", 393, 23},
 };
 
+// SwitchInfoRecord (IBA 15.2.5.7): the switch's LID, 2 reserved bytes and
+// SwitchInfo (14.2.5.4) to MulticastFDBTop.
+constexpr Component kSwitchInfoRecord[] = {
+    {"LID", 0, 16},
+    {"Reserved", 16, 16},
+    {"LinearFDBCap", 32, 16},
+    {"RandomFDBCap", 48, 16},
+    {"MulticastFDBCap", 64, 16},
+    {"LinearFDBTop", 80, 16},
+    {"DefaultPort", 96, 8},
+    {"DefaultMulticastPrimaryPort", 104, 8},
+    {"DefaultMulticastNotPrimaryPort", 112, 8},
+    {"LifeTimeValue", 120, 5},
+    {"PortStateChange", 125, 1},
+    {"OptimizedSLtoVLMappingProgramming", 126, 2},
+    {"LIDsPerPort", 128, 16},
+    {"PartitionEnforcementCap", 144, 16},
+    {"InboundEnforcementCap", 160, 1},
+    {"OutboundEnforcementCap", 161, 1},
+    {"FilterRawInboundCap", 162, 1},
+    {"FilterRawOutboundCap", 163, 1},
+    {"EnhancedPort0", 164, 1},
+    {"Reserved2", 165, 11},
+    {"MulticastFDBTop", 176, 16},
+};
+
+// MulticastForwardingTableRecord (IBA 15.2.5.8): LID, position (16 ports
+// each), block of 32 MLIDs, and the block's 32 port masks.
+constexpr Component kMftRecord[] = {
+    {"LID", 0, 16},      {"Position", 16, 4},   {"Reserved", 20, 3},
+    {"BlockNum", 23, 9}, {"Reserved2", 32, 32}, {"MulticastForwardingTable", 64, 512},
+};
+
+// SMInfoRecord (IBA 15.2.5.13): the SM port's LID and its SMInfo.
+constexpr Component kSmInfoRecord[] = {
+    {"LID", 0, 16},        {"Reserved", 16, 16}, {"GUID", 32, 64},    {"SM_Key", 96, 64},
+    {"ActCount", 160, 32}, {"Priority", 192, 4}, {"SMState", 196, 4},
+};
+
+// GuidInfoRecord (IBA 15.2.5.18): the endport's LID, the block of 8 GUIDs.
+constexpr Component kGuidInfoRecord[] = {
+    {"LID", 0, 16},        {"BlockNum", 16, 8},   {"Reserved", 24, 8},
+    {"Reserved2", 32, 32}, {"GUIDInfo", 64, 512},
+};
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
@@ -208,6 +253,10 @@ constexpr RecordLayout kLayouts[] = {
     {Attr::kLftRecord, "LinearForwardingTableRecord", 72, kLftRecord},
     {Attr::kPKeyTableRecord, "P_KeyTableRecord", 72, kPKeyTableRecord},
     {Attr::kMcMemberRecord, "MCMemberRecord", 52, kMcMemberRecord},
+    {Attr::kSwitchInfoRecord, "SwitchInfoRecord", 24, kSwitchInfoRecord},
+    {Attr::kMftRecord, "MulticastForwardingTableRecord", 72, kMftRecord},
+    {Attr::kSmInfoRecord, "SMInfoRecord", 25, kSmInfoRecord},
+    {Attr::kGuidInfoRecord, "GuidInfoRecord", 72, kGuidInfoRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {

@@ -187,11 +187,69 @@ TEST(SaCodec, PortInfoRecordComponentsAgreeWithLibibmad) {
   }
 }
 
+// One record's named components against libibmad's fields, on random
+// bytes; `at`: where libibmad's attribute starts in the record.
+void expect_agrees(Attr attr, std::size_t at,
+                   std::initializer_list<std::pair<const char*, MAD_FIELDS>> fields) {
+  const RecordLayout* l = layout_of(static_cast<std::uint16_t>(attr));
+  ASSERT_NE(l, nullptr);
+  std::mt19937_64 rng(0xBEEF);
+  for (int i = 0; i < 300; ++i) {
+    std::array<std::uint8_t, 256> r{};
+    for (auto& x : r) x = static_cast<std::uint8_t>(rng());
+    std::uint8_t* base = r.data() + at;  // libibmad takes non-const buffers
+    for (const auto& [name, f] : fields) {
+      const Component& c = component(*l, name);
+      const std::uint64_t theirs =
+          c.bits > 32 ? mad_get_field64(base, 0, f) : mad_get_field(base, 0, f);
+      EXPECT_EQ(get_field(r, c), theirs) << l->name << "." << name;
+    }
+  }
+}
+
+// SwitchInfoRecord and SMInfoRecord embed their attribute at byte 4;
+// GuidInfoRecord has libibmad fields of its own.
+TEST(SaCodec, SwitchSmGuidRecordsAgreeWithLibibmad) {
+  expect_agrees(Attr::kSwitchInfoRecord, 4,
+                {{"LinearFDBCap", IB_SW_LINEAR_FDB_CAP_F},
+                 {"RandomFDBCap", IB_SW_RANDOM_FDB_CAP_F},
+                 {"MulticastFDBCap", IB_SW_MCAST_FDB_CAP_F},
+                 {"LinearFDBTop", IB_SW_LINEAR_FDB_TOP_F},
+                 {"DefaultPort", IB_SW_DEF_PORT_F},
+                 {"DefaultMulticastPrimaryPort", IB_SW_DEF_MCAST_PRIM_F},
+                 {"DefaultMulticastNotPrimaryPort", IB_SW_DEF_MCAST_NOT_PRIM_F},
+                 {"LifeTimeValue", IB_SW_LIFE_TIME_F},
+                 {"PortStateChange", IB_SW_STATE_CHANGE_F},
+                 {"OptimizedSLtoVLMappingProgramming", IB_SW_OPT_SLTOVL_MAPPING_F},
+                 {"LIDsPerPort", IB_SW_LIDS_PER_PORT_F},
+                 {"PartitionEnforcementCap", IB_SW_PARTITION_ENFORCE_CAP_F},
+                 {"InboundEnforcementCap", IB_SW_PARTITION_ENF_INB_F},
+                 {"OutboundEnforcementCap", IB_SW_PARTITION_ENF_OUTB_F},
+                 {"FilterRawInboundCap", IB_SW_FILTER_RAW_INB_F},
+                 {"FilterRawOutboundCap", IB_SW_FILTER_RAW_OUTB_F},
+                 {"MulticastFDBTop", IB_SW_MCAST_FDB_TOP_F}});
+  expect_agrees(Attr::kSmInfoRecord, 4,
+                {{"GUID", IB_SMINFO_GUID_F},
+                 {"SM_Key", IB_SMINFO_KEY_F},
+                 {"ActCount", IB_SMINFO_ACT_F},
+                 {"Priority", IB_SMINFO_PRIO_F},
+                 {"SMState", IB_SMINFO_STATE_F}});
+  expect_agrees(Attr::kGuidInfoRecord, 0,
+                {{"LID", IB_SA_GIR_LID_F}, {"BlockNum", IB_SA_GIR_BLOCKNUM_F}});
+  // The wide ones by where libibmad puts them.
+  const RecordLayout* gir = layout_of(static_cast<std::uint16_t>(Attr::kGuidInfoRecord));
+  std::array<std::uint8_t, 256> r{};
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<std::uint8_t>(i);
+  EXPECT_EQ(component(*gir, "GUIDInfo").offset / 8 * 8,
+            static_cast<unsigned>(mad_get_field64(r.data(), 0, IB_SA_GIR_GUID0_F) >> 56) * 8);
+}
+
 // Every layout's components tile the record: in order, without gaps or
 // overlaps, up to its size.
 TEST(SaCodec, ComponentsCoverEachRecordExactly) {
   for (auto attr : {Attr::kNodeRecord, Attr::kPortInfoRecord, Attr::kLinkRecord, Attr::kPathRecord,
-                    Attr::kLftRecord}) {
+                    Attr::kLftRecord, Attr::kSwitchInfoRecord, Attr::kMftRecord,
+                    Attr::kSmInfoRecord, Attr::kGuidInfoRecord}) {
     const RecordLayout* l = layout_of(static_cast<std::uint16_t>(attr));
     ASSERT_NE(l, nullptr);
     std::uint32_t next = 0;

@@ -51,13 +51,20 @@ state::FabricState routed(const char* spec) {
   st.lids = map;
   st.routes = std::make_shared<const routing::Routes>(std::move(routes).value());
   st.port_info = read;
+  // Every switch's SwitchInfo read, so SwitchInfoRecords are served too.
+  st.switch_info = std::make_shared<const std::vector<std::array<std::uint8_t, 64>>>(
+      t->num_switches(), std::array<std::uint8_t, 64>{0xC0, 0x00});
+  st.sm_node = NodeId{static_cast<std::uint32_t>(t->num_nodes() - 1)};
+  st.sm_port = 1;
+  st.sm_lid = Lid{1};
   return st;
 }
 
 // A valid request: a known attribute and method, a random mask, and a
 // template whose LID and GID fields name real ports half the time.
 std::vector<std::uint8_t> seed_request(std::mt19937_64& rng, const state::FabricState& st) {
-  static constexpr std::uint16_t kAttrs[] = {0x01, 0x11, 0x12, 0x15, 0x20, 0x35, 0x38, 0x31};
+  static constexpr std::uint16_t kAttrs[] = {0x01, 0x11, 0x12, 0x14, 0x15, 0x17, 0x18,
+                                             0x20, 0x30, 0x31, 0x33, 0x35, 0x38};
   static constexpr std::uint8_t kMethods[] = {0x01, 0x12, 0x02, 0x15, 0x14, 0x13, 0x06, 0x81};
   mad::SaMad q;
   q.attr_id = kAttrs[rng() % std::size(kAttrs)];

@@ -1,0 +1,149 @@
+// The SA's tables of switch state, SMs and GUIDs: SwitchInfoRecord (as read,
+// with what the SM writes patched in), MulticastForwardingTableRecord (the
+// programmed trees), SMInfoRecord (subnetd itself), GuidInfoRecord.
+
+#include <gtest/gtest.h>
+
+#include "discovery/mad/bytes.hpp"
+#include "routing/mcast.hpp"
+#include "sa_test_support.hpp"
+
+namespace subnetd::daemon::sa {
+namespace {
+
+class SaRecordsTest : public SaAgentTest {
+ protected:
+  void SetUp() override {
+    SaAgentTest::SetUp();
+    if (HasFatalFailure()) return;
+    // What the sweep read of each switch: a table never programmed, a
+    // PortStateChange pending.
+    auto read = std::make_shared<std::vector<std::array<std::uint8_t, 64>>>(switches_);
+    for (auto& raw : *read) {
+      discovery::mad::SwitchInfo si;
+      si.linear_fdb_cap = 49152;
+      si.multicast_fdb_cap = 1024;
+      si.port_state_change = true;
+      si.partition_enforcement_cap = 32;
+      si.encode(discovery::mad::SmpData(raw));
+    }
+    state_.switch_info = read;
+    // One multicast tree: switch 0 forwards MLID 0xC001 to ports 2 and 3.
+    std::vector<std::vector<routing::McastTables::Entry>> by_switch(switches_);
+    routing::PortMask m;
+    m.set(2);
+    m.set(3);
+    by_switch[0].push_back({routing::kMlidBase + 1, m});
+    state_.multicast = std::make_shared<const routing::McastTables>(
+        routing::mcast_tables_for_test(std::move(by_switch)));
+    state_.sm_node = ca_ports_[0].node;
+    state_.sm_port = ca_ports_[0].port;
+    state_.sm_lid = lid_of(ca_ports_[0]);
+    state_.state = state::SmState::kMaster;
+    state_.generation = 7;
+  }
+  Lid switch_lid(std::uint32_t s) const {
+    return lids_->base_lid(*topo_, topo_->switch_node(SwitchIndex{s}), 0);
+  }
+};
+
+TEST_F(SaRecordsTest, SwitchInfoRecordsAreWhatWasReadWithWhatTheSmWrote) {
+  const auto all = table(ask(request(Method::kGetTable, Attr::kSwitchInfoRecord)));
+  ASSERT_EQ(all.size(), switches_);
+  for (const auto& r : all) {
+    EXPECT_EQ(get(Attr::kSwitchInfoRecord, r, "LinearFDBCap"), 49152U);
+    EXPECT_EQ(get(Attr::kSwitchInfoRecord, r, "LinearFDBTop"), state_.routes->max_lid.value);
+    EXPECT_EQ(get(Attr::kSwitchInfoRecord, r, "MulticastFDBTop"), routing::kMlidBase + 1);
+    EXPECT_EQ(get(Attr::kSwitchInfoRecord, r, "PortStateChange"), 0U) << "the SM cleared it";
+    EXPECT_EQ(get(Attr::kSwitchInfoRecord, r, "LifeTimeValue"), 18U);
+    EXPECT_EQ(get(Attr::kSwitchInfoRecord, r, "PartitionEnforcementCap"), 32U);
+  }
+  // By LID: that switch; a CA's LID has none.
+  auto q = request(Method::kGet, Attr::kSwitchInfoRecord, 1);
+  set(q, "LID", switch_lid(1).value);
+  const auto one = ask(q);
+  ASSERT_EQ(status_of(one), 0);
+  auto d = mad::decode_sa(one.front());
+  EXPECT_EQ(mad::get_field(d->data, mad::component(*mad::layout_of(d->attr_id), "LID")),
+            switch_lid(1).value);
+  set(q, "LID", lid_of(ca_ports_[1]).value);
+  EXPECT_EQ(status_of(ask(q)), mad::status::kNoRecords);
+  // Not read: no record.
+  state_.switch_info = nullptr;
+  EXPECT_TRUE(table(ask(request(Method::kGetTable, Attr::kSwitchInfoRecord))).empty());
+}
+
+TEST_F(SaRecordsTest, MftRecordsAreTheProgrammedTrees) {
+  auto q = request(Method::kGetTable, Attr::kMftRecord, 1);
+  set(q, "LID", switch_lid(0).value);
+  const auto recs = table(ask(q));
+  const std::uint32_t positions =
+      (topo_->node(topo_->switch_node(SwitchIndex{0})).num_ports + 16U) / 16U;
+  ASSERT_EQ(recs.size(), positions) << "one block of MLIDs, every position";
+  const auto& layout = *mad::layout_of(static_cast<std::uint16_t>(Attr::kMftRecord));
+  const std::size_t table_at = mad::component(layout, "MulticastForwardingTable").offset / 8;
+  for (const auto& r : recs) {
+    const std::uint64_t pos = get(Attr::kMftRecord, r, "Position");
+    EXPECT_EQ(get(Attr::kMftRecord, r, "BlockNum"), 0U);
+    // MLID 0xC001 is entry 1 of block 0.
+    const std::uint16_t mask = discovery::mad::load_be16(&r[table_at + 2]);
+    EXPECT_EQ(mask, pos == 0 ? 0x000CU : 0U) << "position " << pos;
+    EXPECT_EQ(discovery::mad::load_be16(&r[table_at]), 0U) << "MLID 0xC000 is in no tree";
+  }
+  // Position and block selected: one record; a block past the trees none.
+  auto p0 = request(Method::kGet, Attr::kMftRecord, 1 | 2 | 8);
+  set(p0, "LID", switch_lid(0).value);
+  set(p0, "Position", 0);
+  set(p0, "BlockNum", 0);
+  EXPECT_EQ(status_of(ask(p0)), 0);
+  set(p0, "BlockNum", 1);
+  EXPECT_EQ(status_of(ask(p0)), mad::status::kNoRecords);
+  // Without trees there is nothing.
+  state_.multicast = nullptr;
+  EXPECT_TRUE(table(ask(request(Method::kGetTable, Attr::kMftRecord))).empty());
+}
+
+TEST_F(SaRecordsTest, SmInfoRecordIsSubnetdItself) {
+  const auto one = ask(request(Method::kGet, Attr::kSmInfoRecord));
+  ASSERT_EQ(status_of(one), 0);
+  auto d = mad::decode_sa(one.front());
+  std::vector<std::uint8_t> r(d->data.begin(), d->data.end());
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r, "LID"), lid_of(ca_ports_[0]).value);
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r, "GUID"), topo_->port(ca_ports_[0]).guid.value);
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r, "SM_Key"), 0U);
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r, "ActCount"), 7U);
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r, "Priority"), 15U);
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r, "SMState"), 3U) << "master";
+  // While a heavy sweep runs it says so.
+  state_.state = state::SmState::kDiscovering;
+  auto again = mad::decode_sa(ask(request(Method::kGet, Attr::kSmInfoRecord)).front());
+  std::vector<std::uint8_t> r2(again->data.begin(), again->data.end());
+  EXPECT_EQ(get(Attr::kSmInfoRecord, r2, "SMState"), 1U);
+}
+
+TEST_F(SaRecordsTest, GuidInfoRecordsHoldEachPortGuid) {
+  const auto all = table(ask(request(Method::kGetTable, Attr::kGuidInfoRecord)));
+  ASSERT_EQ(all.size(), switches_ + ca_ports_.size());
+  const auto& layout = *mad::layout_of(static_cast<std::uint16_t>(Attr::kGuidInfoRecord));
+  const std::size_t guids_at = mad::component(layout, "GUIDInfo").offset / 8;
+  // A port with GUIDCap 16 has two blocks; block 1 is empty.
+  const PortRef a = ca_ports_[2];
+  auto pi = std::make_shared<std::vector<std::array<std::uint8_t, 64>>>(*state_.port_info);
+  const std::uint32_t at = topo_->port_index(a.node, a.port);
+  auto info = discovery::mad::PortInfo::decode((*pi)[at]);
+  info.guid_cap = 16;
+  info.encode(discovery::mad::SmpData((*pi)[at]));
+  state_.port_info = pi;
+  auto q = request(Method::kGetTable, Attr::kGuidInfoRecord, 1);
+  set(q, "LID", lid_of(a).value);
+  const auto mine = table(ask(q));
+  ASSERT_EQ(mine.size(), 2U);
+  EXPECT_EQ(get(Attr::kGuidInfoRecord, mine[0], "BlockNum"), 0U);
+  EXPECT_EQ(discovery::mad::load_be64(&mine[0][guids_at]), topo_->port(a).guid.value);
+  EXPECT_EQ(discovery::mad::load_be64(&mine[0][guids_at + 8]), 0U);
+  EXPECT_EQ(get(Attr::kGuidInfoRecord, mine[1], "BlockNum"), 1U);
+  EXPECT_EQ(discovery::mad::load_be64(&mine[1][guids_at]), 0U);
+}
+
+}  // namespace
+}  // namespace subnetd::daemon::sa
