@@ -10,6 +10,7 @@
 
 #include "daemon/sa/mcmember.hpp"
 #include "daemon/sa/records.hpp"
+#include "daemon/sa/service_record.hpp"
 #include "discovery/mad/bytes.hpp"
 #include "discovery/programmer.hpp"
 #include "state/path_record.hpp"
@@ -79,14 +80,15 @@ class Answer {
   // together (then emit_path() for each); null to walk at once.
   Answer(const mad::SaMad& req, Lid requester, const state::FabricState& st,
          const SaAgentOptions& opts, state::PathIndexCache& paths, PathBatch* batch,
-         state::McastRegistry* mcast)
+         state::McastRegistry* mcast, ServiceRegistry* services)
       : req_(req),
         requester_(requester),
         st_(st),
         opts_(opts),
         paths_(paths),
         batch_(batch),
-        mcast_(mcast) {}
+        mcast_(mcast),
+        services_(services) {}
 
   // Status and the records (back to back, `stride` bytes each).
   std::uint16_t status = mad::status::kOk;
@@ -158,6 +160,19 @@ class Answer {
         break;
       default:
         break;
+    }
+    if (attr == Attr::kServiceRecord) {
+      if (st_.topology == nullptr || st_.lids == nullptr) {
+        status = mad::status::kNoResources;
+        return;
+      }
+      const auto now = opts_.now ? opts_.now() : std::chrono::steady_clock::now();
+      ServiceAnswer a =
+          answer_service(req_, requester_, st_, opts_, *paths_.get(st_), *services_, now);
+      status = a.status;
+      records = std::move(a.records);
+      count = a.count;
+      return;
     }
     const bool served = build != nullptr || attr == Attr::kPathRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
@@ -375,6 +390,7 @@ class Answer {
   std::shared_ptr<const state::PathIndex> index_;  // the snapshot's, for PathRecords
   PathBatch* batch_;
   state::McastRegistry* mcast_;
+  ServiceRegistry* services_;
   const RecordLayout* layout_ = nullptr;
   std::span<const std::uint8_t> query_;
   std::optional<RecordSet> set_;  // the records a table query (PathRecords too) answers
@@ -383,7 +399,7 @@ class Answer {
 }  // namespace
 
 SaAgent::SaAgent(SaAgentOptions opts, state::McastRegistry* mcast)
-    : opts_(std::move(opts)), mcast_(mcast) {}
+    : opts_(std::move(opts)), mcast_(mcast), services_(std::make_unique<ServiceRegistry>()) {}
 
 SaAgent::~SaAgent() = default;
 
@@ -414,7 +430,8 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
       continue;
     }
     requests_.fetch_add(1, std::memory_order_relaxed);
-    answers[i].emplace(req, requests[i].requester, state, opts_, paths_, &batch, mcast_);
+    answers[i].emplace(req, requests[i].requester, state, opts_, paths_, &batch, mcast_,
+                       services_.get());
     answers[i]->run();
   }
   if (!batch.queries.empty()) {

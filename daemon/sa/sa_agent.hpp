@@ -8,7 +8,8 @@
 // SwitchInfoRecord, MulticastForwardingTableRecord, SMInfoRecord and
 // GuidInfoRecord (Get and GetTable; the tables are built in
 // daemon/sa/records.hpp); MCMemberRecord (Get, GetTable, Set, Delete:
-// daemon/sa/mcmember.hpp). Every other attribute
+// daemon/sa/mcmember.hpp); ServiceRecord (the same, with leases:
+// daemon/sa/service_record.hpp). Every other attribute
 // or method is answered with the IBA status for it (method/attribute unsupported), never dropped;
 // malformed MADs and responses are counted and dropped.
 //
@@ -75,7 +76,12 @@ struct SaAgentOptions {
   // SMInfoRecord:Priority of subnetd's own record (what its port answers
   // to SMInfo Get).
   std::uint8_t sm_priority = 15;
+  // The time ServiceRecord leases run on (steady_clock::now when empty;
+  // tests move a manual one).
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
+
+class ServiceRegistry;
 
 using SaStats = state::SaStats;
 
@@ -116,6 +122,7 @@ class SaAgent final : public state::SaInfo {
   SaAgentOptions opts_;
   state::PathIndexCache paths_;  // PathRecords walk the tables through it
   state::McastRegistry* mcast_;
+  std::unique_ptr<ServiceRegistry> services_;  // ServiceRecords registered
   std::atomic<std::uint64_t> requests_{0}, errors_{0}, records_{0}, malformed_{0}, ignored_{0};
 };
 

@@ -245,6 +245,27 @@ constexpr Component kGuidInfoRecord[] = {
     {"Reserved2", 32, 32}, {"GUIDInfo", 64, 512},
 };
 
+// ServiceRecord (IBA 15.2.5.14): every ServiceData element is a component
+// of its own, as the ComponentMask numbers them.
+#define SUBNETD_SD(width, base, i) \
+  { "ServiceData" #width "." #i, (base) + (width) * ((i)-1), width }
+constexpr Component kServiceRecord[] = {
+    {"ServiceID", 0, 64},      {"ServiceGID", 64, 128},   {"ServiceP_Key", 192, 16},
+    {"Reserved", 208, 16},     {"ServiceLease", 224, 32}, {"ServiceKey", 256, 128},
+    {"ServiceName", 384, 512}, SUBNETD_SD(8, 896, 1),     SUBNETD_SD(8, 896, 2),
+    SUBNETD_SD(8, 896, 3),     SUBNETD_SD(8, 896, 4),     SUBNETD_SD(8, 896, 5),
+    SUBNETD_SD(8, 896, 6),     SUBNETD_SD(8, 896, 7),     SUBNETD_SD(8, 896, 8),
+    SUBNETD_SD(8, 896, 9),     SUBNETD_SD(8, 896, 10),    SUBNETD_SD(8, 896, 11),
+    SUBNETD_SD(8, 896, 12),    SUBNETD_SD(8, 896, 13),    SUBNETD_SD(8, 896, 14),
+    SUBNETD_SD(8, 896, 15),    SUBNETD_SD(8, 896, 16),    SUBNETD_SD(16, 1024, 1),
+    SUBNETD_SD(16, 1024, 2),   SUBNETD_SD(16, 1024, 3),   SUBNETD_SD(16, 1024, 4),
+    SUBNETD_SD(16, 1024, 5),   SUBNETD_SD(16, 1024, 6),   SUBNETD_SD(16, 1024, 7),
+    SUBNETD_SD(16, 1024, 8),   SUBNETD_SD(32, 1152, 1),   SUBNETD_SD(32, 1152, 2),
+    SUBNETD_SD(32, 1152, 3),   SUBNETD_SD(32, 1152, 4),   SUBNETD_SD(64, 1280, 1),
+    SUBNETD_SD(64, 1280, 2),
+};
+#undef SUBNETD_SD
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
@@ -257,6 +278,7 @@ constexpr RecordLayout kLayouts[] = {
     {Attr::kMftRecord, "MulticastForwardingTableRecord", 72, kMftRecord},
     {Attr::kSmInfoRecord, "SMInfoRecord", 25, kSmInfoRecord},
     {Attr::kGuidInfoRecord, "GuidInfoRecord", 72, kGuidInfoRecord},
+    {Attr::kServiceRecord, "ServiceRecord", 176, kServiceRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {

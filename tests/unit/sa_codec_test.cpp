@@ -208,8 +208,8 @@ void expect_agrees(Attr attr, std::size_t at,
 }
 
 // SwitchInfoRecord and SMInfoRecord embed their attribute at byte 4;
-// GuidInfoRecord has libibmad fields of its own.
-TEST(SaCodec, SwitchSmGuidRecordsAgreeWithLibibmad) {
+// GuidInfoRecord and ServiceRecord have libibmad fields of their own.
+TEST(SaCodec, SwitchSmGuidServiceRecordsAgreeWithLibibmad) {
   expect_agrees(Attr::kSwitchInfoRecord, 4,
                 {{"LinearFDBCap", IB_SW_LINEAR_FDB_CAP_F},
                  {"RandomFDBCap", IB_SW_RANDOM_FDB_CAP_F},
@@ -236,12 +236,26 @@ TEST(SaCodec, SwitchSmGuidRecordsAgreeWithLibibmad) {
                  {"SMState", IB_SMINFO_STATE_F}});
   expect_agrees(Attr::kGuidInfoRecord, 0,
                 {{"LID", IB_SA_GIR_LID_F}, {"BlockNum", IB_SA_GIR_BLOCKNUM_F}});
+  expect_agrees(Attr::kServiceRecord, 0,
+                {{"ServiceID", IB_SA_SR_ID_F},
+                 {"ServiceP_Key", IB_SA_SR_PKEY_F},
+                 {"ServiceLease", IB_SA_SR_LEASE_F}});
   // The wide ones by where libibmad puts them.
   const RecordLayout* gir = layout_of(static_cast<std::uint16_t>(Attr::kGuidInfoRecord));
+  const RecordLayout* sr = layout_of(static_cast<std::uint16_t>(Attr::kServiceRecord));
   std::array<std::uint8_t, 256> r{};
   for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<std::uint8_t>(i);
   EXPECT_EQ(component(*gir, "GUIDInfo").offset / 8 * 8,
             static_cast<unsigned>(mad_get_field64(r.data(), 0, IB_SA_GIR_GUID0_F) >> 56) * 8);
+  std::array<std::uint8_t, 64> got{};
+  mad_get_array(r.data(), 0, IB_SA_SR_GID_F, got.data());
+  EXPECT_EQ(got[0], component(*sr, "ServiceGID").offset / 8);
+  mad_get_array(r.data(), 0, IB_SA_SR_KEY_F, got.data());
+  EXPECT_EQ(got[0], component(*sr, "ServiceKey").offset / 8);
+  mad_get_array(r.data(), 0, IB_SA_SR_NAME_F, got.data());
+  EXPECT_EQ(got[0], component(*sr, "ServiceName").offset / 8);
+  mad_get_array(r.data(), 0, IB_SA_SR_DATA_F, got.data());
+  EXPECT_EQ(got[0], component(*sr, "ServiceData8.1").offset / 8);
 }
 
 // Every layout's components tile the record: in order, without gaps or
@@ -249,7 +263,7 @@ TEST(SaCodec, SwitchSmGuidRecordsAgreeWithLibibmad) {
 TEST(SaCodec, ComponentsCoverEachRecordExactly) {
   for (auto attr : {Attr::kNodeRecord, Attr::kPortInfoRecord, Attr::kLinkRecord, Attr::kPathRecord,
                     Attr::kLftRecord, Attr::kSwitchInfoRecord, Attr::kMftRecord,
-                    Attr::kSmInfoRecord, Attr::kGuidInfoRecord}) {
+                    Attr::kSmInfoRecord, Attr::kGuidInfoRecord, Attr::kServiceRecord}) {
     const RecordLayout* l = layout_of(static_cast<std::uint16_t>(attr));
     ASSERT_NE(l, nullptr);
     std::uint32_t next = 0;
