@@ -24,6 +24,9 @@ using mad::Method;
 using mad::RecordLayout;
 
 constexpr std::uint32_t kGsiQKey = 0x80010000;  // IBA's well-known Q_Key of QP1
+// SA ClassPortInfo capability bits (IBA 15.2.1.1, umad_sa.h).
+constexpr std::uint16_t kCapUdMulticast = 1U << 9;
+constexpr std::uint32_t kCap2MulticastTop = 1U << 3;
 constexpr std::uint8_t kSelGreater = 0, kSelLess = 1, kSelExactly = 2, kSelLargest = 3;
 
 // PathRecord component bits (the order of sa.cpp's kPathRecord).
@@ -215,14 +218,18 @@ class Answer {
   }
 
   void class_port_info() {
-    // ClassPortInfo (IBA 13.4.8.1): versions, no optional capabilities yet,
+    // ClassPortInfo (IBA 13.4.8.1): versions, the capabilities served,
     // RespTimeValue 16 (4.096 us x 2^16 = 268 ms, what OpenSM reports, so
     // clients keep the timeouts they use with it), requests and traps on
     // QP1 with the GSI Q_Key, as OpenSM fills them.
     records.assign(72, 0);
     records[0] = 1;
     records[1] = mad::kClassVersion;
-    records[7] = 16;
+    // CapabilityMask: IsUDMulticastSupported (MCMemberRecords and the
+    // trees behind them). CapabilityMask2 (27 bits above RespTimeValue):
+    // IsMulticastFDBTopSupported (SwitchInfoRecords carry it).
+    discovery::mad::store_be16(&records[2], kCapUdMulticast);
+    discovery::mad::store_be32(&records[4], (kCap2MulticastTop << 5) | 16);
     records[35] = 1;                                     // RedirectQP
     discovery::mad::store_be32(&records[36], kGsiQKey);  // RedirectQ_Key
     discovery::mad::store_be32(&records[68], kGsiQKey);  // TrapQ_Key

@@ -265,13 +265,15 @@ SA_FIELD = re.compile(r"^\s*([A-Za-z0-9_ ]+?):?\.{2,}(.*)$")
 def parse_sa_dump(out):
     """saquery's record dumps ("NodeRecord dump:", "ClassPortInfo:" and the
     "field.....value" or "Field:.....value" lines under them) -> a list of
-    {field: value}. A PortInfoRecord's nested "PortInfo dump:" belongs to
-    its record."""
+    {field: value}. A record's nested attribute dump (PortInfoRecord's
+    "PortInfo dump:", SwitchInfoRecord's, SMInfoRecord's) belongs to its
+    record."""
+    nested = ("PortInfo dump:", "SwitchInfo dump:", "SMInfo dump:")
     recs = []
     for line in out.splitlines():
         s = line.strip()
-        if s == "PortInfo dump:" and recs:
-            continue  # the PortInfo inside a PortInfoRecord: the same record
+        if s in nested and recs:
+            continue  # the attribute inside its record: the same record
         if s.endswith("dump:") or s.endswith("Info:"):
             recs.append({})
             continue

@@ -14,6 +14,9 @@ run `ibnetdiscover -p` gives the LID of every CA port and switch, and then
   saquery LR <lid>/<port>         each sampled CA port's cable
   saquery PIR <lid>/<port>        each sampled CA port's PortInfoRecord
   saquery -p --src-to-dst A:B     N sampled pairs of CA ports
+  saquery SWIR <lid>              each sampled switch's SwitchInfoRecord
+  saquery GIR <lid>/0             each sampled CA port's GUIDInfo block 0
+  saquery SMIR                    the SM's SMInfoRecord
 ask one record each (umad2sim has no RMPP). The records are matched by GUID
 (each SM assigns its own LIDs) and every field is compared.
 
@@ -52,9 +55,21 @@ BY_DESIGN = {
     ("PIR", "SMLid"): "each SM's own LID",
     ("PIR", "OperVLs"): "subnetd routes on VL0 alone and enables only VL0 until it programs "
                         "VL arbitration (issue 15.4); OpenSM enables every VL the ports have",
-    ("CPI", "Capability mask"): "OpenSM serves optional records and multicast that subnetd's SA "
-                                "does not serve yet",
-    ("CPI", "Capability mask 2"): "as above",
+    ("CPI", "Capability mask"): "each SA claims what it serves: subnetd UD multicast; OpenSM "
+                                "multipath and PortInfo CapabilityMask matching too",
+    ("CPI", "Capability mask 2"): "as above: subnetd MulticastFDBTop; OpenSM QoS, extended "
+                                  "speeds and more",
+    ("SWIR", "LID"): "each SM assigns its own LIDs (records are matched by GUID)",
+    ("SWIR", "MulticastFDBTop"): "subnetd writes it on every switch (here 0xBFFF: no group has "
+                                 "members yet) and answers what it wrote; OpenSM writes it only "
+                                 "where the switch claims support (ibsim's do not) and answers "
+                                 "the 0 it read",
+    ("GIR", "LID"): "each SM assigns its own LIDs (records are matched by GUID)",
+    ("SMIR", "LID"): "each SM's own LID",
+    ("SMIR", "ActCount"): "each SM counts its own activity (OpenSM: SMPs sent; subnetd: snapshots "
+                          "published)",
+    ("SMIR", "Priority"): "OpenSM's default priority is 0; subnetd answers 15 until SM priority "
+                          "is configurable (issue 17)",
 }
 
 
@@ -68,6 +83,10 @@ class Client:
         try:
             p = subprocess.run(args, env=self.env, cwd=cwd, capture_output=True, text=True,
                                timeout=timeout)
+            # Every query and its answer, for whoever reads a failure.
+            with open(os.path.join(self.scratch, "queries.log"), "a") as log:
+                log.write("$ %s (rc %d)\n%s%s\n" % (" ".join(args), p.returncode, p.stdout,
+                                                     p.stderr))
             return p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired:
             return 124, "", "timed out"
@@ -134,6 +153,21 @@ def query_all(cl, samples, args):
         recs = parse_sa_dump(out)
         res[("PIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
             "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    for g in sample_sw:
+        rc, out, err = cl.run(["saquery", "SWIR", str(lids[g])])
+        recs = parse_sa_dump(out)
+        res[("SWIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
+            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    for g in sample_ports:
+        lid, port = ca.get(g, (0, 0))
+        rc, out, err = cl.run(["saquery", "GIR", "%d/0" % lid])
+        recs = parse_sa_dump(out)
+        res[("GIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
+            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    rc, out, err = cl.run(["saquery", "SMIR"])
+    recs = parse_sa_dump(out)
+    res[("SMIR",)] = recs[0] if rc == 0 and len(recs) == 1 else {
+        "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
     for a, b in pairs:
         rc, out, err = cl.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (lids[a], lids[b])])
         recs = parse_sa_dump(out)

@@ -40,6 +40,12 @@ TEST_F(SaAgentTest, ClassPortInfoNamesClassVersionTwo) {
   // As OpenSM fills them: RespTimeValue 16, redirect and trap to QP1 with
   // the GSI Q_Key.
   EXPECT_EQ(r->data[7] & 0x1F, 16);
+  // What it serves: UD multicast (CapabilityMask bit 9), MulticastFDBTop
+  // (CapabilityMask2 bit 3, above the 5 bits of RespTimeValue).
+  EXPECT_EQ(r->data[2], 0x02);
+  EXPECT_EQ(r->data[3], 0x00);
+  EXPECT_EQ(r->data[7] >> 5, 0);
+  EXPECT_EQ(r->data[6], 0x01);
   EXPECT_EQ(r->data[35], 1);
   EXPECT_EQ(r->data[36], 0x80);
   EXPECT_EQ(r->data[37], 0x01);
