@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "daemon/dump_files.hpp"
 #include "daemon/multicast.hpp"
 #include "daemon/subnet_manager.hpp"
@@ -33,6 +36,23 @@ void SubnetManager::multicast_changed() {
   // the groups (a change after it read them is taken again after it).
   mcast_dirty_ = true;
   if (!current_ || mcast_running_) return;
+  mcast_running_ = true;
+  asio::co_spawn(strand_, reprogram_multicast(), asio::detached);
+}
+
+void SubnetManager::multicast_links_failed(std::span<const routing::FailedLink> failed) {
+  SUBNETD_ASSERT_ON(strand_);
+  if (stopped_ || mcast_registry_ == nullptr || !current_) return;
+  const routing::McastTables* trees = mcast_now_ ? mcast_now_.get() : current_->multicast.get();
+  if (trees == nullptr) return;
+  const bool cut = std::any_of(failed.begin(), failed.end(), [&](const routing::FailedLink& f) {
+    const auto entries = trees->entries(f.sw);
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const routing::McastTables::Entry& e) { return e.ports.test(f.port); });
+  });
+  if (!cut) return;
+  mcast_dirty_ = true;
+  if (mcast_running_) return;
   mcast_running_ = true;
   asio::co_spawn(strand_, reprogram_multicast(), asio::detached);
 }
@@ -79,6 +99,15 @@ asio::awaitable<void> SubnetManager::reprogram_multicast() {
     discovery::ProgramLive live;
     live.multicast = mc->tables.get();
     live.held_mfts = &held_mfts_;
+    // After a reroute the switches are reached around the failed links.
+    std::optional<discovery::DrPaths> around;
+    if (topology_now_) {
+      const routing::Topology& now = *topology_now_;
+      around =
+          discovery::bfs_paths(c->sweep.topology, c->sweep.sm_node, c->sweep.sm_port,
+                               [&now](NodeId n, PortNum p) { return now.port(n, p).connected(); });
+      live.switch_paths = &*around;
+    }
     auto programmed = co_await programmer.program(engine_, c->sweep, c->lids.map, *routes, nullptr,
                                                   std::move(live));
     if (gone()) break;

@@ -295,6 +295,8 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
                   us_of(o.latency), us_of(o.compute), o.switch_links, o.ca_links, o.changed_entries,
                   o.blocks, o.switches_programmed, o.orphans, found->smps));
   publish_repaired(*fp);
+  // Multicast trees that crossed a failed link: computed again around it.
+  multicast_links_failed(failed);
   (void)start_transport;
   if (o.in_flight) {
     // The answers come in the background; a switch that did not take its

@@ -193,6 +193,10 @@ class SubnetManager final : public state::SmControl {
   // ---- sm_multicast.cpp
   // The registry changed (any thread posts it): trees again, soon.
   void multicast_changed();
+  // The fast path took `failed` links out (switch indexes of the bring-up's
+  // topology): trees that used one are computed again on the live
+  // topology and their MFT blocks reprogrammed, around the failures.
+  void multicast_links_failed(std::span<const routing::FailedLink> failed);
   awaitable<void> reprogram_multicast();
 
   // ---- sm_sweeps.cpp

@@ -239,6 +239,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     return pi;
   };
 
+  const DrPaths& dr = live.switch_paths != nullptr ? *live.switch_paths : sweep.paths;
   // The SMP a request stands for, on the directed route known now.
   auto build = [&](const Req& q) {
     const NodeId n = q.node;
@@ -247,9 +248,9 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       case Kind::kMft: {
         const std::uint32_t block = q.arg & 0xFFFF;
         const std::uint32_t pos = q.arg >> 16;
-        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kMulticastForwardingTable,
-                                        mad::MulticastForwardingTable::attr_mod(block, pos),
-                                        sweep.paths.path(n), 0);
+        mad::Smp smp =
+            mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kMulticastForwardingTable,
+                             mad::MulticastForwardingTable::attr_mod(block, pos), dr.path(n), 0);
         mad::MulticastForwardingTable m;
         m.masks = mft_block(n, block, pos);
         m.encode(mad::data_of(smp));
@@ -261,7 +262,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         const bool sw = t.node(n).type == NodeType::kSwitch;
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPKeyTable,
                                         block | (sw ? std::uint32_t{port} << 16 : 0),
-                                        sw ? sweep.paths.path(n) : sweep.path_to_port(n, port), 0);
+                                        sw ? dr.path(n) : sweep.path_to_port(n, port), 0);
         mad::PKeyTable keys;
         keys.keys = pkey_block(n, port, block);
         keys.encode(mad::data_of(smp));
@@ -293,8 +294,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         // sweep (arg 0), a write of 1 to PortStateChange, which clears it:
         // this sweep has seen the changes. A multicast-only pass (arg 1)
         // writes 0 there, which leaves it as it is.
-        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0,
-                                        sweep.paths.path(n), 0);
+        mad::Smp smp =
+            mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kSwitchInfo, 0, dr.path(n), 0);
         mad::SwitchInfo si;
         si.linear_fdb_top =
             static_cast<std::uint16_t>(std::min<std::uint32_t>(routes.max_lid.value, 0xFFFF));
@@ -305,8 +306,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         return smp;
       }
       case Kind::kExtSwitchInfo: {
-        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtSwitchInfo, 0,
-                                        sweep.paths.path(n), 0);
+        mad::Smp smp =
+            mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kExtSwitchInfo, 0, dr.path(n), 0);
         mad::ExtSwitchInfo e;
         e.linear_fdb_top = routes.max_lid.value;
         e.encode(mad::data_of(smp));
@@ -317,7 +318,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     }
     // Read now: the row may have been repaired since the pass began.
     const std::uint32_t b = q.arg;
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, lft_attr, b, sweep.paths.path(n), 0);
+    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, lft_attr, b, dr.path(n), 0);
     const auto want = want_row(t.node(n).switch_index)
                           .subspan(std::size_t{b} * routing::kLftBlockSize, routing::kLftBlockSize);
     mad::LinearForwardingTable block;

@@ -143,6 +143,10 @@ struct ProgramLive {
   // held_pkeys.
   const routing::McastTables* multicast = nullptr;
   HeldBlocks* held_mfts = nullptr;
+  // Directed routes to the switches to use instead of the sweep's (by
+  // NodeId of its topology): a pass after links failed since the sweep
+  // goes around them. Null: the sweep's.
+  const DrPaths* switch_paths = nullptr;
 };
 
 struct ProgramReport {

@@ -2,10 +2,14 @@
 // group of the default partition exists after the first bring-up; joins
 // (made in the registry, as the SA makes them) are programmed into the
 // switches' MFTs without a sweep, leaves take ports out again, and a heavy
-// sweep keeps what is programmed; the first bring-up asks clients to
-// register again.
+// sweep keeps what is programmed; a failed link a tree crosses is routed
+// around by the fast path, trees included; the first bring-up asks
+// clients to register again.
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
 
 #include "daemon_test_support.hpp"
 #include "routing_test_support.hpp"
@@ -27,7 +31,7 @@ struct Harness {
   std::unique_ptr<SubnetManager> sm;
   std::thread thread;
 
-  explicit Harness(const std::string& spec, EngineKind engine) {
+  explicit Harness(const std::string& spec, EngineKind engine, FastPathOptions fast = {}) {
     auto topo = discovery::topo::generate(spec);
     EXPECT_TRUE(topo.ok());
     auto s = discovery::sim::SimFabric::create(std::move(topo).value(), {});
@@ -41,7 +45,7 @@ struct Harness {
     bundle.transport = std::make_unique<testing::BorrowedSim>(*sim);
     sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
                                          std::vector<routing::LidRecord>{}, publisher, events, pool,
-                                         SubnetManager::Hooks{});
+                                         SubnetManager::Hooks{}, fast);
     sm->attach_multicast(&registry);
     sm->start();
     thread = std::thread([this] { io.run(); });
@@ -111,6 +115,91 @@ TEST(MulticastDaemon, JoinsAndLeavesReachTheSwitches) {
   ASSERT_TRUE(testing::wait_idle(*h.sm));
   const auto [sw0, port0] = h.attachment(joined[0]);
   EXPECT_TRUE(h.sim->mft_entry(sw0, Lid{0xC000})->test(port0));
+}
+
+// Where a packet for `mlid` sent by `from` reaches, flooded through the
+// switches' MFTs over the links that are up: the CA ports it is delivered
+// to.
+std::set<PortRef> delivered(const discovery::sim::SimFabric& sim, PortRef from, Lid mlid) {
+  const routing::Topology& t = sim.topology();
+  std::set<PortRef> out;
+  std::set<NodeId> seen;
+  std::vector<NodeId> todo{t.port(from).remote_node};
+  while (!todo.empty()) {
+    const NodeId sw = todo.back();
+    todo.pop_back();
+    if (!seen.insert(sw).second) continue;
+    const auto mask = sim.mft_entry(sw, mlid);
+    if (!mask.ok()) continue;
+    for (unsigned pn = 1; pn <= t.node(sw).num_ports; ++pn) {
+      const auto p = static_cast<PortNum>(pn);
+      const routing::Port& port = t.port(sw, p);
+      if (!mask->test(p) || !port.connected()) continue;
+      const auto view = sim.port_view({sw, p});
+      if (!view.ok() || view->state != routing::PortState::kActive) continue;
+      if (t.node(port.remote_node).type == routing::NodeType::kSwitch) {
+        todo.push_back(port.remote_node);
+      } else {
+        out.insert({port.remote_node, port.remote_port});
+      }
+    }
+  }
+  return out;
+}
+
+TEST(MulticastDaemon, TreesAreRepairedAroundAFailedLink) {
+  FastPathOptions fast;
+  fast.rebalance_delay = std::chrono::hours{1};  // no re-balancing sweep: the fast path alone
+  Harness h("fat-tree:levels=3,k=4", EngineKind::kAuto, fast);
+  const state::Mgid bcast = state::ipoib_broadcast_mgid(0x7FFF);
+  ASSERT_NE(h.wait([](const FabricState& s) {
+    return s.state == state::SmState::kMaster && s.mcast_groups != nullptr;
+  }),
+            nullptr);
+  const auto cas = routing::testing::cabled_ca_ports(h.sim->topology());
+  for (const PortRef& p : cas) {
+    ASSERT_TRUE(h.registry.join(bcast, h.sim->topology().port(p).guid, state::kJoinFull).ok());
+  }
+  ASSERT_NE(h.wait([&](const FabricState& s) { return members_of(s, bcast) == cas.size(); }),
+            nullptr);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  const std::set<PortRef> everyone(cas.begin(), cas.end());
+  ASSERT_EQ(delivered(*h.sim, cas[0], Lid{0xC000}), everyone);
+
+  // A switch-to-switch link of the tree, not the SM's way to anything:
+  // an aggregation switch's uplink it forwards the group on.
+  const routing::Topology& t = h.sim->topology();
+  PortRef cut{};
+  for (const NodeId sw : t.switches()) {
+    if (t.label(sw).find("agg") == std::string::npos) continue;
+    const auto mask = h.sim->mft_entry(sw, Lid{0xC000});
+    for (unsigned pn = 1; pn <= t.node(sw).num_ports && !cut.node.valid(); ++pn) {
+      const auto p = static_cast<PortNum>(pn);
+      const routing::Port& port = t.port(sw, p);
+      if (mask->test(p) && port.connected() &&
+          t.label(port.remote_node).find("core") != std::string::npos) {
+        cut = {sw, p};
+      }
+    }
+    if (cut.node.valid()) break;
+  }
+  ASSERT_TRUE(cut.node.valid()) << "the tree uses no aggregation uplink";
+  auto multicast_events = [&h] {
+    const auto all = h.events.recent_since(0, 100000).value_or(std::vector<state::Event>{});
+    return std::count_if(all.begin(), all.end(), [](const state::Event& e) {
+      return e.kind == state::EventKind::kMulticast;
+    });
+  };
+  const auto announced_before = multicast_events();
+  ASSERT_TRUE(h.sim->link_down(cut).ok());
+  ASSERT_NE(h.wait([](const FabricState& s) { return s.reroutes >= 1; }), nullptr);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  EXPECT_EQ(h.publisher.current()->sweeps, 1U) << "no heavy sweep did it";
+  EXPECT_FALSE(h.sim->mft_entry(cut.node, Lid{0xC000})->test(cut.port));
+  // Every member still gets what any member sends.
+  EXPECT_EQ(delivered(*h.sim, cas[0], Lid{0xC000}), everyone);
+  EXPECT_EQ(delivered(*h.sim, cas.back(), Lid{0xC000}), everyone);
+  EXPECT_GT(multicast_events(), announced_before) << "the repair is announced";
 }
 
 // The SM that starts knows none of the joins: its first bring-up asks every
