@@ -375,11 +375,13 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
         reset = port.connected() && port.state != routing::PortState::kActive;
       }
       if (reset) held_pkeys_.forget(fabric.node(n).guid);
+      if (reset) held_vls_.forget(fabric.node(n).guid);
       if (held_unknown_.count(fabric.node(n).guid) != 0) held_mfts_.forget(fabric.node(n).guid);
     }
   }
   opts.program.client_reregister = !reregistered_;
   live.held_pkeys = &held_pkeys_;
+  live.held_vls = &held_vls_;
   live.partitions = r->partitions.get();
   live.multicast = r->multicast.get();
   live.held_mfts = &held_mfts_;

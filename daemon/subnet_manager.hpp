@@ -291,6 +291,7 @@ class SubnetManager final : public state::SmControl {
   // it may have reset (a port found below ACTIVE, a switch that lost its
   // tables).
   discovery::HeldPKeys held_pkeys_;
+  discovery::HeldVls held_vls_;  // SL2VL and VLArb tables the ports hold
   // Multicast: the registry, the MFT blocks switches acknowledged, the
   // trees and groups programmed since the last bring-up (null: its own),
   // and the re-programming after joins and leaves.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 
+#include "discovery/vl_tables.hpp"
+
 namespace subnetd::discovery {
 namespace {
 
@@ -97,9 +99,11 @@ enum class Kind : std::uint8_t {
   kBlock,
   kState,
   kPKeys,  // arg: port | block << 8
-  kMft     // arg: block | position << 16
+  kMft,    // arg: block | position << 16
+  kSl2Vl,  // arg: attr_mod (a switch's; a CA's port) | data VLs << 20
+  kVlArb   // arg: port | block << 8 | data VLs << 20
 };
-static_assert(static_cast<unsigned>(Kind::kMft) < 8, "Req packs the kind in 3 bits");
+static_assert(static_cast<unsigned>(Kind::kVlArb) < 16, "Req packs the kind in 4 bits");
 struct Req {
   Kind kind;
   NodeId node;
@@ -107,17 +111,17 @@ struct Req {
   PortState state = PortState::kNoChange;
   std::uint32_t version = 0;
 
-  static constexpr std::uint32_t kVersionMask = 0x1FFF;  // 13 bits
+  static constexpr std::uint32_t kVersionMask = 0xFFF;  // 12 bits
   std::uint64_t pack() const {
-    return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 61) |
-           (std::uint64_t{node.value & 0xFFFFF} << 41) | (std::uint64_t{arg & 0xFFFFFF} << 17) |
-           (static_cast<std::uint64_t>(static_cast<std::uint8_t>(state) & 0xF) << 13) |
+    return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 60) |
+           (std::uint64_t{node.value & 0xFFFFF} << 40) | (std::uint64_t{arg & 0xFFFFFF} << 16) |
+           (static_cast<std::uint64_t>(static_cast<std::uint8_t>(state) & 0xF) << 12) |
            (version & kVersionMask);
   }
   static Req unpack(std::uint64_t w) {
-    return Req{static_cast<Kind>(w >> 61), NodeId{static_cast<std::uint32_t>((w >> 41) & 0xFFFFF)},
-               static_cast<std::uint32_t>((w >> 17) & 0xFFFFFF),
-               static_cast<PortState>((w >> 13) & 0xF),
+    return Req{static_cast<Kind>(w >> 60), NodeId{static_cast<std::uint32_t>((w >> 40) & 0xFFFFF)},
+               static_cast<std::uint32_t>((w >> 16) & 0xFFFFFF),
+               static_cast<PortState>((w >> 12) & 0xF),
                static_cast<std::uint32_t>(w & kVersionMask)};
   }
 };
@@ -240,6 +244,12 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
   };
 
   const DrPaths& dr = live.switch_paths != nullptr ? *live.switch_paths : sweep.paths;
+  // The PortInfo the sweep read (all zero when it did not).
+  auto port_info_read = [&](NodeId n, PortNum p) {
+    const std::uint32_t at = t.port_index(n, p);
+    return at < sweep.port_info.size() ? mad::PortInfo::decode(sweep.port_info[at])
+                                       : mad::PortInfo{};
+  };
   // The SMP a request stands for, on the directed route known now.
   auto build = [&](const Req& q) {
     const NodeId n = q.node;
@@ -254,6 +264,28 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         mad::MulticastForwardingTable m;
         m.masks = mft_block(n, block, pos);
         m.encode(mad::data_of(smp));
+        return smp;
+      }
+      case Kind::kSl2Vl: {
+        const bool sw = t.node(n).type == NodeType::kSwitch;
+        const std::uint32_t mod = q.arg & 0x3FFFF;
+        mad::Smp smp = mad::make_dr_smp(
+            mad::Method::kSet, mad::AttrId::kSlToVlMappingTable, sw ? mod : 0,
+            sw ? dr.path(n) : sweep.path_to_port(n, static_cast<PortNum>(mod & 0xFF)), 0);
+        sl2vl_table(q.arg >> 20).encode(mad::data_of(smp));
+        return smp;
+      }
+      case Kind::kVlArb: {
+        const bool sw = t.node(n).type == NodeType::kSwitch;
+        const auto port = static_cast<PortNum>(q.arg & 0xFF);
+        const unsigned block = (q.arg >> 8) & 0xF;
+        mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kVlArbitrationTable,
+                                        (block << 16) | (sw ? port : 0U),
+                                        sw ? dr.path(n) : sweep.path_to_port(n, port), 0);
+        const auto read = port_info_read(n, port);
+        vlarb_block(q.arg >> 20, block, read.vl_arbitration_low_cap, read.vl_arbitration_high_cap)
+            .value_or(mad::VlArbitrationTable{})
+            .encode(mad::data_of(smp));
         return smp;
       }
       case Kind::kPKeys: {
@@ -326,7 +358,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     block.encode(mad::data_of(smp));
     return smp;
   };
-  auto record_failure = [&report, &t](const Req& q, const Error& e) {
+  auto record_failure = [&report, &t, &live](const Req& q, const Error& e) {
     const NodeId n = q.node;
     if (q.kind == Kind::kBlock) {
       report.failures.push_back(
@@ -334,6 +366,11 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     } else if (q.kind == Kind::kMft) {
       report.failures.push_back(fmt::format("{}: MFT block {} position {}: {}", target(t, n, 0),
                                             q.arg & 0xFFFF, q.arg >> 16, e.message));
+    } else if (q.kind == Kind::kSl2Vl || q.kind == Kind::kVlArb) {
+      // The error names the attribute and its modifier.
+      report.failures.push_back(target(t, n, static_cast<PortNum>(q.arg & 0xFF)) + ": " +
+                                e.message);
+      if (live.held_vls != nullptr) live.held_vls->forget(t.node(n).guid);
     } else if (q.kind == Kind::kPKeys) {
       report.failures.push_back(fmt::format("{}: P_Key table block {}: {}",
                                             target(t, n, static_cast<PortNum>(q.arg & 0xFF)),
@@ -343,7 +380,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     }
     if (t.node(n).type == NodeType::kSwitch &&
         (q.kind == Kind::kBlock || q.kind == Kind::kSwitchInfo || q.kind == Kind::kExtSwitchInfo ||
-         (q.kind != Kind::kPKeys && q.arg == 0))) {
+         (q.kind != Kind::kPKeys && q.kind != Kind::kSl2Vl && q.kind != Kind::kVlArb &&
+          q.arg == 0))) {
       report.switches_failed.push_back(t.node(n).guid);
     }
   };
@@ -357,15 +395,22 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
                                 mft_block(q.node, q.arg & 0xFFFF, q.arg >> 16));
       return;
     }
+    if (q.kind == Kind::kVlArb && ((q.arg >> 8) & 0xF) == 1 && live.held_vls != nullptr) {
+      // The low-priority table goes last to a port: it and its SL2VL held.
+      live.held_vls->set(t.node(q.node).guid, static_cast<PortNum>(q.arg & 0xFF), q.arg >> 20);
+      return;
+    }
     if (q.kind != Kind::kPKeys || live.held_pkeys == nullptr) return;
     const auto port = static_cast<PortNum>(q.arg & 0xFF);
     live.held_pkeys->set_block(t.node(q.node).guid, port, q.arg >> 8,
                                pkey_block(q.node, port, q.arg >> 8));
   };
   auto issue = [&](Req q) {
-    const PortNum skip_port = q.kind == Kind::kBlock   ? PortNum{0}
-                              : q.kind == Kind::kPKeys ? static_cast<PortNum>(q.arg & 0xFF)
-                                                       : static_cast<PortNum>(q.arg);
+    const bool by_low_byte =
+        q.kind == Kind::kPKeys || q.kind == Kind::kSl2Vl || q.kind == Kind::kVlArb;
+    const PortNum skip_port = q.kind == Kind::kBlock ? PortNum{0}
+                              : by_low_byte          ? static_cast<PortNum>(q.arg & 0xFF)
+                                                     : static_cast<PortNum>(q.arg);
     if (live.skip && live.skip(q.node, skip_port)) {
       ++report.skipped;
       return;
@@ -385,6 +430,91 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
           }
         },
         dest_of(q.node));
+  };
+  // The SL2VL and VLArb requests node n needs (vl_tables.hpp): ports whose
+  // data VLs differ from what they are known to hold. A switch that claims
+  // OptimizedSLtoVLMappingProgramming gets one SL2VL Set for all its ports
+  // (or one per output port when their VLs differ); others one per input
+  // and output port pair. VLArb block 1 goes last to a port: its answer
+  // marks the port held.
+  auto plan_vl_tables = [&](NodeId n, std::vector<Req>& out) {
+    const routing::Node& node = t.node(n);
+    const bool sw = node.type == NodeType::kSwitch;
+    const Guid guid = node.guid;
+    auto want = [&](PortNum p) {
+      return data_vls(port_link_settings(t, sweep.port_info, n, p).operational_vls);
+    };
+    auto held_now = [&](PortNum p) {
+      return live.held_vls != nullptr ? live.held_vls->held(guid, p) : 0U;
+    };
+    auto vlarb = [&](PortNum p, unsigned vls) {
+      const auto read = port_info_read(n, p);
+      for (const unsigned b : {2U, 3U, 4U, 1U}) {
+        if (vlarb_block(vls, b, read.vl_arbitration_low_cap, read.vl_arbitration_high_cap)) {
+          ++report.vlarb_sets;
+          out.push_back(Req{Kind::kVlArb, n, p | (b << 8) | (vls << 20)});
+        }
+      }
+    };
+    auto sl_map = [&](PortNum p) {
+      return (port_info_read(n, p).capability_mask & kCapIsSlMappingSupported) != 0;
+    };
+    if (!sw) {
+      for (unsigned pn = 1; pn <= node.num_ports; ++pn) {
+        const auto p = static_cast<PortNum>(pn);
+        if (!t.port(n, p).connected()) continue;
+        const unsigned vls = want(p);
+        if (held_now(p) == vls) {
+          ++report.vl_ports_unchanged;
+          continue;
+        }
+        if (sl_map(p)) {
+          ++report.sl2vl_sets;
+          out.push_back(Req{Kind::kSl2Vl, n, p | (vls << 20)});
+        }
+        vlarb(p, vls);
+      }
+      return;
+    }
+    const std::uint32_t si = node.switch_index.value;
+    const bool optimized = si < sweep.switch_info.size() &&
+                           mad::SwitchInfo::decode(sweep.switch_info[si]).optimized_sl2vl != 0;
+    std::vector<PortNum> changed;
+    unsigned common = 0;
+    bool uniform = true;
+    for (unsigned pn = 1; pn <= node.num_ports; ++pn) {
+      const auto p = static_cast<PortNum>(pn);
+      if (!t.port(n, p).connected()) continue;
+      const unsigned vls = want(p);
+      uniform = uniform && (common == 0 || common == vls);
+      common = vls;
+      if (held_now(p) == vls) {
+        ++report.vl_ports_unchanged;
+      } else {
+        changed.push_back(p);
+      }
+    }
+    if (changed.empty()) return;
+    if (sl_map(0)) {
+      if (optimized && uniform) {
+        ++report.sl2vl_sets;
+        out.push_back(Req{Kind::kSl2Vl, n, kSl2VlAllInputs | kSl2VlAllOutputs | (common << 20)});
+      } else {
+        for (const PortNum p : changed) {
+          const unsigned vls = want(p);
+          if (optimized) {
+            ++report.sl2vl_sets;
+            out.push_back(Req{Kind::kSl2Vl, n, kSl2VlAllInputs | p | (vls << 20)});
+            continue;
+          }
+          for (unsigned in = 0; in <= node.num_ports; ++in) {
+            ++report.sl2vl_sets;
+            out.push_back(Req{Kind::kSl2Vl, n, (in << 8) | p | (vls << 20)});
+          }
+        }
+      }
+    }
+    for (const PortNum p : changed) vlarb(p, want(p));
   };
   failed = [&](std::uint64_t word, const Error& e) {
     const Req q = Req::unpack(word);
@@ -481,6 +611,19 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       co_await pipeline.drained();
       if (engine.stopped()) co_return stopped();
     }
+
+    // Phase 1c: SL-to-VL and VL arbitration tables (vl_tables.hpp) on the
+    // ports whose data VLs changed or were never written.
+    std::vector<Req> vl_reqs;
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      vl_reqs.clear();
+      plan_vl_tables(NodeId{i}, vl_reqs);
+      for (const Req& q : vl_reqs) issue(q);
+      if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+      if (engine.stopped()) co_return stopped();
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
 
     // Phase 2: LFT blocks that differ from what the switch holds.
     const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;

@@ -27,6 +27,7 @@
 
 #include "discovery/mad_engine.hpp"
 #include "discovery/sweeper.hpp"
+#include "discovery/vl_tables.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_map.hpp"
 #include "routing/mcast.hpp"
@@ -147,6 +148,9 @@ struct ProgramLive {
   // NodeId of its topology): a pass after links failed since the sweep
   // goes around them. Null: the sweep's.
   const DrPaths* switch_paths = nullptr;
+  // What each port's SL2VL and VLArb tables hold (vl_tables.hpp), read
+  // and updated. Null: every port's tables are sent.
+  HeldVls* held_vls = nullptr;
 };
 
 struct ProgramReport {
@@ -159,6 +163,9 @@ struct ProgramReport {
   std::uint64_t pkey_blocks_unchanged = 0;
   std::uint64_t enforcement_sets = 0;    // PortInfo Sets for partition enforcement alone
   std::uint64_t client_reregisters = 0;  // PortInfo Sets with ClientReregister
+  std::uint64_t sl2vl_sets = 0;
+  std::uint64_t vlarb_sets = 0;
+  std::uint64_t vl_ports_unchanged = 0;  // SL2VL and VLArb already held
   std::uint64_t mft_blocks_sent = 0;
   std::uint64_t mft_blocks_unchanged = 0;
   std::uint64_t resubmitted = 0;  // failed SMPs sent again on a new route

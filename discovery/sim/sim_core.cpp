@@ -601,6 +601,7 @@ void SimCore::reset_node(NodeId n) {
   }
   homes_dirty_ = true;
   std::vector<std::uint8_t>().swap(sl2vl_[n.value]);
+  std::erase_if(sl2vl_pairs_, [n](const auto& kv) { return (kv.first >> 16) == n.value; });
   std::vector<std::uint8_t>().swap(vlarb_[n.value]);
   std::vector<std::uint16_t>().swap(pkeys_[n.value]);
   if (opts_.latency) sma_busy_until_[n.value] = Clock{0};

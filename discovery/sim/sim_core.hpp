@@ -124,6 +124,10 @@ class SimCore {
   std::uint8_t lft_entry(NodeId sw, std::uint32_t lid) const;
   // The ports a switch's MFT holds for `mlid` (0xC000..), port 0 included.
   routing::PortMask mft_entry(NodeId sw, std::uint32_t mlid) const;
+  // What a Get of SLtoVLMappingTable / VLArbitrationTable with `attr_mod`
+  // answers at `node` (as if it entered by `in`), or the status.
+  Result<mad::SlToVlMappingTable> sl2vl(NodeId node, PortNum in, std::uint32_t attr_mod);
+  Result<mad::VlArbitrationTable> vlarb(NodeId node, PortNum in, std::uint32_t attr_mod);
   // Writes one entry as an SMP Set from someone else would; the caller
   // checked that `sw` is a switch and lid < lft_cap().
   void set_lft_entry(NodeId sw, std::uint32_t lid, PortNum port);
@@ -323,7 +327,9 @@ class SimCore {
   std::vector<std::uint8_t> silent_;   // by node: SMA does not answer (fault injection)
   // Allocated on first write (empty otherwise).
   std::vector<std::vector<std::uint8_t>> lfts_;   // by switch_index, LID-indexed
-  std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (in, out) or port
+  std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (output) port
+  // Switch tables set for one (input, output) pair: node << 16 | in << 8 | out.
+  std::unordered_map<std::uint64_t, std::array<std::uint8_t, 8>> sl2vl_pairs_;
   std::vector<std::vector<std::uint8_t>> vlarb_;  // by node: 4 blocks x 64 bytes per port
   // By node: kPartitionCap entries per port; until written, every port
   // holds 0xFFFF at index 0 and nothing else (as ibsim's ports do).

@@ -319,6 +319,22 @@ Result<routing::PortMask> SimFabric::mft_entry(NodeId sw, Lid mlid) const {
   return core_.mft_entry(sw, mlid.value);
 }
 
+Result<mad::SlToVlMappingTable> SimFabric::sl2vl(NodeId node, PortNum in, std::uint32_t attr_mod) {
+  std::lock_guard lock(mu_);
+  if (node.value >= core_.topology().num_nodes()) {
+    return Error{Errc::kInvalidArgument, "no such node"};
+  }
+  return core_.sl2vl(node, in, attr_mod);
+}
+
+Result<mad::VlArbitrationTable> SimFabric::vlarb(NodeId node, PortNum in, std::uint32_t attr_mod) {
+  std::lock_guard lock(mu_);
+  if (node.value >= core_.topology().num_nodes()) {
+    return Error{Errc::kInvalidArgument, "no such node"};
+  }
+  return core_.vlarb(node, in, attr_mod);
+}
+
 Result<std::uint8_t> SimFabric::lft_entry(NodeId sw, Lid lid) const {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_switch(sw));

@@ -131,6 +131,10 @@ class SimFabric final : public Transport {
   Result<std::uint8_t> lft_entry(NodeId sw, Lid lid) const;
   // The ports a switch's own MFT holds for a multicast LID.
   Result<routing::PortMask> mft_entry(NodeId sw, Lid mlid) const;
+  // What a node's SLtoVLMappingTable / VLArbitrationTable Get with
+  // `attr_mod` answers (a CA's for the port `in`).
+  Result<mad::SlToVlMappingTable> sl2vl(NodeId node, PortNum in, std::uint32_t attr_mod);
+  Result<mad::VlArbitrationTable> vlarb(NodeId node, PortNum in, std::uint32_t attr_mod);
   // SwitchInfo:PortStateChange of a switch.
   Result<bool> port_state_change(NodeId sw) const;
   // Bytes held by all switches' LFT copies.

@@ -7,6 +7,8 @@
 // field value -> 0x001C (nothing is applied then). A Set answers with the
 // attribute as it stands afterwards.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "discovery/mad/failover.hpp"
@@ -169,6 +171,7 @@ std::uint16_t SimCore::sma_switch_info(mad::Smp& s, NodeId node) {
   si.partition_enforcement_cap = kPartitionCap;
   si.multicast_fdb_cap = kMulticastFdbCap;
   si.multicast_fdb_top = w.multicast_fdb_top;
+  si.optimized_sl2vl = 1;  // SLtoVLMappingTable Sets for all ports at once
   si.encode(mad::data_of(s));
   return st::kOk;
 }
@@ -382,36 +385,60 @@ std::uint16_t SimCore::sma_lft(mad::Smp& s, NodeId node) {
 
 std::uint16_t SimCore::sma_sl2vl(mad::Smp& s, NodeId node, PortNum in) {
   const unsigned n = topo_.node(node).num_ports;
-  std::size_t slot = 0;
-  std::size_t slots = 0;
-  if (is_switch(node)) {
-    // attr_mod: input port (15:8), output port (7:0).
-    if (s.attr_mod > 0xFFFF) return st::kInvalidField;
-    const unsigned in_port = (s.attr_mod >> 8) & 0xFF;
-    const unsigned out_port = s.attr_mod & 0xFF;
+  // A CA: the port (attr_mod, 0 = the one the SMP entered by). A switch:
+  // input port (15:8), output port (7:0), and, as it claims
+  // OptimizedSLtoVLMappingProgramming, bit 17 (every input port) and bit
+  // 16 (every output port too). Kept as one table per output port plus
+  // the (input, output) pairs set one by one, so that a switch programmed
+  // the optimized way costs 8 bytes a port.
+  const bool swn = is_switch(node);
+  constexpr std::uint32_t kAllIn = 1U << 17, kAllOut = 1U << 16;
+  unsigned in_port = 0, out_port = 0;
+  if (swn) {
+    if ((s.attr_mod & ~(kAllIn | kAllOut | 0xFFFFU)) != 0) return st::kInvalidField;
+    in_port = (s.attr_mod >> 8) & 0xFF;
+    out_port = s.attr_mod & 0xFF;
     if (in_port > n || out_port > n) return st::kInvalidField;
-    slots = std::size_t{n + 1} * (n + 1);
-    slot = std::size_t{in_port} * (n + 1) + out_port;
+    if ((s.attr_mod & kAllOut) != 0 && (s.attr_mod & kAllIn) == 0) return st::kInvalidField;
+    if (s.method != mad::Method::kSet && (s.attr_mod & (kAllIn | kAllOut)) != 0) {
+      return st::kInvalidField;  // a Get names one table
+    }
   } else {
     if (s.attr_mod > 0xFF) return st::kInvalidField;
-    unsigned port = s.attr_mod;
-    if (port == 0) port = in;
-    if (port > n) return st::kInvalidField;
-    slots = n + 1;
-    slot = port;
+    out_port = s.attr_mod == 0 ? in : s.attr_mod;
+    if (out_port > n) return st::kInvalidField;
   }
-  std::vector<std::uint8_t>& t = sl2vl_[node.value];
-  std::uint8_t* entry = nullptr;
+  std::vector<std::uint8_t>& by_out = sl2vl_[node.value];
+  const std::uint64_t pair_key = (std::uint64_t{node.value} << 16) | (in_port << 8) | out_port;
   if (s.method == mad::Method::kSet) {
-    if (t.empty()) t.assign(slots * kSl2VlBytes, 0);
-    entry = t.data() + slot * kSl2VlBytes;
     const mad::SlToVlMappingTable req = mad::SlToVlMappingTable::decode(mad::data_of(s));
+    std::array<std::uint8_t, kSl2VlBytes> packed{};
     for (std::size_t k = 0; k < kSl2VlBytes; ++k) {
-      entry[k] =
+      packed[k] =
           static_cast<std::uint8_t>(((req.vl[2 * k] & 0xF) << 4) | (req.vl[2 * k + 1] & 0xF));
     }
-  } else if (!t.empty()) {
-    entry = t.data() + slot * kSl2VlBytes;
+    if (by_out.empty()) by_out.assign(std::size_t{n + 1} * kSl2VlBytes, 0);
+    auto set_out = [&](unsigned out) {
+      std::copy(packed.begin(), packed.end(), by_out.begin() + std::ptrdiff_t(out * kSl2VlBytes));
+      for (unsigned i = 0; swn && i <= n; ++i) {
+        sl2vl_pairs_.erase((std::uint64_t{node.value} << 16) | (i << 8) | out);
+      }
+    };
+    if (!swn || (s.attr_mod & kAllIn) != 0) {
+      if ((s.attr_mod & kAllOut) != 0) {
+        for (unsigned out = 0; out <= n; ++out) set_out(out);
+      } else {
+        set_out(out_port);
+      }
+    } else {
+      sl2vl_pairs_[pair_key] = packed;
+    }
+  }
+  const std::uint8_t* entry = nullptr;
+  if (auto it = sl2vl_pairs_.find(pair_key); swn && it != sl2vl_pairs_.end()) {
+    entry = it->second.data();
+  } else if (!by_out.empty()) {
+    entry = by_out.data() + std::size_t{out_port} * kSl2VlBytes;
   }
   mad::SlToVlMappingTable out;  // never written: every SL on VL0
   if (entry != nullptr) {
@@ -478,6 +505,26 @@ std::uint16_t SimCore::sma_mft(mad::Smp& s, NodeId node) {
   }
   out.encode(mad::data_of(s));
   return st::kOk;
+}
+
+Result<mad::SlToVlMappingTable> SimCore::sl2vl(NodeId node, PortNum in, std::uint32_t attr_mod) {
+  mad::Smp s;
+  s.method = mad::Method::kGet;
+  s.attr_mod = attr_mod;
+  if (const auto status = sma_sl2vl(s, node, in); status != st::kOk) {
+    return Error{Errc::kInvalidArgument, fmt::format("SLtoVLMappingTable: status {:#x}", status)};
+  }
+  return mad::SlToVlMappingTable::decode(mad::data_of(s));
+}
+
+Result<mad::VlArbitrationTable> SimCore::vlarb(NodeId node, PortNum in, std::uint32_t attr_mod) {
+  mad::Smp s;
+  s.method = mad::Method::kGet;
+  s.attr_mod = attr_mod;
+  if (const auto status = sma_vlarb(s, node, in); status != st::kOk) {
+    return Error{Errc::kInvalidArgument, fmt::format("VLArbitrationTable: status {:#x}", status)};
+  }
+  return mad::VlArbitrationTable::decode(mad::data_of(s));
 }
 
 std::uint16_t SimCore::sma_vlarb(mad::Smp& s, NodeId node, PortNum in) {

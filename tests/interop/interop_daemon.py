@@ -39,6 +39,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             log("  daemon: sminfo: %s" % out.strip())
         check_sa(env, fab, where, fails)
         check_partitions(env, fab, sm_lid, where, fails)
+        check_vl_tables(env, fab, where, fails)
         if args.mcast_join:
             check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
@@ -431,6 +432,74 @@ def read_pkeys(env, lid, port):
     while keys and keys[-1] == 0:
         keys.pop()
     return keys
+
+
+def read_sl2vl(env, lid, port):
+    """The SL-to-VL rows smpquery reads ([VL of SL 0..15] per in/out pair),
+    or None."""
+    rc, out, _ = env.run(["smpquery", "sl2vl", str(lid), str(port)])
+    if rc != 0:
+        return None
+    rows = []
+    for line in out.splitlines():
+        if line.startswith("ports:"):
+            rows.append([int(v) for v in line.split(":", 2)[2].split("|") if v.strip()])
+    return rows or None
+
+
+def read_vlarb_low(env, lid, port):
+    """The low-priority VL arbitration entries [(VL, weight)] smpquery reads,
+    or None."""
+    rc, out, _ = env.run(["smpquery", "vlarb", str(lid), str(port)])
+    if rc != 0:
+        return None
+    vls = weights = None
+    in_low = False
+    for line in out.splitlines():
+        if "priority" in line:
+            in_low = "Low" in line
+            continue
+        if not in_low:
+            continue
+        name, _, rest = line.partition(":")
+        values = [int(v, 0) for v in rest.split("|") if v.strip()]
+        if name.strip().upper() == "VL" and vls is None:
+            vls = values
+        elif name.strip().upper() == "WEIGHT" and weights is None:
+            weights = values
+    if vls is None or weights is None:
+        return None
+    return list(zip(vls, weights))
+
+
+def check_vl_tables(env, fab, where, fails):
+    """The SL-to-VL and VL arbitration tables the daemon programmed, read by
+    smpquery: every SL on VL0 (one data VL) on sampled CA ports and on every
+    input port of a sampled switch's output port, and VL0 alone, weight 64,
+    in the low-priority arbitration table."""
+    bad = checked = 0
+    targets = []
+    for g, v in sorted(fab.nodes.items()):
+        for p in range(1, v["ports"] + 1):
+            if (g, p) not in fab.links:
+                continue
+            lid = fab.lid_of.get(g if v["type"] == "SW" else fab.port_guid.get((g, p)))
+            if lid:
+                targets.append((lid, p, v["type"]))
+    rng = random.Random(11)
+    for lid, port, kind in (targets if len(targets) <= 8 else rng.sample(targets, 8)):
+        checked += 1
+        rows = read_sl2vl(env, lid, port)
+        arb = read_vlarb_low(env, lid, port)
+        ok_rows = rows is not None and all(len(r) == 16 and not any(r) for r in rows)
+        ok_arb = arb is not None and arb[0] == (0, 64) and all(w == 0 for _, w in arb[1:])
+        if not ok_rows or not ok_arb:
+            fails.add(where, "daemon: VL tables of %s LID %d port %d: SL2VL %s, VLArb low %s"
+                      % (kind, lid, port, rows, arb))
+            bad += 1
+    if bad == 0:
+        log("  daemon: smpquery: SL2VL (every SL on VL0) and VLArb (VL0, weight 64) on %d ports"
+            % checked)
 
 
 def check_partitions(env, fab, sm_lid, where, fails):

@@ -243,11 +243,12 @@ TEST(Programmer, SecondRunWithHeldTablesSendsNothingNew) {
   EXPECT_EQ(again->program.port_lid_sets, 0U);
   EXPECT_EQ(again->program.ports_armed, 0U);
   EXPECT_EQ(again->program.ports_activated, 0U);
-  // What is left is LinearFDBTop, once per switch, and the P_Key tables: a
-  // bring-up holds none (the daemon keeps what ports acknowledged;
-  // pkey_programming_test).
-  EXPECT_EQ(again->program.smps.sent,
-            up.r.sweep.topology.num_switches() + again->program.pkey_blocks_sent);
+  // What is left is LinearFDBTop, once per switch, and the P_Key, SL2VL and
+  // VLArb tables: a bring-up holds none (the daemon keeps what ports
+  // acknowledged; pkey_programming_test, vl_tables_test).
+  EXPECT_EQ(again->program.smps.sent, up.r.sweep.topology.num_switches() +
+                                          again->program.pkey_blocks_sent +
+                                          again->program.sl2vl_sets + again->program.vlarb_sets);
 }
 
 // One changed entry is one block; two entries in one block are still one;
@@ -410,9 +411,16 @@ TEST(Programmer, ASwitchThatStopsAnsweringIsNamedAndNothingIsActivated) {
   auto report = Programmer(sim, po).program(*swept, lids->map, *routes, nullptr);
   ASSERT_TRUE(report.ok()) << report.error().message;
   ASSERT_FALSE(report->ok());
-  // PortInfo (its LID), SwitchInfo (LinearFDBTop) and the LFT blocks of spine1.
+  // PortInfo (its LID), SwitchInfo (LinearFDBTop), its SL2VL tables (one
+  // Set for all ports), the VLArb tables of its cabled ports (low and high:
+  // two blocks each) and its LFT blocks.
   const std::uint64_t blocks = routes->max_lid.value / routing::kLftBlockSize + 1;
-  EXPECT_EQ(report->failures.size(), 2 + blocks) << join_lines(report->failures);
+  const NodeId swept_spine = *swept->topology.find_by_name("spine1");
+  std::uint64_t cabled = 0;
+  for (unsigned p = 1; p <= swept->topology.node(swept_spine).num_ports; ++p) {
+    cabled += swept->topology.port(swept_spine, static_cast<PortNum>(p)).connected() ? 1 : 0;
+  }
+  EXPECT_EQ(report->failures.size(), 2 + 1 + 2 * cabled + blocks) << join_lines(report->failures);
   for (const std::string& f : report->failures) {
     EXPECT_NE(f.find("\"spine1\""), std::string::npos) << f;
     EXPECT_NE(f.find("no answer after 2 tries"), std::string::npos) << f;
