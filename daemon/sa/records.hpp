@@ -7,7 +7,8 @@
 //  - records.cpp: NodeRecord, PortInfoRecord, LinkRecord,
 //    LinearForwardingTableRecord, P_KeyTableRecord;
 //  - records_switch.cpp: SwitchInfoRecord, MulticastForwardingTableRecord,
-//    SMInfoRecord, GuidInfoRecord.
+//    SMInfoRecord, GuidInfoRecord;
+//  - records_vl.cpp: SLtoVLMappingTableRecord, VLArbitrationTableRecord.
 //
 // Every builder reads only the snapshot it is given (never the SM's live
 // state), so it runs on any thread. A query naming the LID (and the block,
@@ -116,5 +117,7 @@ void switch_info_records(const RecordContext& cx, RecordSet& out);
 void mft_records(const RecordContext& cx, RecordSet& out);
 void sm_info_records(const RecordContext& cx, RecordSet& out);
 void guid_info_records(const RecordContext& cx, RecordSet& out);
+void sl2vl_records(const RecordContext& cx, RecordSet& out);
+void vlarb_records(const RecordContext& cx, RecordSet& out);
 
 }  // namespace subnetd::daemon::sa

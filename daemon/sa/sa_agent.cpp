@@ -161,6 +161,12 @@ class Answer {
       case Attr::kGuidInfoRecord:
         build = guid_info_records;
         break;
+      case Attr::kSlToVlTableRecord:
+        build = sl2vl_records;
+        break;
+      case Attr::kVlArbTableRecord:
+        build = vlarb_records;
+        break;
       default:
         break;
     }

@@ -5,8 +5,9 @@
 //
 // Served today: ClassPortInfo (Get); NodeRecord, PortInfoRecord,
 // LinkRecord, PathRecord, LinearForwardingTableRecord, P_KeyTableRecord,
-// SwitchInfoRecord, MulticastForwardingTableRecord, SMInfoRecord and
-// GuidInfoRecord (Get and GetTable; the tables are built in
+// SwitchInfoRecord, MulticastForwardingTableRecord, SMInfoRecord,
+// GuidInfoRecord, SLtoVLMappingTableRecord and VLArbitrationTableRecord
+// (Get and GetTable; the tables are built in
 // daemon/sa/records.hpp); MCMemberRecord (Get, GetTable, Set, Delete:
 // daemon/sa/mcmember.hpp); ServiceRecord (the same, with leases:
 // daemon/sa/service_record.hpp). Every other attribute

@@ -266,6 +266,20 @@ constexpr Component kServiceRecord[] = {
 };
 #undef SUBNETD_SD
 
+// SLtoVLMappingTableRecord (IBA 15.2.5.4): the port's LID, input and
+// output port, 4 reserved bytes, 16 SLs x 4 bits.
+constexpr Component kSl2VlRecord[] = {
+    {"LID", 0, 16},       {"InputPortNum", 16, 8},        {"OutputPortNum", 24, 8},
+    {"Reserved", 32, 32}, {"SLtoVLMappingTable", 64, 64},
+};
+
+// VLArbitrationTableRecord (IBA 15.2.5.9): the LID, output port, block
+// (1 low 0-31, 2 low 32-63, 3 high 0-31, 4 high 32-63), 32 entries.
+constexpr Component kVlArbRecord[] = {
+    {"LID", 0, 16},       {"OutputPortNum", 16, 8},        {"BlockNum", 24, 8},
+    {"Reserved", 32, 32}, {"VLArbitrationTable", 64, 512},
+};
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
@@ -279,6 +293,8 @@ constexpr RecordLayout kLayouts[] = {
     {Attr::kSmInfoRecord, "SMInfoRecord", 25, kSmInfoRecord},
     {Attr::kGuidInfoRecord, "GuidInfoRecord", 72, kGuidInfoRecord},
     {Attr::kServiceRecord, "ServiceRecord", 176, kServiceRecord},
+    {Attr::kSlToVlTableRecord, "SLtoVLMappingTableRecord", 16, kSl2VlRecord},
+    {Attr::kVlArbTableRecord, "VLArbitrationTableRecord", 72, kVlArbRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {

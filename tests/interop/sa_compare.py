@@ -16,6 +16,8 @@ run `ibnetdiscover -p` gives the LID of every CA port and switch, and then
   saquery -p --src-to-dst A:B     N sampled pairs of CA ports
   saquery SWIR <lid>              each sampled switch's SwitchInfoRecord
   saquery GIR <lid>/0             each sampled CA port's GUIDInfo block 0
+  saquery SL2VL <lid>//<port>     each sampled CA port's SL-to-VL table
+  saquery VLAR <lid>/<port>/1     each sampled CA port's low-priority VLArb block
   saquery SMIR                    the SM's SMInfoRecord
 ask one record each (umad2sim has no RMPP). The records are matched by GUID
 (each SM assigns its own LIDs) and every field is compared.
@@ -53,8 +55,14 @@ BY_DESIGN = {
     ("PIR", "EndPortLid"): "each SM assigns its own LIDs (records are matched by GUID)",
     ("PIR", "Lid"): "each SM assigns its own LIDs",
     ("PIR", "SMLid"): "each SM's own LID",
-    ("PIR", "OperVLs"): "subnetd routes on VL0 alone and enables only VL0 until it programs "
-                        "VL arbitration (issue 15.4); OpenSM enables every VL the ports have",
+    ("PIR", "OperVLs"): "subnetd runs one data VL (its SL2VL tables put every SL on VL0, its "
+                        "VLArb tables give VL0 the link) until VL-layered routing needs more: "
+                        "each VL costs buffer space while every path is on SL 0; OpenSM enables "
+                        "every VL the ports have",
+    ("SL2VL", "LID"): "each SM assigns its own LIDs (records are matched by GUID)",
+    ("VLAR", "LID"): "each SM assigns its own LIDs (records are matched by GUID; OpenSM "
+                     "without QoS answers the all-zero tables ibsim holds, subnetd the VL0 "
+                     "entry it wrote: saquery prints the entries in a form not compared here)",
     ("CPI", "Capability mask"): "each SA claims what it serves: subnetd UD multicast; OpenSM "
                                 "multipath and PortInfo CapabilityMask matching too",
     ("CPI", "Capability mask 2"): "as above: subnetd MulticastFDBTop; OpenSM QoS, extended "
@@ -164,6 +172,13 @@ def query_all(cl, samples, args):
         recs = parse_sa_dump(out)
         res[("GIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
             "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    for g in sample_ports:
+        lid, port = ca.get(g, (0, 0))
+        for kind, args in (("SL2VL", "%d//%d" % (lid, port)), ("VLAR", "%d/%d/1" % (lid, port))):
+            rc, out, err = cl.run(["saquery", kind, args])
+            recs = parse_sa_dump(out)
+            res[(kind, g)] = recs[0] if rc == 0 and len(recs) == 1 else {
+                "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
     rc, out, err = cl.run(["saquery", "SMIR"])
     recs = parse_sa_dump(out)
     res[("SMIR",)] = recs[0] if rc == 0 and len(recs) == 1 else {

@@ -1,6 +1,7 @@
 // The SA's tables of switch state, SMs and GUIDs: SwitchInfoRecord (as read,
 // with what the SM writes patched in), MulticastForwardingTableRecord (the
-// programmed trees), SMInfoRecord (subnetd itself), GuidInfoRecord.
+// programmed trees), SMInfoRecord (subnetd itself), GuidInfoRecord,
+// SLtoVLMappingTableRecord and VLArbitrationTableRecord (the VL tables).
 
 #include <gtest/gtest.h>
 
@@ -143,6 +144,54 @@ TEST_F(SaRecordsTest, GuidInfoRecordsHoldEachPortGuid) {
   EXPECT_EQ(discovery::mad::load_be64(&mine[0][guids_at + 8]), 0U);
   EXPECT_EQ(get(Attr::kGuidInfoRecord, mine[1], "BlockNum"), 1U);
   EXPECT_EQ(discovery::mad::load_be64(&mine[1][guids_at]), 0U);
+}
+
+TEST_F(SaRecordsTest, Sl2VlAndVlArbRecordsAreTheProgrammedTables) {
+  // A CA port: one table, ports 0 (whatever ports the query names, as
+  // OpenSM answers), every SL on VL0 (one data VL).
+  const PortRef a = ca_ports_[0];
+  auto q = request(Method::kGetTable, Attr::kSlToVlTableRecord, 1 | 4);
+  set(q, "LID", lid_of(a).value);
+  set(q, "OutputPortNum", a.port);
+  const auto mine = table(ask(q));
+  ASSERT_EQ(mine.size(), 1U);
+  EXPECT_EQ(get(Attr::kSlToVlTableRecord, mine[0], "InputPortNum"), 0U);
+  EXPECT_EQ(get(Attr::kSlToVlTableRecord, mine[0], "OutputPortNum"), 0U);
+  EXPECT_EQ(get(Attr::kSlToVlTableRecord, mine[0], "SLtoVLMappingTable"), 0U);
+  // A switch's output port: one table per input port, 0 included.
+  const NodeId sw = topo_->switch_node(SwitchIndex{0});
+  PortNum out = 0;
+  for (unsigned p = 1; p <= topo_->node(sw).num_ports && out == 0; ++p) {
+    if (topo_->port(sw, static_cast<PortNum>(p)).connected()) out = static_cast<PortNum>(p);
+  }
+  auto qs = request(Method::kGetTable, Attr::kSlToVlTableRecord, 1 | 4);
+  set(qs, "LID", switch_lid(0).value);
+  set(qs, "OutputPortNum", out);
+  EXPECT_EQ(table(ask(qs)).size(), topo_->node(sw).num_ports + 1U);
+
+  // VLArb: the blocks the port's caps hold (low and high, 32 entries each).
+  auto pi = std::make_shared<std::vector<std::array<std::uint8_t, 64>>>(*state_.port_info);
+  const std::uint32_t at = topo_->port_index(a.node, a.port);
+  auto info = discovery::mad::PortInfo::decode((*pi)[at]);
+  info.vl_arbitration_low_cap = 8;
+  info.vl_arbitration_high_cap = 8;
+  info.encode(discovery::mad::SmpData((*pi)[at]));
+  state_.port_info = pi;
+  auto qa = request(Method::kGetTable, Attr::kVlArbTableRecord, 1);
+  set(qa, "LID", lid_of(a).value);
+  const auto arb = table(ask(qa));
+  ASSERT_EQ(arb.size(), 2U);
+  EXPECT_EQ(get(Attr::kVlArbTableRecord, arb[0], "BlockNum"), 1U);
+  EXPECT_EQ(get(Attr::kVlArbTableRecord, arb[1], "BlockNum"), 3U);
+  const std::size_t entries_at =
+      mad::component(*mad::layout_of(static_cast<std::uint16_t>(Attr::kVlArbTableRecord)),
+                     "VLArbitrationTable")
+          .offset /
+      8;
+  EXPECT_EQ(arb[0][entries_at], 0) << "VL0";
+  EXPECT_EQ(arb[0][entries_at + 1], 64) << "its weight";
+  EXPECT_EQ(arb[0][entries_at + 3], 0) << "no other VL";
+  EXPECT_EQ(arb[1][entries_at + 1], 0) << "no high priority";
 }
 
 }  // namespace
