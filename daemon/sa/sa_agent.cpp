@@ -278,6 +278,11 @@ class Answer {
       src = state::endport_of_lid(st_, slid);
     }
     if (status != mad::status::kOk || !src) return;
+    // A multicast group (a multicast DGID, no DLID).
+    if (!has(kPrDlid) && has(kPrDgid) && gid_span(kPrDgid)[0] == 0xFF) {
+      group_path(*src, slid);
+      return;
+    }
     // The destinations.
     std::vector<std::pair<PortRef, Lid>> dsts;
     if (has(kPrDlid)) {
@@ -311,6 +316,77 @@ class Answer {
       return;
     }
     for (const auto& [dst, dlid] : dsts) emit_path(index_->walk(st_, *src, dst, dlid));
+  }
+
+  // The path to a multicast group (IBA 15.2.5.16: DLID the MLID, the
+  // group's MTU, rate, SL, P_Key, flow label, hop limit and TClass; not
+  // reversible), for a source and a requester that hold the group's
+  // P_Key, and a source that is a member when the query names it; no
+  // record for a group the SM does not know. The query's
+  // selectors and fixed SL/P_Key apply as to unicast paths.
+  void group_path(PortRef src, Lid slid) {
+    const routing::Topology& t = *st_.topology;
+    const std::uint64_t mask = req_.comp_mask;
+    auto has = [&](unsigned bit) { return ((mask >> bit) & 1U) != 0; };
+    auto field = [&](unsigned bit) { return mad::get_field(query_, pr(bit)); };
+    if (st_.mcast_groups == nullptr || slid.value > 0xFFFF) return;
+    state::Mgid mgid{};
+    std::memcpy(mgid.data(), query_.data() + pr(kPrDgid).offset / 8, mgid.size());
+    const auto g = std::find_if(st_.mcast_groups->begin(), st_.mcast_groups->end(),
+                                [&](const state::McastGroup& x) { return x.mgid == mgid; });
+    if (g == st_.mcast_groups->end() || g->mlid.value == 0) return;
+    auto holds = [&](PortRef port) {
+      if (st_.partitions == nullptr) return (g->pkey & 0x7FFF) == 0x7FFF;
+      return routing::find_pkey(st_.partitions->table(t, port.node, port.port), g->pkey) != 0;
+    };
+    const auto requester = state::endport_of_lid(st_, requester_);
+    if (!holds(src) || (requester && !holds(*requester))) return;
+    // A source the query names must be a member (as OpenSM has it); the
+    // requester asking for its own path need not be (a send-only join
+    // comes after).
+    if ((has(kPrSgid) || has(kPrSlid)) && g->members.count(t.port(src.node, src.port).guid) == 0) {
+      return;
+    }
+    if (has(kPrSl) && field(kPrSl) != g->sl) return;
+    if (has(kPrPKey) && (field(kPrPKey) & 0x7FFF) != (g->pkey & 0x7FFFU)) return;
+    auto pass = [&](unsigned sel_bit, unsigned value_bit, std::uint32_t offered,
+                    std::uint32_t as_wanted) {
+      if (!has(value_bit)) return true;
+      const unsigned sel = has(sel_bit) ? static_cast<unsigned>(field(sel_bit)) : kSelExactly;
+      return selected(offered, sel, as_wanted);
+    };
+    if (!pass(kPrMtuSelector, kPrMtu, g->mtu, static_cast<std::uint32_t>(field(kPrMtu))) ||
+        !pass(kPrRateSelector, kPrRate, state::gbps10_of(g->rate),
+              state::gbps10_of(static_cast<std::uint8_t>(field(kPrRate)))) ||
+        !pass(kPrPltSelector, kPrPlt, g->packet_life_time,
+              static_cast<std::uint32_t>(field(kPrPlt)))) {
+      return;
+    }
+    std::span<std::uint8_t> r = set_->fresh();
+    for (const unsigned keep : {kPrServiceIdMsb, kPrServiceIdLsb}) {
+      mad::set_field(r, pr(keep), field(keep));
+    }
+    set_gid(r, pr(kPrSgid), t.port(src.node, src.port).guid.value);
+    std::memcpy(r.data() + pr(kPrDgid).offset / 8, mgid.data(), mgid.size());
+    mad::set_field(r, pr(kPrSlid), slid.value);
+    mad::set_field(r, pr(kPrDlid), g->mlid.value);
+    mad::set_field(r, pr(kPrNumbPath), 1);  // one path, as OpenSM answers (IBA 1.2 erratum)
+    set_->set("FlowLabel", g->flow_label);
+    set_->set("HopLimit", g->hop_limit);
+    set_->set("TClass", g->tclass);
+    mad::set_field(r, pr(kPrPKey), g->pkey);
+    mad::set_field(r, pr(kPrSl), g->sl);
+    mad::set_field(r, pr(kPrMtuSelector), kSelExactly);
+    mad::set_field(r, pr(kPrMtu), g->mtu);
+    mad::set_field(r, pr(kPrRateSelector), kSelExactly);
+    mad::set_field(r, pr(kPrRate), g->rate);
+    mad::set_field(r, pr(kPrPltSelector), kSelExactly);
+    mad::set_field(r, pr(kPrPlt), g->packet_life_time);
+    const std::uint64_t judged =
+        (1ULL << kPrMtuSelector) | (1ULL << kPrMtu) | (1ULL << kPrRateSelector) |
+        (1ULL << kPrRate) | (1ULL << kPrPltSelector) | (1ULL << kPrPlt) | (1ULL << kPrPKey) |
+        (1ULL << kPrSl) | (1ULL << kPrReversible) | (1ULL << kPrNumbPath) | (1ULL << kPrSgid);
+    set_->offer(req_.comp_mask & ~judged);
   }
 
   // One walk's outcome: a record when there is a path that the query's

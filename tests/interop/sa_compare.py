@@ -18,6 +18,7 @@ run `ibnetdiscover -p` gives the LID of every CA port and switch, and then
   saquery GIR <lid>/0             each sampled CA port's GUIDInfo block 0
   saquery SL2VL <lid>//<port>     each sampled CA port's SL-to-VL table
   saquery VLAR <lid>/<port>/1     each sampled CA port's low-priority VLArb block
+  saquery -p --dgid <IPoIB MGID>  the requester's path to the broadcast group
   saquery SMIR                    the SM's SMInfoRecord
 ask one record each (umad2sim has no RMPP). The records are matched by GUID
 (each SM assigns its own LIDs) and every field is compared.
@@ -67,6 +68,9 @@ BY_DESIGN = {
                                 "multipath and PortInfo CapabilityMask matching too",
     ("CPI", "Capability mask 2"): "as above: subnetd MulticastFDBTop; OpenSM QoS, extended "
                                   "speeds and more",
+    ("MPR", "sgid"): "subnetd fills in the source of a path to a multicast group (the "
+                     "requester's port); OpenSM leaves what the query had (none)",
+    ("MPR", "slid"): "as above: subnetd gives the requester's LID, OpenSM the query's 0",
     ("SWIR", "LID"): "each SM assigns its own LIDs (records are matched by GUID)",
     ("SWIR", "MulticastFDBTop"): "subnetd writes it on every switch (here 0xBFFF: no group has "
                                  "members yet) and answers what it wrote; OpenSM writes it only "
@@ -179,6 +183,13 @@ def query_all(cl, samples, args):
             recs = parse_sa_dump(out)
             res[(kind, g)] = recs[0] if rc == 0 and len(recs) == 1 else {
                 "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    # The requester's path to the IPoIB broadcast group of the default
+    # partition, which both SMs create (a source named in the query would
+    # have to be a member).
+    rc, out, err = cl.run(["saquery", "-p", "--dgid", "ff12:401b:ffff::ffff:ffff"])
+    recs = parse_sa_dump(out)
+    res[("MPR",)] = recs[0] if rc == 0 and len(recs) == 1 else {
+        "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
     rc, out, err = cl.run(["saquery", "SMIR"])
     recs = parse_sa_dump(out)
     res[("SMIR",)] = recs[0] if rc == 0 and len(recs) == 1 else {

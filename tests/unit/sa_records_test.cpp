@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "discovery/mad/bytes.hpp"
 #include "routing/mcast.hpp"
 #include "sa_test_support.hpp"
+#include "state/mcast_groups.hpp"
 
 namespace subnetd::daemon::sa {
 namespace {
@@ -192,6 +195,67 @@ TEST_F(SaRecordsTest, Sl2VlAndVlArbRecordsAreTheProgrammedTables) {
   EXPECT_EQ(arb[0][entries_at + 1], 64) << "its weight";
   EXPECT_EQ(arb[0][entries_at + 3], 0) << "no other VL";
   EXPECT_EQ(arb[1][entries_at + 1], 0) << "no high priority";
+}
+
+// A PathRecord to a multicast group: the MLID and the group's properties,
+// not reversible; selectors apply; a named source must be a member; an
+// unknown group has none.
+TEST_F(SaRecordsTest, PathRecordToAGroupGivesItsMlid) {
+  state::McastGroup g;
+  g.mgid = state::ipoib_broadcast_mgid(0x7FFF);
+  g.mlid = Lid{0xC000};
+  g.qkey = 0x0B1B;
+  g.mtu = 4;   // 2048
+  g.rate = 3;  // 10 Gb/s
+  g.sl = 0;
+  const PortRef a = ca_ports_[1];
+  g.members[topo_->port(a).guid] = state::kJoinFull;
+  state_.mcast_groups = std::make_shared<const std::vector<state::McastGroup>>(1, g);
+  constexpr std::uint64_t kDgid = 1ULL << 2, kSgid = 1ULL << 3, kMtuSel = 1ULL << 16,
+                          kMtu = 1ULL << 17;
+  auto q = request(Method::kGet, Attr::kPathRecord, kDgid | kSgid);
+  const auto& layout = *mad::layout_of(static_cast<std::uint16_t>(Attr::kPathRecord));
+  auto put_gid = [&](mad::SaMad& m, const char* name, const state::Mgid& gid) {
+    std::memcpy(&m.data[mad::component(layout, name).offset / 8], gid.data(), gid.size());
+  };
+  state::Mgid sgid{};
+  discovery::mad::store_be64(sgid.data(), 0xFE80'0000'0000'0000ULL);
+  discovery::mad::store_be64(sgid.data() + 8, topo_->port(a).guid.value);
+  put_gid(q, "DGID", g.mgid);
+  put_gid(q, "SGID", sgid);
+  const auto one = ask(q, lid_of(a));
+  ASSERT_EQ(status_of(one), 0);
+  const auto d = mad::decode_sa(one.front());
+  const std::vector<std::uint8_t> r(d->data.begin(), d->data.end());
+  EXPECT_EQ(get(Attr::kPathRecord, r, "DLID"), 0xC000U);
+  EXPECT_EQ(get(Attr::kPathRecord, r, "SLID"), lid_of(a).value);
+  EXPECT_EQ(get(Attr::kPathRecord, r, "MTU"), 4U);
+  EXPECT_EQ(get(Attr::kPathRecord, r, "Rate"), 3U);
+  EXPECT_EQ(get(Attr::kPathRecord, r, "P_Key"), 0xFFFFU);
+  EXPECT_EQ(get(Attr::kPathRecord, r, "Reversible"), 0U);
+  EXPECT_EQ(std::memcmp(&r[mad::component(layout, "DGID").offset / 8], g.mgid.data(), 16), 0);
+  // An MTU above the group's is not offered.
+  auto bigger = q;
+  bigger.comp_mask |= kMtuSel | kMtu;
+  set(bigger, "MTUSelector", 0);  // greater than
+  set(bigger, "MTU", 4);
+  EXPECT_EQ(status_of(ask(bigger, lid_of(a))), mad::status::kNoRecords);
+  // A source named in the query that is not a member has none; the
+  // requester asking for its own path (no source named) has one.
+  const PortRef b = ca_ports_[2];
+  auto not_member = q;
+  discovery::mad::store_be64(sgid.data() + 8, topo_->port(b).guid.value);
+  put_gid(not_member, "SGID", sgid);
+  EXPECT_EQ(status_of(ask(not_member, lid_of(b))), mad::status::kNoRecords);
+  auto own = request(Method::kGet, Attr::kPathRecord, kDgid);
+  put_gid(own, "DGID", g.mgid);
+  EXPECT_EQ(status_of(ask(own, lid_of(b))), 0);
+  // A group the SM does not know.
+  auto other = q;
+  state::Mgid unknown = g.mgid;
+  unknown[15] = 0x01;
+  put_gid(other, "DGID", unknown);
+  EXPECT_EQ(status_of(ask(other, lid_of(a))), mad::status::kNoRecords);
 }
 
 }  // namespace
