@@ -42,6 +42,9 @@
 //    tests/interop/sa_compare.py compares every field with OpenSM's. Selectors in the query
 //    (greater, less, exactly, largest) filter what is offered; a P_Key or SL the path cannot give
 //    yields no record. GIDs outside the subnet prefix, or naming no port, are ERR_REQ_INVALID_GID.
+//    A multicast DGID (and no DLID) asks for the path to that group: its
+//    MLID and the group's properties, NumbPath 1, not reversible, for a
+//    source that holds the group's P_Key (and is a member when named).
 //
 // PathRecords walk the tables through a state::PathIndex of the snapshot's
 // topology (built on the first query after the topology changes), which
