@@ -330,7 +330,7 @@ class SimCore {
   std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (output) port
   // Switch tables set for one (input, output) pair: node << 16 | in << 8 | out.
   std::unordered_map<std::uint64_t, std::array<std::uint8_t, 8>> sl2vl_pairs_;
-  std::vector<std::vector<std::uint8_t>> vlarb_;  // by node: 4 blocks x 64 bytes per port
+  std::vector<std::vector<std::uint8_t>> vlarb_;  // by node: blocks 1, 3 x 64 bytes a port
   // By node: kPartitionCap entries per port; until written, every port
   // holds 0xFFFF at index 0 and nothing else (as ibsim's ports do).
   std::vector<std::vector<std::uint16_t>> pkeys_;

@@ -43,6 +43,10 @@ constexpr std::uint16_t kMaxLid16 = 0xBFFF;
 constexpr std::size_t kSl2VlBytes = 8;        // 16 SLs x 4 bits, packed in our storage
 constexpr std::size_t kVlArbBlockBytes = 64;  // 32 entries x (VL, weight)
 constexpr std::size_t kVlArbBlocks = 4;
+// Blocks kept a port: 1 (low) and 3 (high); 2 and 4 do not exist with
+// kVlArbCap 32.
+constexpr std::size_t kVlArbKept = 2;
+static_assert(kVlArbCap <= 32, "more entries need blocks 2 and 4 kept too");
 
 std::uint16_t saturate16(std::uint32_t v) {
   return static_cast<std::uint16_t>(std::min<std::uint32_t>(v, 0xFFFF));
@@ -539,9 +543,9 @@ std::uint16_t SimCore::sma_vlarb(mad::Smp& s, NodeId node, PortNum in) {
   if (!is_switch(node) && port == 0) port = in;
   if (port > n) return st::kInvalidField;
   std::vector<std::uint8_t>& t = vlarb_[node.value];
-  const std::size_t off = (std::size_t{port} * kVlArbBlocks + (block - 1)) * kVlArbBlockBytes;
+  const std::size_t off = (std::size_t{port} * kVlArbKept + (block - 1) / 2) * kVlArbBlockBytes;
   if (s.method == mad::Method::kSet) {
-    if (t.empty()) t.assign(std::size_t{n + 1} * kVlArbBlocks * kVlArbBlockBytes, 0);
+    if (t.empty()) t.assign(std::size_t{n + 1} * kVlArbKept * kVlArbBlockBytes, 0);
     const mad::VlArbitrationTable req = mad::VlArbitrationTable::decode(mad::data_of(s));
     for (std::size_t e = 0; e < req.entries.size(); ++e) {
       t[off + 2 * e] = req.entries[e].vl & 0xF;
