@@ -139,66 +139,38 @@ def query_all(cl, samples, args):
         samples["pairs"] = rng.sample(pairs, min(args.pairs, len(pairs)))
     sample_ports, sample_sw, pairs = samples["ports"], samples["switches"], samples["pairs"]
     res = {}
-    rc, out, err = cl.run(["saquery", "-c"])
-    recs = parse_sa_dump(out)
-    res[("CPI",)] = recs[0] if rc == 0 and len(recs) == 1 else {"error": "rc %d %s" % (rc, err[-200:])}
+
+    def one(*query):
+        """saquery's single record for `query`, or {"error": ...}."""
+        rc, out, err = cl.run(["saquery"] + list(query))
+        recs = parse_sa_dump(out)
+        if rc == 0 and len(recs) == 1:
+            return recs[0]
+        return {"error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+
+    res[("CPI",)] = one("-c")
     for g in sample_ports + sample_sw:
         lid = lids.get(g)
-        if lid is None:
-            res[("NR", g)] = {"error": "no LID"}
-            continue
-        rc, out, err = cl.run(["saquery", "NR", str(lid)])
-        recs = parse_sa_dump(out)
-        res[("NR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {"error": "rc %d, %d records %s"
-                                                                      % (rc, len(recs), err[-200:])}
+        res[("NR", g)] = one("NR", str(lid)) if lid is not None else {"error": "no LID"}
     for g in sample_ports:
         lid, port = ca.get(g, (0, 0))
-        rc, out, err = cl.run(["saquery", "LR", "%d/%d" % (lid, port)])
-        recs = parse_sa_dump(out)
-        r = recs[0] if rc == 0 and len(recs) == 1 else {"error": "rc %d, %d records" % (rc, len(recs))}
+        r = one("LR", "%d/%d" % (lid, port))
         if "ToLID" in r:
             r["ToLID GUID"] = "%#x" % guid_of_lid.get(int(r["ToLID"], 0), 0)
         res[("LR", g)] = r
-    for g in sample_ports:
-        lid, port = ca.get(g, (0, 0))
-        rc, out, err = cl.run(["saquery", "PIR", "%d/%d" % (lid, port)])
-        recs = parse_sa_dump(out)
-        res[("PIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
-            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+        res[("PIR", g)] = one("PIR", "%d/%d" % (lid, port))
+        res[("GIR", g)] = one("GIR", "%d/0" % lid)
+        res[("SL2VL", g)] = one("SL2VL", "%d//%d" % (lid, port))
+        res[("VLAR", g)] = one("VLAR", "%d/%d/1" % (lid, port))
     for g in sample_sw:
-        rc, out, err = cl.run(["saquery", "SWIR", str(lids[g])])
-        recs = parse_sa_dump(out)
-        res[("SWIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
-            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
-    for g in sample_ports:
-        lid, port = ca.get(g, (0, 0))
-        rc, out, err = cl.run(["saquery", "GIR", "%d/0" % lid])
-        recs = parse_sa_dump(out)
-        res[("GIR", g)] = recs[0] if rc == 0 and len(recs) == 1 else {
-            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
-    for g in sample_ports:
-        lid, port = ca.get(g, (0, 0))
-        for kind, args in (("SL2VL", "%d//%d" % (lid, port)), ("VLAR", "%d/%d/1" % (lid, port))):
-            rc, out, err = cl.run(["saquery", kind, args])
-            recs = parse_sa_dump(out)
-            res[(kind, g)] = recs[0] if rc == 0 and len(recs) == 1 else {
-                "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+        res[("SWIR", g)] = one("SWIR", str(lids[g]))
     # The requester's path to the IPoIB broadcast group of the default
     # partition, which both SMs create (a source named in the query would
     # have to be a member).
-    rc, out, err = cl.run(["saquery", "-p", "--dgid", "ff12:401b:ffff::ffff:ffff"])
-    recs = parse_sa_dump(out)
-    res[("MPR",)] = recs[0] if rc == 0 and len(recs) == 1 else {
-        "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
-    rc, out, err = cl.run(["saquery", "SMIR"])
-    recs = parse_sa_dump(out)
-    res[("SMIR",)] = recs[0] if rc == 0 and len(recs) == 1 else {
-        "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+    res[("MPR",)] = one("-p", "--dgid", "ff12:401b:ffff::ffff:ffff")
+    res[("SMIR",)] = one("SMIR")
     for a, b in pairs:
-        rc, out, err = cl.run(["saquery", "-p", "--src-to-dst", "%d:%d" % (lids[a], lids[b])])
-        recs = parse_sa_dump(out)
-        res[("PR", a, b)] = recs[0] if rc == 0 and len(recs) == 1 else {
-            "error": "rc %d, %d records %s" % (rc, len(recs), err[-200:])}
+        res[("PR", a, b)] = one("-p", "--src-to-dst", "%d:%d" % (lids[a], lids[b]))
     return res
 
 
