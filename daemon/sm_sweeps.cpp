@@ -374,8 +374,10 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
         const routing::Port& port = fabric.port(n, static_cast<PortNum>(p));
         reset = port.connected() && port.state != routing::PortState::kActive;
       }
-      if (reset) held_pkeys_.forget(fabric.node(n).guid);
-      if (reset) held_vls_.forget(fabric.node(n).guid);
+      if (reset) {
+        held_pkeys_.forget(fabric.node(n).guid);
+        held_vls_.forget(fabric.node(n).guid);
+      }
       if (held_unknown_.count(fabric.node(n).guid) != 0) held_mfts_.forget(fabric.node(n).guid);
     }
   }
