@@ -50,7 +50,7 @@ class McRequest {
         layout_(*mad::layout_of(static_cast<std::uint16_t>(mad::Attr::kMcMemberRecord))),
         query_(req.data.data(), layout_.size) {}
 
-  McAnswer run() {
+  AttrAnswer run() {
     switch (static_cast<Method>(req_.method)) {
       case Method::kGet:
       case Method::kGetTable:
@@ -316,14 +316,14 @@ class McRequest {
   state::McastRegistry& registry_;
   const mad::RecordLayout& layout_;
   std::span<const std::uint8_t> query_;
-  McAnswer out_;
+  AttrAnswer out_;
 };
 
 }  // namespace
 
-McAnswer answer_mcmember(const mad::SaMad& req, Lid requester, const state::FabricState& st,
-                         const SaAgentOptions& opts, const state::PathIndex& index,
-                         state::McastRegistry& registry) {
+AttrAnswer answer_mcmember(const mad::SaMad& req, Lid requester, const state::FabricState& st,
+                           const SaAgentOptions& opts, const state::PathIndex& index,
+                           state::McastRegistry& registry) {
   return McRequest(req, requester, st, opts, index, registry).run();
 }
 

@@ -30,14 +30,8 @@
 
 namespace subnetd::daemon::sa {
 
-struct McAnswer {
-  std::uint16_t status = 0;
-  std::vector<std::uint8_t> records;  // 56 bytes each
-  std::size_t count = 0;
-};
-
-McAnswer answer_mcmember(const discovery::mad::sa::SaMad& req, Lid requester,
-                         const state::FabricState& st, const SaAgentOptions& opts,
-                         const state::PathIndex& index, state::McastRegistry& registry);
+AttrAnswer answer_mcmember(const discovery::mad::sa::SaMad& req, Lid requester,
+                           const state::FabricState& st, const SaAgentOptions& opts,
+                           const state::PathIndex& index, state::McastRegistry& registry);
 
 }  // namespace subnetd::daemon::sa

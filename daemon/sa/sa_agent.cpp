@@ -120,12 +120,19 @@ class Answer {
       return;
     }
     layout_ = mad::layout_of(req_.attr_id);
-    if (attr == Attr::kMcMemberRecord && mcast_ != nullptr) {
+    // Attributes with joins and registrations (Set and Delete too) have a
+    // handler of their own.
+    if ((attr == Attr::kMcMemberRecord && mcast_ != nullptr) || attr == Attr::kServiceRecord) {
       if (st_.topology == nullptr || st_.lids == nullptr) {
         status = mad::status::kNoResources;
         return;
       }
-      McAnswer a = answer_mcmember(req_, requester_, st_, opts_, *paths_.get(st_), *mcast_);
+      const std::shared_ptr<const state::PathIndex> index = paths_.get(st_);
+      AttrAnswer a =
+          attr == Attr::kServiceRecord
+              ? answer_service(req_, requester_, st_, opts_, *index, *services_,
+                               opts_.now ? opts_.now() : std::chrono::steady_clock::now())
+              : answer_mcmember(req_, requester_, st_, opts_, *index, *mcast_);
       status = a.status;
       records = std::move(a.records);
       count = a.count;
@@ -169,19 +176,6 @@ class Answer {
         break;
       default:
         break;
-    }
-    if (attr == Attr::kServiceRecord) {
-      if (st_.topology == nullptr || st_.lids == nullptr) {
-        status = mad::status::kNoResources;
-        return;
-      }
-      const auto now = opts_.now ? opts_.now() : std::chrono::steady_clock::now();
-      ServiceAnswer a =
-          answer_service(req_, requester_, st_, opts_, *paths_.get(st_), *services_, now);
-      status = a.status;
-      records = std::move(a.records);
-      count = a.count;
-      return;
     }
     const bool served = build != nullptr || attr == Attr::kPathRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {

@@ -87,6 +87,15 @@ struct SaAgentOptions {
 
 class ServiceRegistry;
 
+// What the handler of one attribute answers (MCMemberRecord,
+// ServiceRecord): the status and the records, back to back, each the
+// record's size rounded up to 8 bytes.
+struct AttrAnswer {
+  std::uint16_t status = 0;
+  std::vector<std::uint8_t> records;
+  std::size_t count = 0;
+};
+
 using SaStats = state::SaStats;
 
 using MadBytes = std::array<std::uint8_t, discovery::mad::sa::kMadSize>;

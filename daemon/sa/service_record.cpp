@@ -44,7 +44,7 @@ class ServiceRequest {
         layout_(*mad::layout_of(static_cast<std::uint16_t>(mad::Attr::kServiceRecord))),
         query_(req.data.data(), layout_.size) {}
 
-  ServiceAnswer run() {
+  AttrAnswer run() {
     switch (static_cast<Method>(req_.method)) {
       case Method::kGet:
       case Method::kGetTable:
@@ -152,7 +152,7 @@ class ServiceRequest {
   ServiceRegistry::time_point now_;
   const mad::RecordLayout& layout_;
   std::span<const std::uint8_t> query_;
-  ServiceAnswer out_;
+  AttrAnswer out_;
 };
 
 }  // namespace
@@ -209,9 +209,9 @@ std::size_t ServiceRegistry::size() const {
   return entries_.size();
 }
 
-ServiceAnswer answer_service(const mad::SaMad& req, Lid requester, const state::FabricState& st,
-                             const SaAgentOptions& opts, const state::PathIndex& index,
-                             ServiceRegistry& registry, ServiceRegistry::time_point now) {
+AttrAnswer answer_service(const mad::SaMad& req, Lid requester, const state::FabricState& st,
+                          const SaAgentOptions& opts, const state::PathIndex& index,
+                          ServiceRegistry& registry, ServiceRegistry::time_point now) {
   return ServiceRequest(req, requester, st, opts, index, registry, now).run();
 }
 

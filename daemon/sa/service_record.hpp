@@ -74,15 +74,9 @@ class ServiceRegistry {
   std::map<Key, Entry> entries_;
 };
 
-struct ServiceAnswer {
-  std::uint16_t status = 0;
-  std::vector<std::uint8_t> records;  // 176 bytes each
-  std::size_t count = 0;
-};
-
-ServiceAnswer answer_service(const discovery::mad::sa::SaMad& req, Lid requester,
-                             const state::FabricState& st, const SaAgentOptions& opts,
-                             const state::PathIndex& index, ServiceRegistry& registry,
-                             ServiceRegistry::time_point now);
+AttrAnswer answer_service(const discovery::mad::sa::SaMad& req, Lid requester,
+                          const state::FabricState& st, const SaAgentOptions& opts,
+                          const state::PathIndex& index, ServiceRegistry& registry,
+                          ServiceRegistry::time_point now);
 
 }  // namespace subnetd::daemon::sa

@@ -511,24 +511,28 @@ std::uint16_t SimCore::sma_mft(mad::Smp& s, NodeId node) {
   return st::kOk;
 }
 
-Result<mad::SlToVlMappingTable> SimCore::sl2vl(NodeId node, PortNum in, std::uint32_t attr_mod) {
+namespace {
+// What an SMA handler answers to a Get of `attr_mod`, decoded as `Table`.
+template <class Table, class Handler>
+Result<Table> get_table(Handler&& handle, std::uint32_t attr_mod, const char* what) {
   mad::Smp s;
   s.method = mad::Method::kGet;
   s.attr_mod = attr_mod;
-  if (const auto status = sma_sl2vl(s, node, in); status != st::kOk) {
-    return Error{Errc::kInvalidArgument, fmt::format("SLtoVLMappingTable: status {:#x}", status)};
+  if (const auto status = handle(s); status != st::kOk) {
+    return Error{Errc::kInvalidArgument, fmt::format("{}: status {:#x}", what, status)};
   }
-  return mad::SlToVlMappingTable::decode(mad::data_of(s));
+  return Table::decode(mad::data_of(s));
+}
+}  // namespace
+
+Result<mad::SlToVlMappingTable> SimCore::sl2vl(NodeId node, PortNum in, std::uint32_t attr_mod) {
+  return get_table<mad::SlToVlMappingTable>([&](mad::Smp& s) { return sma_sl2vl(s, node, in); },
+                                            attr_mod, "SLtoVLMappingTable");
 }
 
 Result<mad::VlArbitrationTable> SimCore::vlarb(NodeId node, PortNum in, std::uint32_t attr_mod) {
-  mad::Smp s;
-  s.method = mad::Method::kGet;
-  s.attr_mod = attr_mod;
-  if (const auto status = sma_vlarb(s, node, in); status != st::kOk) {
-    return Error{Errc::kInvalidArgument, fmt::format("VLArbitrationTable: status {:#x}", status)};
-  }
-  return mad::VlArbitrationTable::decode(mad::data_of(s));
+  return get_table<mad::VlArbitrationTable>([&](mad::Smp& s) { return sma_vlarb(s, node, in); },
+                                            attr_mod, "VLArbitrationTable");
 }
 
 std::uint16_t SimCore::sma_vlarb(mad::Smp& s, NodeId node, PortNum in) {
