@@ -179,6 +179,9 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerCo
     out->set_records(st.records);
     out->set_malformed(st.malformed);
     out->set_ignored(st.ignored);
+    out->set_subscriptions(st.subscriptions);
+    out->set_reports(st.reports);
+    out->set_report_acks(st.report_acks);
   }
   return reply(ctx, Status::OK);
 }

@@ -86,9 +86,10 @@ Outcome cmd_status(Client& c) {
          r.verdict_message().empty() ? verdict : verdict + ": " + r.verdict_message()});
   if (r.has_sa()) {
     const auto& sa = r.sa();
-    t.add({"SA",
-           fmt::format("{} requests ({} errors), {} records; {} malformed, {} ignored",
-                       sa.requests(), sa.errors(), sa.records(), sa.malformed(), sa.ignored())});
+    t.add({"SA", fmt::format("{} requests ({} errors), {} records; {} malformed, {} ignored; "
+                             "{} subscriptions, {} reports ({} acknowledged)",
+                             sa.requests(), sa.errors(), sa.records(), sa.malformed(), sa.ignored(),
+                             sa.subscriptions(), sa.reports(), sa.report_acks())});
   }
   t.add({"Events", fmt::format("last id {}", r.last_event_id())});
   // Two columns without a header line.

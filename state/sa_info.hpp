@@ -9,11 +9,14 @@
 namespace subnetd::state {
 
 struct SaStats {
-  std::uint64_t requests = 0;   // well-formed requests answered
-  std::uint64_t errors = 0;     // of those, answered with a non-zero status
-  std::uint64_t records = 0;    // records sent
-  std::uint64_t malformed = 0;  // dropped: not a valid SA MAD
-  std::uint64_t ignored = 0;    // dropped: responses and other non-requests
+  std::uint64_t requests = 0;       // well-formed requests answered
+  std::uint64_t errors = 0;         // of those, answered with a non-zero status
+  std::uint64_t records = 0;        // records sent
+  std::uint64_t malformed = 0;      // dropped: not a valid SA MAD
+  std::uint64_t ignored = 0;        // dropped: responses and other non-requests
+  std::uint64_t subscriptions = 0;  // InformInfo subscriptions held
+  std::uint64_t reports = 0;        // Reports (notices) made for subscribers
+  std::uint64_t report_acks = 0;    // ReportResps received
 };
 
 class SaInfo {

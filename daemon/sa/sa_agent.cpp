@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include "daemon/sa/inform.hpp"
 #include "daemon/sa/mcmember.hpp"
 #include "daemon/sa/records.hpp"
 #include "daemon/sa/service_record.hpp"
@@ -37,6 +38,10 @@ enum PrBit : unsigned {
   kPrSgid = 3,
   kPrDlid = 4,
   kPrSlid = 5,
+  kPrRawTraffic = 6,
+  kPrFlowLabel = 8,
+  kPrHopLimit = 9,
+  kPrTClass = 10,
   kPrReversible = 11,
   kPrNumbPath = 12,
   kPrPKey = 13,
@@ -48,6 +53,17 @@ enum PrBit : unsigned {
   kPrPltSelector = 20,
   kPrPlt = 21,
 };
+// MultiPathRecord component bits (sa.cpp's kMultiPathRecord) that a
+// PathRecord query has too, with the PathRecord bit they become.
+constexpr std::pair<unsigned, unsigned> kMprToPr[] = {
+    {0, kPrRawTraffic}, {2, kPrFlowLabel},     {3, kPrHopLimit}, {4, kPrTClass},
+    {5, kPrReversible}, {7, kPrPKey},          {9, kPrSl},       {10, kPrMtuSelector},
+    {11, kPrMtu},       {12, kPrRateSelector}, {13, kPrRate},    {14, kPrPltSelector},
+    {15, kPrPlt},
+};
+constexpr unsigned kMprNumbPath = 6, kMprSgidCount = 19, kMprDgidCount = 20;
+constexpr std::size_t kMprGids = 24;     // byte offset of the first GID
+constexpr std::size_t kMprMaxGids = 11;  // what one MAD carries
 
 // Whether an offered value passes the query's selector on it.
 bool selected(std::uint32_t offered, unsigned selector, std::uint32_t wanted) {
@@ -83,7 +99,7 @@ class Answer {
   // together (then emit_path() for each); null to walk at once.
   Answer(const mad::SaMad& req, Lid requester, const state::FabricState& st,
          const SaAgentOptions& opts, state::PathIndexCache& paths, PathBatch* batch,
-         state::McastRegistry* mcast, ServiceRegistry* services)
+         state::McastRegistry* mcast, ServiceRegistry* services, InformRegistry* informs)
       : req_(req),
         requester_(requester),
         st_(st),
@@ -91,7 +107,8 @@ class Answer {
         paths_(paths),
         batch_(batch),
         mcast_(mcast),
-        services_(services) {}
+        services_(services),
+        informs_(informs) {}
 
   // Status and the records (back to back, `stride` bytes each).
   std::uint16_t status = mad::status::kOk;
@@ -122,17 +139,22 @@ class Answer {
     layout_ = mad::layout_of(req_.attr_id);
     // Attributes with joins and registrations (Set and Delete too) have a
     // handler of their own.
-    if ((attr == Attr::kMcMemberRecord && mcast_ != nullptr) || attr == Attr::kServiceRecord) {
+    if ((attr == Attr::kMcMemberRecord && mcast_ != nullptr) || attr == Attr::kServiceRecord ||
+        attr == Attr::kInformInfo || attr == Attr::kInformInfoRecord) {
       if (st_.topology == nullptr || st_.lids == nullptr) {
         status = mad::status::kNoResources;
         return;
       }
       const std::shared_ptr<const state::PathIndex> index = paths_.get(st_);
-      AttrAnswer a =
-          attr == Attr::kServiceRecord
-              ? answer_service(req_, requester_, st_, opts_, *index, *services_,
-                               opts_.now ? opts_.now() : std::chrono::steady_clock::now())
-              : answer_mcmember(req_, requester_, st_, opts_, *index, *mcast_);
+      AttrAnswer a;
+      if (attr == Attr::kServiceRecord) {
+        a = answer_service(req_, requester_, st_, opts_, *index, *services_,
+                           opts_.now ? opts_.now() : std::chrono::steady_clock::now());
+      } else if (attr == Attr::kMcMemberRecord) {
+        a = answer_mcmember(req_, requester_, st_, opts_, *index, *mcast_);
+      } else {
+        a = answer_inform(req_, requester_, st_, opts_, *index, *informs_);
+      }
       status = a.status;
       records = std::move(a.records);
       count = a.count;
@@ -176,6 +198,10 @@ class Answer {
         break;
       default:
         break;
+    }
+    if (attr == Attr::kMultiPathRecord) {
+      multipath();
+      return;
     }
     const bool served = build != nullptr || attr == Attr::kPathRecord;
     if (layout_ == nullptr || !served || (method != Method::kGet && method != Method::kGetTable)) {
@@ -244,6 +270,72 @@ class Answer {
     if (prefix == opts_.subnet_prefix) port = index_->endport_of_guid(st_, Guid{guid});
     if (!port) status = mad::status::kInvalidGid;
     return port;
+  }
+
+  // MultiPathRecord (GetMulti, IBA 15.2.5.20): the PathRecords from every
+  // SGID to every DGID the request lists, SGIDCount and DGIDCount
+  // required (ERR_INSUFFICIENT_COMPONENTS), at most NumbPath of them when
+  // it is given and not 0. Each pair is answered as a PathRecord GetTable
+  // with that SGID and DGID and the request's other components would be
+  // (selectors, P_Key, SL, Reversible), so the two never disagree. The
+  // request is one MAD (11 GIDs at most, as OpenSM takes it).
+  void multipath() {
+    if (static_cast<Method>(req_.method) != Method::kGetMulti) {
+      status = mad::status::kMethodAttrUnsupported;
+      return;
+    }
+    if (st_.topology == nullptr || st_.lids == nullptr || st_.routes == nullptr) {
+      status = mad::status::kNoResources;
+      return;
+    }
+    const std::span<const std::uint8_t> q(req_.data.data(), layout_->size);
+    auto has = [&](unsigned bit) { return ((req_.comp_mask >> bit) & 1U) != 0; };
+    auto field = [&](unsigned bit) { return mad::get_field(q, layout_->components[bit]); };
+    if (!has(kMprSgidCount) || !has(kMprDgidCount)) {
+      status = mad::status::kInsufficientComponents;
+      return;
+    }
+    const std::size_t ns = field(kMprSgidCount), nd = field(kMprDgidCount);
+    if (ns == 0 || nd == 0 || ns + nd > kMprMaxGids) {
+      status = mad::status::kReqInvalid;
+      return;
+    }
+    const std::size_t limit =
+        has(kMprNumbPath) && field(kMprNumbPath) != 0 ? field(kMprNumbPath) : ns * nd;
+    const RecordLayout& prl = *mad::layout_of(static_cast<std::uint16_t>(Attr::kPathRecord));
+    layout_ = &prl;  // the answer is PathRecords
+    mad::SaMad sub = req_;
+    sub.attr_id = static_cast<std::uint16_t>(Attr::kPathRecord);
+    sub.method = static_cast<std::uint8_t>(Method::kGetTable);
+    sub.comp_mask = (1ULL << kPrSgid) | (1ULL << kPrDgid);
+    sub.data.fill(0);
+    for (const auto& [from, to] : kMprToPr) {
+      if (!has(from)) continue;
+      sub.comp_mask |= 1ULL << to;
+      mad::set_field(sub.data, prl.components[to], field(from));
+    }
+    const std::size_t sgid_at = prl.components[kPrSgid].offset / 8;
+    const std::size_t dgid_at = prl.components[kPrDgid].offset / 8;
+    for (std::size_t i = 0; i < ns && count < limit; ++i) {
+      for (std::size_t j = 0; j < nd && count < limit; ++j) {
+        std::memcpy(&sub.data[sgid_at], &req_.data[kMprGids + 16 * i], 16);
+        std::memcpy(&sub.data[dgid_at], &req_.data[kMprGids + 16 * (ns + j)], 16);
+        Answer one(sub, requester_, st_, opts_, paths_, nullptr, mcast_, services_, informs_);
+        one.run();
+        one.finish();
+        if (one.status != mad::status::kOk) {
+          status = one.status;  // a GID that names no port: the whole request
+          records.clear();
+          count = 0;
+          return;
+        }
+        const std::size_t take = std::min(one.count, limit - count);
+        records.insert(
+            records.end(), one.records.begin(),
+            one.records.begin() + static_cast<std::ptrdiff_t>(take * prl.attr_offset() * 8));
+        count += take;
+      }
+    }
   }
 
   // PathRecord components by their bit in the ComponentMask (their index).
@@ -474,6 +566,7 @@ class Answer {
   PathBatch* batch_;
   state::McastRegistry* mcast_;
   ServiceRegistry* services_;
+  InformRegistry* informs_;
   const RecordLayout* layout_ = nullptr;
   std::span<const std::uint8_t> query_;
   std::optional<RecordSet> set_;  // the records a table query (PathRecords too) answers
@@ -482,7 +575,10 @@ class Answer {
 }  // namespace
 
 SaAgent::SaAgent(SaAgentOptions opts, state::McastRegistry* mcast)
-    : opts_(std::move(opts)), mcast_(mcast), services_(std::make_unique<ServiceRegistry>()) {}
+    : opts_(std::move(opts)),
+      mcast_(mcast),
+      services_(std::make_unique<ServiceRegistry>()),
+      informs_(std::make_unique<InformRegistry>()) {}
 
 SaAgent::~SaAgent() = default;
 
@@ -507,6 +603,10 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
     }
     decoded[i] = *d;
     const mad::SaMad& req = decoded[i];
+    if (req.method == static_cast<std::uint8_t>(Method::kReportResp)) {
+      report_acks_.fetch_add(1, std::memory_order_relaxed);  // a subscriber got a Report
+      continue;
+    }
     if (req.is_response() || req.method == static_cast<std::uint8_t>(Method::kReport)) {
       // Responses, and Reports (the SA sends those; it does not take them).
       ignored_.fetch_add(1, std::memory_order_relaxed);
@@ -514,7 +614,7 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
     }
     requests_.fetch_add(1, std::memory_order_relaxed);
     answers[i].emplace(req, requests[i].requester, state, opts_, paths_, &batch, mcast_,
-                       services_.get());
+                       services_.get(), informs_.get());
     answers[i]->run();
   }
   if (!batch.queries.empty()) {
@@ -544,7 +644,8 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
       continue;
     }
     records_.fetch_add(a.count, std::memory_order_relaxed);
-    if (req.method == static_cast<std::uint8_t>(Method::kGetTable)) {
+    if (req.method == static_cast<std::uint8_t>(Method::kGetTable) ||
+        req.method == static_cast<std::uint8_t>(Method::kGetMulti)) {
       resp.attr_offset = a.attr_offset();
       out[i] = mad::segment_table(resp, a.records);
       continue;
@@ -556,9 +657,51 @@ std::vector<std::vector<MadBytes>> SaAgent::answer_many(std::span<const SaReques
 }
 
 SaStats SaAgent::stats() const {
-  return {requests_.load(std::memory_order_relaxed), errors_.load(std::memory_order_relaxed),
-          records_.load(std::memory_order_relaxed), malformed_.load(std::memory_order_relaxed),
-          ignored_.load(std::memory_order_relaxed)};
+  SaStats s;
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.errors = errors_.load(std::memory_order_relaxed);
+  s.records = records_.load(std::memory_order_relaxed);
+  s.malformed = malformed_.load(std::memory_order_relaxed);
+  s.ignored = ignored_.load(std::memory_order_relaxed);
+  s.subscriptions = informs_->size();
+  s.reports = reports_.load(std::memory_order_relaxed);
+  s.report_acks = report_acks_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::vector<Report> SaAgent::reports(const state::FabricState& before,
+                                     const state::FabricState& after) {
+  std::vector<Report> out;
+  if (informs_->size() == 0 || after.topology == nullptr || after.lids == nullptr) return out;
+  const std::vector<SaNotice> notices = notices_between(before, after, opts_.subnet_prefix);
+  if (notices.empty()) return out;
+  const std::shared_ptr<const state::PathIndex> index = paths_.get(after);
+  // A subscriber that left the subnet loses its subscriptions.
+  for (const SaNotice& n : notices) {
+    if (n.notice.trap_number == 65) informs_->drop_subscriber(n.subject_gid());
+  }
+  const std::vector<Subscription> subs = informs_->snapshot();
+  for (const SaNotice& n : notices) {
+    const auto body = n.bytes();
+    for (const Subscription& s : subs) {
+      if (!wants(s, n, after, *index, opts_.subnet_prefix)) continue;
+      const Guid guid{discovery::mad::load_be64(s.subscriber.data() + 8)};
+      const auto port = index->endport_of_guid(after, guid);
+      if (!port) continue;  // not reachable now
+      mad::SaMad m;
+      m.method = static_cast<std::uint8_t>(Method::kReport);
+      m.tid = next_report_tid_.fetch_add(1, std::memory_order_relaxed);
+      m.attr_id = static_cast<std::uint16_t>(Attr::kNotice);
+      std::memcpy(m.data.data(), body.data(), body.size());
+      Report r;
+      r.dlid = after.lids->base_lid(*after.topology, port->node, port->port).value;
+      r.qpn = discovery::mad::load_be24(s.info.data() + 28);
+      r.mad = mad::encode_sa(m);
+      out.push_back(r);
+    }
+  }
+  reports_.fetch_add(out.size(), std::memory_order_relaxed);
+  return out;
 }
 
 }  // namespace subnetd::daemon::sa

@@ -10,9 +10,14 @@
 // (Get and GetTable; the tables are built in
 // daemon/sa/records.hpp); MCMemberRecord (Get, GetTable, Set, Delete:
 // daemon/sa/mcmember.hpp); ServiceRecord (the same, with leases:
-// daemon/sa/service_record.hpp). Every other attribute
-// or method is answered with the IBA status for it (method/attribute unsupported), never dropped;
-// malformed MADs and responses are counted and dropped.
+// daemon/sa/service_record.hpp); InformInfo (Set: subscribe and
+// unsubscribe) and InformInfoRecord (Get, GetTable), with Reports of GID
+// in/out of service and link state changes to subscribers
+// (daemon/sa/inform.hpp); MultiPathRecord (GetMulti, see multipath() in
+// sa_agent.cpp). Every other attribute or method is answered with the IBA
+// status for it (method/attribute unsupported), never dropped; malformed
+// MADs and responses are counted and dropped (ReportResps are counted as
+// acknowledgements).
 //
 // Semantics, as OpenSM and the Linux SA clients expect them:
 //  - a query is a template record plus a ComponentMask; a record answers it
@@ -86,6 +91,7 @@ struct SaAgentOptions {
 };
 
 class ServiceRegistry;
+class InformRegistry;
 
 // What the handler of one attribute answers (MCMemberRecord,
 // ServiceRecord): the status and the records, back to back, each the
@@ -99,6 +105,14 @@ struct AttrAnswer {
 using SaStats = state::SaStats;
 
 using MadBytes = std::array<std::uint8_t, discovery::mad::sa::kMadSize>;
+
+// A Report (a notice for a subscriber) to send: to `dlid`, queue pair
+// `qpn`, with the GSI Q_Key 0x80010000.
+struct Report {
+  std::uint32_t dlid = 0;
+  std::uint32_t qpn = 1;
+  MadBytes mad{};
+};
 
 class SaAgent final : public state::SaInfo {
  public:
@@ -126,6 +140,12 @@ class SaAgent final : public state::SaInfo {
 
   SaStats stats() const;
 
+  // The Reports that tell InformInfo subscribers what changed from one
+  // published snapshot to the next (daemon/sa/inform.hpp: GID in and out
+  // of service, link state changes); nothing (and no work) without
+  // subscribers. For one thread at a time (the daemon's reporter).
+  std::vector<Report> reports(const state::FabricState& before, const state::FabricState& after);
+
   // state::SaInfo, for the API.
   SaStats sa_stats() const override { return stats(); }
   std::uint8_t packet_life_time() const override { return opts_.packet_life_time; }
@@ -136,6 +156,9 @@ class SaAgent final : public state::SaInfo {
   state::PathIndexCache paths_;  // PathRecords walk the tables through it
   state::McastRegistry* mcast_;
   std::unique_ptr<ServiceRegistry> services_;  // ServiceRecords registered
+  std::unique_ptr<InformRegistry> informs_;    // InformInfo subscriptions
+  std::atomic<std::uint64_t> reports_{0}, report_acks_{0};
+  std::atomic<std::uint64_t> next_report_tid_{1};
   std::atomic<std::uint64_t> requests_{0}, errors_{0}, records_{0}, malformed_{0}, ignored_{0};
 };
 

@@ -280,6 +280,55 @@ constexpr Component kVlArbRecord[] = {
     {"Reserved", 32, 32}, {"VLArbitrationTable", 64, 512},
 };
 
+// InformInfo (IBA 13.4.8.3): a subscription to notices, 36 bytes.
+#define SUBNETD_II(prefix, base)                                                          \
+  {prefix "GID", (base), 128}, {prefix "LIDRangeBegin", (base) + 128, 16},                \
+      {prefix "LIDRangeEnd", (base) + 144, 16}, {prefix "Reserved", (base) + 160, 16},    \
+      {prefix "IsGeneric", (base) + 176, 8}, {prefix "Subscribe", (base) + 184, 8},       \
+      {prefix "Type", (base) + 192, 16}, {prefix "TrapNumber", (base) + 208, 16},         \
+      {prefix "QPN", (base) + 224, 24}, {prefix "Reserved2", (base) + 248, 3},            \
+      {prefix "RespTimeValue", (base) + 251, 5}, {prefix "Reserved3", (base) + 256, 8}, { \
+    prefix "ProducerType", (base) + 264, 24                                               \
+  }
+constexpr Component kInformInfo[] = {SUBNETD_II("", 0)};
+
+// InformInfoRecord (IBA 15.2.5.12): the subscriber's GID, an enumerator
+// telling its subscriptions apart, 6 reserved bytes, the InformInfo.
+constexpr Component kInformInfoRecord[] = {
+    {"SubscriberGID", 0, 128},
+    {"Enum", 128, 16},
+    {"Reserved", 144, 48},
+    SUBNETD_II("InformInfo.", 192),
+};
+#undef SUBNETD_II
+
+// MultiPathRecord (IBA 15.2.5.20): the 24-byte head; the SGIDs then the
+// DGIDs follow it (16 bytes each), outside the component mask.
+constexpr Component kMultiPathRecord[] = {
+    {"RawTraffic", 0, 1},
+    {"Reserved", 1, 3},
+    {"FlowLabel", 4, 20},
+    {"HopLimit", 24, 8},
+    {"TClass", 32, 8},
+    {"Reversible", 40, 1},
+    {"NumbPath", 41, 7},
+    {"P_Key", 48, 16},
+    {"QoSClass", 64, 12},
+    {"SL", 76, 4},
+    {"MTUSelector", 80, 2},
+    {"MTU", 82, 6},
+    {"RateSelector", 88, 2},
+    {"Rate", 90, 6},
+    {"PacketLifeTimeSelector", 96, 2},
+    {"PacketLifeTime", 98, 6},
+    {"ServiceID8MSB", 104, 8},
+    {"IndependenceSelector", 112, 2},
+    {"Reserved2", 114, 6},
+    {"SGIDCount", 120, 8},
+    {"DGIDCount", 128, 8},
+    {"ServiceID56LSB", 136, 56},
+};
+
 constexpr RecordLayout kLayouts[] = {
     {Attr::kNodeRecord, "NodeRecord", 108, kNodeRecord},
     {Attr::kPortInfoRecord, "PortInfoRecord", 68, kPortInfoRecord},
@@ -295,6 +344,9 @@ constexpr RecordLayout kLayouts[] = {
     {Attr::kServiceRecord, "ServiceRecord", 176, kServiceRecord},
     {Attr::kSlToVlTableRecord, "SLtoVLMappingTableRecord", 16, kSl2VlRecord},
     {Attr::kVlArbTableRecord, "VLArbitrationTableRecord", 72, kVlArbRecord},
+    {Attr::kInformInfo, "InformInfo", 36, kInformInfo},
+    {Attr::kInformInfoRecord, "InformInfoRecord", 60, kInformInfoRecord},
+    {Attr::kMultiPathRecord, "MultiPathRecord", 24, kMultiPathRecord},
 };
 
 bool bit_at(std::span<const std::uint8_t> r, std::size_t bit) {

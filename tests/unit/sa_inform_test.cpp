@@ -1,0 +1,171 @@
+// InformInfo subscriptions and the Reports they bring: subscribing and
+// unsubscribing by Set, InformInfoRecords, which notices a published
+// change makes (GID out of/in service, link state changes) and which
+// subscribers they reach, ReportResps counted.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "daemon/sa/inform.hpp"
+#include "discovery/mad/bytes.hpp"
+#include "sa_test_support.hpp"
+
+namespace subnetd::daemon::sa {
+namespace {
+
+class SaInformTest : public SaAgentTest {
+ protected:
+  void SetUp() override {
+    SaAgentTest::SetUp();
+    // As a bring-up leaves them: every cabled port ACTIVE.
+    for (std::uint32_t i = 0; i < topo_->num_nodes(); ++i) {
+      for (PortNum p = 1; p <= topo_->node(NodeId{i}).num_ports; ++p) {
+        if (topo_->port(NodeId{i}, p).connected()) {
+          topo_->mutable_port(NodeId{i}, p).state = routing::PortState::kActive;
+        }
+      }
+    }
+  }
+  // An InformInfo Set from `from`: every notice (GID 0, all LIDs, all
+  // types, traps and producers) unless `trap` narrows it.
+  mad::SaMad inform(bool subscribe, std::uint16_t trap = 0xFFFF, std::uint8_t generic = 1,
+                    std::uint32_t qpn = 1) const {
+    mad::SaMad q = request(Method::kSet, Attr::kInformInfo);
+    set(q, "LIDRangeBegin", 0xFFFF);
+    set(q, "IsGeneric", generic);
+    set(q, "Subscribe", subscribe ? 1 : 0);
+    set(q, "Type", 0xFFFF);
+    set(q, "TrapNumber", trap);
+    set(q, "QPN", qpn);
+    set(q, "ProducerType", 0xFFFFFF);
+    return q;
+  }
+  std::uint16_t status(const mad::SaMad& q, PortRef from) {
+    return status_of(agent_.answer(mad::encode_sa(q), lid_of(from), state_));
+  }
+  std::vector<std::vector<std::uint8_t>> records(PortRef from) {
+    return table(agent_.answer(mad::encode_sa(request(Method::kGetTable, Attr::kInformInfoRecord)),
+                               lid_of(from), state_));
+  }
+  // The snapshot after `port`'s link went down (the CA's end and the
+  // switch's).
+  state::FabricState without(PortRef port) const {
+    auto t = std::make_shared<routing::Topology>(*topo_);
+    const routing::Port& p = t->port(port);
+    t->mutable_port(p.remote_node, p.remote_port).state = routing::PortState::kDown;
+    t->mutable_port(port.node, port.port).state = routing::PortState::kDown;
+    state::FabricState after = state_;
+    after.topology = t;
+    after.generation = state_.generation + 1;
+    return after;
+  }
+  std::uint64_t guid_of(PortRef p) const { return topo_->port(p).guid.value; }
+};
+
+TEST_F(SaInformTest, SubscribeListAndUnsubscribe) {
+  const PortRef a = ca_ports_[0];
+  const auto answer = agent_.answer(mad::encode_sa(inform(true)), lid_of(a), state_);
+  ASSERT_EQ(status_of(answer), 0);
+  const auto resp = mad::decode_sa(answer.front());
+  EXPECT_EQ(resp->method, static_cast<std::uint8_t>(Method::kGetResp));
+  EXPECT_EQ(get(Attr::kInformInfo, {resp->data.begin(), resp->data.end()}, "QPN"), 1U);
+  // The same subscription again replaces it.
+  ASSERT_EQ(status(inform(true), a), 0);
+  const auto recs = records(ca_ports_[1]);
+  ASSERT_EQ(recs.size(), 1U);
+  EXPECT_EQ(discovery::mad::load_be64(&recs[0][8]), guid_of(a)) << "the subscriber's GID";
+  EXPECT_EQ(discovery::mad::load_be64(&recs[0][0]), 0xFE80'0000'0000'0000ULL);
+  EXPECT_EQ(get(Attr::kInformInfoRecord, recs[0], "InformInfo.TrapNumber"), 0xFFFFU);
+  EXPECT_EQ(agent_.stats().subscriptions, 1U);
+
+  ASSERT_EQ(status(inform(false), a), 0);
+  EXPECT_TRUE(records(a).empty());
+  EXPECT_EQ(status(inform(false), a), mad::status::kReqInvalid) << "nothing to remove";
+  EXPECT_EQ(status(inform(true, 0xFFFF, 0), a), mad::status::kReqInvalid) << "vendor notices";
+  EXPECT_EQ(status(inform(true, 0xFFFF, 1, 0), a), mad::status::kReqInvalid) << "QP0";
+  mad::SaMad get = inform(true);
+  get.method = static_cast<std::uint8_t>(Method::kGet);
+  EXPECT_EQ(status(get, a), mad::status::kMethodAttrUnsupported);
+}
+
+TEST_F(SaInformTest, ALostPortIsReportedToItsSubscribers) {
+  const PortRef sub = ca_ports_[0], gone = ca_ports_[2], picky = ca_ports_[1];
+  ASSERT_EQ(status(inform(true), sub), 0);
+  ASSERT_EQ(status(inform(true, 64), picky), 0);  // in service only: not told
+  const state::FabricState after = without(gone);
+  const std::vector<Report> reports = agent_.reports(state_, after);
+  // Trap 65 for the CA port, trap 128 from its switch, both to `sub`.
+  ASSERT_EQ(reports.size(), 2U);
+  bool saw65 = false, saw128 = false;
+  for (const Report& r : reports) {
+    EXPECT_EQ(r.dlid, lid_of(sub).value);
+    EXPECT_EQ(r.qpn, 1U);
+    const auto m = mad::decode_sa(r.mad);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->method, static_cast<std::uint8_t>(Method::kReport));
+    EXPECT_EQ(m->attr_id, static_cast<std::uint16_t>(Attr::kNotice));
+    const auto n = discovery::mad::Notice::decode(discovery::mad::ConstSmpData(m->data.data(), 64));
+    EXPECT_TRUE(n.is_generic);
+    if (n.trap_number == 65) {
+      saw65 = true;
+      EXPECT_EQ(n.type, 3U);
+      EXPECT_EQ(n.producer_type, 4U);
+      EXPECT_EQ(discovery::mad::load_be64(&m->data[16 + 8]), guid_of(gone)) << "the GID lost";
+    } else if (n.trap_number == 128) {
+      saw128 = true;
+      const NodeId sw = topo_->port(gone).remote_node;
+      EXPECT_EQ(n.issuer_lid, lid_of({sw, 0}).value);
+      EXPECT_EQ(discovery::mad::load_be64(&m->data[64 + 8]), topo_->port(sw, 0).guid.value);
+    }
+  }
+  EXPECT_TRUE(saw65);
+  EXPECT_TRUE(saw128);
+  EXPECT_EQ(agent_.stats().reports, 2U);
+  // Back in service: trap 64, which `picky` wants too.
+  const auto back = agent_.reports(after, [&] {
+    state::FabricState s = state_;
+    s.generation = after.generation + 1;
+    s.topology = std::make_shared<routing::Topology>(*topo_);
+    return s;
+  }());
+  std::size_t to_picky = 0;
+  for (const Report& r : back) {
+    if (r.dlid == lid_of(picky).value) ++to_picky;
+  }
+  EXPECT_EQ(to_picky, 1U);
+
+  // The subscriber answers; a ReportResp is counted, not answered.
+  mad::SaMad ack = mad::decode_sa(reports.front().mad).value();
+  ack.method = static_cast<std::uint8_t>(Method::kReportResp);
+  EXPECT_TRUE(agent_.answer(mad::encode_sa(ack), lid_of(sub), state_).empty());
+  EXPECT_EQ(agent_.stats().report_acks, 1U);
+}
+
+TEST_F(SaInformTest, ASubscriberThatLeavesLosesItsSubscriptions) {
+  const PortRef sub = ca_ports_[0];
+  ASSERT_EQ(status(inform(true), sub), 0);
+  // Nothing changes: no reports, no work.
+  EXPECT_TRUE(agent_.reports(state_, state_).empty());
+  const state::FabricState after = without(sub);
+  agent_.reports(state_, after);
+  EXPECT_EQ(agent_.stats().subscriptions, 0U);
+}
+
+TEST_F(SaInformTest, GidAndLidRangeNarrowTheIssuer) {
+  const PortRef sub = ca_ports_[0], gone = ca_ports_[2];
+  const NodeId sw = topo_->port(gone).remote_node;
+  // Only notices issued by LIDs of the switch: its trap 128, not the
+  // SM's trap 65.
+  mad::SaMad q = inform(true);
+  set(q, "LIDRangeBegin", lid_of({sw, 0}).value);
+  set(q, "LIDRangeEnd", 0);
+  ASSERT_EQ(status(q, sub), 0);
+  const auto reports = agent_.reports(state_, without(gone));
+  ASSERT_EQ(reports.size(), 1U);
+  const auto m = mad::decode_sa(reports.front().mad);
+  EXPECT_EQ(discovery::mad::load_be16(&m->data[4]), 128U);
+}
+
+}  // namespace
+}  // namespace subnetd::daemon::sa
