@@ -100,6 +100,19 @@ class Transport {
                  "this transport does not carry GMP class " + std::to_string(mgmt_class)};
   }
 
+  // Sends one GMP (a request such as an SA Report) from our port's QP1 to
+  // `dlid`, queue pair `qpn`, with the GSI Q_Key. The class must be one
+  // this transport serves (serve_gmp_class). Thread-safe: the daemon calls
+  // it from its own threads. An error when the backend carries no GMPs or
+  // the MAD cannot be queued; a lost packet is not an error.
+  virtual Result<void> send_gmp(std::uint32_t dlid, std::uint32_t qpn,
+                                std::span<const std::uint8_t> mad) {
+    (void)dlid;
+    (void)qpn;
+    (void)mad;
+    return Error{Errc::kUnsupported, "this transport does not send GMPs"};
+  }
+
   // Short name for logs ("sim", "umad:mlx5_0:1").
   virtual std::string name() const = 0;
 };

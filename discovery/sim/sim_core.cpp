@@ -402,6 +402,39 @@ void SimCore::lr_at_switch(std::uint32_t pk, NodeId node, PortNum in) {
   transmit(pk, node, out);
 }
 
+std::optional<PortRef> SimCore::walk_gmp(PortRef from, std::uint32_t dlid) const {
+  if (dlid == 0 || dlid > max_lid() || !powered(from.node)) return std::nullopt;
+  if (owns_lid(from.node, lid_port(from.node, from.port), dlid)) {
+    return PortRef{from.node, lid_port(from.node, from.port)};
+  }
+  NodeId node = from.node;
+  PortNum out = from.port;
+  if (is_switch(node)) return std::nullopt;  // a switch's own GMPs: not modelled
+  for (unsigned hops = 0; hops <= opts_.lid_routed_hop_limit; ++hops) {
+    const routing::Port& tp = topo_.port(node, out);
+    if (!tp.connected() || !link_physically_up(node, out) ||
+        ports_[index(node, out)].state != PortState::kActive ||
+        ports_[index(tp.remote_node, tp.remote_port)].state != PortState::kActive) {
+      return std::nullopt;
+    }
+    node = tp.remote_node;
+    if (!is_switch(node)) {
+      if (!owns_lid(node, tp.remote_port, dlid)) return std::nullopt;
+      return PortRef{node, tp.remote_port};
+    }
+    if (owns_lid(node, 0, dlid)) return PortRef{node, 0};
+    const std::uint32_t si = topo_.node(node).switch_index.value;
+    if (dlid > switches_[si].linear_fdb_top) return std::nullopt;
+    const std::vector<std::uint8_t>& lft = lfts_[si];
+    if (dlid >= lft.size() || lft[dlid] == routing::kDropPort) return std::nullopt;
+    out = failover_[si] ? choose_port(node, dlid, lft[dlid]) : lft[dlid];
+    if (out == routing::kDropPort || out == 0 || out > topo_.node(node).num_ports) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 void SimCore::lr_delivered(std::uint32_t pk, NodeId node, PortNum in) {
   Packet& p = pool_[pk];
   p.lid_routed = false;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 #include <span>
@@ -150,6 +151,13 @@ class SimCore {
   // port, or with failover a live port of the LID's group; routing::kDropPort
   // when it would be dropped (unset, no live port left), 0 when `sw` owns it.
   std::uint8_t effective_port(NodeId sw, std::uint32_t lid) const;
+  // Where a LID-routed GMP (QP1, a data VL) sent from endport `from` to
+  // `dlid` ends up now: the endport owning `dlid` (a CA port, or a
+  // switch's port 0), or nullopt when it is lost on the way (a link not
+  // ACTIVE at both ends, a switch that forwards nowhere, a loop). The
+  // switches forward as for SMPs, failover included; instantly (GMPs are
+  // not on the event queue).
+  std::optional<PortRef> walk_gmp(PortRef from, std::uint32_t dlid) const;
   // The effective forwarding state after faults, checked where it differs
   // from the LFTs (sim_failover.cpp).
   FailoverCheck check_failover_forwarding() const;

@@ -300,7 +300,10 @@ Result<NodeId> SimFabric::node_by_guid(Guid guid) const {
 
 SimStats SimFabric::stats() const {
   std::lock_guard lock(mu_);
-  return core_.stats();
+  SimStats st = core_.stats();
+  st.gmp_delivered = gmp_delivered_;
+  st.gmp_lost = gmp_lost_;
+  return st;
 }
 
 Result<PortView> SimFabric::port_view(PortRef ref) const {

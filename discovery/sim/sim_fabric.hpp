@@ -30,9 +30,12 @@
 // receive(0) until that returns nullopt. With a latency model, packets still
 // on the wire become visible only as receive() moves the clock forward.
 
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <unordered_map>
 
 #include "discovery/sim/sim_core.hpp"
 #include "discovery/sim/sim_types.hpp"
@@ -61,6 +64,34 @@ class SimFabric final : public Transport {
   bool virtual_time() const override { return true; }
   void watch_event_fd(bool watched) override;
   std::string name() const override { return "sim"; }
+
+  // ---- GMPs: the SM's GMP servers and simulated CAs as their clients
+  // (thread-safe). A GMP crosses the fabric at once, forwarded as the
+  // switches forward now (SimCore::walk_gmp): no latency model, but a
+  // broken path or a wrong table loses it. A request reaching the SM's
+  // port is answered by the server of its class on the sender's thread,
+  // without the fabric's lock (a server must not call back into this
+  // fabric), and the answer travels back the same way.
+  Result<void> serve_gmp_class(std::uint8_t mgmt_class, GmpServer server) override;
+  Result<void> send_gmp(std::uint32_t dlid, std::uint32_t qpn,
+                        std::span<const std::uint8_t> mad) override;
+  // A GMP as a simulated CA port receives it: the sender's LID, the QP it
+  // was sent to, the 256 bytes (each segment of a multi-packet answer is
+  // one delivery).
+  struct GmpDelivery {
+    std::uint32_t slid = 0;
+    std::uint32_t qpn = 1;
+    std::array<std::uint8_t, kMadSize> mad{};
+  };
+  // Sends a GMP from CA port `from` (its LID the source) to `dlid`, QP1.
+  // Errors: `from` is not a CA port of the fabric, or `mad` is not 256
+  // bytes. A lost GMP is not an error (stats().gmp_lost counts it).
+  Result<void> gmp_send(PortRef from, std::uint32_t dlid, std::span<const std::uint8_t> mad);
+  // What arrived at CA port `at` since the last call, oldest first.
+  std::vector<GmpDelivery> gmp_take(PortRef at);
+  // The next GMP to arrive at `at`: waits for it (up to `limit` of real
+  // time, for a Report that another thread's work sends), nullopt when none came.
+  std::optional<GmpDelivery> gmp_wait(PortRef at, std::chrono::milliseconds limit);
 
   // ---- fault injection (thread-safe; effective at the current transport time)
   // Cuts / restores the cable at `end` (either end names the link): both
@@ -148,8 +179,20 @@ class SimFabric final : public Transport {
   Result<NodeId> check_switch(NodeId node) const;
   Result<NodeId> find_node(std::string_view description) const;
 
+  // Delivers a GMP from `from` to `dlid` as `qpn` receives it: into a CA
+  // port's inbox, or to a server when it reaches the SM's port (returned
+  // for the caller to run without mu_). Caller holds mu_.
+  std::shared_ptr<const GmpServer> route_gmp(PortRef from, std::uint32_t dlid, std::uint32_t qpn,
+                                             std::span<const std::uint8_t> mad);
+
   mutable std::mutex mu_;
   SimCore core_;  // guarded by mu_ (its topology() is immutable and is not)
+  // GMPs, guarded by mu_: the servers by class, the CA ports' inboxes (by
+  // port index), the counters; gmp_arrived_ wakes gmp_wait().
+  std::vector<std::pair<std::uint8_t, std::shared_ptr<const GmpServer>>> gmp_servers_;
+  std::unordered_map<std::uint32_t, std::deque<GmpDelivery>> gmp_inbox_;
+  std::uint64_t gmp_delivered_ = 0, gmp_lost_ = 0;
+  std::condition_variable gmp_arrived_;
   int event_fd_;
   bool event_fd_armed_ = false;   // guarded by mu_
   bool event_fd_watched_ = true;  // guarded by mu_

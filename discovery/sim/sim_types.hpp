@@ -175,6 +175,11 @@ struct SimStats {
   // Transport time of the latest detection or notification that changed
   // some switch's forwarding (data-plane recovery ends there).
   std::chrono::nanoseconds failover_last_change{0};
+  // GMPs (SA queries, answers, Reports) between simulated CAs and the
+  // SM's port: delivered to an inbox or a server, and lost on the way (or
+  // at a port where nothing serves their class).
+  std::uint64_t gmp_delivered = 0;
+  std::uint64_t gmp_lost = 0;
 
   std::uint64_t drops_of(DropReason r) const { return drops[static_cast<std::size_t>(r)]; }
   std::uint64_t drops_total() const {

@@ -351,6 +351,42 @@ Result<void> UmadTransport::serve_gmp_class(std::uint8_t mgmt_class, GmpServer s
   return {};
 }
 
+Result<void> UmadTransport::send_gmp(std::uint32_t dlid, std::uint32_t qpn,
+                                     std::span<const std::uint8_t> mad) {
+  // IBA 13.4.6.4: a Report is resent until its ReportResp arrives; one
+  // second apart, three more times, is what OpenSM's SA gives a
+  // subscriber too.
+  constexpr int kReportTimeoutMs = 1000;
+  constexpr int kReportRetries = 3;
+  if (mad.size() != kMadSize) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("{}: a GMP is {} bytes, not {}", name(), kMadSize, mad.size())};
+  }
+  int agent = -1;
+  {
+    std::lock_guard lock(gmp_mu_);
+    for (const GmpAgent& g : gmp_) {
+      if (g.mgmt_class == mad[1]) agent = g.agent;
+    }
+  }
+  if (agent < 0) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("{}: management class {:#04x} is not served here", name(), mad[1])};
+  }
+  std::vector<std::uint8_t> buf(umad_size() + kMadSize, 0);
+  std::memcpy(umad_get_mad(buf.data()), mad.data(), kMadSize);
+  umad_set_addr(buf.data(), static_cast<int>(dlid), static_cast<int>(qpn), 0,
+                static_cast<int>(kGsiQKey));
+  std::lock_guard lock(send_mu_);
+  const int r = umad_send(port_id_, agent, buf.data(), static_cast<int>(kMadSize), kReportTimeoutMs,
+                          kReportRetries);
+  if (r < 0) {
+    send_errors_.fetch_add(1, std::memory_order_relaxed);
+    return Error{Errc::kIo, fmt::format("{}: umad_send: {}", name(), errno_text(-r))};
+  }
+  return {};
+}
+
 void UmadTransport::gmp_loop() {
   // Everything queued is taken at once (up to kGmpBatch) and handed to its
   // server in one call, in arrival order: a burst of SA queries is worked

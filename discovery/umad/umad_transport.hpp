@@ -130,6 +130,12 @@ class UmadTransport final : public Transport {
   // multi-packet answer is sent as one buffer and the kernel segments it)
   // and answers its requests from the receiver thread.
   Result<void> serve_gmp_class(std::uint8_t mgmt_class, GmpServer server) override;
+  // A Report (or any GMP request of a class we serve) to `dlid`/`qpn`,
+  // sent by the class's agent with a response timeout: the kernel resends
+  // it until the ReportResp comes back (which reaches the class server as
+  // a response) or the retries run out (counted as a kernel timeout).
+  Result<void> send_gmp(std::uint32_t dlid, std::uint32_t qpn,
+                        std::span<const std::uint8_t> mad) override;
 
   SmAgent& sm_agent() { return *agent_; }
   UmadStats stats() const;
