@@ -27,6 +27,7 @@
 #include "daemon/config.hpp"
 #include "daemon/dump_files.hpp"
 #include "daemon/proc_stats.hpp"
+#include "daemon/sa/reporter.hpp"
 #include "daemon/sa/sa_agent.hpp"
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
@@ -291,9 +292,14 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   } else {
     spdlog::warn("SA: not served: {}", served.error().message);
   }
+  // InformInfo subscribers get Reports of what each publish changed, sent
+  // from the reporter's own thread through the transport's GMP agent.
+  discovery::Transport* transport = bundle->transport.get();
+  std::unique_ptr<sa::Reporter> reporter;
   bool ready = false;
   SubnetManager::Hooks hooks;
-  hooks.published = [&ready](const state::FabricState& s) {
+  hooks.published = [&ready, &reporter](const state::FabricState& s) {
+    if (reporter) reporter->wake();
     const std::string status = status_line(s);
     if (s.state == state::SmState::kMaster && !ready) {
       ready = true;
@@ -306,6 +312,14 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   SubnetManager sm(io, cfg, std::move(bundle).value(), &writer, std::move(remembered).value(),
                    publisher, events, pool, std::move(hooks));
   sm.attach_multicast(&mcast);
+  reporter = std::make_unique<sa::Reporter>(sa_agent, publisher, [transport](const sa::Report& r) {
+    return transport->send_gmp(r.dlid, r.qpn, r.mad);
+  });
+  // Stopped before the SM (and the transport it owns) goes, on every way out.
+  struct StopReporter {
+    std::unique_ptr<sa::Reporter>& r;
+    ~StopReporter() { r.reset(); }
+  } stop_reporter{reporter};
 
   // Watchdog: pinged from the io thread while it keeps turning.
   std::uint64_t watchdog_usec = 0;
