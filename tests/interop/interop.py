@@ -309,6 +309,8 @@ def main():
     ap.add_argument("--probe", required=True)
     ap.add_argument("--reset-switch", help="umad_reset_switch, for the power cycle (daemon checks)")
     ap.add_argument("--mcast-join", help="mcast_join, for the multicast checks (daemon checks)")
+    ap.add_argument("--sa-client", help="sa_client, for the service and Report checks (daemon "
+                    "checks)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--subnetctl", help="subnetctl, for the daemon checks (required unless --daemon no)")
     ap.add_argument("--engines", default="updn,minhop")

@@ -23,7 +23,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
     notify = NotifySocket(os.path.join(os.path.dirname(api_sock), "notify.sock"))
     d = Child([args.subnetd, "--config", cfg, "--dump-dir", dump], env,
               os.path.join(workdir, "daemon.log"), extra_env=notify.env)
-    follow = None
+    follows = []
     try:
         # READY=1 comes with the first MASTER state, after the dump files
         # were written and with the API socket listening.
@@ -44,65 +44,132 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
-        # The switch-to-switch link that most CA pairs' paths cross (ties:
-        # the first), so the reroute has something to prove.
-        best = None
-        for link in fab.sw_links():
-            n = len(fab.pairs_using((link[0], link[1]), (link[2], link[3])))
-            if best is None or n > best[0]:
-                best = (n, link)
-        if not best:
-            return
-        a, pa, b, pb = best[1]
-        cut = "%s[%d]" % (fab.nodes[a]["desc"], pa)
-        affected = fab.pairs_using((a, pa), (b, pb))
-        affected = affected[:args.sample]
-        st, err = subnetctl(env, args, api_sock, ["status"])
-        if st is None:
-            fails.add(where, "daemon: " + err)
-            return
-        # Followed from the next event id: what happens between here and the
-        # follower's start is replayed, nothing is missed.
-        follow = EventFollower([args.subnetctl, "--socket", api_sock],
-                               int(st.get("last_event_id", "0")) + 1, env.env,
-                               os.path.join(workdir, "daemon-events.log"))
-        t0 = time.time()
-        ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
-        # New tables: the fast path's reroute, or the heavy sweep that
-        # replaces a refused repair.
-        first = follow.wait(lambda e: e.get("kind") in ("EVENT_KIND_REROUTE", "EVENT_KIND_SWEEP"), 30)
-        if first is None:
-            fails.add(where, "daemon: no reroute or sweep within 30 s of Unlink %s, see %s/daemon.log"
-                      % (cut, workdir))
-            return
-        took = time.time() - t0
-        what = "reroute" if first["kind"] == "EVENT_KIND_REROUTE" else "heavy sweep"
-        # After a reroute 20 traces: they finish before the re-balancing
-        # sweep, which gets them all.
-        own = 1 if fab.nodes.get(sm_node, {}).get("type") == "SW" else 0
-        aside = check_new_tables(env, args, api_sock, dump, (a, pa), (b, pb), affected, where, fails,
-                                 "after Unlink %s (%s)" % (cut, what), final=(what != "reroute"),
-                                 traced=20 if what == "reroute" else None, silent_ok=own)
-        log("  daemon: Unlink %s: %s after %.2f s" % (cut, what, took))
-        if what == "reroute":
-            # A heavy sweep re-balances 2 s after a repair; its tables must
-            # avoid the cable too (and checks it overlapped are made again).
-            first_id = int(first.get("id", "0"))
-            sweep = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_SWEEP"
-                                and int(e.get("id", "0")) > first_id, 30)
-            if sweep is None:
-                fails.add(where, "daemon: no re-balancing sweep within 30 s of the reroute, see "
-                          "%s/daemon.log" % workdir)
+
+        def reroute():
+            # The switch-to-switch link that most CA pairs' paths cross (ties:
+            # the first), so the reroute has something to prove.
+            best = None
+            for link in fab.sw_links():
+                n = len(fab.pairs_using((link[0], link[1]), (link[2], link[3])))
+                if best is None or n > best[0]:
+                    best = (n, link)
+            if not best:
                 return
-            check_new_tables(env, args, api_sock, dump, (a, pa), (b, pb), affected, where, fails,
-                             "after the re-balancing sweep" + (" (the reroute's checks overlapped it)"
-                                                               if aside else ""), final=True,
-                             silent_ok=own)
+            a, pa, b, pb = best[1]
+            cut = "%s[%d]" % (fab.nodes[a]["desc"], pa)
+            affected = fab.pairs_using((a, pa), (b, pb))
+            affected = affected[:args.sample]
+            st, err = subnetctl(env, args, api_sock, ["status"])
+            if st is None:
+                fails.add(where, "daemon: " + err)
+                return
+            # Followed from the next event id: what happens between here and the
+            # follower's start is replayed, nothing is missed.
+            follow = EventFollower([args.subnetctl, "--socket", api_sock],
+                                   int(st.get("last_event_id", "0")) + 1, env.env,
+                                   os.path.join(workdir, "daemon-events.log"))
+            follows.append(follow)
+            t0 = time.time()
+            ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+            # New tables: the fast path's reroute, or the heavy sweep that
+            # replaces a refused repair.
+            first = follow.wait(lambda e: e.get("kind") in ("EVENT_KIND_REROUTE", "EVENT_KIND_SWEEP"), 30)
+            if first is None:
+                fails.add(where, "daemon: no reroute or sweep within 30 s of Unlink %s, see %s/daemon.log"
+                          % (cut, workdir))
+                return
+            took = time.time() - t0
+            what = "reroute" if first["kind"] == "EVENT_KIND_REROUTE" else "heavy sweep"
+            # After a reroute 20 traces: they finish before the re-balancing
+            # sweep, which gets them all.
+            own = 1 if fab.nodes.get(sm_node, {}).get("type") == "SW" else 0
+            aside = check_new_tables(env, args, api_sock, dump, (a, pa), (b, pb), affected, where, fails,
+                                     "after Unlink %s (%s)" % (cut, what), final=(what != "reroute"),
+                                     traced=20 if what == "reroute" else None, silent_ok=own)
+            log("  daemon: Unlink %s: %s after %.2f s" % (cut, what, took))
+            if what == "reroute":
+                # A heavy sweep re-balances 2 s after a repair; its tables must
+                # avoid the cable too (and checks it overlapped are made again).
+                first_id = int(first.get("id", "0"))
+                sweep = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_SWEEP"
+                                    and int(e.get("id", "0")) > first_id, 30)
+                if sweep is None:
+                    fails.add(where, "daemon: no re-balancing sweep within 30 s of the reroute, see "
+                              "%s/daemon.log" % workdir)
+                    return
+                check_new_tables(env, args, api_sock, dump, (a, pa), (b, pb), affected, where, fails,
+                                 "after the re-balancing sweep" + (" (the reroute's checks overlapped it)"
+                                                                   if aside else ""), final=True,
+                                 silent_ok=own)
+
+        reroute()
+        if args.sa_client:
+            # Last: it pulls a CA cable and puts it back.
+            check_reports(env, fab, ib, args, sm_lid, where, fails)
     finally:
         d.finish(sig=signal.SIGTERM)
-        if follow is not None:
-            follow.close()
+        for f in follows:
+            f.close()
         notify.close()
+
+
+def check_reports(env, fab, ib, args, sm_lid, where, fails):
+    """An application on one simulated CA (sa_client under SIM_HOST)
+    registers a ServiceRecord, which `saquery SR` then lists, and subscribes
+    to notices (InformInfo); another CA's cable is pulled (ibsim Unlink) and
+    put back (ReLink): the subscriber must get the Report of trap 65 (GID
+    out of service) naming that port, then trap 64 (back in service), each
+    from the SM, and acknowledge them."""
+    cas = []
+    for g, v in sorted(fab.nodes.items()):
+        if v["type"] != "CA":
+            continue
+        pg = fab.port_guid.get((g, 1))
+        if pg in fab.lid_of and (g, 1) in fab.links and fab.lid_of[pg] != sm_lid:
+            cas.append((g, v["desc"], pg))
+    if len(cas) < 2:
+        return
+    sub, pulled = cas[0], cas[-1]
+    rc, out, err = env.run([args.sa_client, "service", "0x1234", "interop-svc"],
+                           extra_env={"SIM_HOST": sub[1]})
+    if rc != 0 or "status 0x0000" not in out:
+        fails.add(where, "daemon: sa_client service from %s: rc %d %s %s"
+                  % (sub[1], rc, out.strip(), err.strip()[-200:]))
+        return
+    rc, out, err = env.run(["saquery", "SR"])
+    if rc != 0 or "interop-svc" not in out:
+        fails.add(where, "daemon: saquery SR does not list the service: rc %d %s %s"
+                  % (rc, out.strip()[-300:], err.strip()[-200:]))
+    logpath = os.path.join(env.scratch, "sa-client-subscribe.log")
+    # --issm: ibsim gives requests on QP1 (a Report) only to a client that
+    # holds the issm device.
+    c = Child([args.sa_client, "subscribe", "--traps", "65,64", "--wait", "120", "--issm", "1"],
+              env, logpath,
+              extra_env={"SIM_HOST": sub[1]})
+    try:
+        if c.wait_line(r"subscribed status 0x0000", 30) is None:
+            fails.add(where, "daemon: sa_client subscribe from %s: no subscription (see %s)"
+                      % (sub[1], logpath))
+            return
+        ib.console('Unlink "%s"[1]' % pulled[1])
+        gid = "gid 0x%016x" % pulled[2]
+        if c.wait_line(r"report trap 65 issuer 0x%04x %s" % (sm_lid, gid), 60) is None:
+            fails.add(where, "daemon: no trap 65 Report for %s within 60 s of Unlink (see %s)"
+                      % (pulled[1], logpath))
+            return
+        ib.console('ReLink "%s"[1]' % pulled[1])
+        if c.wait_line(r"report trap 64 issuer 0x%04x %s" % (sm_lid, gid), 60) is None:
+            fails.add(where, "daemon: no trap 64 Report for %s within 60 s of ReLink (see %s)"
+                      % (pulled[1], logpath))
+            return
+    finally:
+        rc = c.finish(timeout=30)
+    if rc != 0:
+        fails.add(where, "daemon: sa_client subscribe exited %s (see %s)" % (rc, logpath))
+        return
+    log("  daemon: InformInfo: %s registered a service (saquery SR lists it), subscribed, and "
+        "got Reports of trap 65 and 64 when %s's cable was pulled and put back"
+        % (sub[1], pulled[1]))
 
 
 def check_new_tables(env, args, api_sock, dump, end_a, end_b, pairs, where, fails, label, final,
