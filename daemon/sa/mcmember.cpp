@@ -127,18 +127,42 @@ class McRequest {
     ++out_.count;
   }
 
+  // IBA 15.2.5.17 (p923): PortGID, JoinState and ProxyJoin are zero in
+  // the answer unless the request is trusted (carries the SM_Key, checked
+  // by the agent); a trusted query without a PortGID gets every member's
+  // record, any other one record per group (the named port's, if it is a
+  // member). Groups whose P_Key the requester does not hold are not
+  // shown. As OpenSM answers.
   void query() {
+    const bool trusted = req_.sm_key != 0;
+    const auto requester = state::endport_of_lid(st_, requester_);
     for (const state::McastGroup& g : registry_.groups()) {
-      if (g.members.empty()) {
-        const auto r = record(g, Guid{}, 0);
-        if (mad::matches(layout_, req_.comp_mask, query_, r)) emit(r);
+      if (requester && !holds(*requester, g.pkey)) continue;
+      if (trusted && !has(kPortGid)) {
+        if (g.members.empty()) offer(record(g, Guid{}, 0), true);
+        for (const auto& [port, join] : g.members) offer(record(g, port, join), true);
         continue;
       }
-      for (const auto& [port, join] : g.members) {
-        const auto r = record(g, port, join);
-        if (mad::matches(layout_, req_.comp_mask, query_, r)) emit(r);
+      if (has(kPortGid)) {
+        const Guid port{guid_of(gid_field(kPortGid))};
+        const auto member = g.members.find(port);
+        if (member == g.members.end()) continue;
+        offer(record(g, port, member->second), trusted);
+      } else {
+        offer(record(g, Guid{}, 0), trusted);
       }
     }
+  }
+  // Emits `r` when it matches the query, its member fields zeroed unless
+  // `trusted`.
+  void offer(std::vector<std::uint8_t> r, bool trusted) {
+    if (!mad::matches(layout_, req_.comp_mask, query_, r)) return;
+    if (!trusted) {
+      std::fill(r.begin() + 16, r.begin() + 32, 0);  // PortGID
+      mad::set_field(r, layout_.components[kJoinState], 0);
+      mad::set_field(r, layout_.components[kJoinState + 1], 0);  // ProxyJoin
+    }
+    emit(r);
   }
 
   // Whether a group's value passes the request's selector on it.

@@ -16,8 +16,12 @@
 //  - Delete (leave): PortGID and JoinState; the bits are removed, the
 //    member goes when none remain, the group when its last member leaves
 //    (not the IPoIB broadcast groups the SM keeps).
-//  - Get/GetTable: one record per (group, member), and one with a zero
-//    PortGID for a group without members; filtered by the component mask.
+//  - Get/GetTable (groups whose P_Key the requester holds): a trusted
+//    request (SM_Key set) without a PortGID gets one record per (group,
+//    member), and one with a zero PortGID for a group without members;
+//    any other query one record per group (the PortGID's when given, if
+//    it is a member), with PortGID, JoinState and ProxyJoin zeroed unless
+//    trusted (IBA 15.2.5.17, as OpenSM); filtered by the component mask.
 //    (That a Get answers exactly one record the SA agent enforces for
 //    every attribute.)
 

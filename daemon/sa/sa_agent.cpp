@@ -128,6 +128,12 @@ class Answer {
       status = mad::status::kMethodUnsupported;
       return;
     }
+    // A non-zero SM_Key makes a request trusted (IBA 15.4.1: it may see
+    // P_Key tables and others' multicast memberships), and must be ours.
+    if (req_.sm_key != 0 && req_.sm_key != opts_.sm_key) {
+      status = mad::status::kReqInvalid;
+      return;
+    }
     if (attr == Attr::kClassPortInfo) {
       if (method != Method::kGet) {
         status = mad::status::kMethodAttrUnsupported;
@@ -176,6 +182,10 @@ class Answer {
         build = lft_records;
         break;
       case Attr::kPKeyTableRecord:
+        if (req_.sm_key == 0) {  // trusted requests only, as OpenSM
+          status = mad::status::kReqInvalid;
+          return;
+        }
         build = pkey_table_records;
         break;
       case Attr::kSwitchInfoRecord:

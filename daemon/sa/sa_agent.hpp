@@ -20,6 +20,10 @@
 // acknowledgements).
 //
 // Semantics, as OpenSM and the Linux SA clients expect them:
+//  - a request with a non-zero SM_Key is trusted, and answered only when
+//    the key is ours (ERR_REQ_INVALID otherwise); P_KeyTableRecords go to
+//    trusted requests only, and others' multicast memberships are shown
+//    to them alone (daemon/sa/mcmember.hpp);
 //  - a query is a template record plus a ComponentMask; a record answers it
 //    when it agrees on every selected component (sa::matches);
 //  - Get answers exactly one record: none is ERR_NO_RECORDS, more is
@@ -85,6 +89,10 @@ struct SaAgentOptions {
   // SMInfoRecord:Priority of subnetd's own record (what its port answers
   // to SMInfo Get).
   std::uint8_t sm_priority = 15;
+  // The SM_Key a trusted request carries (IBA 14.4.1: 0 in a request means
+  // untrusted; any other key must be this one). OpenSM's default, 1, until
+  // the SM key is configured (issue 17).
+  std::uint64_t sm_key = 1;
   // The time ServiceRecord leases run on (steady_clock::now when empty;
   // tests move a manual one).
   std::function<std::chrono::steady_clock::time_point()> now;

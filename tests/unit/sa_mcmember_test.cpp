@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/sa/mcmember.hpp"
+#include "discovery/mad/bytes.hpp"
 #include "sa_test_support.hpp"
 
 namespace subnetd::daemon::sa {
@@ -60,11 +61,20 @@ TEST_F(SaMcMemberTest, IpoibJoinsTheBroadcastGroupTheSmMade) {
   // The answer method of a Set is GetResp.
   auto raw = mc_agent_.answer(mad::encode_sa(q), lid_of(a), state_);
   EXPECT_EQ(mad::decode_sa(raw.front())->method, static_cast<std::uint8_t>(Method::kGetResp));
-  // A query finds the member.
-  auto recs = table(mc_agent_.answer(
-      mad::encode_sa(request(Method::kGetTable, Attr::kMcMemberRecord)), Lid{1}, state_));
+  // A trusted query finds the member; an untrusted one the group, its
+  // member fields zeroed (IBA 15.2.5.17).
+  auto trusted = request(Method::kGetTable, Attr::kMcMemberRecord);
+  trusted.sm_key = 1;
+  auto recs = table(mc_agent_.answer(mad::encode_sa(trusted), Lid{1}, state_));
   ASSERT_EQ(recs.size(), 1U);
   EXPECT_EQ(get(Attr::kMcMemberRecord, recs[0], "JoinState"), state::kJoinFull);
+  EXPECT_EQ(discovery::mad::load_be64(&recs[0][24]), topo_->port(a).guid.value);
+  recs = table(mc_agent_.answer(mad::encode_sa(request(Method::kGetTable, Attr::kMcMemberRecord)),
+                                Lid{1}, state_));
+  ASSERT_EQ(recs.size(), 1U);
+  EXPECT_EQ(get(Attr::kMcMemberRecord, recs[0], "JoinState"), 0U);
+  EXPECT_EQ(discovery::mad::load_be64(&recs[0][24]), 0U);
+  EXPECT_EQ(get(Attr::kMcMemberRecord, recs[0], "MLID"), 0xC000U);
   // Leave.
   auto [left, _] = send(mc(Method::kDelete, bcast, a, state::kJoinFull), a);
   EXPECT_EQ(left, 0);

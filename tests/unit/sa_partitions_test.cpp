@@ -100,7 +100,12 @@ TEST_F(SaPartitionsTest, GrpcPathAnswerAgrees) {
 
 TEST_F(SaPartitionsTest, PKeyTableRecordsAreTheProgrammedTables) {
   const PortRef a = ca_ports_[0];
+  auto untrusted = request(Method::kGetTable, Attr::kPKeyTableRecord);
+  EXPECT_EQ(status_of(ask(untrusted)), mad::status::kReqInvalid) << "trusted requests only";
+  untrusted.sm_key = 2;
+  EXPECT_EQ(status_of(ask(untrusted)), mad::status::kReqInvalid) << "not our SM_Key";
   auto q = request(Method::kGetTable, Attr::kPKeyTableRecord, 1U);  // LID
+  q.sm_key = 1;
   set(q, "LID", lid_of(a).value);
   auto recs = table(ask(q));
   ASSERT_EQ(recs.size(), 1U) << "a generated CA's PartitionCap is unknown: one block";
@@ -123,7 +128,9 @@ TEST_F(SaPartitionsTest, PKeyTableRecordsAreTheProgrammedTables) {
   }
   EXPECT_EQ(recs.size(), 1 + facing_cas);
   // Every table of the fabric.
-  const auto all = table(ask(request(Method::kGetTable, Attr::kPKeyTableRecord)));
+  auto every = request(Method::kGetTable, Attr::kPKeyTableRecord);
+  every.sm_key = 1;
+  const auto all = table(ask(every));
   EXPECT_GT(all.size(), recs.size());
 }
 
