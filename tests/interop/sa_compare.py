@@ -20,6 +20,9 @@ run `ibnetdiscover -p` gives the LID of every CA port and switch, and then
   saquery VLAR <lid>/<port>/1     each sampled CA port's low-priority VLArb block
   saquery -p --dgid <IPoIB MGID>  the requester's path to the broadcast group
   saquery SMIR                    the SM's SMInfoRecord
+  saquery --smkey 1 PKTR <lid>/<port>/0  each sampled CA port's P_Key table block 0
+  saquery MCMR --mgid <IPoIB MGID>  the broadcast group's member, after one
+                                  CA (the file's last) joined it with mcast_join
 ask one record each (umad2sim has no RMPP). The records are matched by GUID
 (each SM assigns its own LIDs) and every field is compared.
 
@@ -45,6 +48,8 @@ from ibsim_helpers import (Ibsim, client_cwd, find_umad2sim, ibsim_sizing,  # no
 from proc_helpers import NotifySocket, stop  # noqa: E402
 import opensm_runner  # noqa: E402
 from interop_lib import parse_sa_dump  # noqa: E402
+
+IPOIB_MGID = "ff12:401b:ffff::ffff:ffff"
 
 # (query kind, field) -> why the two SMs may answer differently.
 BY_DESIGN = {
@@ -77,6 +82,7 @@ BY_DESIGN = {
                                  "where the switch claims support (ibsim's do not) and answers "
                                  "the 0 it read",
     ("GIR", "LID"): "each SM assigns its own LIDs (records are matched by GUID)",
+    ("PKTR", "LID"): "each SM assigns its own LIDs (records are matched by GUID)",
     ("SMIR", "LID"): "each SM's own LID",
     ("SMIR", "ActCount"): "each SM counts its own activity (OpenSM: SMPs sent; subnetd: snapshots "
                           "published)",
@@ -90,11 +96,11 @@ class Client:
         self.env = preload_env(sock)
         self.scratch = scratch
 
-    def run(self, args, timeout=60):
+    def run(self, args, timeout=60, extra_env=None):
         cwd = client_cwd(self.scratch)
         try:
-            p = subprocess.run(args, env=self.env, cwd=cwd, capture_output=True, text=True,
-                               timeout=timeout)
+            p = subprocess.run(args, env=dict(self.env, **(extra_env or {})), cwd=cwd,
+                               capture_output=True, text=True, timeout=timeout)
             # Every query and its answer, for whoever reads a failure.
             with open(os.path.join(self.scratch, "queries.log"), "a") as log:
                 log.write("$ %s (rc %d)\n%s%s\n" % (" ".join(args), p.returncode, p.stdout,
@@ -167,8 +173,24 @@ def query_all(cl, samples, args):
     # The requester's path to the IPoIB broadcast group of the default
     # partition, which both SMs create (a source named in the query would
     # have to be a member).
-    res[("MPR",)] = one("-p", "--dgid", "ff12:401b:ffff::ffff:ffff")
+    res[("MPR",)] = one("-p", "--dgid", IPOIB_MGID)
     res[("SMIR",)] = one("SMIR")
+    for g in sample_ports:
+        lid, port = ca.get(g, (0, 0))
+        # OpenSM answers P_KeyTableRecords to trusted requests only: its
+        # default SM_Key, 1 (subnetd does not check SM_Keys before issue 17).
+        res[("PKTR", g)] = one("--smkey", "1", "PKTR", "%d/%d/0" % (lid, port))
+    if args.mcast_join:
+        # One member, joined from its own simulated node, so that both SMs
+        # answer one record.
+        joiner = args.net.cas()[-1]
+        rc, out, err = cl.run([args.mcast_join, "ff12:401b:ffff:0:0:0:ffff:ffff"],
+                              extra_env={"SIM_HOST": joiner})
+        if rc != 0:
+            res[("MCMR",)] = {"error": "mcast_join from %s: rc %d %s %s"
+                                       % (joiner, rc, out.strip(), err.strip()[-200:])}
+        else:
+            res[("MCMR",)] = one("MCMR", "--mgid", IPOIB_MGID)
     for a, b in pairs:
         res[("PR", a, b)] = one("-p", "--src-to-dst", "%d:%d" % (lids[a], lids[b]))
     return res
@@ -226,6 +248,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=8)
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mcast-join", help="mcast_join, for the MCMemberRecord comparison")
     args = ap.parse_args()
     missing = [t for t in ("ibsim", "saquery", "ibnetdiscover") if shutil.which(t) is None]
     if missing or not find_umad2sim() or opensm_runner.find_program("opensm") is None:
@@ -240,6 +263,7 @@ def main():
     else:
         make_netfile(args.netfile_tool, args.fabric, path)
     net = read_net(path)
+    args.net = net
     sizing = ibsim_sizing(net)
     samples = {}
 
