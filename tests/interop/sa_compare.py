@@ -196,23 +196,27 @@ def query_all(cl, samples, args):
     return res
 
 
-def run_opensm(args, netfile, sizing, net, work, suite):
+def run_opensm(args, netfile, sizing, net, work, suite, timeout=120):
+    """OpenSM (-R updn) on a fresh ibsim of `netfile`; suite(Client) once it
+    is up (tests/bench/sa_rate_ibsim.py uses it too)."""
     out = os.path.join(work, "opensm")
     os.makedirs(out)
-    a = types.SimpleNamespace(fabric=args.fabric, engine="updn", outdir=out, timeout=120,
+    a = types.SimpleNamespace(fabric=args.fabric, engine="updn", outdir=out, timeout=timeout,
                               sweep=0, conf=None, creditloops=False, seed=1)
     run = opensm_runner.Run(a, netfile, sizing, net)
     try:
         t0 = time.time()
         run.start()
-        if run.wait_up(t0, 120) is None:
-            raise RuntimeError("OpenSM: no SUBNET UP within 120 s, see %s" % out)
+        if run.wait_up(t0, timeout) is None:
+            raise RuntimeError("OpenSM: no SUBNET UP within %d s, see %s" % (timeout, out))
         return suite(Client(run.sock, out))
     finally:
         run.stop()
 
 
-def run_subnetd(args, netfile, sizing, work, suite):
+def run_subnetd(args, netfile, sizing, work, suite, timeout=60):
+    """subnetd's daemon (updn, umad) on a fresh ibsim of `netfile`;
+    suite(Client) once it is READY."""
     out = os.path.join(work, "subnetd")
     os.makedirs(out)
     sock = "sac%d" % os.getpid()
@@ -228,8 +232,9 @@ def run_subnetd(args, netfile, sizing, work, suite):
         with open(os.path.join(out, "daemon.log"), "w") as log:
             d = subprocess.Popen([args.subnetd, "--config", cfg], env=dict(preload_env(sock), **notify.env),
                                  cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        if notify.wait_for("READY=1", d, 60) is None:
-            raise RuntimeError("subnetd: not READY within 60 s, see %s/daemon.log" % out)
+        if notify.wait_for("READY=1", d, timeout) is None:
+            raise RuntimeError("subnetd: not READY within %d s, see %s/daemon.log"
+                               % (timeout, out))
         return suite(Client(sock, out))
     finally:
         if d is not None:
