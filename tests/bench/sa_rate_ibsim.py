@@ -12,7 +12,8 @@ daemon over umad); once it is up, `ibnetdiscover -p` gives every CA port's
 LID and BUILD/bin/sa_client (libibumad, under umad2sim) sends N (default
 20000) Get PathRecord by SLID/DLID for seeded random pairs of them, W
 (default 16) in flight, and reports answers per second and the latency
-percentiles it saw.
+percentiles it saw; the CPU each process used meanwhile (from /proc) gives
+the SM's PathRecords per CPU-second, which the harness does not bound.
 
 What it measures is the SA behind ibsim: every MAD crosses ibsim's socket
 and its packet loop twice, so both SMs' rates are bounded by ibsim (the
@@ -42,17 +43,43 @@ LINE = re.compile(r"paths sent (\d+) answered (\d+) errors (\d+) lost (\d+) seco
                   r"rate (\d+)/s p50 (\d+) us p99 (\d+) us")
 
 
+def cpu_seconds(names):
+    """CPU seconds (user + system) of the running processes called `names`,
+    by name (one run at a time: one ibsim, one SM)."""
+    out = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        if comm in names:
+            fields = stat[stat.rindex(")") + 2:].split()
+            out[comm] = out.get(comm, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def load(cl, client, count, window):
     _, ca = sa_compare.lid_map(cl)
     lids = sorted({lid for lid, _ in ca.values() if lid})
+    names = ("ibsim", "opensm", "subnetd")
+    before = cpu_seconds(names)
     rc, out, err = cl.run([client, "paths", "--lids", ",".join(map(str, lids)),
                            "--count", str(count), "--window", str(window)], timeout=600)
+    after = cpu_seconds(names)
     m = LINE.search(out)
     if rc != 0 or not m:
         raise RuntimeError("sa_client paths: rc %d %s %s" % (rc, out.strip(), err.strip()[-300:]))
     keys = ["sent", "answered", "errors", "lost", "seconds", "rate", "p50_us", "p99_us"]
     r = {k: float(v) if k == "seconds" else int(v) for k, v in zip(keys, m.groups())}
     r["ca_lids"] = len(lids)
+    # How busy each process was while the client ran: ibsim near 100% is
+    # the harness's ceiling.
+    for n in names:
+        if n in after:
+            r["%s_cpu_pct" % n] = round(100 * (after[n] - before.get(n, 0.0)) / r["seconds"])
     return r
 
 
@@ -100,12 +127,16 @@ def main():
             print("%s %s: %s" % (spec, sm, r), flush=True)
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    print("\n| fabric | SM | CA LIDs | answered | errors | lost | PathRecords/s | p50 | p99 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| fabric | SM | CA LIDs | answered | errors | lost | PathRecords/s | p50 | p99 "
+          "| SM CPU | per SM CPU-s | ibsim CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print("| %s | %s | %d | %d | %d | %d | %d | %d us | %d us |"
+        sm_cpu = r.get("opensm_cpu_pct", r.get("subnetd_cpu_pct", 0))
+        per_cpu = r["answered"] / (r["seconds"] * sm_cpu / 100) if sm_cpu else 0
+        print("| %s | %s | %d | %d | %d | %d | %d | %d us | %d us | %d%% | %d | %d%% |"
               % (r["fabric"], r["sm"], r["ca_lids"], r["answered"], r["errors"], r["lost"],
-                 r["rate"], r["p50_us"], r["p99_us"]))
+                 r["rate"], r["p50_us"], r["p99_us"], sm_cpu, per_cpu,
+                 r.get("ibsim_cpu_pct", -1)))
     return 0
 
 
