@@ -86,10 +86,14 @@ bool open_port(const std::string& ca, int port_num, Port& p) {
   if (p.agent < 0) {
     std::fprintf(stderr, "sa_client: cannot open %s:%d for the SA class\n", p.info.ca_name,
                  p.info.portnum);
+    umad_release_port(&p.info);
     return false;
   }
   p.prefix = be64toh(p.info.gid_prefix);
   p.guid = be64toh(p.info.port_guid);
+  // What is used of the port (names, LIDs, GUIDs) stays; its P_Key table,
+  // allocated by umad_get_port, goes.
+  umad_release_port(&p.info);
   return true;
 }
 
