@@ -128,8 +128,9 @@ class Answer {
       status = mad::status::kMethodUnsupported;
       return;
     }
-    // A non-zero SM_Key makes a request trusted (IBA 15.4.1: it may see
-    // P_Key tables and others' multicast memberships), and must be ours.
+    // A non-zero SM_Key in the SA header makes a request trusted (it may
+    // see P_Key tables and others' multicast memberships), and must be
+    // ours, as OpenSM has it.
     if (req_.sm_key != 0 && req_.sm_key != opts_.sm_key) {
       status = mad::status::kReqInvalid;
       return;

@@ -89,9 +89,9 @@ struct SaAgentOptions {
   // SMInfoRecord:Priority of subnetd's own record (what its port answers
   // to SMInfo Get).
   std::uint8_t sm_priority = 15;
-  // The SM_Key a trusted request carries (IBA 14.4.1: 0 in a request means
-  // untrusted; any other key must be this one). OpenSM's default, 1, until
-  // the SM key is configured (issue 17).
+  // The SM_Key a trusted request carries in its SA header (0 there means
+  // untrusted; any other key must be this one, as OpenSM checks it).
+  // OpenSM's default, 1, until the SM key is configured (issue 17).
   std::uint64_t sm_key = 1;
   // The time ServiceRecord leases run on (steady_clock::now when empty;
   // tests move a manual one).

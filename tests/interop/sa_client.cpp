@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <infiniband/umad.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -178,11 +179,12 @@ int register_service(const Port& p, std::uint64_t id, const std::string& name,
 }
 
 int subscribe(const Port& p, const std::vector<unsigned long>& traps, int wait_s, bool issm) {
+  int issm_fd = -1;
   if (issm) {
     std::array<char, 256> path{};
     if (umad_get_issm_path(p.info.ca_name, p.info.portnum, path.data(),
                            static_cast<int>(path.size())) < 0 ||
-        open(path.data(), O_RDWR | O_NONBLOCK) < 0) {  // held until exit
+        (issm_fd = open(path.data(), O_RDWR | O_NONBLOCK)) < 0) {
       std::fprintf(stderr, "sa_client: cannot hold the issm device of %s:%d\n", p.info.ca_name,
                    p.info.portnum);
       return 1;
@@ -223,6 +225,12 @@ int subscribe(const Port& p, const std::vector<unsigned long>& traps, int wait_s
     send(p, ack, r.slid, 0, 0);
     if (trap == traps[next]) ++next;
   }
+  // Let go of the SA agent, the port and issm before exiting: under
+  // umad2sim each is a connection to ibsim, and a TSan build was seen to
+  // hang at exit with them open.
+  umad_unregister(p.fd, p.agent);
+  umad_close_port(p.fd);
+  if (issm_fd >= 0) close(issm_fd);
   return next == traps.size() ? 0 : 1;
 }
 
