@@ -34,7 +34,6 @@ constexpr std::uint8_t kTypeSubnetManagement = 3;
 constexpr std::uint8_t kTypeUrgent = 1;
 constexpr std::uint32_t kProducerClassManager = 4;
 constexpr std::uint32_t kProducerSwitch = 2;
-constexpr std::size_t kRecordSize = 60;
 
 std::uint32_t qpn_of(std::span<const std::uint8_t> info) {
   return load_be24(info.data() + kIiQpn);

@@ -59,15 +59,10 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             cut = "%s[%d]" % (fab.nodes[a]["desc"], pa)
             affected = fab.pairs_using((a, pa), (b, pb))
             affected = affected[:args.sample]
-            st, err = subnetctl(env, args, api_sock, ["status"])
-            if st is None:
-                fails.add(where, "daemon: " + err)
+            follow = follow_events(env, args, api_sock, workdir, "daemon-events.log", where,
+                                   fails)
+            if follow is None:
                 return
-            # Followed from the next event id: what happens between here and the
-            # follower's start is replayed, nothing is missed.
-            follow = EventFollower([args.subnetctl, "--socket", api_sock],
-                                   int(st.get("last_event_id", "0")) + 1, env.env,
-                                   os.path.join(workdir, "daemon-events.log"))
             follows.append(follow)
             t0 = time.time()
             ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
@@ -172,6 +167,19 @@ def check_reports(env, fab, ib, args, sm_lid, where, fails):
         % (sub[1], pulled[1]))
 
 
+def follow_events(env, args, api_sock, workdir, logname, where, fails):
+    """The daemon's events from the next id on (what happens between now
+    and the follower's start is replayed, nothing is missed), logged to
+    workdir/logname; None (and a failure) when its status cannot be read."""
+    st, err = subnetctl(env, args, api_sock, ["status"])
+    if st is None:
+        fails.add(where, "daemon: " + err)
+        return None
+    return EventFollower([args.subnetctl, "--socket", api_sock],
+                         int(st.get("last_event_id", "0")) + 1, env.env,
+                         os.path.join(workdir, logname))
+
+
 def check_new_tables(env, args, api_sock, dump, end_a, end_b, pairs, where, fails, label, final,
                      traced=None, silent_ok=0):
     """After an event that announced new tables (the SM's handling of it has
@@ -268,12 +276,9 @@ def check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, wh
         fails.add(where, "daemon: power cycle: no switch next to the SM's port %s" % port)
         return
     name, lid = fab.nodes[sw]["desc"], fab.lid_of[sw]
-    st, err = subnetctl(env, args, api_sock, ["status"])
-    if st is None:
-        fails.add(where, "daemon: " + err)
+    follow = follow_events(env, args, api_sock, workdir, "daemon-events-power.log", where, fails)
+    if follow is None:
         return
-    follow = EventFollower([args.subnetctl, "--socket", api_sock], int(st.get("last_event_id", "0")) + 1,
-                           env.env, os.path.join(workdir, "daemon-events-power.log"))
     try:
         rc, out, err = env.run([args.reset_switch, str(port)], timeout=60)
         if rc != 0 or not out.startswith("reset top "):
@@ -668,13 +673,9 @@ def check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fail
         return
     rng = random.Random(11)
     joiners = rng.sample(cas, 3)
-    st, err = subnetctl(env, args, api_sock, ["status"])
-    if st is None:
-        fails.add(where, "daemon: " + err)
+    follow = follow_events(env, args, api_sock, workdir, "mcast-events.log", where, fails)
+    if follow is None:
         return
-    follow = EventFollower([args.subnetctl, "--socket", api_sock],
-                           int(st.get("last_event_id", "0")) + 1, env.env,
-                           os.path.join(workdir, "mcast-events.log"))
     try:
         for g, desc in joiners:
             rc, out, err = env.run([args.mcast_join, IPOIB_BCAST], extra_env={"SIM_HOST": desc})
