@@ -108,13 +108,10 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         notify.close()
 
 
-def check_reports(env, fab, ib, args, sm_lid, where, fails):
-    """An application on one simulated CA (sa_client under SIM_HOST)
-    registers a ServiceRecord, which `saquery SR` then lists, and subscribes
-    to notices (InformInfo); another CA's cable is pulled (ibsim Unlink) and
-    put back (ReLink): the subscriber must get the Report of trap 65 (GID
-    out of service) naming that port, then trap 64 (back in service), each
-    from the SM, and acknowledge them."""
+def client_cas(fab, sm_lid):
+    """(node GUID, description, port-1 GUID) of every CA whose port 1 is
+    cabled and has a LID, the SM's own port aside: where an SA client
+    can run (SIM_HOST)."""
     cas = []
     for g, v in sorted(fab.nodes.items()):
         if v["type"] != "CA":
@@ -122,6 +119,17 @@ def check_reports(env, fab, ib, args, sm_lid, where, fails):
         pg = fab.port_guid.get((g, 1))
         if pg in fab.lid_of and (g, 1) in fab.links and fab.lid_of[pg] != sm_lid:
             cas.append((g, v["desc"], pg))
+    return cas
+
+
+def check_reports(env, fab, ib, args, sm_lid, where, fails):
+    """An application on one simulated CA (sa_client under SIM_HOST)
+    registers a ServiceRecord, which `saquery SR` then lists, and subscribes
+    to notices (InformInfo); another CA's cable is pulled (ibsim Unlink) and
+    put back (ReLink): the subscriber must get the Report of trap 65 (GID
+    out of service) naming that port, then trap 64 (back in service), each
+    from the SM, and acknowledge them."""
+    cas = client_cas(fab, sm_lid)
     if len(cas) < 2:
         return
     sub, pulled = cas[0], cas[-1]
@@ -662,13 +670,7 @@ def check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fail
     each member's port on its switch; and ibdmchk, given the daemon's dump
     files (opensm.mcfdbs written with the trees), must read the same tree
     with the three members and find no credit loop."""
-    cas = []
-    for g, v in sorted(fab.nodes.items()):
-        if v["type"] != "CA":
-            continue
-        pg = fab.port_guid.get((g, 1))
-        if pg in fab.lid_of and (g, 1) in fab.links and fab.lid_of[pg] != sm_lid:
-            cas.append((g, v["desc"]))
+    cas = [(g, desc) for g, desc, _ in client_cas(fab, sm_lid)]
     if len(cas) < 3:
         return
     rng = random.Random(11)

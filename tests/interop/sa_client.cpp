@@ -225,12 +225,7 @@ int subscribe(const Port& p, const std::vector<unsigned long>& traps, int wait_s
     send(p, ack, r.slid, 0, 0);
     if (trap == traps[next]) ++next;
   }
-  // Let go of the SA agent, the port and issm before exiting: under
-  // umad2sim each is a connection to ibsim, and a TSan build was seen to
-  // hang at exit with them open.
-  umad_unregister(p.fd, p.agent);
-  umad_close_port(p.fd);
-  if (issm_fd >= 0) close(issm_fd);
+  (void)issm_fd;  // held until exit
   return next == traps.size() ? 0 : 1;
 }
 
@@ -341,7 +336,12 @@ int main(int argc, char** argv) {
     const auto traps = split_numbers(opts.contains("--traps") ? opts["--traps"] : "");
     const int wait_s = opts.contains("--wait") ? std::atoi(opts["--wait"].c_str()) : 60;
     const bool issm = opts.contains("--issm") && opts["--issm"] == "1";
-    return subscribe(p, traps, wait_s, issm);
+    const int rc = subscribe(p, traps, wait_s, issm);
+    // Out at once: umad2sim's teardown of the connections a subscriber
+    // holds (agent, port, issm) was seen to hang under TSan and, closed by
+    // hand, to crash now and then; the kernel closes them all the same.
+    std::fflush(nullptr);
+    _exit(rc);
   }
   if (cmd == "paths" && words.size() == 1 && opts.contains("--lids")) {
     if (!open_port(ca, port, p)) return 1;
