@@ -16,6 +16,7 @@
 #include "discovery/mad/bytes.hpp"
 #include "discovery/mad/sa.hpp"
 #include "routing_test_support.hpp"
+#include "sa_test_support.hpp"
 #include "state/mcast_groups.hpp"
 
 namespace subnetd::daemon {
@@ -100,18 +101,8 @@ struct Harness {
   }
 };
 
-mad::SaMad request(Method m, Attr a, std::uint64_t mask = 0) {
-  mad::SaMad q;
-  q.method = static_cast<std::uint8_t>(m);
-  q.attr_id = static_cast<std::uint16_t>(a);
-  q.comp_mask = mask;
-  q.tid = 0x1234;
-  return q;
-}
-
-void set(mad::SaMad& q, const char* name, std::uint64_t v) {
-  mad::set_field(q.data, mad::component(*mad::layout_of(q.attr_id), name), v);
-}
+using sa::sa_query;
+using sa::sa_set;
 
 TEST(SaSimClient, QueriesCrossTheFabricAndTablesComeInSegments) {
   Harness h("fat-tree:levels=2,radix=8");
@@ -119,7 +110,7 @@ TEST(SaSimClient, QueriesCrossTheFabricAndTablesComeInSegments) {
   ASSERT_TRUE(testing::wait_idle(*h.sm));
   const auto cas = routing::testing::cabled_ca_ports(h.sim->topology());
   const PortRef client = cas.back();
-  const auto segs = h.ask(client, request(Method::kGetTable, Attr::kNodeRecord));
+  const auto segs = h.ask(client, sa_query(Method::kGetTable, Attr::kNodeRecord));
   ASSERT_GT(segs.size(), 1U) << "a NodeRecord table is more than one MAD";
   std::vector<std::array<std::uint8_t, mad::kMadSize>> raw;
   for (const auto& d : segs) {
@@ -151,11 +142,11 @@ TEST(SaSimClient, JoinRegisterSubscribeAndHearOfAPulledCable) {
 
   // IPoIB's join of the broadcast group the SM created.
   mad::SaMad join =
-      request(Method::kSet, Attr::kMcMemberRecord, (1ULL << 0) | (1ULL << 1) | (1ULL << 16));
+      sa_query(Method::kSet, Attr::kMcMemberRecord, (1ULL << 0) | (1ULL << 1) | (1ULL << 16));
   const state::Mgid bcast = state::ipoib_broadcast_mgid(0x7FFF);
   std::copy(bcast.begin(), bcast.end(), join.data.begin());
   h.put_gid(join, 16, app);
-  set(join, "JoinState", 1);
+  sa_set(join, "JoinState", 1);
   ASSERT_EQ(h.status(app, join), 0);
   const Guid app_guid = t.port(app).guid;
   ASSERT_NE(h.wait([&](const FabricState& s) {
@@ -166,21 +157,21 @@ TEST(SaSimClient, JoinRegisterSubscribeAndHearOfAPulledCable) {
             nullptr);
 
   // A service, for itself.
-  mad::SaMad svc = request(Method::kSet, Attr::kServiceRecord, 0x7);
-  set(svc, "ServiceID", 0x1000);
+  mad::SaMad svc = sa_query(Method::kSet, Attr::kServiceRecord, 0x7);
+  sa_set(svc, "ServiceID", 0x1000);
   h.put_gid(svc, 8, app);
-  set(svc, "ServiceP_Key", 0xFFFF);
+  sa_set(svc, "ServiceP_Key", 0xFFFF);
   ASSERT_EQ(h.status(app, svc), 0);
 
   // Every notice.
-  mad::SaMad sub = request(Method::kSet, Attr::kInformInfo);
-  set(sub, "LIDRangeBegin", 0xFFFF);
-  set(sub, "IsGeneric", 1);
-  set(sub, "Subscribe", 1);
-  set(sub, "Type", 0xFFFF);
-  set(sub, "TrapNumber", 0xFFFF);
-  set(sub, "QPN", 1);
-  set(sub, "ProducerType", 0xFFFFFF);
+  mad::SaMad sub = sa_query(Method::kSet, Attr::kInformInfo);
+  sa_set(sub, "LIDRangeBegin", 0xFFFF);
+  sa_set(sub, "IsGeneric", 1);
+  sa_set(sub, "Subscribe", 1);
+  sa_set(sub, "Type", 0xFFFF);
+  sa_set(sub, "TrapNumber", 0xFFFF);
+  sa_set(sub, "QPN", 1);
+  sa_set(sub, "ProducerType", 0xFFFFFF);
   ASSERT_EQ(h.status(app, sub), 0);
 
   const std::uint64_t before = h.publisher.current()->generation;
@@ -210,7 +201,7 @@ TEST(SaSimClient, JoinRegisterSubscribeAndHearOfAPulledCable) {
 
   // The pulled port's own GMPs go nowhere now.
   const auto lost = h.sim->stats().gmp_lost;
-  EXPECT_TRUE(h.ask(pulled, request(Method::kGet, Attr::kClassPortInfo)).empty());
+  EXPECT_TRUE(h.ask(pulled, sa_query(Method::kGet, Attr::kClassPortInfo)).empty());
   EXPECT_EQ(h.sim->stats().gmp_lost, lost + 1);
 }
 

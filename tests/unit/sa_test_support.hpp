@@ -23,6 +23,20 @@ namespace mad = discovery::mad::sa;
 using mad::Attr;
 using mad::Method;
 
+// A query: method, attribute, component mask, an all-zero template.
+inline mad::SaMad sa_query(Method m, Attr a, std::uint64_t mask = 0) {
+  mad::SaMad q;
+  q.method = static_cast<std::uint8_t>(m);
+  q.attr_id = static_cast<std::uint16_t>(a);
+  q.comp_mask = mask;
+  q.tid = 0x77;
+  return q;
+}
+// Sets component `name` of the query's template.
+inline void sa_set(mad::SaMad& q, const char* name, std::uint64_t v) {
+  mad::set_field(q.data, mad::component(*mad::layout_of(q.attr_id), name), v);
+}
+
 class SaAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,17 +94,9 @@ class SaAgentTest : public ::testing::Test {
   Lid lid_of(PortRef r) const { return lids_->base_lid(*topo_, r.node, r.port); }
 
   mad::SaMad request(Method m, Attr a, std::uint64_t mask = 0) const {
-    mad::SaMad q;
-    q.method = static_cast<std::uint8_t>(m);
-    q.attr_id = static_cast<std::uint16_t>(a);
-    q.comp_mask = mask;
-    q.tid = 0x77;
-    return q;
+    return sa_query(m, a, mask);
   }
-  void set(mad::SaMad& q, const char* name, std::uint64_t v) const {
-    const mad::RecordLayout* l = mad::layout_of(q.attr_id);
-    mad::set_field(q.data, mad::component(*l, name), v);
-  }
+  void set(mad::SaMad& q, const char* name, std::uint64_t v) const { sa_set(q, name, v); }
   std::vector<MadBytes> ask(const mad::SaMad& q, Lid requester = Lid{1}) {
     return agent_.answer(mad::encode_sa(q), requester, state_);
   }
