@@ -9,9 +9,10 @@ packages=(
   # libraries
   libboost-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libsqlite3-dev sqlite3 libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
-  libsystemd-dev libibumad-dev libibmad-dev
+  libsystemd-dev libibumad-dev libibmad-dev prometheus-cpp-dev
   # tests
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-grpcio python3-protobuf openssl
+  python3-prometheus-client
   ibsim-utils libumad2sim0 infiniband-diags ibutils opensm systemd procps
 )
 
