@@ -272,6 +272,20 @@ void SubnetManager::reload(ReloadPlan plan, std::string source) {
 
 // ---------------------------------------------------------------- commands
 
+state::MadCounters SubnetManager::mad_counters() const {
+  const discovery::EngineStats& e = engine_.stats();
+  state::MadCounters c;
+  c.sent = e.sent;
+  c.retries = e.retries;
+  c.responses = e.responses;
+  c.error_status = e.error_status;
+  c.timeouts = e.timeouts;
+  c.received = e.received;
+  c.malformed = e.malformed;
+  c.unsolicited = e.unsolicited;
+  return c;
+}
+
 void SubnetManager::trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) {
   post([this, done = std::move(done), reason = std::move(reason)]() mutable {
     if (stopped_) {

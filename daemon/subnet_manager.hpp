@@ -130,6 +130,7 @@ class SubnetManager final : public state::SmControl {
   void reload(ReloadPlan plan, std::string source);
 
   // SmControl (any thread).
+  state::MadCounters mad_counters() const override;
   void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override;
   void trigger_light_sweep(std::string reason,
                            state::Completion<Result<state::SweepReply>> done) override;

@@ -163,6 +163,7 @@ Result<void> MadEngine::transmit(std::uint32_t s) {
     ++flow->stats_.sent;
     if (slot.attempts > 0) ++flow->stats_.retries;
   }
+  if (slot.attempts > 0) ++stats_.retries;
   ++slot.attempts;
   const std::chrono::nanoseconds timeout =
       flow != nullptr ? flow->opts_.timeout : std::chrono::microseconds{0};
@@ -215,6 +216,12 @@ void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
     what = mad::describe_smp(bytes_of(slot.mad));
   }
   release(s);
+  if (answer.ok()) {
+    ++stats_.responses;
+    if (status != 0) ++stats_.error_status;
+  } else if (answer.error().code == Errc::kTimeout) {
+    ++stats_.timeouts;
+  }
   if (flow == nullptr) return;  // its flow was cancelled or destroyed
   if (answer.ok()) {
     ++flow->stats_.responses;

@@ -31,6 +31,7 @@
 // every Flow member function, must be called there (checked in debug builds);
 // the engine must outlive its flows.
 
+#include <atomic>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -86,13 +87,34 @@ struct FlowStats {
   std::uint64_t error_status = 0;  // answered with a non-zero MAD status
 };
 
+// A counter written by one thread (the strand) and read by any: relaxed
+// loads and stores, no read-modify-write (a lock prefix per MAD is not
+// free), so a reader sees a value at most a few MADs old.
+class StrandCounter {
+ public:
+  StrandCounter& operator++() {
+    v_.store(v_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return *this;
+  }
+  operator std::uint64_t() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> v_{0};
+};
+
+// The engine's totals since it started; every field may be read from any
+// thread (the metrics endpoint does).
 struct EngineStats {
-  std::uint64_t sent = 0;         // requests and unsolicited sends (TrapRepress, replies)
-  std::uint64_t received = 0;     // MADs taken from the transport
-  std::uint64_t malformed = 0;    // bytes that did not decode as an SMP header
-  std::uint64_t stray = 0;        // responses to nothing in flight (late, or a dropped flow)
-  std::uint64_t unsolicited = 0;  // handed to the unsolicited handler
-  std::uint64_t pumps = 0;        // strand turns spent reading the transport
+  StrandCounter sent;          // requests and unsolicited sends (TrapRepress, replies)
+  StrandCounter retries;       // of those, retransmissions of a request
+  StrandCounter responses;     // answers to our requests (any status)
+  StrandCounter error_status;  // of those, with a non-zero MAD status
+  StrandCounter timeouts;      // requests that failed after all retries
+  StrandCounter received;      // MADs taken from the transport
+  StrandCounter malformed;     // bytes that did not decode as an SMP header
+  StrandCounter stray;         // responses to nothing in flight (late, or a dropped flow)
+  StrandCounter unsolicited;   // handed to the unsolicited handler
+  StrandCounter pumps;         // strand turns spent reading the transport
 };
 
 class Flow;
@@ -123,6 +145,7 @@ class MadEngine {
 
   Transport& transport() { return transport_; }
   const Strand& strand() const { return strand_; }
+  // Any thread (the counters are relaxed atomics).
   const EngineStats& stats() const { return stats_; }
   // The transport error that stopped the engine, if one did.
   const std::optional<Error>& error() const { return error_; }

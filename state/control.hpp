@@ -96,9 +96,24 @@ struct VerifyReply {
   std::optional<ReadBackReport> read_back;  // set when asked for
 };
 
+// The SM's MAD traffic since the daemon started (its MAD engine's totals),
+// for /metrics.
+struct MadCounters {
+  std::uint64_t sent = 0;  // requests, retries and unsolicited sends
+  std::uint64_t retries = 0;
+  std::uint64_t responses = 0;
+  std::uint64_t error_status = 0;  // responses with a non-zero MAD status
+  std::uint64_t timeouts = 0;      // requests unanswered after every retry
+  std::uint64_t received = 0;
+  std::uint64_t malformed = 0;
+  std::uint64_t unsolicited = 0;  // traps and requests addressed to the SM
+};
+
 class SmControl {
  public:
   virtual ~SmControl() = default;
+  // Any thread, immediately (relaxed counters; no call onto the strand).
+  virtual MadCounters mad_counters() const = 0;
   // Runs a heavy sweep (bring-up). Requested while one runs, it is queued:
   // the next heavy sweep, which starts after this request, answers it (and
   // every other request queued meanwhile).

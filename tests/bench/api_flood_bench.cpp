@@ -126,6 +126,7 @@ class FakeSm final : public state::SmControl {
  public:
   FakeSm(Clock::duration verify_cost, std::chrono::microseconds sweep_cost)
       : verify_cost_(verify_cost), sweep_cost_(sweep_cost) {}
+  state::MadCounters mad_counters() const override { return {}; }
   void trigger_sweep(std::string, state::Completion<state::SweepReply> done) override {
     strand_.post([done = std::move(done)] { done(state::SweepReply{true, 7, "", {}}); });
   }

@@ -128,6 +128,8 @@ class FakeSim final : public state::SimControl {
 // heavy sweep, like SubnetManager.
 class FakeSm final : public state::SmControl {
  public:
+  state::MadCounters mad;  // what mad_counters() answers
+  state::MadCounters mad_counters() const override { return mad; }
   void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override {
     std::lock_guard lock(mu);
     if (hold_sweeps) {
