@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "api/auth.hpp"
+#include "api/metrics.hpp"
 #include "api/server.hpp"
 #include "daemon/bringup.hpp"
 #include "daemon/config.hpp"
@@ -297,9 +298,12 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   discovery::Transport* transport = bundle->transport.get();
   std::unique_ptr<sa::Reporter> reporter;
   bool ready = false;
+  // Prometheus: histograms fed after every publish (on the strand).
+  std::shared_ptr<api::Metrics> metrics;
   SubnetManager::Hooks hooks;
-  hooks.published = [&ready, &reporter](const state::FabricState& s) {
+  hooks.published = [&ready, &reporter, &metrics](const state::FabricState& s) {
     if (reporter) reporter->wake();
+    if (metrics) metrics->observe(s);
     const std::string status = status_line(s);
     if (s.state == state::SmState::kMaster && !ready) {
       ready = true;
@@ -393,6 +397,19 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   if (!server.ok()) {
     spdlog::critical("api: {}", server.error().message);
     return kExitApi;
+  }
+  std::unique_ptr<api::MetricsServer> metrics_server;
+  if (!cfg.metrics.listen.empty()) {
+    metrics = std::make_shared<api::Metrics>(
+        api::MetricsSources{&publisher, &sm, &sa_agent, SUBNETD_VERSION});
+    auto started = api::MetricsServer::start(cfg.metrics.listen, metrics);
+    if (!started.ok()) {
+      spdlog::critical("{}", started.error().message);
+      return kExitApi;
+    }
+    metrics_server = std::move(started).value();
+    spdlog::info("metrics: Prometheus /metrics on {} (port {})", cfg.metrics.listen,
+                 metrics_server->port());
   }
   sm.start();
   // One thread: nothing on the SM strand blocks (compute steps run on the

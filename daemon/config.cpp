@@ -105,6 +105,7 @@ constexpr const char* kAddressingAtStart =
 constexpr const char* kPoolAtStart = "the routing worker pool is sized at start";
 constexpr const char* kApiAtStart =
     "the API server's listeners, socket group, TLS credentials and token are set up at start";
+constexpr const char* kMetricsAtStart = "the /metrics listener is set up at start";
 constexpr const char* kStoreAtStart = "the store is opened at start";
 constexpr const char* kUmadTimeoutAtStart =
     "with transport umad the kernel's MAD timeout is set from it when the port is opened, so a "
@@ -161,6 +162,7 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("api.tls_cert", api.tls_cert, always<&kApiAtStart>),
     SUBNETD_KEY("api.tls_key", api.tls_key, always<&kApiAtStart>),
     SUBNETD_KEY("api.token_file", api.token_file, always<&kApiAtStart>),
+    SUBNETD_KEY("metrics.listen", metrics.listen, always<&kMetricsAtStart>),
     SUBNETD_KEY("store.path", store.path, always<&kStoreAtStart>),
     SUBNETD_KEY("dump_dir", dump_dir, kApplies),
     SUBNETD_KEY("log.level", log.level, kApplies),
@@ -433,6 +435,21 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          if (auto v = p.path_value(n, path)) cfg.api.token_file = *v;
        }},
   };
+  const K metrics_keys[] = {
+      {"listen",
+       [&](const YAML::Node& n, const std::string& path) {
+         auto v = p.scalar(n, path, "\"host:port\"");
+         if (!v) return;
+         if (!valid_host_port(*v)) {
+           p.fail(n.Mark(), path,
+                  fmt::format("bad address \"{}\" (expected \"host:port\" or \"[v6]:port\", "
+                              "port 0..65535)",
+                              printable(*v)));
+           return;
+         }
+         cfg.metrics.listen = *v;
+       }},
+  };
   const K store_keys[] = {
       {"path",
        [&](const YAML::Node& n, const std::string& path) {
@@ -455,6 +472,8 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
       {"sweep",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, sweep_keys); }},
       {"api", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, api_keys); }},
+      {"metrics",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, metrics_keys); }},
       {"store",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, store_keys); }},
       {"dump_dir",

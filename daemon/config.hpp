@@ -109,6 +109,14 @@ struct ApiConfig {
   bool operator==(const ApiConfig&) const = default;
 };
 
+struct MetricsConfig {
+  // "host:port" or "[v6]:port" of the Prometheus /metrics listener; empty =
+  // none (the default). Plain HTTP without authentication: keep it on
+  // localhost or a management network.
+  std::string listen;
+  bool operator==(const MetricsConfig&) const = default;
+};
+
 struct StoreConfig {
   std::string path = "/var/lib/subnetd/subnetd.db";
   bool operator==(const StoreConfig&) const = default;
@@ -125,6 +133,7 @@ struct Config {
   RoutingConfig routing;
   SweepConfig sweep;
   ApiConfig api;
+  MetricsConfig metrics;
   StoreConfig store;
   std::string dump_dir;  // empty = no routing dump files
   LogConfig log;

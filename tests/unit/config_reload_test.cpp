@@ -64,6 +64,16 @@ TEST(PlanReload, ApiKeysNeedARestartAndKeepTheirRunningValues) {
   EXPECT_TRUE(again.applied.empty());
 }
 
+TEST(PlanReload, TheMetricsListenerNeedsARestart) {
+  const Config running = sim_config();
+  Config next = running;
+  next.metrics.listen = "127.0.0.1:9464";
+  const ReloadPlan plan = plan_reload(running, next);
+  EXPECT_EQ(keys_of(plan.needs_restart), std::vector<std::string>{"metrics.listen"});
+  EXPECT_EQ(plan.effective.metrics.listen, "");
+  EXPECT_EQ(plan.restart_summary(), "metrics.listen (the /metrics listener is set up at start)");
+}
+
 TEST(PlanReload, RoutingChangesApplyAndReroute) {
   const Config running = sim_config();
   Config next = running;

@@ -151,8 +151,8 @@ TEST(ConfigParse, IntervalZeroTurnsLightSweepsOff) {
 
 TEST(ConfigErrors, UnknownTopLevelKey) {
   expect_error(std::string(kSim) + "fabrik:\n  transport: sim\n", "3:1", "fabrik",
-               "unknown key (expected one of: fabric, addressing, routing, sweep, api, store, "
-               "dump_dir, log, partitions)");
+               "unknown key (expected one of: fabric, addressing, routing, sweep, api, metrics, "
+               "store, dump_dir, log, partitions)");
 }
 
 TEST(ConfigErrors, UnknownNestedKey) {
@@ -241,6 +241,15 @@ TEST(ConfigErrors, BadGuids) {
                "routing.root_guids[1]", "duplicate GUID 0x0000000000000010", Errc::kConflict);
   expect_error(std::string(kSim) + "  sm_port: 0xzz\n", "3:12", "fabric.sm_port",
                "bad GUID \"0xzz\"");
+}
+
+TEST(ConfigErrors, MetricsListenIsAnAddress) {
+  expect_error(std::string(kSim) + "metrics:\n  listen: 9464\n", "4:11", "metrics.listen",
+               "bad address \"9464\"");
+  expect_error(std::string(kSim) + "metrics:\n  port: 1\n", "4:3", "metrics.port", "unknown key");
+  auto cfg = parse_config(std::string(kSim) + "metrics:\n  listen: \"[::1]:9464\"\n", "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->metrics.listen, "[::1]:9464");
 }
 
 TEST(ConfigErrors, TlsNeedsBothFilesAndTcp) {
