@@ -1,18 +1,19 @@
 #!/usr/bin/python3
 """A non-C++ client of subnetd: reads status, nodes and a path over gRPC.
 
-usage: PYTHONPATH=<build>/python /usr/bin/python3 python_client_test.py SOCKET
+usage: PYTHONPATH=clients/python /usr/bin/python3 python_client_test.py SOCKET
 
-Uses only the stubs generated from schema/subnet/v1/subnet.proto by the
-build (grpc_python_plugin) and Debian's python3-grpcio. Exits 0 when every
-check passes, 1 with the failed checks listed otherwise.
+Uses only the raw stubs of the Python client package (subnetd_client.pb and
+.pb_grpc, generated from schema/subnet/v1/subnet.proto and checked in) and
+Debian's python3-grpcio, as a client that needs more than the wrapper does;
+python_client_wrapper_test.py tests the wrapper. Exits 0 when every check
+passes, 1 with the failed checks listed otherwise.
 """
 
 import sys
 
 import grpc
-from subnet.v1 import subnet_pb2 as pb
-from subnet.v1 import subnet_pb2_grpc as pb_grpc
+from subnetd_client import pb, pb_grpc
 
 TIMEOUT = 10  # seconds per call
 failures = []
