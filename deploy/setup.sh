@@ -14,6 +14,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-grpcio python3-protobuf openssl
   python3-prometheus-client
   ibsim-utils libumad2sim0 infiniband-diags ibutils opensm systemd procps
+  # the Python client, installed as a user would (clients/python/README.md)
+  python3-pip python3-setuptools python3-wheel python3-venv
 )
 
 missing=()
