@@ -191,6 +191,8 @@ std::string_view event_kind_word(v1::EventKind k) {
       return "failover";
     case v1::EVENT_KIND_MULTICAST:
       return "multicast";
+    case v1::EVENT_KIND_CABLING:
+      return "cabling";
     default:
       return "?";
   }

@@ -270,6 +270,8 @@ v1::EventKind to_proto(state::EventKind k) {
       return v1::EVENT_KIND_FAILOVER;
     case K::kMulticast:
       return v1::EVENT_KIND_MULTICAST;
+    case K::kCabling:
+      return v1::EVENT_KIND_CABLING;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
@@ -303,6 +305,8 @@ std::optional<state::EventKind> from_proto(v1::EventKind k) {
       return K::kMulticast;
     case v1::EVENT_KIND_FAILOVER:
       return K::kFailover;
+    case v1::EVENT_KIND_CABLING:
+      return K::kCabling;
     default:
       return std::nullopt;
   }

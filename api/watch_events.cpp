@@ -281,8 +281,7 @@ grpc::ServerWriteReactor<v1::Event>* SubnetManagerService::WatchEvents(
   for (int k : req->kinds()) {
     auto kind = from_proto(static_cast<v1::EventKind>(k));
     if (!kind) return new W(invalid(fmt::format("kinds: {} is not an event kind", k)));
-    if (kinds.empty())
-      kinds.assign(static_cast<std::size_t>(state::EventKind::kFailover) + 1, false);
+    if (kinds.empty()) kinds.assign(state::kEventKinds, false);
     kinds[static_cast<std::size_t>(*kind)] = true;
   }
   const std::int64_t after =

@@ -5,7 +5,7 @@
 namespace subnetd::state {
 namespace {
 
-constexpr std::pair<EventKind, std::string_view> kEventKinds[] = {
+constexpr std::pair<EventKind, std::string_view> kKindNames[] = {
     {EventKind::kLinkDown, "link_down"},
     {EventKind::kLinkUp, "link_up"},
     {EventKind::kReroute, "reroute"},
@@ -19,19 +19,22 @@ constexpr std::pair<EventKind, std::string_view> kEventKinds[] = {
     {EventKind::kSmState, "sm_state"},
     {EventKind::kFailover, "failover"},
     {EventKind::kMulticast, "multicast"},
+    {EventKind::kCabling, "cabling"},
 };
 
 }  // namespace
 
+static_assert(std::size(kKindNames) == kEventKinds, "every event kind has a name");
+
 std::string_view to_string(EventKind k) {
-  for (const auto& [kind, name] : kEventKinds) {
+  for (const auto& [kind, name] : kKindNames) {
     if (kind == k) return name;
   }
   return "?";
 }
 
 std::optional<EventKind> event_kind_from_string(std::string_view s) {
-  for (const auto& [kind, name] : kEventKinds) {
+  for (const auto& [kind, name] : kKindNames) {
     if (name == s) return kind;
   }
   return std::nullopt;

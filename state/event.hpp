@@ -4,6 +4,7 @@
 // WatchEvents streams. Shared by the daemon and the API (state/).
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,7 +30,11 @@ enum class EventKind : std::uint8_t {
   kSmState,
   kFailover,   // fast failover armed (or refused), with what the verifier found
   kMulticast,  // multicast trees re-programmed after joins and leaves
+  kCabling,    // bring-up screening: a finding against the cabling plan, or one cleared
 };
+
+// How many kinds there are (for tables indexed by kind).
+inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(EventKind::kCabling) + 1;
 
 std::string_view to_string(EventKind k);
 std::optional<EventKind> event_kind_from_string(std::string_view s);

@@ -702,18 +702,22 @@ TEST_F(Api, WatchEventsReplaysFromTheStoreThenFollowsAndResumes) {
     rd->Finish();
   }
   {
-    // from 0: only what happens after the call; kinds filter.
+    // from 0: only what happens after the call; kinds filter (the last
+    // kind too: the filter's table once stopped short of it).
     grpc::ClientContext ctx;
     set_deadline(ctx);
     v1::WatchEventsRequest req;
     req.add_kinds(v1::EVENT_KIND_PORT_DISABLE);
+    req.add_kinds(v1::EVENT_KIND_CABLING);
     auto rd = stub->WatchEvents(&ctx, req);
     rd->WaitForInitialMetadata();  // subscribed: what follows reaches us
     log_->append(state::EventKind::kLinkDown, std::nullopt, std::nullopt, "not wanted");
     log_->append(state::EventKind::kPortDisable, guid("leaf2"), PortNum{5}, "disabled");
+    log_->append(state::EventKind::kCabling, std::nullopt, std::nullopt, "cabling");
     std::vector<v1::Event> evs;
-    EXPECT_EQ(read_events(*rd, 1, &evs), range(24, 24));
+    EXPECT_EQ(read_events(*rd, 2, &evs), range(24, 25));
     EXPECT_EQ(evs[0].kind(), v1::EVENT_KIND_PORT_DISABLE);
+    EXPECT_EQ(evs[1].kind(), v1::EVENT_KIND_CABLING);
     ctx.TryCancel();
     rd->Finish();
   }
