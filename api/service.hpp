@@ -41,6 +41,7 @@
 #include "api/call_limits.hpp"
 #include "api/call_timer.hpp"
 #include "api/fabric_view.hpp"
+#include "state/cabling.hpp"
 #include "state/control.hpp"
 #include "state/event_log.hpp"
 #include "state/fabric_state.hpp"
@@ -60,7 +61,9 @@ struct ServiceDeps {
   state::SimControl* sim = nullptr;              // null unless fabric.transport is sim
   const state::EventLog* events = nullptr;       // required
   const state::SaInfo* sa = nullptr;             // null when the daemon runs no SA
-  std::string version;                           // reported by GetStatus
+  const state::CablingCheck* cabling =
+      nullptr;          // bring-up screening; null: CheckCabling UNAVAILABLE
+  std::string version;  // reported by GetStatus
   std::chrono::system_clock::time_point started_at{};
 };
 
@@ -204,6 +207,9 @@ class SubnetManagerService final : public v1::SubnetManager::CallbackService {
   grpc::ServerUnaryReactor* ListMulticastGroups(grpc::CallbackServerContext* ctx,
                                                 const v1::ListMulticastGroupsRequest* req,
                                                 v1::ListMulticastGroupsResponse* resp) override;
+  grpc::ServerUnaryReactor* CheckCabling(grpc::CallbackServerContext* ctx,
+                                         const v1::CheckCablingRequest* req,
+                                         v1::CheckCablingResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchEventsRequest* req) override;
   grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,

@@ -158,4 +158,7 @@ Outcome cmd_path(Client& c, const std::string& src, const std::string& dst);
 Outcome cmd_partitions(Client& c, const std::string& word);
 Outcome cmd_mcast(Client& c, bool members);
 
+// Operations (subnetctl_ops.cpp): check cabling.
+Outcome cmd_check_cabling(Client& c, const std::string& plan_file);
+
 }  // namespace subnetd::api::ctl

@@ -593,6 +593,16 @@ int main(int argc, char** argv) {
                   "switch is silent");
   sweep->callback(run([&] { return cmd_sweep(client, no_wait, light); }));
 
+  std::string plan_file;
+  auto* check = app.add_subcommand("check", "operations checks");
+  check->require_subcommand(1);
+  auto* cabling = check->add_subcommand(
+      "cabling", "compare the fabric with a cabling plan; exit 1 when it differs");
+  cabling->add_option("--plan", plan_file,
+                      "a net file or a YAML plan (*.yaml); default: the daemon's "
+                      "screening.cabling_plan");
+  cabling->callback(run([&] { return cmd_check_cabling(client, plan_file); }));
+
   bool read_back = false;
   auto* verify = app.add_subcommand("verify", "re-verify the programmed tables");
   verify->add_flag("--read-back", read_back,

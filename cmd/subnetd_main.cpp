@@ -30,6 +30,7 @@
 #include "daemon/proc_stats.hpp"
 #include "daemon/sa/reporter.hpp"
 #include "daemon/sa/sa_agent.hpp"
+#include "daemon/screening/screener.hpp"
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
@@ -203,7 +204,7 @@ Result<void> check_referenced_files(const Config& cfg) {
 // can change while running and name every changed key that needs a restart.
 // `running` is the configuration in effect and is updated here.
 void reload(const std::string& config_path, const CliOverrides& overrides, Config& running,
-            SubnetManager& sm, state::EventLog& events) {
+            SubnetManager& sm, screening::Screener& screener, state::EventLog& events) {
   auto next = load_config(config_path);
   if (next.ok()) overrides.apply(*next);
   Result<void> usable = next.ok() ? check_referenced_files(*next) : Result<void>(next.error());
@@ -227,6 +228,16 @@ void reload(const std::string& config_path, const CliOverrides& overrides, Confi
   }
   spdlog::set_level(spd_level(plan.effective.log.level));
   running = plan.effective;
+  // The plan file is read again even when its name did not change: an
+  // operator edits the plan and sends SIGHUP.
+  if (running.screening.cabling_plan.empty()) {
+    screener.set_plan(std::nullopt);
+  } else if (auto cabling = screening::read_cabling_plan(running.screening.cabling_plan);
+             cabling.ok()) {
+    screener.set_plan(std::move(cabling).value());
+  } else {
+    spdlog::error("screening: {}", cabling.error().message);
+  }
   // The SM gets the configuration in effect: restart-only keys at their
   // running values, so it applies exactly what the plan says.
   sm.reload(std::move(plan), config_path);
@@ -297,12 +308,26 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   // from the reporter's own thread through the transport's GMP agent.
   discovery::Transport* transport = bundle->transport.get();
   std::unique_ptr<sa::Reporter> reporter;
+  // Bring-up screening against the cabling plan, off the SM strand.
+  std::optional<screening::CablingPlan> cabling_plan;
+  if (!cfg.screening.cabling_plan.empty()) {
+    auto read = screening::read_cabling_plan(cfg.screening.cabling_plan);
+    if (!read.ok()) {
+      spdlog::critical("screening.cabling_plan: {}", read.error().message);
+      return kExitConfig;
+    }
+    spdlog::info("screening: cabling plan {}: {} nodes, {} cables", cfg.screening.cabling_plan,
+                 read->nodes.size(), read->cables.size());
+    cabling_plan = std::move(read).value();
+  }
+  screening::Screener screener(publisher, events, std::move(cabling_plan));
   bool ready = false;
   // Prometheus: histograms fed after every publish (on the strand).
   std::shared_ptr<api::Metrics> metrics;
   SubnetManager::Hooks hooks;
-  hooks.published = [&ready, &reporter, &metrics](const state::FabricState& s) {
+  hooks.published = [&ready, &reporter, &metrics, &screener](const state::FabricState& s) {
     if (reporter) reporter->wake();
+    screener.wake();
     if (metrics) metrics->observe(s);
     const std::string status = status_line(s);
     if (s.state == state::SmState::kMaster && !ready) {
@@ -352,7 +377,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
       if (ec) return;
       if (sig == SIGHUP) {
         sd_notify(0, "RELOADING=1");
-        reload(config_path, overrides, running, sm, events);
+        reload(config_path, overrides, running, sm, screener, events);
         sd_notify(0, "READY=1");
         wait_signal();
         return;
@@ -384,6 +409,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   deps.sim = sm.sim_control();
   deps.events = &events;
   deps.sa = &sa_agent;  // gRPC's GetPathRecord answers what the SA answers
+  deps.cabling = &screener;
   deps.version = SUBNETD_VERSION;
   deps.started_at = std::chrono::system_clock::now();
   api::ListenOptions listen;

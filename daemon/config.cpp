@@ -163,6 +163,7 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("api.tls_key", api.tls_key, always<&kApiAtStart>),
     SUBNETD_KEY("api.token_file", api.token_file, always<&kApiAtStart>),
     SUBNETD_KEY("metrics.listen", metrics.listen, always<&kMetricsAtStart>),
+    SUBNETD_KEY("screening.cabling_plan", screening.cabling_plan, kApplies),
     SUBNETD_KEY("store.path", store.path, always<&kStoreAtStart>),
     SUBNETD_KEY("dump_dir", dump_dir, kApplies),
     SUBNETD_KEY("log.level", log.level, kApplies),
@@ -450,6 +451,12 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          cfg.metrics.listen = *v;
        }},
   };
+  const K screening_keys[] = {
+      {"cabling_plan",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.path_value(n, path)) cfg.screening.cabling_plan = *v;
+       }},
+  };
   const K store_keys[] = {
       {"path",
        [&](const YAML::Node& n, const std::string& path) {
@@ -474,6 +481,8 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
       {"api", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, api_keys); }},
       {"metrics",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, metrics_keys); }},
+      {"screening",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, screening_keys); }},
       {"store",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, store_keys); }},
       {"dump_dir",

@@ -117,6 +117,14 @@ struct MetricsConfig {
   bool operator==(const MetricsConfig&) const = default;
 };
 
+struct ScreeningConfig {
+  // Bring-up screening: a cabling plan (a net file, or a YAML plan when the
+  // name ends in .yaml/.yml; daemon/screening/cabling.hpp) compared with the
+  // fabric at every heavy sweep. Empty = no screening at sweeps.
+  std::string cabling_plan;
+  bool operator==(const ScreeningConfig&) const = default;
+};
+
 struct StoreConfig {
   std::string path = "/var/lib/subnetd/subnetd.db";
   bool operator==(const StoreConfig&) const = default;
@@ -134,6 +142,7 @@ struct Config {
   SweepConfig sweep;
   ApiConfig api;
   MetricsConfig metrics;
+  ScreeningConfig screening;
   StoreConfig store;
   std::string dump_dir;  // empty = no routing dump files
   LogConfig log;
@@ -193,8 +202,8 @@ ReloadPlan plan_reload(const Config& running, const Config& next);
 // can read, owned by root or this user; the token's format is the API's to
 // check), api.tls_cert / api.tls_key (readable, non-empty PEM), api.socket
 // (absent, or a socket), api.socket_group (an existing group),
-// fabric.topology when it is a net file (read and parsed: errors carry
-// file:line), store.path (absent or a regular file), dump_dir (absent or a
+// fabric.topology when it is a net file and screening.cabling_plan (read
+// and parsed: errors carry file:line), store.path (absent or a regular file), dump_dir (absent or a
 // directory). All problems are reported at once, one per line, each naming
 // the key, the file and what is wrong.
 Result<void> check_config_files(const Config& cfg);

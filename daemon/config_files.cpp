@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/config.hpp"
+#include "daemon/screening/cabling.hpp"
 #include "discovery/topo/generators.hpp"
 #include "discovery/topo/netfile.hpp"
 #include "routing/text.hpp"
@@ -140,6 +141,11 @@ class Checker {
     if (!topo.ok()) problem("fabric.topology", topo.error().message);
   }
 
+  void cabling_plan(const std::string& path) {
+    auto plan = screening::read_cabling_plan(path);
+    if (!plan.ok()) problem("screening.cabling_plan", plan.error().message);
+  }
+
   void store_path(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return;  // created at start
@@ -176,6 +182,7 @@ Result<void> check_config_files(const Config& cfg) {
   if (!cfg.api.tls_cert.empty()) check.pem_file("api.tls_cert", cfg.api.tls_cert);
   if (!cfg.api.tls_key.empty()) check.pem_file("api.tls_key", cfg.api.tls_key);
   if (!cfg.api.token_file.empty()) check.token_file(cfg.api.token_file);
+  if (!cfg.screening.cabling_plan.empty()) check.cabling_plan(cfg.screening.cabling_plan);
   if (!cfg.store.path.empty()) check.store_path(cfg.store.path);
   if (!cfg.dump_dir.empty()) check.dump_dir(cfg.dump_dir);
   return check.finish();

@@ -9,9 +9,11 @@ socket answers GetStatus with state MASTER, runs the command, then stops
 subnetd with SIGTERM (SIGKILL if it has not exited after 5 s) and exits with
 the command's status. The daemon's log is printed when anything fails.
 
-In the command, {socket}, {addr}, {token_file} and {workdir} are replaced by
-the unix socket path, the TCP address (with --tcp), the bearer-token file and
-the temp dir.
+In the command, {socket}, {addr}, {token_file}, {workdir}, {config},
+{metrics} and {pid} are replaced by the unix socket path, the TCP address
+(with --tcp), the bearer-token file, the temp dir, the daemon's config file
+(a test may edit it and send SIGHUP to {pid}), the /metrics address (with
+--metrics) and the daemon's pid.
 
 Run with /usr/bin/python3 (the system Python has python3-grpcio). The Python
 client comes from the source tree (clients/python, found from this file's
@@ -45,8 +47,9 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def write_config(path, workdir, topology, tcp_addr, token_file):
+def write_config(path, workdir, topology, tcp_addr, token_file, metrics_addr):
     api = [f'  socket: "{workdir}/subnetd.sock"']
+    metrics = ["metrics:", f'  listen: "{metrics_addr}"'] if metrics_addr else []
     if tcp_addr:
         api.append(f'  tcp: "{tcp_addr}"')
         api.append(f'  token_file: "{token_file}"')
@@ -59,6 +62,7 @@ def write_config(path, workdir, topology, tcp_addr, token_file):
             "  interval: 1s",
             "api:",
             *api,
+            *metrics,
             "store:",
             f'  path: "{workdir}/subnetd.db"',
             "log:",
@@ -89,6 +93,7 @@ def main():
     ap.add_argument("--subnetd", required=True, help="the subnetd binary")
     ap.add_argument("--topology", default="fat-tree:levels=2,radix=8")
     ap.add_argument("--tcp", action="store_true", help="also listen on a TCP port (with a token)")
+    ap.add_argument("--metrics", action="store_true", help="serve /metrics on a TCP port")
     ap.add_argument("--ready-timeout", type=float, default=60.0)
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = ap.parse_args()
@@ -104,7 +109,8 @@ def main():
         f.write(secrets.token_hex(32) + "\n")
     tcp_addr = f"127.0.0.1:{free_tcp_port()}" if args.tcp else ""
     config = os.path.join(workdir, "subnetd.yaml")
-    write_config(config, workdir, args.topology, tcp_addr, token_file)
+    metrics_addr = f"127.0.0.1:{free_tcp_port()}" if args.metrics else ""
+    write_config(config, workdir, args.topology, tcp_addr, token_file, metrics_addr)
     sock_path = os.path.join(workdir, "subnetd.sock")
     log_path = os.path.join(workdir, "subnetd.log")
 
@@ -120,7 +126,8 @@ def main():
             print(f"run_with_subnetd: {why}", file=sys.stderr)
         else:
             subst = {"socket": sock_path, "addr": tcp_addr, "token_file": token_file,
-                     "workdir": workdir}
+                     "workdir": workdir, "config": config, "metrics": metrics_addr,
+                     "pid": str(proc.pid)}
             argv = [a.format(**subst) for a in cmd]
             env = dict(os.environ, PYTHONPATH=CLIENT_DIR, SUBNETD_SOCKET=sock_path)
             status = subprocess.run(argv, env=env).returncode

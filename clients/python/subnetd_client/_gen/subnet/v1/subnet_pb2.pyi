@@ -5,7 +5,19 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+CABLING_FINDING_KIND_DESCRIPTION_MISMATCH: CablingFindingKind
+CABLING_FINDING_KIND_MISSING_CABLE: CablingFindingKind
+CABLING_FINDING_KIND_MISSING_NODE: CablingFindingKind
+CABLING_FINDING_KIND_MISWIRED: CablingFindingKind
+CABLING_FINDING_KIND_NODE_MISMATCH: CablingFindingKind
+CABLING_FINDING_KIND_SPEED_BELOW: CablingFindingKind
+CABLING_FINDING_KIND_SWAPPED: CablingFindingKind
+CABLING_FINDING_KIND_UNEXPECTED_CABLE: CablingFindingKind
+CABLING_FINDING_KIND_UNEXPECTED_NODE: CablingFindingKind
+CABLING_FINDING_KIND_UNSPECIFIED: CablingFindingKind
+CABLING_FINDING_KIND_WIDTH_BELOW: CablingFindingKind
 DESCRIPTOR: _descriptor.FileDescriptor
+EVENT_KIND_CABLING: EventKind
 EVENT_KIND_CONFIG_RELOAD: EventKind
 EVENT_KIND_ERROR: EventKind
 EVENT_KIND_FAILOVER: EventKind
@@ -64,6 +76,52 @@ VERDICT_LOOP: Verdict
 VERDICT_OK: Verdict
 VERDICT_TABLES_DIFFER: Verdict
 VERDICT_UNSPECIFIED: Verdict
+
+class CablingFinding(_message.Message):
+    __slots__ = ["expected", "found", "kind", "message", "node_guid", "node_name", "port"]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NODE_GUID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    expected: str
+    found: str
+    kind: CablingFindingKind
+    message: str
+    node_guid: int
+    node_name: str
+    port: int
+    def __init__(self, kind: _Optional[_Union[CablingFindingKind, str]] = ..., node_guid: _Optional[int] = ..., node_name: _Optional[str] = ..., port: _Optional[int] = ..., expected: _Optional[str] = ..., found: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CheckCablingRequest(_message.Message):
+    __slots__ = ["plan", "plan_name"]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    PLAN_NAME_FIELD_NUMBER: _ClassVar[int]
+    plan: str
+    plan_name: str
+    def __init__(self, plan: _Optional[str] = ..., plan_name: _Optional[str] = ...) -> None: ...
+
+class CheckCablingResponse(_message.Message):
+    __slots__ = ["duration_us", "findings", "found_cables", "found_nodes", "generation", "plan", "plan_cables", "plan_nodes"]
+    DURATION_US_FIELD_NUMBER: _ClassVar[int]
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    FOUND_CABLES_FIELD_NUMBER: _ClassVar[int]
+    FOUND_NODES_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    PLAN_CABLES_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    PLAN_NODES_FIELD_NUMBER: _ClassVar[int]
+    duration_us: int
+    findings: _containers.RepeatedCompositeFieldContainer[CablingFinding]
+    found_cables: int
+    found_nodes: int
+    generation: int
+    plan: str
+    plan_cables: int
+    plan_nodes: int
+    def __init__(self, plan: _Optional[str] = ..., generation: _Optional[int] = ..., plan_nodes: _Optional[int] = ..., plan_cables: _Optional[int] = ..., found_nodes: _Optional[int] = ..., found_cables: _Optional[int] = ..., findings: _Optional[_Iterable[_Union[CablingFinding, _Mapping]]] = ..., duration_us: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
     __slots__ = ["details_json", "id", "kind", "message", "node_guid", "node_name", "port", "time"]
@@ -766,4 +824,7 @@ class PortAdminState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class SimState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class CablingFindingKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -83,6 +83,11 @@ class SubnetManagerStub(object):
                 request_serializer=subnet_dot_v1_dot_subnet__pb2.SetPortStateRequest.SerializeToString,
                 response_deserializer=subnet_dot_v1_dot_subnet__pb2.SetPortStateResponse.FromString,
                 )
+        self.CheckCabling = channel.unary_unary(
+                '/subnet.v1.SubnetManager/CheckCabling',
+                request_serializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingRequest.SerializeToString,
+                response_deserializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingResponse.FromString,
+                )
 
 
 class SubnetManagerServicer(object):
@@ -204,6 +209,19 @@ class SubnetManagerServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckCabling(self, request, context):
+        """Bring-up screening: compares the fabric of the last heavy sweep with a
+        cabling plan, the one in the request or else the configured one
+        (screening.cabling_plan): missing and unexpected nodes and cables,
+        miswired and swapped ports, links below their planned width or speed,
+        descriptions that differ. NOT_FOUND without any plan; INVALID_ARGUMENT
+        for a plan that does not parse (naming plan:line); FAILED_PRECONDITION
+        before the first sweep.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SubnetManagerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -271,6 +289,11 @@ def add_SubnetManagerServicer_to_server(servicer, server):
                     servicer.SetPortState,
                     request_deserializer=subnet_dot_v1_dot_subnet__pb2.SetPortStateRequest.FromString,
                     response_serializer=subnet_dot_v1_dot_subnet__pb2.SetPortStateResponse.SerializeToString,
+            ),
+            'CheckCabling': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckCabling,
+                    request_deserializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingRequest.FromString,
+                    response_serializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -504,6 +527,23 @@ class SubnetManager(object):
         return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/SetPortState',
             subnet_dot_v1_dot_subnet__pb2.SetPortStateRequest.SerializeToString,
             subnet_dot_v1_dot_subnet__pb2.SetPortStateResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CheckCabling(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/CheckCabling',
+            subnet_dot_v1_dot_subnet__pb2.CheckCablingRequest.SerializeToString,
+            subnet_dot_v1_dot_subnet__pb2.CheckCablingResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
