@@ -6,8 +6,22 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "discovery/mad/pma.hpp"
+
 namespace subnetd::discovery {
 namespace {
+
+// The header of what the engine carries: SMPs, and the performance
+// manager's PMA GMPs (class 0x04; answers only: nobody asks us for
+// counters). Anything else is malformed here.
+std::optional<mad::SmpPeek> peek_mad(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() >= kMadSize && bytes[1] == mad::pma::kMgmtClass) {
+    auto h = mad::pma::decode_header(bytes);
+    if (!h.ok() || (h->method & 0x80) == 0) return std::nullopt;
+    return mad::SmpPeek{true, h->tid, h->status};
+  }
+  return mad::peek_smp(bytes);
+}
 
 namespace asio = boost::asio;
 
@@ -207,7 +221,7 @@ void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
   auto checked = std::move(slot.checked);
   std::uint16_t status = 0;
   if (answer.ok()) {
-    if (auto peek = mad::peek_smp((*answer)->data)) status = peek->status;
+    if (auto peek = peek_mad((*answer)->data)) status = peek->status;
   }
   // Only failures are described (a formatted string per answer would cost
   // more than the rest of the answer's handling).
@@ -256,7 +270,7 @@ void MadEngine::complete(std::uint32_t s, Result<const Mad*> answer) {
 
 void MadEngine::handle(const Mad& m) {
   ++stats_.received;
-  const auto peek = mad::peek_smp(m.data);
+  const auto peek = peek_mad(m.data);
   if (!peek) {
     ++stats_.malformed;
     return;

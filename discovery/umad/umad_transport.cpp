@@ -13,6 +13,8 @@
 #include <climits>
 #include <cstring>
 
+#include "discovery/mad/pma.hpp"
+
 namespace subnetd::discovery::umad {
 namespace {
 
@@ -205,6 +207,13 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& op
                              port_desc, t->umad_path_, errno_text(-r))};
   }
 
+  // The performance manager's client agent (class 0x04, version 1): no
+  // method mask, so it gets only the answers to its own requests (another
+  // PMA client on the port, e.g. perfquery, registers its own). Without it
+  // PMA requests fail with an error naming why; the SM does not depend on it.
+  t->agent_pma_ =
+      umad_register(t->port_id_, mad::pma::kMgmtClass, mad::pma::kClassVersion, 0, nullptr);
+
   // Holding issmN sets IsSM in our PortInfo.CapabilityMask; O_NONBLOCK makes
   // "another SM holds it" an EAGAIN instead of a wait. Nothing is read or
   // written on it, so read-only (as OpenSM) needs the least permission.
@@ -253,6 +262,7 @@ UmadTransport::~UmadTransport() {
   if (issm_fd_ >= 0) ::close(issm_fd_);
   if (port_id_ >= 0) {
     for (const GmpAgent& g : gmp_) umad_unregister(port_id_, g.agent);
+    if (agent_pma_ >= 0) umad_unregister(port_id_, agent_pma_);
     if (agent_lid_ >= 0) umad_unregister(port_id_, agent_lid_);
     if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
     umad_close_port(port_id_);
@@ -284,6 +294,13 @@ Result<void> UmadTransport::send_raw(const Mad& mad, bool expect_response) {
     dlid = mad::kPermissiveLid;
   } else if (mgmt_class == kClassLid) {
     agent = agent_lid_;
+  } else if (mgmt_class == mad::pma::kMgmtClass) {
+    if (agent_pma_ < 0) {
+      return Error{Errc::kUnsupported,
+                   fmt::format("{}: no PMA client agent (class 0x04 registration failed: {})",
+                               name(), errno_text(-agent_pma_))};
+    }
+    agent = agent_pma_;
   } else {
     return Error{
         Errc::kInvalidArgument,
@@ -298,7 +315,13 @@ Result<void> UmadTransport::send_raw(const Mad& mad, bool expect_response) {
   std::lock_guard lock(send_mu_);
   std::memset(send_buf_.data(), 0, send_buf_.size());
   std::memcpy(umad_get_mad(send_buf_.data()), mad.data.data(), kMadSize);
-  umad_set_addr(send_buf_.data(), static_cast<int>(dlid), 0, 0, 0);
+  if (mgmt_class == mad::pma::kMgmtClass) {
+    // A GMP: QP1 with the GSI Q_Key.
+    umad_set_addr(send_buf_.data(), static_cast<int>(dlid), 1, 0,
+                  static_cast<int>(mad::pma::kQkey));
+  } else {
+    umad_set_addr(send_buf_.data(), static_cast<int>(dlid), 0, 0, 0);
+  }
   const int timeout_ms = expect_response ? static_cast<int>(opts_.request_timeout.count()) : 0;
   const int r = umad_send(port_id_, agent, send_buf_.data(), static_cast<int>(kMadSize),
                           std::max(timeout_ms, expect_response ? 1 : 0), 0);
@@ -496,6 +519,13 @@ std::optional<Mad> UmadTransport::take(const std::uint8_t* data, std::size_t len
   }
   Mad m;
   std::memcpy(m.data.data(), data, std::min(len, kMadSize));
+  if (len >= kMadSize && data[1] == mad::pma::kMgmtClass) {
+    // The answer to one of the performance manager's requests: the engine
+    // matches it by TID.
+    m.slid = src_lid;
+    m.dlid = local_lid_.load(std::memory_order_relaxed);
+    return m;
+  }
   auto smp = mad::decode_smp(m.data, mad::DecodeOptions{.allow_unknown_attribute = true});
   if (!smp.ok()) {
     malformed_.fetch_add(1, std::memory_order_relaxed);

@@ -171,6 +171,7 @@ class UmadTransport final : public Transport {
   int issm_fd_ = -1;
   int agent_lid_ = -1;  // class 0x01
   int agent_dr_ = -1;   // class 0x81
+  int agent_pma_ = -1;  // class 0x04, a client (the performance manager)
   int event_fd_ = -1;
   std::unique_ptr<SmAgent> agent_;
   struct GmpAgent {
