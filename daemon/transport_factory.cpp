@@ -27,6 +27,21 @@ class SimControlAdapter final : public state::SimControl {
     SUBNETD_TRY_ASSIGN(node, sim_.node_by_guid(node_guid));
     return up ? sim_.switch_up(node) : sim_.switch_down(node);
   }
+  Result<void> inject_port_errors(Guid node_guid, PortNum port,
+                                  const state::PortErrorInjection& e) override {
+    NodeId node;
+    SUBNETD_TRY_ASSIGN(node, sim_.node_by_guid(node_guid));
+    discovery::sim::PortErrors x;
+    x.symbol_errors = e.symbol_errors;
+    x.link_recovers = e.link_recovers;
+    x.link_downed = e.link_downed;
+    x.rcv_errors = e.rcv_errors;
+    x.xmit_discards = e.xmit_discards;
+    x.link_integrity = e.link_integrity;
+    x.buffer_overrun = e.buffer_overrun;
+    x.xmit_wait = e.xmit_wait;
+    return sim_.inject_port_errors(PortRef{node, port}, x);
+  }
   state::SimCounters counters() const override {
     const discovery::sim::SimStats s = sim_.stats();
     using discovery::sim::DropReason;

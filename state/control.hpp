@@ -143,9 +143,23 @@ struct SimCounters {
   std::uint64_t lid_routed_dropped = 0;  // no LFT entry / inactive port
 };
 
+// Counter increments for a simulated port (Simulator.InjectPortErrors).
+struct PortErrorInjection {
+  std::uint32_t symbol_errors = 0;
+  std::uint32_t link_recovers = 0;
+  std::uint32_t link_downed = 0;
+  std::uint32_t rcv_errors = 0;
+  std::uint32_t xmit_discards = 0;
+  std::uint32_t link_integrity = 0;
+  std::uint32_t buffer_overrun = 0;
+  std::uint64_t xmit_wait = 0;
+};
+
 class SimControl {
  public:
   virtual ~SimControl() = default;
+  virtual Result<void> inject_port_errors(Guid node_guid, PortNum port,
+                                          const PortErrorInjection& e) = 0;
   virtual Result<void> set_link_state(Guid node_guid, PortNum port, bool up) = 0;
   virtual Result<void> set_switch_state(Guid node_guid, bool up) = 0;
   virtual SimCounters counters() const = 0;

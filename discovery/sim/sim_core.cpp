@@ -109,6 +109,11 @@ SimCore::SimCore(routing::Topology topo, const SimOptions& opts, PortRef sm)
   vlarb_.resize(nodes);
   pkeys_.resize(nodes);
   mfts_.resize(topo_.num_switches());
+  routes_out_.resize(topo_.num_switches());
+  traffic_epoch_ =
+      opts_.traffic_clock
+          ? opts_.traffic_clock()
+          : std::chrono::duration_cast<Clock>(std::chrono::steady_clock::now().time_since_epoch());
   if (opts_.latency) sma_busy_until_.assign(nodes, Clock{0});
   // Build the topology's lazy name and GUID indexes now: afterwards every
   // lookup only reads, so topology() may be shared across threads.
@@ -202,6 +207,7 @@ void SimCore::set_lft_entry(NodeId n, std::uint32_t lid, PortNum port) {
   std::vector<std::uint8_t>& t = lfts_[topo_.node(n).switch_index.value];
   if (lid >= t.size()) t.resize(std::size_t{lid} + 1, routing::kDropPort);
   t[lid] = port;
+  routes_out_[topo_.node(n).switch_index.value].clear();
 }
 
 std::uint32_t SimCore::linear_fdb_top(NodeId n) const {
@@ -290,6 +296,7 @@ void SimCore::run_until(Clock deadline, bool stop_at_delivery) {
 
 void SimCore::send_from_sm(const Mad& mad) {
   ++stats_.sent_by_sm;
+  if (mad.data[1] == mad::pma::kMgmtClass) return pma_request(mad);
   auto decoded = mad::decode_smp(mad.data, mad::DecodeOptions{.allow_unknown_attribute = true});
   if (!decoded.ok()) {
     ++stats_.drops[static_cast<std::size_t>(DropReason::kMalformed)];
@@ -409,7 +416,16 @@ std::optional<PortRef> SimCore::walk_gmp(PortRef from, std::uint32_t dlid) const
   }
   NodeId node = from.node;
   PortNum out = from.port;
-  if (is_switch(node)) return std::nullopt;  // a switch's own GMPs: not modelled
+  if (is_switch(node)) {
+    // A switch's own GMP (a PMA answer) leaves by its LFT.
+    const std::uint32_t si = topo_.node(node).switch_index.value;
+    const std::vector<std::uint8_t>& lft = lfts_[si];
+    if (dlid > switches_[si].linear_fdb_top || dlid >= lft.size()) return std::nullopt;
+    out = failover_[si] ? choose_port(node, dlid, lft[dlid]) : lft[dlid];
+    if (out == routing::kDropPort || out == 0 || out > topo_.node(node).num_ports) {
+      return std::nullopt;
+    }
+  }
   for (unsigned hops = 0; hops <= opts_.lid_routed_hop_limit; ++hops) {
     const routing::Port& tp = topo_.port(node, out);
     if (!tp.connected() || !link_physically_up(node, out) ||
@@ -610,6 +626,11 @@ void SimCore::bounce_link(NodeId n, PortNum p) {
 void SimCore::set_link_failed(PortRef end, bool failed) {
   const routing::Port& tp = topo_.port(end);
   if (!tp.connected()) return;
+  if (failed && !ports_[index(end)].failed) {
+    // Both ends count the link going down (PortCounters:LinkDownedCounter).
+    inject_port_errors(end, PortErrors{.link_downed = 1});
+    inject_port_errors({tp.remote_node, tp.remote_port}, PortErrors{.link_downed = 1});
+  }
   ports_[index(end)].failed = failed;
   ports_[index(tp.remote_node, tp.remote_port)].failed = failed;
   reevaluate_link(end.node, end.port);
@@ -629,6 +650,7 @@ void SimCore::reset_node(NodeId n) {
     ports_[index(n, 0)].state = PortState::kActive;
     switches_[node.switch_index.value] = SwitchSim{};
     std::vector<std::uint8_t>().swap(lfts_[node.switch_index.value]);
+    routes_out_[node.switch_index.value].clear();
     std::vector<std::uint16_t>().swap(mfts_[node.switch_index.value]);
     failover_[node.switch_index.value].reset();  // armed tables are volatile too
   }

@@ -32,6 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "discovery/mad/pma.hpp"
 #include "discovery/mad/smp.hpp"
 #include "discovery/sim/sim_types.hpp"
 #include "discovery/transport.hpp"
@@ -116,6 +117,11 @@ class SimCore {
   // A silent node's SMA drops every SMP that reaches it (a hung management
   // agent); its links stay up and switches keep forwarding.
   void set_silent(NodeId node, bool silent) { silent_[node.value] = silent ? 1 : 0; }
+  // Adds to a port's counters (sim_pma.cpp); `at` must be a physical port.
+  void inject_port_errors(PortRef at, const PortErrors& e);
+  // What a PortCounters / PortCountersExtended Get of the port answers now.
+  mad::pma::PortCounters port_counters(PortRef at);
+  mad::pma::PortCountersExtended port_counters_ext(PortRef at);
 
   // ---- inspection
   const routing::Topology& topology() const { return topo_; }
@@ -304,6 +310,22 @@ class SimCore {
   bool stranded(NodeId sw, std::uint32_t dest) const;
   void send_notifications(NodeId sw, std::uint32_t dest, PortNum except);
 
+  // ---- the PMA (sim_pma.cpp)
+  // A port's counters since power-up, 64 bits each; PortCounters answers
+  // them minus `base` (what a clear left), saturated at each field's width.
+  struct PmaPort {
+    mad::pma::PortCounters base;
+    std::uint64_t symbol_errors = 0, link_recovers = 0, link_downed = 0, rcv_errors = 0,
+                  xmit_discards = 0, link_integrity = 0, buffer_overrun = 0, xmit_wait = 0;
+    double xmit_bytes = 0, rcv_bytes = 0;  // traffic accrued up to `updated`
+    Clock updated{-1};
+  };
+  PmaPort& pma_port(PortRef at);
+  void pma_accrue(PortRef at);
+  double pma_xmit_rate(PortRef at);
+  void pma_request(const Mad& mad);
+  Clock traffic_now() const;
+
   // ---- the SMA (sim_sma.cpp)
   enum class SmaOutcome : std::uint8_t { kRespond, kConsumed, kUnexpected, kForeignVendor };
   SmaOutcome sma_handle(Packet& p, NodeId node, PortNum in);
@@ -345,7 +367,12 @@ class SimCore {
   // By switch_index: kMulticastFdbCap entries x positions (16 ports each),
   // allocated on first write.
   std::vector<std::vector<std::uint16_t>> mfts_;
-  std::vector<Clock> sma_busy_until_;                   // by node; latency model only
+  std::vector<Clock> sma_busy_until_;  // by node; latency model only
+  std::vector<PmaPort> pma_;           // by port index, allocated on first use
+  // By switch_index: LFT entries per port, counted on first use after the
+  // LFT last changed (empty = to count).
+  std::vector<std::vector<std::uint32_t>> routes_out_;
+  Clock traffic_epoch_{0};                              // traffic_clock() at construction
   std::vector<std::unique_ptr<FailoverSim>> failover_;  // by switch_index, null until armed
   // LID -> home switch (node value), and its inverse; rebuilt lazily after
   // a LID changes on any port.

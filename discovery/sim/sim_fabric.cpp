@@ -289,6 +289,31 @@ Result<void> SimFabric::set_node_silent(NodeId node, bool silent) {
   return {};
 }
 
+Result<void> SimFabric::inject_port_errors(PortRef at, const PortErrors& e) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(at));
+  core_.inject_port_errors(at, e);
+  return {};
+}
+
+Result<mad::pma::PortCounters> SimFabric::port_counters(PortRef at) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(at));
+  return core_.port_counters(at);
+}
+
+Result<void> SimFabric::check_port(PortRef at) const {
+  const routing::Topology& t = core_.topology();
+  if (at.node.value >= t.num_nodes()) {
+    return Error{Errc::kNotFound, fmt::format("simulator: no node with index {}", at.node.value)};
+  }
+  if (at.port < 1 || at.port > t.node(at.node).num_ports) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("simulator: {} has no port {}", t.label(at.node), at.port)};
+  }
+  return {};
+}
+
 // ------------------------------------------------------------------ inspection
 
 Result<NodeId> SimFabric::node_by_guid(Guid guid) const {

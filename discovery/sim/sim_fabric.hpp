@@ -116,6 +116,12 @@ class SimFabric final : public Transport {
   // a management tool, a bit flip): no trap, no state change. Errors:
   // unknown node, not a switch, LID beyond the switch's LFT capacity.
   Result<void> set_lft_entry(NodeId sw, Lid lid, PortNum port);
+  // Adds to a port's PMA counters (symbol errors, link downed, receive
+  // errors, congestion as PortXmitWait ...): what a PortCounters Get then
+  // answers. Errors: unknown node, port out of range.
+  Result<void> inject_port_errors(PortRef at, const PortErrors& errors);
+  // What a PortCounters Get of the port answers now (tests).
+  Result<mad::pma::PortCounters> port_counters(PortRef at);
 
   // ---- switch-local fast failover (thread-safe; discovery/README.md)
   // Arms a switch's failover tables (replacing any), or disarms them with
@@ -176,6 +182,7 @@ class SimFabric final : public Transport {
   // Re-arms or drains the eventfd to match the inbox. Caller holds mu_.
   void sync_event_fd();
   Result<PortRef> check_link_end(PortRef end) const;
+  Result<void> check_port(PortRef at) const;
   Result<NodeId> check_switch(NodeId node) const;
   Result<NodeId> find_node(std::string_view description) const;
 

@@ -353,6 +353,7 @@ std::uint16_t SimCore::sma_lft(mad::Smp& s, NodeId node) {
   std::vector<std::uint8_t>& t = lfts_[si];
   const auto begin = static_cast<std::size_t>(first);
   if (s.method == mad::Method::kSet) {
+    routes_out_[si].clear();  // the traffic model counts routes again
     const std::size_t need = begin + routing::kLftBlockSize;
     if (t.size() < need) {
       if (t.capacity() < need) {

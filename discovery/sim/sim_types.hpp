@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,6 +111,28 @@ struct SimOptions {
   // it drops every vendor-specific SMP (0xFF00-0xFFFF) unanswered, as ibsim
   // does, counted as DropReason::kVendorAttribute.
   std::uint32_t vendor_id = mad::kSubnetdVendorId;
+
+  // Port counters (PMA, sim_pma.cpp). The traffic model: a switch port
+  // transmits `traffic_bytes_per_lid` bytes a second for every LID its
+  // switch's LFT sends out of it, a CA port as much for every other LID of
+  // the subnet; a port receives what its peer transmits; 2 KiB packets.
+  // 0 = no traffic (error injection only).
+  double traffic_bytes_per_lid = 10'000.0;
+  // The time traffic accrues on; default: the steady clock (the SM's
+  // virtual time does not pass between sweeps). Tests inject their own.
+  std::function<std::chrono::nanoseconds()> traffic_clock;
+};
+
+// Counter increments injected at a port (SimFabric::inject_port_errors).
+struct PortErrors {
+  std::uint32_t symbol_errors = 0;
+  std::uint32_t link_recovers = 0;
+  std::uint32_t link_downed = 0;
+  std::uint32_t rcv_errors = 0;
+  std::uint32_t xmit_discards = 0;
+  std::uint32_t link_integrity = 0;
+  std::uint32_t buffer_overrun = 0;
+  std::uint64_t xmit_wait = 0;  // ticks the port had data and no credits (congestion)
 };
 
 // Why the simulator discarded an SMP. Every discard is counted under one.
