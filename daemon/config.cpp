@@ -163,6 +163,7 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("api.tls_key", api.tls_key, always<&kApiAtStart>),
     SUBNETD_KEY("api.token_file", api.token_file, always<&kApiAtStart>),
     SUBNETD_KEY("metrics.listen", metrics.listen, always<&kMetricsAtStart>),
+    SUBNETD_KEY("perfmgr.interval", perfmgr.interval, kApplies),
     SUBNETD_KEY("screening.cabling_plan", screening.cabling_plan, kApplies),
     SUBNETD_KEY("store.path", store.path, always<&kStoreAtStart>),
     SUBNETD_KEY("dump_dir", dump_dir, kApplies),
@@ -451,6 +452,14 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          cfg.metrics.listen = *v;
        }},
   };
+  const K perfmgr_keys[] = {
+      {"interval",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.duration(n, path, std::chrono::seconds{1}, std::chrono::hours{24}, true)) {
+           cfg.perfmgr.interval = *v;
+         }
+       }},
+  };
   const K screening_keys[] = {
       {"cabling_plan",
        [&](const YAML::Node& n, const std::string& path) {
@@ -481,6 +490,8 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
       {"api", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, api_keys); }},
       {"metrics",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, metrics_keys); }},
+      {"perfmgr",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, perfmgr_keys); }},
       {"screening",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, screening_keys); }},
       {"store",

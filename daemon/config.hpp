@@ -117,6 +117,13 @@ struct MetricsConfig {
   bool operator==(const MetricsConfig&) const = default;
 };
 
+struct PerfmgrConfig {
+  // How often the performance manager reads every port's counters (PMA
+  // PortCounters and PortCountersExtended); 0 = never.
+  std::chrono::milliseconds interval{60'000};
+  bool operator==(const PerfmgrConfig&) const = default;
+};
+
 struct ScreeningConfig {
   // Bring-up screening: a cabling plan (a net file, or a YAML plan when the
   // name ends in .yaml/.yml; daemon/screening/cabling.hpp) compared with the
@@ -142,6 +149,7 @@ struct Config {
   SweepConfig sweep;
   ApiConfig api;
   MetricsConfig metrics;
+  PerfmgrConfig perfmgr;
   ScreeningConfig screening;
   StoreConfig store;
   std::string dump_dir;  // empty = no routing dump files

@@ -479,6 +479,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
                  fmt::format("heavy sweep ({}): {}", reason, summary));
   publish(state::SmState::kMaster, {});
   schedule_light_sweep();
+  schedule_counter_sweep();  // the first one a period after the first bring-up
 
   // 6. Switch-local fast failover for the tables now in place (and, after
   // repairs, stage 2's clean-up: groups re-armed, notifications cleared).

@@ -73,7 +73,8 @@ SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle t
       hooks_(std::move(hooks)),
       fast_opts_(fast),
       heavy_timer_(clock_, strand_),
-      light_timer_(clock_, strand_) {}
+      light_timer_(clock_, strand_),
+      perf_timer_(clock_, strand_) {}
 
 SubnetManager::~SubnetManager() {
   // The owner runs the io_context until stop() has wound everything down
@@ -91,7 +92,7 @@ bool SubnetManager::idle() const {
   const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
   return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
          !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_ &&
-         !mcast_running_;
+         !mcast_running_ && !perf_starting_ && !perf_running_;
 }
 
 void SubnetManager::check_idle() {
@@ -129,6 +130,7 @@ void SubnetManager::stop() {
     if (mcast_registry_ != nullptr) mcast_registry_->set_on_change({});
     light_timer_.cancel();
     heavy_timer_.cancel();
+    perf_timer_.cancel();
     engine_.stop();
     // Whoever waits for the SM gets an answer.
     std::vector<state::Completion<state::SweepReply>> waiters;
@@ -262,6 +264,8 @@ void SubnetManager::reload(ReloadPlan plan, std::string source) {
     events_.append(state::EventKind::kConfigReload, std::nullopt, std::nullopt, msg);
     light_timer_.cancel();
     schedule_light_sweep();
+    perf_timer_.cancel();
+    schedule_counter_sweep();
     if (plan.reroute) {
       request_heavy_sweep(std::chrono::milliseconds{0}, "routing configuration changed");
     } else if (plan.repartition) {

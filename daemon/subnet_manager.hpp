@@ -60,6 +60,7 @@
 #include "daemon/compute.hpp"
 #include "daemon/config.hpp"
 #include "daemon/fast_path.hpp"
+#include "daemon/perfmgr/perf_manager.hpp"
 #include "daemon/signal.hpp"
 #include "daemon/store.hpp"
 #include "daemon/transport_factory.hpp"
@@ -70,6 +71,7 @@
 #include "state/control.hpp"
 #include "state/event_log.hpp"
 #include "state/fabric_state.hpp"
+#include "state/port_counters.hpp"
 
 namespace subnetd::daemon {
 
@@ -120,6 +122,10 @@ class SubnetManager final : public state::SmControl {
   // computes, verifies and programs the trees of its groups at every heavy
   // sweep and whenever they change (sm_multicast.cpp).
   void attach_multicast(state::McastRegistry* registry);
+  // Where the performance manager publishes port counters (null: no
+  // counter sweeps). Before start(); must outlive the SM. Counter sweeps
+  // run every perfmgr.interval once the fabric is up (sm_perfmgr.cpp).
+  void attach_counters(state::CounterBoard* board);
   // Stops timers and I/O; a sweep in progress ends at its next step. Any
   // thread. Pending SmControl calls are answered (cancelled).
   void stop();
@@ -328,6 +334,19 @@ class SubnetManager final : public state::SmControl {
   // The periodic light sweep's timer fired and its coroutine, posted, has
   // not begun yet: work for idle(), like a due timer.
   bool light_starting_ = false;
+
+  // The performance manager (sm_perfmgr.cpp).
+  void schedule_counter_sweep();
+  boost::asio::awaitable<void> periodic_counter_sweep();
+  boost::asio::awaitable<void> counter_sweep();
+  state::CounterBoard* counter_board_ = nullptr;
+  perfmgr::PerfManager perfmgr_;
+  // Node GUID -> whether its PMA has PortCountersExtended (nullopt: asked,
+  // no answer yet).
+  std::unordered_map<std::uint64_t, std::optional<bool>> pma_extended_;
+  Timer perf_timer_;
+  bool perf_running_ = false;
+  bool perf_starting_ = false;
 
   // Failures the fast path found (see KnownDown), newest last.
   std::vector<KnownDown> known_down_;

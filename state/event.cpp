@@ -20,6 +20,7 @@ constexpr std::pair<EventKind, std::string_view> kKindNames[] = {
     {EventKind::kFailover, "failover"},
     {EventKind::kMulticast, "multicast"},
     {EventKind::kCabling, "cabling"},
+    {EventKind::kCounters, "counters"},
 };
 
 }  // namespace

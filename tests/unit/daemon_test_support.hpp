@@ -96,8 +96,10 @@ struct SimSm {
   std::thread thread;
 
   // `configure` may adjust the Config (engine, lid bits, intervals).
+  // `simulate` may adjust the simulator's options (its traffic clock ...).
   explicit SimSm(const std::string& spec, const std::function<void(Config&)>& configure = {},
-                 SubnetManager::Hooks hooks = {}, FastPathOptions fast = {}) {
+                 SubnetManager::Hooks hooks = {}, FastPathOptions fast = {},
+                 const std::function<void(discovery::sim::SimOptions&)>& simulate = {}) {
     auto topo = discovery::topo::generate(spec);
     EXPECT_TRUE(topo.ok()) << (topo.ok() ? "" : topo.error().message);
     Config cfg;
@@ -107,6 +109,7 @@ struct SimSm {
     if (configure) configure(cfg);
     discovery::sim::SimOptions so;
     so.lid_bits = cfg.addressing.lid_bits;
+    if (simulate) simulate(so);
     auto s = discovery::sim::SimFabric::create(std::move(topo).value(), so);
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
     sim = std::move(s).value();
