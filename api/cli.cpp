@@ -193,6 +193,8 @@ std::string_view event_kind_word(v1::EventKind k) {
       return "multicast";
     case v1::EVENT_KIND_CABLING:
       return "cabling";
+    case v1::EVENT_KIND_COUNTERS:
+      return "counters";
     default:
       return "?";
   }

@@ -272,6 +272,8 @@ v1::EventKind to_proto(state::EventKind k) {
       return v1::EVENT_KIND_MULTICAST;
     case K::kCabling:
       return v1::EVENT_KIND_CABLING;
+    case K::kCounters:
+      return v1::EVENT_KIND_COUNTERS;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
@@ -307,6 +309,8 @@ std::optional<state::EventKind> from_proto(v1::EventKind k) {
       return K::kFailover;
     case v1::EVENT_KIND_CABLING:
       return K::kCabling;
+    case v1::EVENT_KIND_COUNTERS:
+      return K::kCounters;
     default:
       return std::nullopt;
   }

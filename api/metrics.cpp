@@ -4,6 +4,7 @@
 #include <prometheus/exposer.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 #include <utility>
@@ -156,6 +157,44 @@ void sa_families(Families& f, const state::SaStats& s) {
             static_cast<double>(s.report_acks));
 }
 
+void counter_families(Families& f, const state::PortCounterSnapshot& s, std::size_t top_n) {
+  f.counter("subnetd_counter_sweeps_total", "performance manager counter sweeps",
+            static_cast<double>(s.sweep));
+  f.gauge("subnetd_counter_ports_read", "ports whose counters the last counter sweep read",
+          s.ports_read);
+  f.gauge("subnetd_counter_ports_unanswered", "ports that did not answer the last counter sweep",
+          s.ports_failed);
+  state::CounterSet all;
+  std::vector<const state::PortCounterEntry*> erring;
+  for (const state::PortCounterEntry& e : s.ports) {
+    all += e.total;
+    if (e.total.errors() != 0) erring.push_back(&e);
+  }
+  f.counter("subnetd_fabric_port_errors_total",
+            "error counters of every port together, since first read",
+            static_cast<double>(all.errors()));
+  f.counter("subnetd_fabric_xmit_bytes_total", "bytes sent by every port, since first read",
+            static_cast<double>(all.xmit_bytes));
+  f.counter("subnetd_fabric_xmit_wait_total", "PortXmitWait of every port (congestion)",
+            static_cast<double>(all.xmit_wait));
+  f.gauge("subnetd_ports_with_errors", "ports with any errors since first read",
+          static_cast<double>(erring.size()));
+  const std::size_t n = std::min(top_n, erring.size());
+  std::partial_sort(
+      erring.begin(), erring.begin() + static_cast<std::ptrdiff_t>(n), erring.end(),
+      [](const auto* a, const auto* b) { return a->total.errors() > b->total.errors(); });
+  MetricFamily& top = f.family("subnetd_port_errors_total",
+                               "error counters of the ports with the most errors (top N only)",
+                               MetricType::Counter);
+  for (std::size_t i = 0; i < n; ++i) {
+    const state::PortCounterEntry& e = *erring[i];
+    Families::add(top,
+                  {{"node_guid", fmt::format("{:#018x}", e.node_guid.value)},
+                   {"port", std::to_string(e.port)}},
+                  static_cast<double>(e.total.errors()));
+  }
+}
+
 }  // namespace
 
 Metrics::Metrics(MetricsSources sources) : src_(std::move(sources)) {
@@ -214,6 +253,10 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   fabric_families(f, *src_.publisher->current(), src_.version);
   if (src_.sm != nullptr) mad_families(f, src_.sm->mad_counters());
   if (src_.sa != nullptr) sa_families(f, src_.sa->sa_stats());
+  if (src_.counters != nullptr) {
+    const auto snap = src_.counters->current();
+    if (snap->sweep != 0) counter_families(f, *snap, src_.top_ports);
+  }
   std::vector<MetricFamily> hist = registry_.Collect();
   out.insert(out.end(), std::make_move_iterator(hist.begin()), std::make_move_iterator(hist.end()));
   return out;

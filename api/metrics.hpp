@@ -9,8 +9,9 @@
 //    (SaInfo::sa_stats). A scrape never reaches the SM strand.
 //  - histograms of durations, fed by observe() after every publish (on the
 //    SM strand): each heavy sweep's phases and each incremental repair.
-// Per-port labels are left out: at 100k endpoints they would be millions of
-// series; per-port error counters come with the performance manager, top-N.
+// Per-port labels are bounded: at 100k endpoints every port would be
+// millions of series, so only the top_ports ports with the most errors get
+// one (node GUID, port); the rest is in fabric-wide sums.
 //
 // MetricsServer is the HTTP listener (prometheus-cpp's civetweb exposer, its
 // own threads). Off unless `metrics.listen` is set in the YAML.
@@ -32,6 +33,7 @@
 #include "routing/result.hpp"
 #include "state/control.hpp"
 #include "state/fabric_state.hpp"
+#include "state/port_counters.hpp"
 #include "state/sa_info.hpp"
 
 namespace prometheus {
@@ -45,6 +47,10 @@ struct MetricsSources {
   const state::SmControl* sm = nullptr;              // MAD counters; may be null
   const state::SaInfo* sa = nullptr;                 // SA counters; may be null
   std::string version;
+  const state::CounterBoard* counters = nullptr;  // port counters; may be null
+  // Per-port error series: the ports with the most errors since start, at
+  // most this many (bounded label cardinality).
+  std::size_t top_ports = 10;
 };
 
 class Metrics final : public prometheus::Collectable {

@@ -45,6 +45,7 @@
 #include "state/control.hpp"
 #include "state/event_log.hpp"
 #include "state/fabric_state.hpp"
+#include "state/port_counters.hpp"
 #include "state/sa_info.hpp"
 #include "subnet/v1/subnet.grpc.pb.h"
 
@@ -62,8 +63,9 @@ struct ServiceDeps {
   const state::EventLog* events = nullptr;       // required
   const state::SaInfo* sa = nullptr;             // null when the daemon runs no SA
   const state::CablingCheck* cabling =
-      nullptr;          // bring-up screening; null: CheckCabling UNAVAILABLE
-  std::string version;  // reported by GetStatus
+      nullptr;  // bring-up screening; null: CheckCabling UNAVAILABLE
+  const state::CounterBoard* counters = nullptr;  // the performance manager's; null: none
+  std::string version;                            // reported by GetStatus
   std::chrono::system_clock::time_point started_at{};
 };
 
@@ -210,6 +212,15 @@ class SubnetManagerService final : public v1::SubnetManager::CallbackService {
   grpc::ServerUnaryReactor* CheckCabling(grpc::CallbackServerContext* ctx,
                                          const v1::CheckCablingRequest* req,
                                          v1::CheckCablingResponse* resp) override;
+  grpc::ServerUnaryReactor* GetPortCounters(grpc::CallbackServerContext* ctx,
+                                            const v1::GetPortCountersRequest* req,
+                                            v1::GetPortCountersResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPortErrors(grpc::CallbackServerContext* ctx,
+                                           const v1::ListPortErrorsRequest* req,
+                                           v1::ListPortErrorsResponse* resp) override;
+  grpc::ServerUnaryReactor* TopPorts(grpc::CallbackServerContext* ctx,
+                                     const v1::TopPortsRequest* req,
+                                     v1::TopPortsResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchEventsRequest* req) override;
   grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,
@@ -240,6 +251,9 @@ class SimulatorService final : public v1::Simulator::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
                                      const v1::GetStatsRequest* req,
                                      v1::GetStatsResponse* resp) override;
+  grpc::ServerUnaryReactor* InjectPortErrors(grpc::CallbackServerContext* ctx,
+                                             const v1::InjectPortErrorsRequest* req,
+                                             v1::InjectPortErrorsResponse* resp) override;
 
  private:
   ServiceCore& core_;

@@ -145,6 +145,39 @@ grpc::ServerUnaryReactor* SimulatorService::SetSwitchState(grpc::CallbackServerC
   return reply(ctx, Status::OK);
 }
 
+grpc::ServerUnaryReactor* SimulatorService::InjectPortErrors(
+    grpc::CallbackServerContext* ctx, const v1::InjectPortErrorsRequest* req,
+    v1::InjectPortErrorsResponse* /*resp*/) {
+  const Caller caller = identify(ctx, trust_, core_, "Simulator.InjectPortErrors");
+  if (!caller.trusted) return reply(ctx, caller.refusal);
+  if (core_.deps().sim == nullptr) return reply(ctx, no_simulator());
+  if (!req->has_node()) return reply(ctx, invalid("node: required"));
+  if (req->port() == 0 || req->port() > 254) {
+    return reply(ctx, invalid(fmt::format("port: {} is not an external port number", req->port())));
+  }
+  auto view = core_.view();
+  core_.remember(*view);
+  auto guid = sim_node_guid(core_, *view, req->node());
+  if (!guid.ok()) return reply(ctx, to_status(guid.error()));
+  state::PortErrorInjection e;
+  e.symbol_errors = req->symbol_errors();
+  e.link_recovers = req->link_error_recoveries();
+  e.link_downed = req->link_downed();
+  e.rcv_errors = req->rcv_errors();
+  e.xmit_discards = req->xmit_discards();
+  e.link_integrity = req->local_link_integrity_errors();
+  e.buffer_overrun = req->excessive_buffer_overruns();
+  e.xmit_wait = req->xmit_wait();
+  spdlog::info("gRPC Simulator.InjectPortErrors {:#018x} port {} by {}", guid->value, req->port(),
+               caller.who());
+  if (Result<void> r =
+          core_.deps().sim->inject_port_errors(*guid, static_cast<PortNum>(req->port()), e);
+      !r.ok()) {
+    return reply(ctx, to_status(r.error()));
+  }
+  return reply(ctx, Status::OK);
+}
+
 grpc::ServerUnaryReactor* SimulatorService::GetStats(grpc::CallbackServerContext* ctx,
                                                      const v1::GetStatsRequest*,
                                                      v1::GetStatsResponse* resp) {

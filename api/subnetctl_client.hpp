@@ -158,7 +158,16 @@ Outcome cmd_path(Client& c, const std::string& src, const std::string& dst);
 Outcome cmd_partitions(Client& c, const std::string& word);
 Outcome cmd_mcast(Client& c, bool members);
 
-// Operations (subnetctl_ops.cpp): check cabling.
+// Operations (subnetctl_ops.cpp): check cabling, counters, top, errors,
+// sim errors.
 Outcome cmd_check_cabling(Client& c, const std::string& plan_file);
+Outcome cmd_counters(Client& c, const std::string& node, unsigned port);
+Outcome cmd_top(Client& c, unsigned limit);
+Outcome cmd_errors(Client& c, unsigned limit, bool since_start);
+struct SimErrorCounts {
+  unsigned symbol = 0, link_downed = 0, rcv = 0, xmit_discards = 0;
+  std::uint64_t xmit_wait = 0;
+};
+Outcome cmd_sim_errors(Client& c, const std::string& node, unsigned port, const SimErrorCounts& n);
 
 }  // namespace subnetd::api::ctl

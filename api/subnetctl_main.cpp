@@ -593,6 +593,30 @@ int main(int argc, char** argv) {
                   "switch is silent");
   sweep->callback(run([&] { return cmd_sweep(client, no_wait, light); }));
 
+  std::string counters_node;
+  unsigned counters_port = 0;
+  auto* counters = app.add_subcommand("counters", "a node's port counters (performance manager)");
+  counters->add_option("NODE", counters_node, "GUID, LID or name")->required();
+  counters->add_option("PORT", counters_port, "one port (default: every port)")
+      ->check(CLI::Range(1, 254));
+  counters->callback(run([&] { return cmd_counters(client, counters_node, counters_port); }));
+
+  unsigned top_limit = 10;
+  auto* top = app.add_subcommand("top", "the busiest ports and those with the most new errors");
+  top->add_option("-n,--limit", top_limit, "ports per list")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  top->callback(run([&] { return cmd_top(client, top_limit); }));
+
+  unsigned errors_limit = 100;
+  bool errors_all = false;
+  auto* errors = app.add_subcommand("errors", "ports whose error counters rose");
+  errors->add_option("-n,--limit", errors_limit, "at most this many")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  errors->add_flag("--since-start", errors_all, "any errors since the daemon started");
+  errors->callback(run([&] { return cmd_errors(client, errors_limit, errors_all); }));
+
   std::string plan_file;
   auto* check = app.add_subcommand("check", "operations checks");
   check->require_subcommand(1);
@@ -637,6 +661,16 @@ int main(int argc, char** argv) {
     s->add_option("NODE", sim_node, "the switch: GUID, LID or name")->required();
     s->callback(run([&, up] { return cmd_sim_switch(client, up, sim_node); }));
   }
+  SimErrorCounts inject;
+  auto* inj = sim->add_subcommand("errors", "add to a port's error counters");
+  inj->add_option("NODE", sim_node, "GUID, LID or name")->required();
+  inj->add_option("PORT", sim_port, "port number on NODE")->required()->check(CLI::Range(1, 254));
+  inj->add_option("--symbol", inject.symbol, "symbol errors");
+  inj->add_option("--link-downed", inject.link_downed, "link downed");
+  inj->add_option("--rcv", inject.rcv, "receive errors");
+  inj->add_option("--xmit-discards", inject.xmit_discards, "transmit discards");
+  inj->add_option("--xmit-wait", inject.xmit_wait, "congestion ticks (PortXmitWait)");
+  inj->callback(run([&] { return cmd_sim_errors(client, sim_node, sim_port, inject); }));
   sim->add_subcommand("stats", "simulator packet counters")->callback(run([&] {
     return cmd_sim_stats(client);
   }));

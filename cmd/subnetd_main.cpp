@@ -308,6 +308,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   // from the reporter's own thread through the transport's GMP agent.
   discovery::Transport* transport = bundle->transport.get();
   std::unique_ptr<sa::Reporter> reporter;
+  state::CounterBoard counters;  // the performance manager's, read by gRPC and /metrics
   // Bring-up screening against the cabling plan, off the SM strand.
   std::optional<screening::CablingPlan> cabling_plan;
   if (!cfg.screening.cabling_plan.empty()) {
@@ -341,6 +342,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   SubnetManager sm(io, cfg, std::move(bundle).value(), &writer, std::move(remembered).value(),
                    publisher, events, pool, std::move(hooks));
   sm.attach_multicast(&mcast);
+  sm.attach_counters(&counters);
   reporter = std::make_unique<sa::Reporter>(sa_agent, publisher, [transport](const sa::Report& r) {
     return transport->send_gmp(r.dlid, r.qpn, r.mad);
   });
@@ -410,6 +412,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   deps.events = &events;
   deps.sa = &sa_agent;  // gRPC's GetPathRecord answers what the SA answers
   deps.cabling = &screener;
+  deps.counters = &counters;
   deps.version = SUBNETD_VERSION;
   deps.started_at = std::chrono::system_clock::now();
   api::ListenOptions listen;
@@ -427,7 +430,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   std::unique_ptr<api::MetricsServer> metrics_server;
   if (!cfg.metrics.listen.empty()) {
     metrics = std::make_shared<api::Metrics>(
-        api::MetricsSources{&publisher, &sm, &sa_agent, SUBNETD_VERSION});
+        api::MetricsSources{&publisher, &sm, &sa_agent, SUBNETD_VERSION, &counters});
     auto started = api::MetricsServer::start(cfg.metrics.listen, metrics);
     if (!started.ok()) {
       spdlog::critical("{}", started.error().message);

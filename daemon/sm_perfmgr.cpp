@@ -191,18 +191,23 @@ asio::awaitable<void> SubnetManager::counter_sweep() {
     const state::PortCounterEntry& e = *erring[i];
     const std::optional<NodeId> n = t.find_by_guid(e.node_guid);
     const std::string who = n ? t.label(*n) : fmt::format("{:#018x}", e.node_guid.value);
-    const std::string what = error_text(e.delta);
+    // Errors a port already shows when first read are reported once too.
+    const bool first = e.interval_s == 0 && e.delta.errors() == 0;
+    const state::CounterSet& seen = first ? e.total : e.delta;
+    const std::string when =
+        first ? std::string(" (first reading)") : fmt::format(" in {:.0f} s", e.interval_s);
+    const std::string more =
+        i + 1 == kMaxCounterEvents && erring.size() > kMaxCounterEvents
+            ? fmt::format(" ({} more ports with new errors)", erring.size() - kMaxCounterEvents)
+            : std::string();
     events_.append(
         state::EventKind::kCounters, e.node_guid, e.port,
-        fmt::format(
-            "counters: {} port {}: {} in {:.0f} s{}", who, e.port, what, e.interval_s,
-            i + 1 == kMaxCounterEvents && erring.size() > kMaxCounterEvents
-                ? fmt::format(" ({} more ports with new errors)", erring.size() - kMaxCounterEvents)
-                : std::string()),
+        fmt::format("counters: {} port {}: {}{}{}", who, e.port, error_text(seen), when, more),
         fmt::format("{{\"errors\":{},\"symbol_errors\":{},\"link_downed\":{},"
-                    "\"rcv_errors\":{},\"xmit_discards\":{},\"interval_s\":{:.1f}}}",
-                    e.delta.errors(), e.delta.symbol_errors, e.delta.link_downed,
-                    e.delta.rcv_errors, e.delta.xmit_discards, e.interval_s));
+                    "\"rcv_errors\":{},\"xmit_discards\":{},\"interval_s\":{:.1f},"
+                    "\"first_reading\":{}}}",
+                    seen.errors(), seen.symbol_errors, seen.link_downed, seen.rcv_errors,
+                    seen.xmit_discards, e.interval_s, first ? "true" : "false"));
   }
   spdlog::debug("counters: {} ports read, {} failed, {} with new errors in {:.1f} ms",
                 snap->ports_read, snap->ports_failed, erring.size(),

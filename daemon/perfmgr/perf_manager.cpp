@@ -122,13 +122,14 @@ std::shared_ptr<const state::PortCounterSnapshot> PerfManager::ingest(
             [](const state::PortCounterEntry& a, const state::PortCounterEntry& b) {
               return std::pair(a.node_guid.value, a.port) < std::pair(b.node_guid.value, b.port);
             });
+  // New errors: a rise since the last reading, or errors a port shows the
+  // first time it is read (the operator hears of them once either way).
   erring_.clear();
   for (const state::PortCounterEntry& e : snap->ports) {
-    if (e.delta.errors() != 0) erring_.push_back(&e);
+    if (new_errors(e) != 0) erring_.push_back(&e);
   }
-  std::stable_sort(erring_.begin(), erring_.end(), [](const auto* a, const auto* b) {
-    return a->delta.errors() > b->delta.errors();
-  });
+  std::stable_sort(erring_.begin(), erring_.end(),
+                   [](const auto* a, const auto* b) { return new_errors(*a) > new_errors(*b); });
   current_ = snap;
   return snap;
 }

@@ -77,7 +77,12 @@ class PerfManager {
       std::chrono::system_clock::time_point now, std::chrono::microseconds took,
       std::string first_error);
 
-  // Ports whose error counters rose in the last sweep, most errors first.
+  // The errors a sweep newly saw on a port: its delta, or on its first
+  // reading (read_at set, interval 0, no earlier reading) its totals.
+  static std::uint64_t new_errors(const state::PortCounterEntry& e) {
+    return e.interval_s == 0 && e.delta.errors() == 0 ? e.total.errors() : e.delta.errors();
+  }
+  // Ports with new errors in the last sweep, most first.
   const std::vector<const state::PortCounterEntry*>& erring() const { return erring_; }
 
  private:

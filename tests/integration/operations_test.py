@@ -128,6 +128,32 @@ def main():
         check(rc == 2 and "broken.yaml:4:5" in err and "nowhere" in err,
               f"bad plan: exit 2 naming file:line, got {rc}: {err.strip()}")
 
+        # --- the performance manager: injected errors, seen ----------------
+        follower = EventFollower(ctl, client.status().last_event_id + 1, os.environ,
+                                 os.path.join(args.workdir, "counter-events.log"))
+        rc, out, err = run("sim", "errors", "leaf3", "6", "--symbol", "12", "--rcv", "2")
+        check(rc == 0, f"sim errors: {rc} {err}")
+        ev = follower.wait(lambda e: e.get("kind") == "EVENT_KIND_COUNTERS" and
+                           e.get("port") == 6 and "12 symbol errors" in e.get("message", ""), 30)
+        check(ev is not None, "a counters event for leaf3 port 6 with its 12 symbol errors")
+        follower.proc.terminate()
+        rc, out, err = run("--json", "counters", "leaf3", "6")
+        doc = json.loads(out) if out.startswith("{") else {}
+        total = doc.get("ports", [{}])[0].get("total", {})
+        check(rc == 0 and int(total.get("symbol_errors", 0)) == 12 and
+              int(total.get("rcv_errors", 0)) == 2,
+              f"counters leaf3 6: 12 symbol and 2 receive errors in total, got {rc} {total}")
+        rc, out, err = run("errors", "--since-start")
+        check(rc == 0 and "leaf3/6" in out, f"errors --since-start lists leaf3/6: {out}{err}")
+        rc, out, err = run("top", "-n", "3")
+        check(rc == 0 and "busiest ports" in out, f"top: {rc} {out}{err}")
+        m = scrape(args.metrics)
+        check((value(m, "subnetd_fabric_port_errors_total") or 0) >= 14,
+              "the fabric's error total in /metrics")
+        lg = value(m, "subnetd_port_errors_total", node_guid=f"{client.node('leaf3').node.guid:#018x}",
+                   port="6")
+        check(lg == 14, f"leaf3 port 6 among the top erring ports in /metrics: {lg}")
+
         # --- the configured plan: SIGHUP, events at sweeps -------------------
         follower = EventFollower(ctl, client.status().last_event_id + 1, os.environ,
                                  os.path.join(args.workdir, "events.log"))

@@ -47,9 +47,11 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def write_config(path, workdir, topology, tcp_addr, token_file, metrics_addr):
+def write_config(path, workdir, topology, tcp_addr, token_file, metrics_addr, perfmgr):
     api = [f'  socket: "{workdir}/subnetd.sock"']
     metrics = ["metrics:", f'  listen: "{metrics_addr}"'] if metrics_addr else []
+    if perfmgr:
+        metrics += ["perfmgr:", f"  interval: {perfmgr}"]
     if tcp_addr:
         api.append(f'  tcp: "{tcp_addr}"')
         api.append(f'  token_file: "{token_file}"')
@@ -94,6 +96,7 @@ def main():
     ap.add_argument("--topology", default="fat-tree:levels=2,radix=8")
     ap.add_argument("--tcp", action="store_true", help="also listen on a TCP port (with a token)")
     ap.add_argument("--metrics", action="store_true", help="serve /metrics on a TCP port")
+    ap.add_argument("--perfmgr-interval", default="", help="perfmgr.interval, e.g. 1s")
     ap.add_argument("--ready-timeout", type=float, default=60.0)
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = ap.parse_args()
@@ -110,7 +113,8 @@ def main():
     tcp_addr = f"127.0.0.1:{free_tcp_port()}" if args.tcp else ""
     config = os.path.join(workdir, "subnetd.yaml")
     metrics_addr = f"127.0.0.1:{free_tcp_port()}" if args.metrics else ""
-    write_config(config, workdir, args.topology, tcp_addr, token_file, metrics_addr)
+    write_config(config, workdir, args.topology, tcp_addr, token_file, metrics_addr,
+                 args.perfmgr_interval)
     sock_path = os.path.join(workdir, "subnetd.sock")
     log_path = os.path.join(workdir, "subnetd.log")
 

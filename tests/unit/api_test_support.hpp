@@ -102,6 +102,12 @@ class FakeSim final : public state::SimControl {
     return ok_result();
   }
   state::SimCounters counters() const override { return {1234, 5, 6, 2}; }
+  Result<void> inject_port_errors(Guid node, PortNum port,
+                                  const state::PortErrorInjection& e) override {
+    std::lock_guard lock(mu);
+    injected.push_back({node, port, e.symbol_errors});
+    return ok_result();
+  }
 
   // How many changes the fabric has seen, and the node of the last one.
   std::pair<std::size_t, Guid> changes() const {
@@ -120,6 +126,12 @@ class FakeSim final : public state::SimControl {
   mutable std::mutex mu;
   std::vector<LinkCall> links;
   std::vector<std::pair<Guid, bool>> switches;
+  struct Injected {
+    Guid node;
+    PortNum port;
+    std::uint32_t symbol_errors;
+  };
+  std::vector<Injected> injected;
 };
 
 // The SM side of the fake: heavy sweeps answer as configured; a light sweep

@@ -111,6 +111,34 @@ TEST_F(MetricsTest, PublishesFeedTheHistogramsOncePerSweepAndRepair) {
   EXPECT_EQ(value_of(text, R"(subnetd_reroute_duration_seconds_bucket{le="0.001"})"), 1);
 }
 
+TEST_F(MetricsTest, PortErrorSeriesAreBoundedToTheTopPorts) {
+  state::CounterBoard board;
+  auto snap = std::make_shared<state::PortCounterSnapshot>();
+  snap->sweep = 3;
+  snap->ports_read = 3;
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    state::PortCounterEntry e;
+    e.node_guid = Guid{0x100 + i};
+    e.port = static_cast<PortNum>(i);
+    e.total.symbol_errors = i * 10;  // 10, 20, 30
+    e.total.xmit_bytes = 1000;
+    snap->ports.push_back(e);
+  }
+  board.publish(snap);
+  MetricsSources src{&publisher, &sm, &sa, "9.9", &board};
+  src.top_ports = 2;
+  const std::string text = Metrics(src).scrape();
+  EXPECT_EQ(value_of(text, "subnetd_counter_sweeps_total"), 3);
+  EXPECT_EQ(value_of(text, "subnetd_fabric_port_errors_total"), 60);
+  EXPECT_EQ(value_of(text, "subnetd_fabric_xmit_bytes_total"), 3000);
+  EXPECT_EQ(value_of(text, "subnetd_ports_with_errors"), 3);
+  EXPECT_EQ(value_of(text, R"(subnetd_port_errors_total{node_guid="0x0000000000000103",port="3"})"),
+            30);
+  EXPECT_EQ(value_of(text, R"(subnetd_port_errors_total{node_guid="0x0000000000000102",port="2"})"),
+            20);
+  EXPECT_EQ(text.find("0x0000000000000101"), std::string::npos) << "beyond top_ports";
+}
+
 // One HTTP/1.0 GET on 127.0.0.1:port; the whole answer.
 std::string http_get(int port, const std::string& path) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -19,6 +19,7 @@ CABLING_FINDING_KIND_WIDTH_BELOW: CablingFindingKind
 DESCRIPTOR: _descriptor.FileDescriptor
 EVENT_KIND_CABLING: EventKind
 EVENT_KIND_CONFIG_RELOAD: EventKind
+EVENT_KIND_COUNTERS: EventKind
 EVENT_KIND_ERROR: EventKind
 EVENT_KIND_FAILOVER: EventKind
 EVENT_KIND_LINK_DOWN: EventKind
@@ -197,6 +198,24 @@ class GetPathRecordResponse(_message.Message):
     path: PathRecord
     def __init__(self, path: _Optional[_Union[PathRecord, _Mapping]] = ..., generation: _Optional[int] = ...) -> None: ...
 
+class GetPortCountersRequest(_message.Message):
+    __slots__ = ["node", "port"]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    port: int
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., port: _Optional[int] = ...) -> None: ...
+
+class GetPortCountersResponse(_message.Message):
+    __slots__ = ["ports", "sweep", "sweep_at"]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_AT_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_FIELD_NUMBER: _ClassVar[int]
+    ports: _containers.RepeatedCompositeFieldContainer[PortCountersEntry]
+    sweep: int
+    sweep_at: _timestamp_pb2.Timestamp
+    def __init__(self, ports: _Optional[_Iterable[_Union[PortCountersEntry, _Mapping]]] = ..., sweep: _Optional[int] = ..., sweep_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class GetStatsRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -312,6 +331,34 @@ class Hop(_message.Message):
     out_port: int
     def __init__(self, node_guid: _Optional[int] = ..., node_name: _Optional[str] = ..., node_type: _Optional[_Union[NodeType, str]] = ..., in_port: _Optional[int] = ..., out_port: _Optional[int] = ..., lid: _Optional[int] = ...) -> None: ...
 
+class InjectPortErrorsRequest(_message.Message):
+    __slots__ = ["excessive_buffer_overruns", "link_downed", "link_error_recoveries", "local_link_integrity_errors", "node", "port", "rcv_errors", "symbol_errors", "xmit_discards", "xmit_wait"]
+    EXCESSIVE_BUFFER_OVERRUNS_FIELD_NUMBER: _ClassVar[int]
+    LINK_DOWNED_FIELD_NUMBER: _ClassVar[int]
+    LINK_ERROR_RECOVERIES_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_LINK_INTEGRITY_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    RCV_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    SYMBOL_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    XMIT_DISCARDS_FIELD_NUMBER: _ClassVar[int]
+    XMIT_WAIT_FIELD_NUMBER: _ClassVar[int]
+    excessive_buffer_overruns: int
+    link_downed: int
+    link_error_recoveries: int
+    local_link_integrity_errors: int
+    node: NodeRef
+    port: int
+    rcv_errors: int
+    symbol_errors: int
+    xmit_discards: int
+    xmit_wait: int
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., port: _Optional[int] = ..., symbol_errors: _Optional[int] = ..., link_error_recoveries: _Optional[int] = ..., link_downed: _Optional[int] = ..., rcv_errors: _Optional[int] = ..., xmit_discards: _Optional[int] = ..., local_link_integrity_errors: _Optional[int] = ..., excessive_buffer_overruns: _Optional[int] = ..., xmit_wait: _Optional[int] = ...) -> None: ...
+
+class InjectPortErrorsResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class Link(_message.Message):
     __slots__ = ["a", "b", "speed", "state", "width_lanes"]
     A_FIELD_NUMBER: _ClassVar[int]
@@ -425,6 +472,32 @@ class ListPartitionsResponse(_message.Message):
     total_members: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[PartitionMember, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_members: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., generation: _Optional[int] = ...) -> None: ...
+
+class ListPortErrorsRequest(_message.Message):
+    __slots__ = ["limit", "since_start"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SINCE_START_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    since_start: bool
+    def __init__(self, limit: _Optional[int] = ..., since_start: bool = ...) -> None: ...
+
+class ListPortErrorsResponse(_message.Message):
+    __slots__ = ["last_error", "matching", "ports", "ports_failed", "ports_read", "sweep", "sweep_at"]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    MATCHING_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    PORTS_READ_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_AT_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_FIELD_NUMBER: _ClassVar[int]
+    last_error: str
+    matching: int
+    ports: _containers.RepeatedCompositeFieldContainer[PortCountersEntry]
+    ports_failed: int
+    ports_read: int
+    sweep: int
+    sweep_at: _timestamp_pb2.Timestamp
+    def __init__(self, ports: _Optional[_Iterable[_Union[PortCountersEntry, _Mapping]]] = ..., matching: _Optional[int] = ..., sweep: _Optional[int] = ..., sweep_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ports_read: _Optional[int] = ..., ports_failed: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
 
 class MulticastGroup(_message.Message):
     __slots__ = ["member_count", "members", "mgid", "mlid", "mtu", "pkey", "qkey", "rate_gbps", "sl", "tree_switches", "well_known"]
@@ -594,6 +667,74 @@ class Port(_message.Message):
     width_lanes: int
     def __init__(self, number: _Optional[int] = ..., guid: _Optional[int] = ..., lid: _Optional[int] = ..., lmc: _Optional[int] = ..., state: _Optional[_Union[PortState, str]] = ..., phys_state: _Optional[int] = ..., width_lanes: _Optional[int] = ..., speed: _Optional[_Union[LinkSpeed, str]] = ..., admin_disabled: bool = ..., connected: bool = ..., remote: _Optional[_Union[LinkEnd, _Mapping]] = ...) -> None: ...
 
+class PortCounters(_message.Message):
+    __slots__ = ["errors", "excessive_buffer_overruns", "link_downed", "link_error_recoveries", "local_link_integrity_errors", "rcv_bytes", "rcv_constraint_errors", "rcv_errors", "rcv_packets", "rcv_remote_physical_errors", "rcv_switch_relay_errors", "symbol_errors", "vl15_dropped", "xmit_bytes", "xmit_constraint_errors", "xmit_discards", "xmit_packets", "xmit_wait"]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    EXCESSIVE_BUFFER_OVERRUNS_FIELD_NUMBER: _ClassVar[int]
+    LINK_DOWNED_FIELD_NUMBER: _ClassVar[int]
+    LINK_ERROR_RECOVERIES_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_LINK_INTEGRITY_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RCV_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RCV_CONSTRAINT_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RCV_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RCV_PACKETS_FIELD_NUMBER: _ClassVar[int]
+    RCV_REMOTE_PHYSICAL_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RCV_SWITCH_RELAY_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    SYMBOL_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    VL15_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    XMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    XMIT_CONSTRAINT_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    XMIT_DISCARDS_FIELD_NUMBER: _ClassVar[int]
+    XMIT_PACKETS_FIELD_NUMBER: _ClassVar[int]
+    XMIT_WAIT_FIELD_NUMBER: _ClassVar[int]
+    errors: int
+    excessive_buffer_overruns: int
+    link_downed: int
+    link_error_recoveries: int
+    local_link_integrity_errors: int
+    rcv_bytes: int
+    rcv_constraint_errors: int
+    rcv_errors: int
+    rcv_packets: int
+    rcv_remote_physical_errors: int
+    rcv_switch_relay_errors: int
+    symbol_errors: int
+    vl15_dropped: int
+    xmit_bytes: int
+    xmit_constraint_errors: int
+    xmit_discards: int
+    xmit_packets: int
+    xmit_wait: int
+    def __init__(self, symbol_errors: _Optional[int] = ..., link_error_recoveries: _Optional[int] = ..., link_downed: _Optional[int] = ..., rcv_errors: _Optional[int] = ..., rcv_remote_physical_errors: _Optional[int] = ..., rcv_switch_relay_errors: _Optional[int] = ..., xmit_discards: _Optional[int] = ..., xmit_constraint_errors: _Optional[int] = ..., rcv_constraint_errors: _Optional[int] = ..., local_link_integrity_errors: _Optional[int] = ..., excessive_buffer_overruns: _Optional[int] = ..., vl15_dropped: _Optional[int] = ..., xmit_wait: _Optional[int] = ..., xmit_bytes: _Optional[int] = ..., rcv_bytes: _Optional[int] = ..., xmit_packets: _Optional[int] = ..., rcv_packets: _Optional[int] = ..., errors: _Optional[int] = ...) -> None: ...
+
+class PortCountersEntry(_message.Message):
+    __slots__ = ["clears", "delta", "extended", "interval_s", "node_guid", "node_name", "peer", "port", "rcv_bytes_per_s", "read_at", "total", "xmit_bytes_per_s"]
+    CLEARS_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    NODE_GUID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    RCV_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    READ_AT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    XMIT_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    clears: int
+    delta: PortCounters
+    extended: bool
+    interval_s: float
+    node_guid: int
+    node_name: str
+    peer: str
+    port: int
+    rcv_bytes_per_s: float
+    read_at: _timestamp_pb2.Timestamp
+    total: PortCounters
+    xmit_bytes_per_s: float
+    def __init__(self, node_guid: _Optional[int] = ..., node_name: _Optional[str] = ..., port: _Optional[int] = ..., total: _Optional[_Union[PortCounters, _Mapping]] = ..., delta: _Optional[_Union[PortCounters, _Mapping]] = ..., interval_s: _Optional[float] = ..., read_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., extended: bool = ..., clears: _Optional[int] = ..., xmit_bytes_per_s: _Optional[float] = ..., rcv_bytes_per_s: _Optional[float] = ..., peer: _Optional[str] = ...) -> None: ...
+
 class ReadBack(_message.Message):
     __slots__ = ["blocks_differ", "blocks_read", "differences", "switches", "switches_silent"]
     BLOCKS_DIFFER_FIELD_NUMBER: _ClassVar[int]
@@ -713,6 +854,24 @@ class SweepSummary(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     switches: int
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[SweepKind, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., nodes: _Optional[int] = ..., switches: _Optional[int] = ..., cas: _Optional[int] = ..., lids: _Optional[int] = ..., phases: _Optional[_Iterable[_Union[SweepPhase, _Mapping]]] = ..., outcome: _Optional[_Union[SweepOutcome, str]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class TopPortsRequest(_message.Message):
+    __slots__ = ["limit"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class TopPortsResponse(_message.Message):
+    __slots__ = ["busiest", "erring", "sweep", "sweep_at"]
+    BUSIEST_FIELD_NUMBER: _ClassVar[int]
+    ERRING_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_AT_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_FIELD_NUMBER: _ClassVar[int]
+    busiest: _containers.RepeatedCompositeFieldContainer[PortCountersEntry]
+    erring: _containers.RepeatedCompositeFieldContainer[PortCountersEntry]
+    sweep: int
+    sweep_at: _timestamp_pb2.Timestamp
+    def __init__(self, busiest: _Optional[_Iterable[_Union[PortCountersEntry, _Mapping]]] = ..., erring: _Optional[_Iterable[_Union[PortCountersEntry, _Mapping]]] = ..., sweep: _Optional[int] = ..., sweep_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TracePathRequest(_message.Message):
     __slots__ = ["destination", "source"]

@@ -88,6 +88,21 @@ class SubnetManagerStub(object):
                 request_serializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingRequest.SerializeToString,
                 response_deserializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingResponse.FromString,
                 )
+        self.GetPortCounters = channel.unary_unary(
+                '/subnet.v1.SubnetManager/GetPortCounters',
+                request_serializer=subnet_dot_v1_dot_subnet__pb2.GetPortCountersRequest.SerializeToString,
+                response_deserializer=subnet_dot_v1_dot_subnet__pb2.GetPortCountersResponse.FromString,
+                )
+        self.ListPortErrors = channel.unary_unary(
+                '/subnet.v1.SubnetManager/ListPortErrors',
+                request_serializer=subnet_dot_v1_dot_subnet__pb2.ListPortErrorsRequest.SerializeToString,
+                response_deserializer=subnet_dot_v1_dot_subnet__pb2.ListPortErrorsResponse.FromString,
+                )
+        self.TopPorts = channel.unary_unary(
+                '/subnet.v1.SubnetManager/TopPorts',
+                request_serializer=subnet_dot_v1_dot_subnet__pb2.TopPortsRequest.SerializeToString,
+                response_deserializer=subnet_dot_v1_dot_subnet__pb2.TopPortsResponse.FromString,
+                )
 
 
 class SubnetManagerServicer(object):
@@ -222,6 +237,32 @@ class SubnetManagerServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetPortCounters(self, request, context):
+        """The performance manager's view of a node's ports (or one port): PMA
+        counters totalled since it first read them, their change over the last
+        counter sweep and the rates. NOT_FOUND for an unknown node or a port
+        never read; FAILED_PRECONDITION before the first counter sweep.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPortErrors(self, request, context):
+        """Ports whose error counters rose in the last counter sweep (or, with
+        since_start, have any errors), most errors first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TopPorts(self, request, context):
+        """The busiest ports (bytes over the last counter sweep) and the ones
+        with the most new errors: subnetctl top.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SubnetManagerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -294,6 +335,21 @@ def add_SubnetManagerServicer_to_server(servicer, server):
                     servicer.CheckCabling,
                     request_deserializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingRequest.FromString,
                     response_serializer=subnet_dot_v1_dot_subnet__pb2.CheckCablingResponse.SerializeToString,
+            ),
+            'GetPortCounters': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPortCounters,
+                    request_deserializer=subnet_dot_v1_dot_subnet__pb2.GetPortCountersRequest.FromString,
+                    response_serializer=subnet_dot_v1_dot_subnet__pb2.GetPortCountersResponse.SerializeToString,
+            ),
+            'ListPortErrors': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPortErrors,
+                    request_deserializer=subnet_dot_v1_dot_subnet__pb2.ListPortErrorsRequest.FromString,
+                    response_serializer=subnet_dot_v1_dot_subnet__pb2.ListPortErrorsResponse.SerializeToString,
+            ),
+            'TopPorts': grpc.unary_unary_rpc_method_handler(
+                    servicer.TopPorts,
+                    request_deserializer=subnet_dot_v1_dot_subnet__pb2.TopPortsRequest.FromString,
+                    response_serializer=subnet_dot_v1_dot_subnet__pb2.TopPortsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -547,6 +603,57 @@ class SubnetManager(object):
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
+    @staticmethod
+    def GetPortCounters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/GetPortCounters',
+            subnet_dot_v1_dot_subnet__pb2.GetPortCountersRequest.SerializeToString,
+            subnet_dot_v1_dot_subnet__pb2.GetPortCountersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListPortErrors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/ListPortErrors',
+            subnet_dot_v1_dot_subnet__pb2.ListPortErrorsRequest.SerializeToString,
+            subnet_dot_v1_dot_subnet__pb2.ListPortErrorsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def TopPorts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/TopPorts',
+            subnet_dot_v1_dot_subnet__pb2.TopPortsRequest.SerializeToString,
+            subnet_dot_v1_dot_subnet__pb2.TopPortsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
 
 class SimulatorStub(object):
     """Controls the embedded fabric simulator, as if cables were pulled or
@@ -570,6 +677,11 @@ class SimulatorStub(object):
                 '/subnet.v1.Simulator/SetSwitchState',
                 request_serializer=subnet_dot_v1_dot_subnet__pb2.SetSwitchStateRequest.SerializeToString,
                 response_deserializer=subnet_dot_v1_dot_subnet__pb2.SetSwitchStateResponse.FromString,
+                )
+        self.InjectPortErrors = channel.unary_unary(
+                '/subnet.v1.Simulator/InjectPortErrors',
+                request_serializer=subnet_dot_v1_dot_subnet__pb2.InjectPortErrorsRequest.SerializeToString,
+                response_deserializer=subnet_dot_v1_dot_subnet__pb2.InjectPortErrorsResponse.FromString,
                 )
         self.GetStats = channel.unary_unary(
                 '/subnet.v1.Simulator/GetStats',
@@ -601,6 +713,14 @@ class SimulatorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def InjectPortErrors(self, request, context):
+        """Mutating. Adds to a port's PMA counters, as a bad cable or congestion
+        would (the performance manager sees them at its next counter sweep).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetStats(self, request, context):
         """Packet counters of the simulator.
         """
@@ -620,6 +740,11 @@ def add_SimulatorServicer_to_server(servicer, server):
                     servicer.SetSwitchState,
                     request_deserializer=subnet_dot_v1_dot_subnet__pb2.SetSwitchStateRequest.FromString,
                     response_serializer=subnet_dot_v1_dot_subnet__pb2.SetSwitchStateResponse.SerializeToString,
+            ),
+            'InjectPortErrors': grpc.unary_unary_rpc_method_handler(
+                    servicer.InjectPortErrors,
+                    request_deserializer=subnet_dot_v1_dot_subnet__pb2.InjectPortErrorsRequest.FromString,
+                    response_serializer=subnet_dot_v1_dot_subnet__pb2.InjectPortErrorsResponse.SerializeToString,
             ),
             'GetStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStats,
@@ -671,6 +796,23 @@ class Simulator(object):
         return grpc.experimental.unary_unary(request, target, '/subnet.v1.Simulator/SetSwitchState',
             subnet_dot_v1_dot_subnet__pb2.SetSwitchStateRequest.SerializeToString,
             subnet_dot_v1_dot_subnet__pb2.SetSwitchStateResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def InjectPortErrors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/subnet.v1.Simulator/InjectPortErrors',
+            subnet_dot_v1_dot_subnet__pb2.InjectPortErrorsRequest.SerializeToString,
+            subnet_dot_v1_dot_subnet__pb2.InjectPortErrorsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
