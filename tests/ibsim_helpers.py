@@ -296,7 +296,7 @@ INTEROP_PARTITIONS = ("partitions:\n"
 
 
 def write_subnetd_config(path, engine, store, api_socket, threads=None, log_level=None,
-                         partitions=None):
+                         partitions=None, perfmgr_interval=None):
     """subnetd's YAML for the umad transport with periodic sweeps off (only
     traps drive it). The API socket path must stay under 108 bytes (unix
     socket limit): put it in a short /tmp directory, not a build tree."""
@@ -316,5 +316,7 @@ def write_subnetd_config(path, engine, store, api_socket, threads=None, log_leve
         text += "log:\n  level: %s\n" % log_level
     if partitions is not None:
         text += partitions
+    if perfmgr_interval is not None:
+        text += "perfmgr:\n  interval: %s\n" % perfmgr_interval
     with open(path, "w") as f:
         f.write(text)

@@ -358,7 +358,7 @@ def main():
             cfg = os.path.join(run, "subnetd.yaml")
             write_subnetd_config(cfg, engine, os.path.join(run, "subnetd.db"),
                                  os.path.join(sockdir, "api.sock"), threads=2,
-                                 partitions=INTEROP_PARTITIONS)
+                                 partitions=INTEROP_PARTITIONS, perfmgr_interval="1s")
             dump = os.path.join(run, "dump")
             t0 = time.time()
             rc, out, err = env.run([args.subnetd, "--config", cfg, "--once", "--dump-dir", dump], timeout=300)

@@ -43,6 +43,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         if args.mcast_join:
             check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
+        check_counters(env, fab, ib, args, api_sock, workdir, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
 
         def reroute():
@@ -106,6 +107,66 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         for f in follows:
             f.close()
         notify.close()
+
+
+def perfquery(env, lid, port):
+    """perfquery LID PORT as {field: int}; None when it fails."""
+    rc, out, err = env.run(["perfquery", str(lid), str(port)])
+    if rc != 0:
+        return None
+    fields = {}
+    for line in out.splitlines():
+        m = re.match(r"(\w+):\.+(\d+)$", line.strip())
+        if m:
+            fields[m.group(1)] = int(m.group(2))
+    return fields
+
+
+def check_counters(env, fab, ib, args, api_sock, workdir, where, fails):
+    """The performance manager over ibsim's PMAs: errors set on a few
+    switch ports with ibsim's console (PerformanceSet) reach subnetd (a
+    counters event for each port) and subnetd's totals equal what
+    perfquery reads from the same ports; data counters only grow."""
+    links = fab.sw_links()[:3]
+    if not links:
+        return
+    follow = follow_events(env, args, api_sock, workdir, "counter-events.log", where, fails)
+    if follow is None:
+        return
+    try:
+        wanted = []
+        for i, (a, pa, _b, _pb) in enumerate(links):
+            desc = fab.nodes[a]["desc"]
+            sym, rcv = 5 + i, 2 + i
+            ib.console('PerformanceSet "%s"[%d] PortCounters.SymbolErrorCounter=%d' % (desc, pa, sym))
+            ib.console('PerformanceSet "%s"[%d] PortCounters.PortRcvErrors=%d' % (desc, pa, rcv))
+            wanted.append((a, pa, desc, sym, rcv))
+        for a, pa, desc, sym, rcv in wanted:
+            ev = follow.wait(lambda e, a=a, pa=pa: e.get("kind") == "EVENT_KIND_COUNTERS" and
+                             int(e.get("node_guid", "0")) == a and e.get("port") == pa, 30)
+            if ev is None:
+                fails.add(where, "counters: no counters event for %s port %d within 30 s, see %s"
+                          % (desc, pa, workdir))
+                continue
+            got, err = subnetctl(env, args, api_sock, ["counters", "0x%016x" % a, str(pa)])
+            pq = perfquery(env, fab.lid_of[a], pa)
+            if got is None or pq is None:
+                fails.add(where, "counters: %s port %d: %s" % (desc, pa, err or "perfquery failed"))
+                continue
+            total = got["ports"][0]["total"]
+            mine = (int(total.get("symbol_errors", 0)), int(total.get("rcv_errors", 0)))
+            theirs = (pq.get("SymbolErrorCounter"), pq.get("PortRcvErrors"))
+            if mine != (sym, rcv) or theirs != (sym, rcv):
+                fails.add(where, "counters: %s port %d: symbol/receive errors subnetd %s, perfquery "
+                          "%s, set %s" % (desc, pa, mine, theirs, (sym, rcv)))
+            xmit = int(total.get("xmit_bytes", 0))
+            if xmit > 4 * pq.get("PortXmitData", 0):
+                fails.add(where, "counters: %s port %d: subnetd counted %d bytes sent, more than "
+                          "perfquery's later %d words" % (desc, pa, xmit, pq.get("PortXmitData", 0)))
+        log("  daemon: counters of %d switch ports: subnetd = perfquery after PerformanceSet"
+            % len(wanted))
+    finally:
+        follow.close()
 
 
 def client_cas(fab, sm_lid):
