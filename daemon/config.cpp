@@ -164,6 +164,8 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("api.token_file", api.token_file, always<&kApiAtStart>),
     SUBNETD_KEY("metrics.listen", metrics.listen, always<&kMetricsAtStart>),
     SUBNETD_KEY("perfmgr.interval", perfmgr.interval, kApplies),
+    SUBNETD_KEY("perfmgr.retention", perfmgr.retention, kApplies),
+    SUBNETD_KEY("perfmgr.hourly_retention", perfmgr.hourly_retention, kApplies),
     SUBNETD_KEY("screening.cabling_plan", screening.cabling_plan, kApplies),
     SUBNETD_KEY("store.path", store.path, always<&kStoreAtStart>),
     SUBNETD_KEY("dump_dir", dump_dir, kApplies),
@@ -457,6 +459,20 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        [&](const YAML::Node& n, const std::string& path) {
          if (auto v = p.duration(n, path, std::chrono::seconds{1}, std::chrono::hours{24}, true)) {
            cfg.perfmgr.interval = *v;
+         }
+       }},
+      {"retention",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.duration(n, path, std::chrono::minutes{1}, std::chrono::hours{24 * 366},
+                                 false)) {
+           cfg.perfmgr.retention = *v;
+         }
+       }},
+      {"hourly_retention",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v =
+                 p.duration(n, path, std::chrono::hours{1}, std::chrono::hours{24 * 366}, false)) {
+           cfg.perfmgr.hourly_retention = *v;
          }
        }},
   };

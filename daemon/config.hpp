@@ -121,6 +121,11 @@ struct PerfmgrConfig {
   // How often the performance manager reads every port's counters (PMA
   // PortCounters and PortCountersExtended); 0 = never.
   std::chrono::milliseconds interval{60'000};
+  // Counter history in the store: per-sweep rows of ports whose errors
+  // rose are kept this long; hourly sums (those ports and the busiest 1000
+  // of each sweep) this long.
+  std::chrono::milliseconds retention{std::chrono::hours{24 * 7}};
+  std::chrono::milliseconds hourly_retention{std::chrono::hours{24 * 30}};
   bool operator==(const PerfmgrConfig&) const = default;
 };
 

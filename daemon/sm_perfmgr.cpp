@@ -13,8 +13,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <unordered_set>
 
 #include "daemon/subnet_manager.hpp"
 #include "discovery/mad/pma.hpp"
@@ -57,6 +59,43 @@ std::string error_text(const state::CounterSet& d) {
 }
 
 }  // namespace
+
+// The store's history: a row per sweep for every port whose errors rose,
+// and the hour's sums for those and the busiest kHourlyBusiest ports.
+void SubnetManager::record_counter_history(
+    const state::PortCounterSnapshot& snap,
+    const std::vector<const state::PortCounterEntry*>& erring) {
+  if (store_ == nullptr) return;
+  constexpr std::size_t kHourlyBusiest = 1000;
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(snap.at.time_since_epoch()).count();
+  const std::int64_t hour = now - now % 3600;
+  std::vector<CounterRow> rows;
+  std::unordered_set<const state::PortCounterEntry*> hourly;
+  for (const state::PortCounterEntry* e : erring) {
+    if (e->interval_s == 0) continue;  // a first reading: no interval to record
+    rows.push_back(CounterRow{e->node_guid, e->port, 0, now, e->interval_s, e->delta});
+    hourly.insert(e);
+  }
+  std::vector<const state::PortCounterEntry*> busy;
+  for (const state::PortCounterEntry& e : snap.ports) {
+    if (e.interval_s > 0 && e.delta.xmit_bytes > 0) busy.push_back(&e);
+  }
+  const std::size_t n = std::min(kHourlyBusiest, busy.size());
+  std::partial_sort(
+      busy.begin(), busy.begin() + static_cast<std::ptrdiff_t>(n), busy.end(),
+      [](const auto* a, const auto* b) { return a->delta.xmit_bytes > b->delta.xmit_bytes; });
+  busy.resize(n);
+  hourly.insert(busy.begin(), busy.end());
+  for (const state::PortCounterEntry* e : hourly) {
+    rows.push_back(CounterRow{e->node_guid, e->port, 1, hour, e->interval_s, e->delta});
+  }
+  const auto secs = [](std::chrono::milliseconds d) {
+    return std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  };
+  store_->record_counters(std::move(rows), now - secs(cfg_.perfmgr.retention),
+                          now - secs(cfg_.perfmgr.hourly_retention));
+}
 
 void SubnetManager::attach_counters(state::CounterBoard* board) {
   counter_board_ = board;
@@ -209,6 +248,7 @@ asio::awaitable<void> SubnetManager::counter_sweep() {
                     seen.errors(), seen.symbol_errors, seen.link_downed, seen.rcv_errors,
                     seen.xmit_discards, e.interval_s, first ? "true" : "false"));
   }
+  record_counter_history(*snap, erring);
   spdlog::debug("counters: {} ports read, {} failed, {} with new errors in {:.1f} ms",
                 snap->ports_read, snap->ports_failed, erring.size(),
                 static_cast<double>(took.count()) / 1000.0);

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "daemon/store_file.hpp"
+#include "daemon/store_internal.hpp"
 #include "schema/sqlite_migrations.hpp"
 
 namespace subnetd::daemon {
@@ -32,6 +33,9 @@ std::string_view to_string(SweepOutcome o) {
 
 namespace {
 
+using store_detail::ResetOnExit;
+using store_detail::UseGuard;
+
 // PRAGMA application_id of a subnetd store ("SBND"): tells our file apart
 // from some other program's SQLite database at the same path.
 constexpr std::int32_t kApplicationId = 0x53424e44;
@@ -53,31 +57,6 @@ std::string column_text(sqlite3_stmt* s, int col) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
   return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, col))) : std::string();
 }
-
-// Resets a statement (and its bindings) when leaving scope, so a cached
-// statement is never left mid-iteration after an early return.
-struct ResetOnExit {
-  sqlite3_stmt* s;
-  ~ResetOnExit() {
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-  }
-};
-
-// Asserts the one-thread-at-a-time rule in debug builds.
-class UseGuard {
- public:
-  explicit UseGuard(std::atomic<bool>& flag) : flag_(flag) {
-    [[maybe_unused]] const bool was = flag_.exchange(true, std::memory_order_acquire);
-    assert(!was && "daemon::Store used from two threads at once");
-  }
-  ~UseGuard() { flag_.store(false, std::memory_order_release); }
-  UseGuard(const UseGuard&) = delete;
-  UseGuard& operator=(const UseGuard&) = delete;
-
- private:
-  std::atomic<bool>& flag_;
-};
 
 bool valid_phase_name(std::string_view n) {
   return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {

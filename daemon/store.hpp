@@ -49,6 +49,7 @@
 #include "routing/lid_assigner.hpp"
 #include "routing/result.hpp"
 #include "state/event.hpp"
+#include "state/port_counters.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -94,6 +95,19 @@ struct OpenOptions {
   std::int64_t max_sweeps = 100'000;
   // Clock for lids.updated_at and the reset file suffix; injected for tests.
   std::function<state::WallTime()> clock;
+};
+
+// A port's counter changes over `seconds` from `at` (unix seconds): a
+// counter sweep's (level 0) or an hour's sum (level 1, `at` the hour's
+// start). See schema/sqlite/0003_port_counters.sql.
+struct CounterRow {
+  Guid node_guid;
+  PortNum port = 0;
+  int level = 0;
+  std::int64_t at = 0;
+  double seconds = 0;
+  state::CounterSet delta;
+  bool operator==(const CounterRow&) const = default;
 };
 
 class Store {
@@ -143,6 +157,19 @@ class Store {
   // The highest event id ever stored, pruned ones included (0 when none):
   // the daemon's state::EventLog continues after it.
   Result<std::int64_t> last_event_id();
+
+  // Port counter history (store_counters.cpp). Level-0 rows are inserted
+  // (a row for the same port and time replaces the old one); a level-1 row
+  // adds to the hour's row of its port. In one transaction.
+  Result<void> record_counters(std::span<const CounterRow> rows);
+  // Deletes level-0 rows older than `raw_before` and level-1 rows older
+  // than `hourly_before` (unix seconds); returns how many went.
+  Result<std::int64_t> prune_counters(std::int64_t raw_before, std::int64_t hourly_before);
+  // One port's rows of `level` from `since` on, oldest first, at most `limit`.
+  Result<std::vector<CounterRow>> counter_history(Guid node_guid, PortNum port, int level,
+                                                  std::int64_t since, std::size_t limit);
+  // Rows held, per level (tests, benchmarks).
+  Result<std::int64_t> counter_rows(int level);
 
   // Runs a PRAGMA quick_check now; used at open and by tests.
   Result<void> check_integrity();
@@ -200,6 +227,9 @@ class StoreWriter {
                  std::vector<Guid> node_guids = {});
   void record_sweep(SweepRecord sweep);
   void append_event(state::Event event);
+  // Records counter rows, then prunes by age (see Store).
+  void record_counters(std::vector<CounterRow> rows, std::int64_t raw_before,
+                       std::int64_t hourly_before);
 
   // Runs `fn(Store&)` on the writer thread after everything queued before it
   // and returns its result. Use for reads that must see earlier writes.

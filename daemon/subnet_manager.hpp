@@ -339,6 +339,8 @@ class SubnetManager final : public state::SmControl {
   void schedule_counter_sweep();
   boost::asio::awaitable<void> periodic_counter_sweep();
   boost::asio::awaitable<void> counter_sweep();
+  void record_counter_history(const state::PortCounterSnapshot& snap,
+                              const std::vector<const state::PortCounterEntry*>& erring);
   state::CounterBoard* counter_board_ = nullptr;
   perfmgr::PerfManager perfmgr_;
   // Node GUID -> whether its PMA has PortCountersExtended (nullopt: asked,
