@@ -290,6 +290,12 @@ void MadEngine::handle(const Mad& m) {
     ++stats_.stray;
     return;
   }
+  // An answer of another class than the request's (a PMA answer carrying
+  // an SMP's TID, or the reverse) answers nothing of ours.
+  if (pool_[s].mad.data[1] != m.data[1]) {
+    ++stats_.malformed;
+    return;
+  }
   complete(s, &m);
 }
 

@@ -64,7 +64,11 @@ TEST(Schema, SubnetManagerHasTheIssueMethods) {
                                    {"WatchEvents", true},
                                    {"TriggerSweep", false},
                                    {"VerifyRouting", false},
-                                   {"SetPortState", false}});
+                                   {"SetPortState", false},
+                                   {"CheckCabling", false},
+                                   {"GetPortCounters", false},
+                                   {"ListPortErrors", false},
+                                   {"TopPorts", false}});
   const auto* s = file()->FindServiceByName("SubnetManager");
   EXPECT_EQ(s->FindMethodByName("GetForwardingTable")->output_type()->name(),
             "ForwardingTableBlock");
@@ -73,7 +77,10 @@ TEST(Schema, SubnetManagerHasTheIssueMethods) {
 
 TEST(Schema, SimulatorHasTheIssueMethods) {
   expect_service("Simulator",
-                 {{"SetLinkState", false}, {"SetSwitchState", false}, {"GetStats", false}});
+                 {{"SetLinkState", false},
+                  {"SetSwitchState", false},
+                  {"InjectPortErrors", false},
+                  {"GetStats", false}});
 }
 
 TEST(Schema, EveryEnumStartsWithUnspecified) {
