@@ -142,19 +142,31 @@ def check_counters(env, fab, ib, args, api_sock, workdir, where, fails):
             ib.console('PerformanceSet "%s"[%d] PortCounters.PortRcvErrors=%d' % (desc, pa, rcv))
             wanted.append((a, pa, desc, sym, rcv))
         for a, pa, desc, sym, rcv in wanted:
-            ev = follow.wait(lambda e, a=a, pa=pa: e.get("kind") == "EVENT_KIND_COUNTERS" and
-                             int(e.get("node_guid", "0")) == a and e.get("port") == pa, 30)
-            if ev is None:
+            # The two PerformanceSets may straddle a counter sweep: each
+            # counters event for the port is a new look, until subnetd's
+            # totals show both (or 30 s pass).
+            seen, got, err, mine = 0, None, "", None
+            while mine != (sym, rcv):
+                ev = follow.wait(lambda e, a=a, pa=pa, seen=seen: e.get("kind") == "EVENT_KIND_COUNTERS"
+                                 and int(e.get("node_guid", "0")) == a and e.get("port") == pa
+                                 and int(e.get("id", "0")) > seen, 30)
+                if ev is None:
+                    break
+                seen = int(ev.get("id", "0"))
+                got, err = subnetctl(env, args, api_sock, ["counters", "0x%016x" % a, str(pa)])
+                if got is None:
+                    break
+                total = got["ports"][0]["total"]
+                mine = (int(total.get("symbol_errors", 0)), int(total.get("rcv_errors", 0)))
+            if seen == 0:
                 fails.add(where, "counters: no counters event for %s port %d within 30 s, see %s"
                           % (desc, pa, workdir))
                 continue
-            got, err = subnetctl(env, args, api_sock, ["counters", "0x%016x" % a, str(pa)])
             pq = perfquery(env, fab.lid_of[a], pa)
             if got is None or pq is None:
                 fails.add(where, "counters: %s port %d: %s" % (desc, pa, err or "perfquery failed"))
                 continue
             total = got["ports"][0]["total"]
-            mine = (int(total.get("symbol_errors", 0)), int(total.get("rcv_errors", 0)))
             theirs = (pq.get("SymbolErrorCounter"), pq.get("PortRcvErrors"))
             if mine != (sym, rcv) or theirs != (sym, rcv):
                 fails.add(where, "counters: %s port %d: symbol/receive errors subnetd %s, perfquery "
