@@ -197,7 +197,8 @@ TEST(SaSimClient, JoinRegisterSubscribeAndHearOfAPulledCable) {
     }
   }
   EXPECT_EQ(h.agent.stats().report_acks, 1U);
-  EXPECT_GE(h.reporter->sent(), 1U);
+  // Not reporter->sent(): the simulator delivers a Report inside send(), before
+  // the Reporter counts it (TSan's run caught the test reading it in between).
 
   // The pulled port's own GMPs go nowhere now.
   const auto lost = h.sim->stats().gmp_lost;
