@@ -265,6 +265,20 @@ bool valid_host_port(std::string_view s) {
   return host.find(':') == std::string_view::npos && host.find(' ') == std::string_view::npos;
 }
 
+// A "host:port" or "[v6]:port" value (api.tcp, metrics.listen).
+std::optional<std::string> host_port(Parser& p, const YAML::Node& n, const std::string& path) {
+  auto v = p.scalar(n, path, "\"host:port\"");
+  if (!v) return std::nullopt;
+  if (!valid_host_port(*v)) {
+    p.fail(n.Mark(), path,
+           fmt::format("bad address \"{}\" (expected \"host:port\" or \"[v6]:port\", port "
+                       "0..65535)",
+                       printable(*v)));
+    return std::nullopt;
+  }
+  return v;
+}
+
 void walk(Parser& p, const YAML::Node& root, Config& cfg) {
   using K = Parser::Key;
   const K fabric_keys[] = {
@@ -415,16 +429,7 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        }},
       {"tcp",
        [&](const YAML::Node& n, const std::string& path) {
-         auto v = p.scalar(n, path, "\"host:port\"");
-         if (!v) return;
-         if (!valid_host_port(*v)) {
-           p.fail(n.Mark(), path,
-                  fmt::format("bad address \"{}\" (expected \"host:port\" or \"[v6]:port\", "
-                              "port 0..65535)",
-                              printable(*v)));
-           return;
-         }
-         cfg.api.tcp = *v;
+         if (auto v = host_port(p, n, path)) cfg.api.tcp = *v;
        }},
       {"tls_cert",
        [&](const YAML::Node& n, const std::string& path) {
@@ -442,16 +447,7 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
   const K metrics_keys[] = {
       {"listen",
        [&](const YAML::Node& n, const std::string& path) {
-         auto v = p.scalar(n, path, "\"host:port\"");
-         if (!v) return;
-         if (!valid_host_port(*v)) {
-           p.fail(n.Mark(), path,
-                  fmt::format("bad address \"{}\" (expected \"host:port\" or \"[v6]:port\", "
-                              "port 0..65535)",
-                              printable(*v)));
-           return;
-         }
-         cfg.metrics.listen = *v;
+         if (auto v = host_port(p, n, path)) cfg.metrics.listen = *v;
        }},
   };
   const K perfmgr_keys[] = {
@@ -604,13 +600,8 @@ Result<Config> parse_config(std::string_view text, std::string_view name) {
     // would otherwise also yield a misleading "topology required".
     if (p.clean()) cross_check(p, cfg);
   } catch (const YAML::Exception& e) {
-    // Syntax errors carry the position of the offending token.
-    if (e.mark.is_null()) {
-      return Error{Errc::kParse,
-                   fmt::format("{}: YAML error: {}", printable(name), printable(e.msg))};
-    }
-    return Error{Errc::kParse, fmt::format("{}:{}:{}: YAML syntax error: {}", printable(name),
-                                           e.mark.line + 1, e.mark.column + 1, printable(e.msg))};
+    return config_detail::yaml_error(e,
+                                     name);  // syntax errors carry the offending token's position
   } catch (const std::exception& e) {
     return Error{Errc::kParse,
                  fmt::format("{}: cannot parse: {}", printable(name), printable(e.what()))};

@@ -254,6 +254,17 @@ class Parser {
   std::map<std::string, YAML::Mark> marks_;
 };
 
+// A yaml-cpp exception (a syntax error, carrying its position when it has
+// one) as a kParse error naming the file.
+inline Error yaml_error(const YAML::Exception& e, std::string_view name) {
+  if (e.mark.is_null()) {
+    return Error{Errc::kParse,
+                 fmt::format("{}: YAML error: {}", printable(name), printable(e.msg))};
+  }
+  return Error{Errc::kParse, fmt::format("{}:{}:{}: YAML syntax error: {}", printable(name),
+                                         e.mark.line + 1, e.mark.column + 1, printable(e.msg))};
+}
+
 // NodeDescription is 64 bytes on the wire; a longer node name matches nothing.
 inline constexpr std::size_t kMaxNodeDescription = 64;
 

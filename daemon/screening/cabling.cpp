@@ -253,12 +253,7 @@ Result<CablingPlan> parse_yaml_plan(std::string_view text, std::string_view name
     };
     p.mapping(root, "", top);
   } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) {
-      return Error{Errc::kParse,
-                   fmt::format("{}: YAML error: {}", printable(name), printable(e.msg))};
-    }
-    return Error{Errc::kParse, fmt::format("{}:{}:{}: YAML syntax error: {}", printable(name),
-                                           e.mark.line + 1, e.mark.column + 1, printable(e.msg))};
+    return config_detail::yaml_error(e, name);
   }
   // Cable ends name listed nodes; a port is used by one cable.
   std::unordered_map<std::uint64_t, std::string> used;  // (node, port) -> cable path

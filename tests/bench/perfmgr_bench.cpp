@@ -29,6 +29,7 @@
 #include "daemon/screening/cabling.hpp"
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
+#include "discovery/sim/sim_borrowed.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/topo/generators.hpp"
 #include "state/event_log.hpp"
@@ -44,25 +45,6 @@ struct Args {
   int sweeps = 2;
   int errors = 100;
   unsigned threads = 2;
-};
-
-// The SM owns its transport; the bench keeps the simulator.
-class Borrowed final : public discovery::Transport {
- public:
-  explicit Borrowed(discovery::sim::SimFabric& s) : s_(s) {}
-  Result<void> send(const discovery::Mad& m) override { return s_.send(m); }
-  Result<std::optional<discovery::Mad>> receive(std::chrono::microseconds t) override {
-    return s_.receive(t);
-  }
-  std::chrono::nanoseconds now() const override { return s_.now(); }
-  discovery::LocalPort local_port() const override { return s_.local_port(); }
-  int event_fd() const override { return s_.event_fd(); }
-  bool virtual_time() const override { return s_.virtual_time(); }
-  void watch_event_fd(bool watched) override { s_.watch_event_fd(watched); }
-  std::string name() const override { return "sim"; }
-
- private:
-  discovery::sim::SimFabric& s_;
 };
 
 double cpu_seconds() {
@@ -121,7 +103,7 @@ int run(const Args& a) {
   state::CounterBoard board;
   boost::asio::io_context io;
   daemon::TransportBundle bundle;
-  bundle.transport = std::make_unique<Borrowed>(**sim);
+  bundle.transport = std::make_unique<discovery::sim::BorrowedSim>(**sim);
   daemon::FastPathOptions fast;
   fast.rebalance_delay = std::chrono::hours{1};
   daemon::SubnetManager sm(io, cfg, std::move(bundle), &writer, {}, publisher, events, pool, {},

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "daemon/subnet_manager.hpp"
+#include "discovery/sim/sim_borrowed.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/topo/generators.hpp"
 #include "state/event_log.hpp"
@@ -58,25 +59,7 @@ inline void stop_on_thread(SubnetManager& sm, boost::asio::io_context& io, std::
   io.restart();  // the owner may run it again (probes after the SM stopped)
 }
 
-// The SM owns its transport; a test keeps the simulator (to cut cables,
-// and to probe once the SM has stopped).
-class BorrowedSim final : public discovery::Transport {
- public:
-  explicit BorrowedSim(discovery::sim::SimFabric& s) : s_(s) {}
-  Result<void> send(const discovery::Mad& m) override { return s_.send(m); }
-  Result<std::optional<discovery::Mad>> receive(std::chrono::microseconds t) override {
-    return s_.receive(t);
-  }
-  std::chrono::nanoseconds now() const override { return s_.now(); }
-  discovery::LocalPort local_port() const override { return s_.local_port(); }
-  int event_fd() const override { return s_.event_fd(); }
-  bool virtual_time() const override { return s_.virtual_time(); }
-  void watch_event_fd(bool watched) override { s_.watch_event_fd(watched); }
-  std::string name() const override { return "sim"; }
-
- private:
-  discovery::sim::SimFabric& s_;
-};
+using discovery::sim::BorrowedSim;  // the SM owns its transport; a test keeps the simulator
 
 inline bool master(const state::FabricState& s) {
   return s.state == state::SmState::kMaster && s.routes != nullptr;
