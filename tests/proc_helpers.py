@@ -159,48 +159,68 @@ class Tap:
 class NotifySocket:
     """A datagram socket bound at `path` for a daemon's sd_notify(): start the
     daemon with env NOTIFY_SOCKET=path (self.env) and wait_for("READY=1").
-    `path` must be under 108 bytes (a unix socket path)."""
+    `path` must be under 108 bytes (a unix socket path).
+
+    A thread reads every message as it comes, as systemd does: a unix
+    datagram queue holds only net.unix.max_dgram_qlen (10) messages, and a
+    daemon whose STATUS= notifications are not read blocks in sendmsg."""
 
     def __init__(self, path):
         self.path = path
         self.env = {"NOTIFY_SOCKET": path}
         self.received = []
         self._seen = 0
+        self._cond = threading.Condition()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(path)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        while True:
+            try:
+                msg = self.sock.recv(65536)
+            except OSError:
+                return  # closed
+            if not msg:
+                return
+            with self._cond:
+                self.received.append(msg.decode(errors="replace"))
+                self._cond.notify_all()
 
     def wait_for(self, key, proc, timeout):
         """The first message (after those already returned) with the line
         `key` (e.g. "READY=1"), or None: the deadline passed, or `proc`
-        exited first (its pidfd wakes the same select)."""
+        exited first (a watcher thread wakes the wait when it does)."""
         end = time.monotonic() + timeout
-        try:
-            pidfd = os.pidfd_open(proc.pid)
-        except (AttributeError, OSError):
-            pidfd = None
-        try:
+        exited = threading.Event()
+
+        def watch():
+            proc.wait()
+            exited.set()
+            with self._cond:
+                self._cond.notify_all()
+
+        threading.Thread(target=watch, daemon=True).start()
+        with self._cond:
             while True:
                 while self._seen < len(self.received):
                     msg = self.received[self._seen]
                     self._seen += 1
                     if key in msg.split("\n"):
                         return msg
+                if exited.is_set():
+                    return None  # what it sent before exiting was read above
                 left = end - time.monotonic()
                 if left <= 0:
                     return None
-                fds = [self.sock] + ([pidfd] if pidfd is not None else [])
-                ready, _, _ = select.select(fds, [], [], left)
-                if self.sock in ready:
-                    self.received.append(self.sock.recv(65536).decode(errors="replace"))
-                elif ready:
-                    # The process exited: what it sent before is read first.
-                    if not select.select([self.sock], [], [], 0)[0]:
-                        return None
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
+                self._cond.wait(left)
 
     def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
         try:
             os.unlink(self.path)
