@@ -166,6 +166,12 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("perfmgr.interval", perfmgr.interval, kApplies),
     SUBNETD_KEY("perfmgr.retention", perfmgr.retention, kApplies),
     SUBNETD_KEY("perfmgr.hourly_retention", perfmgr.hourly_retention, kApplies),
+    SUBNETD_KEY("health.enabled", health.enabled, kApplies),
+    SUBNETD_KEY("health.flap_count", health.flap_count, kApplies),
+    SUBNETD_KEY("health.flap_window", health.flap_window, kApplies),
+    SUBNETD_KEY("health.error_rate", health.error_rate, kApplies),
+    SUBNETD_KEY("health.hold_down", health.hold_down, kApplies),
+    SUBNETD_KEY("health.isolate_disconnecting", health.isolate_disconnecting, kApplies),
     SUBNETD_KEY("screening.cabling_plan", screening.cabling_plan, kApplies),
     SUBNETD_KEY("store.path", store.path, always<&kStoreAtStart>),
     SUBNETD_KEY("dump_dir", dump_dir, kApplies),
@@ -472,6 +478,41 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          }
        }},
   };
+  const K health_keys[] = {
+      {"enabled",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.boolean(n, path)) cfg.health.enabled = *v;
+       }},
+      {"flap_count",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 1000)) {
+           cfg.health.flap_count = static_cast<std::uint32_t>(*v);
+         }
+       }},
+      {"flap_window",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.duration(n, path, std::chrono::seconds{1}, std::chrono::hours{24}, false)) {
+           cfg.health.flap_window = *v;
+         }
+       }},
+      {"error_rate",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 1'000'000'000)) {
+           cfg.health.error_rate = static_cast<std::uint64_t>(*v);
+         }
+       }},
+      {"hold_down",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v =
+                 p.duration(n, path, std::chrono::seconds{1}, std::chrono::hours{24 * 30}, false)) {
+           cfg.health.hold_down = *v;
+         }
+       }},
+      {"isolate_disconnecting",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.boolean(n, path)) cfg.health.isolate_disconnecting = *v;
+       }},
+  };
   const K screening_keys[] = {
       {"cabling_plan",
        [&](const YAML::Node& n, const std::string& path) {
@@ -506,6 +547,8 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, perfmgr_keys); }},
       {"screening",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, screening_keys); }},
+      {"health",
+       [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, health_keys); }},
       {"store",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, store_keys); }},
       {"dump_dir",

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/health/port_health.hpp"
 #include "routing/ids.hpp"
 #include "routing/partitions.hpp"
 #include "routing/result.hpp"
@@ -156,6 +157,9 @@ struct Config {
   MetricsConfig metrics;
   PerfmgrConfig perfmgr;
   ScreeningConfig screening;
+  // The fault-handling policy: when a flapping or erring link is isolated
+  // and for how long (daemon/health/port_health.hpp).
+  health::HealthPolicy health;
   StoreConfig store;
   std::string dump_dir;  // empty = no routing dump files
   LogConfig log;

@@ -110,6 +110,23 @@ struct CounterRow {
   bool operator==(const CounterRow&) const = default;
 };
 
+// An action of the fault policy, or an operator's return of a link it
+// isolated (schema/sqlite/0004_health_actions.sql).
+struct HealthAction {
+  std::int64_t id = 0;  // assigned by the store
+  state::WallTime at{};
+  Guid node_guid;  // the end the policy disables
+  PortNum port = 0;
+  Guid peer_guid;
+  PortNum peer_port = 0;
+  std::string action;  // "isolate", "refuse" or "restore"
+  std::string cause;   // "flapping" or "errors"
+  std::string reason;
+  std::string who;                       // "policy", "hold-down", or the operator
+  std::optional<state::WallTime> until;  // isolate: the hold-down's end
+  bool operator==(const HealthAction&) const = default;
+};
+
 class Store {
  public:
   // Opens or creates the store at `path` (creating its parent directory if
@@ -171,6 +188,15 @@ class Store {
   // Rows held, per level (tests, benchmarks).
   Result<std::int64_t> counter_rows(int level);
 
+  // The fault policy's audit (store_health.cpp). Rows beyond the newest
+  // 100,000 are pruned. An action other than isolate/refuse/restore, or a
+  // port outside 1..255, is kInvalidArgument.
+  Result<std::int64_t> record_health_action(const HealthAction& a);
+  // Links whose latest isolate/restore row is an isolation, oldest first.
+  Result<std::vector<HealthAction>> active_isolations();
+  // Newest first, at most `limit`.
+  Result<std::vector<HealthAction>> health_actions(std::size_t limit);
+
   // Runs a PRAGMA quick_check now; used at open and by tests.
   Result<void> check_integrity();
 
@@ -230,6 +256,7 @@ class StoreWriter {
   // Records counter rows, then prunes by age (see Store).
   void record_counters(std::vector<CounterRow> rows, std::int64_t raw_before,
                        std::int64_t hourly_before);
+  void record_health_action(HealthAction a);
 
   // Runs `fn(Store&)` on the writer thread after everything queued before it
   // and returns its result. Use for reads that must see earlier writes.

@@ -152,7 +152,7 @@ TEST(ConfigParse, IntervalZeroTurnsLightSweepsOff) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   expect_error(std::string(kSim) + "fabrik:\n  transport: sim\n", "3:1", "fabrik",
                "unknown key (expected one of: fabric, addressing, routing, sweep, api, metrics, "
-               "perfmgr, screening, store, dump_dir, log, partitions)");
+               "perfmgr, screening, health, store, dump_dir, log, partitions)");
 }
 
 TEST(ConfigErrors, UnknownNestedKey) {
