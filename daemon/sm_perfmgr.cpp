@@ -249,6 +249,7 @@ asio::awaitable<void> SubnetManager::counter_sweep() {
                     seen.xmit_discards, e.interval_s, first ? "true" : "false"));
   }
   record_counter_history(*snap, erring);
+  health_port_errors(erring, t);
   spdlog::debug("counters: {} ports read, {} failed, {} with new errors in {:.1f} ms",
                 snap->ports_read, snap->ports_failed, erring.size(),
                 static_cast<double>(took.count()) / 1000.0);

@@ -105,6 +105,7 @@ void SubnetManager::remember_down(const FastPath& fast,
       continue;
     }
     known_down_.push_back(KnownDown{++failure_seq_, a, f.port, b, port.remote_port});
+    health_link_down(a, f.port, b, port.remote_port);
     events_.append(state::EventKind::kLinkDown, a, f.port,
                    fmt::format("link down: {}[{}] - {}[{}]", guid_str(a), f.port, guid_str(b),
                                port.remote_port));

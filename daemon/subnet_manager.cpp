@@ -12,9 +12,6 @@ namespace {
 namespace asio = boost::asio;
 namespace mad = discovery::mad;
 
-constexpr std::uint8_t kPhysPolling = 2;
-constexpr std::uint8_t kPhysDisabled = 3;
-
 std::string guid_str(Guid g) {
   return fmt::format("{:#018x}", g.value);
 }
@@ -74,7 +71,8 @@ SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle t
       fast_opts_(fast),
       heavy_timer_(clock_, strand_),
       light_timer_(clock_, strand_),
-      perf_timer_(clock_, strand_) {}
+      perf_timer_(clock_, strand_),
+      health_timer_(clock_, strand_) {}
 
 SubnetManager::~SubnetManager() {
   // The owner runs the io_context until stop() has wound everything down
@@ -92,7 +90,7 @@ bool SubnetManager::idle() const {
   const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
   return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
          !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_ &&
-         !mcast_running_ && !perf_starting_ && !perf_running_;
+         !mcast_running_ && !perf_starting_ && !perf_running_ && health_tasks_ == 0;
 }
 
 void SubnetManager::check_idle() {
@@ -118,6 +116,8 @@ void SubnetManager::start() {
     engine_.set_unsolicited_handler(
         [this](const mad::Smp& smp, const discovery::Mad& m) { on_unsolicited(smp, m); });
     engine_.start();
+    publish_health();
+    schedule_health_timer();
     request_heavy_sweep(std::chrono::milliseconds{0}, "start-up");
   });
 }
@@ -131,6 +131,7 @@ void SubnetManager::stop() {
     light_timer_.cancel();
     heavy_timer_.cancel();
     perf_timer_.cancel();
+    health_timer_.cancel();
     engine_.stop();
     // Whoever waits for the SM gets an answer.
     std::vector<state::Completion<state::SweepReply>> waiters;
@@ -237,6 +238,7 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
       it->second = true;
       continue;
     }
+    health_link_down(k.a, k.pa, k.b, k.pb);
     if (++reported <= 1000) {
       events_.append(
           state::EventKind::kLinkDown, k.a, k.pa,
@@ -245,6 +247,7 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
   }
   for (const auto& [k, seen] : now) {
     if (seen) continue;
+    health_link_up(k.a, k.pa, k.b, k.pb);
     if (++reported <= 1000) {
       events_.append(
           state::EventKind::kLinkUp, k.a, k.pa,
@@ -266,6 +269,9 @@ void SubnetManager::reload(ReloadPlan plan, std::string source) {
     schedule_light_sweep();
     perf_timer_.cancel();
     schedule_counter_sweep();
+    health_.set_policy(cfg_.health);
+    publish_health();
+    schedule_health_timer();
     if (plan.reroute) {
       request_heavy_sweep(std::chrono::milliseconds{0}, "routing configuration changed");
     } else if (plan.repartition) {
@@ -394,39 +400,14 @@ void SubnetManager::set_port_enabled(Guid node_guid, PortNum port, bool enabled,
       done(Error{Errc::kInvalidArgument, "refusing to disable the SM's own port"});
       return;
     }
-    // Disabling via PortPhysicalState (as ibportstate does); keep the LID
-    // fields of an endpoint port as they are.
-    mad::PortInfo pi;
-    pi.local_port_num = port;
-    pi.port_phys_state = enabled ? kPhysPolling : kPhysDisabled;
-    if (t.node(*node).type != routing::NodeType::kSwitch) {
-      pi.lid = static_cast<std::uint16_t>(
-          std::min<std::uint32_t>(c->lids.map.base_lid(t, *node, port).value, 0xFFFF));
-      pi.master_sm_lid = static_cast<std::uint16_t>(std::min<std::uint32_t>(
-          c->lids.map.base_lid(t, c->sweep.sm_node, c->sweep.sm_port).value, 0xFFFF));
-      pi.lmc = c->lids.map.lmc;
-    }
-    mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, port,
-                                    c->sweep.path_to_port(*node, port), 0);
-    pi.encode(mad::data_of(smp));
-    discovery::FlowOptions fo;
-    fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
-    fo.retries = cfg_.sweep.retries;
     const std::string label = t.label(*node);
+    const NodeId target = *node;
     asio::co_spawn(
         strand_,
-        [this, c, smp, fo, done = std::move(done), node_guid, port, enabled, who, label,
+        [this, c, target, done = std::move(done), node_guid, port, enabled, who, label,
          alive = std::weak_ptr<int>(life_)]() mutable -> asio::awaitable<void> {
-          discovery::Flow flow(engine_, fo);
-          Result<void> outcome;
-          bool answered = false;
-          flow.submit(smp, 0, [&outcome, &answered](Result<mad::Smp> r) {
-            answered = true;
-            if (!r.ok()) outcome = r.error();
-          });
-          co_await flow.drained();
+          Result<void> outcome = co_await send_port_phys(c, target, port, enabled);
           if (alive.expired()) co_return;
-          if (!answered) outcome = Error{Errc::kCancelled, "subnetd is stopping"};
           if (!outcome.ok()) {
             done(outcome);
             co_return;
@@ -435,6 +416,7 @@ void SubnetManager::set_port_enabled(Guid node_guid, PortNum port, bool enabled,
                          node_guid, port,
                          fmt::format("port {} of {} {} by {}", port, label,
                                      enabled ? "enabled" : "disabled", who));
+          health_operator(node_guid, port, enabled, who);
           done(Result<void>{});
           request_heavy_sweep(
               std::chrono::milliseconds{0},

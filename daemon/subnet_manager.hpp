@@ -60,6 +60,7 @@
 #include "daemon/compute.hpp"
 #include "daemon/config.hpp"
 #include "daemon/fast_path.hpp"
+#include "daemon/health/port_health.hpp"
 #include "daemon/perfmgr/perf_manager.hpp"
 #include "daemon/signal.hpp"
 #include "daemon/store.hpp"
@@ -72,6 +73,7 @@
 #include "state/event_log.hpp"
 #include "state/fabric_state.hpp"
 #include "state/port_counters.hpp"
+#include "state/port_health.hpp"
 
 namespace subnetd::daemon {
 
@@ -126,6 +128,11 @@ class SubnetManager final : public state::SmControl {
   // counter sweeps). Before start(); must outlive the SM. Counter sweeps
   // run every perfmgr.interval once the fabric is up (sm_perfmgr.cpp).
   void attach_counters(state::CounterBoard* board);
+  // Where the fault policy publishes the links it holds against (null: no
+  // fault policy), and the isolations the store remembers (they stay
+  // until their hold-down ends). Before start(); must outlive the SM
+  // (sm_health.cpp).
+  void attach_health(state::HealthBoard* board, std::vector<HealthAction> isolated = {});
   // Stops timers and I/O; a sweep in progress ends at its next step. Any
   // thread. Pending SmControl calls are answered (cancelled).
   void stop();
@@ -349,6 +356,35 @@ class SubnetManager final : public state::SmControl {
   Timer perf_timer_;
   bool perf_running_ = false;
   bool perf_starting_ = false;
+
+  // The fault policy (sm_health.cpp).
+  void health_link_down(Guid a, PortNum pa, Guid b, PortNum pb);
+  void health_link_up(Guid a, PortNum pa, Guid b, PortNum pb);
+  void health_port_errors(const std::vector<const state::PortCounterEntry*>& erring,
+                          const routing::Topology& t);
+  // An operator enabled or disabled a port (SetPortState).
+  void health_operator(Guid node_guid, PortNum port, bool enabled, const std::string& who);
+  // Runs an isolation or a restore, counted by idle() from this call on.
+  void spawn_health(awaitable<void> task);
+  awaitable<void> isolate(health::PortHealth::Verdict v);
+  awaitable<void> restore(health::LinkEnds l);
+  // PortInfo Set of PortPhysicalState: Disabled, or Polling to enable.
+  awaitable<Result<void>> send_port_phys(std::shared_ptr<const BringUpResult> c, NodeId node,
+                                         PortNum port, bool enabled);
+  void audit_health(std::string_view action, const health::LinkEnds& l, Guid node, PortNum port,
+                    std::string_view cause, const std::string& reason, const std::string& who,
+                    std::optional<state::WallTime> until);
+  void schedule_health_timer();
+  void publish_health();
+  state::WallTime wall_clock_now() const;
+  state::WallTime wall_of(Clock::time_point t) const;
+  health::PortHealth health_;
+  state::HealthBoard* health_board_ = nullptr;
+  Timer health_timer_;
+  int health_tasks_ = 0;  // isolations and restores running
+  std::uint64_t health_isolated_total_ = 0;
+  std::uint64_t health_restored_total_ = 0;
+  std::uint64_t health_refused_total_ = 0;
 
   // Failures the fast path found (see KnownDown), newest last.
   std::vector<KnownDown> known_down_;

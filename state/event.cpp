@@ -21,6 +21,7 @@ constexpr std::pair<EventKind, std::string_view> kKindNames[] = {
     {EventKind::kMulticast, "multicast"},
     {EventKind::kCabling, "cabling"},
     {EventKind::kCounters, "counters"},
+    {EventKind::kHealth, "health"},
 };
 
 }  // namespace

@@ -32,10 +32,11 @@ enum class EventKind : std::uint8_t {
   kMulticast,  // multicast trees re-programmed after joins and leaves
   kCabling,    // bring-up screening: a finding against the cabling plan, or one cleared
   kCounters,   // the performance manager saw error counters rise on a port
+  kHealth,     // the fault policy isolated a link, refused to, or returned one to service
 };
 
 // How many kinds there are (for tables indexed by kind).
-inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(EventKind::kCounters) + 1;
+inline constexpr std::size_t kEventKinds = static_cast<std::size_t>(EventKind::kHealth) + 1;
 
 std::string_view to_string(EventKind k);
 std::optional<EventKind> event_kind_from_string(std::string_view s);
