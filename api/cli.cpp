@@ -195,6 +195,8 @@ std::string_view event_kind_word(v1::EventKind k) {
       return "cabling";
     case v1::EVENT_KIND_COUNTERS:
       return "counters";
+    case v1::EVENT_KIND_PORT_HEALTH:
+      return "health";
     default:
       return "?";
   }

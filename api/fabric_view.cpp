@@ -274,6 +274,8 @@ v1::EventKind to_proto(state::EventKind k) {
       return v1::EVENT_KIND_CABLING;
     case K::kCounters:
       return v1::EVENT_KIND_COUNTERS;
+    case K::kHealth:
+      return v1::EVENT_KIND_PORT_HEALTH;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
@@ -311,6 +313,8 @@ std::optional<state::EventKind> from_proto(v1::EventKind k) {
       return K::kCabling;
     case v1::EVENT_KIND_COUNTERS:
       return K::kCounters;
+    case v1::EVENT_KIND_PORT_HEALTH:
+      return K::kHealth;
     default:
       return std::nullopt;
   }

@@ -195,6 +195,27 @@ void counter_families(Families& f, const state::PortCounterSnapshot& s, std::siz
   }
 }
 
+void health_families(Families& f, const state::HealthSnapshot& s) {
+  double isolated = 0;
+  double refused = 0;
+  for (const state::UnhealthyPort& u : s.ports) {
+    (u.status == state::HealthStatus::kIsolated ? isolated : refused) += 1;
+  }
+  MetricFamily& held = f.family("subnetd_unhealthy_links",
+                                "links the fault policy holds against, by status: isolated (port "
+                                "disabled) or refused (left in service: it would disconnect)",
+                                MetricType::Gauge);
+  Families::add(held, {{"status", "isolated"}}, isolated);
+  Families::add(held, {{"status", "refused"}}, refused);
+  f.counter("subnetd_health_isolations_total", "links the fault policy isolated",
+            static_cast<double>(s.isolated_total));
+  f.counter("subnetd_health_restores_total", "isolated links returned to service",
+            static_cast<double>(s.restored_total));
+  f.counter("subnetd_health_refusals_total",
+            "isolations refused because they would disconnect endpoints",
+            static_cast<double>(s.refused_total));
+}
+
 }  // namespace
 
 Metrics::Metrics(MetricsSources sources) : src_(std::move(sources)) {
@@ -257,6 +278,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
     const auto snap = src_.counters->current();
     if (snap->sweep != 0) counter_families(f, *snap, src_.top_ports);
   }
+  if (src_.health != nullptr) health_families(f, *src_.health->current());
   std::vector<MetricFamily> hist = registry_.Collect();
   out.insert(out.end(), std::make_move_iterator(hist.begin()), std::make_move_iterator(hist.end()));
   return out;

@@ -34,6 +34,7 @@
 #include "state/control.hpp"
 #include "state/fabric_state.hpp"
 #include "state/port_counters.hpp"
+#include "state/port_health.hpp"
 #include "state/sa_info.hpp"
 
 namespace prometheus {
@@ -48,6 +49,7 @@ struct MetricsSources {
   const state::SaInfo* sa = nullptr;                 // SA counters; may be null
   std::string version;
   const state::CounterBoard* counters = nullptr;  // port counters; may be null
+  const state::HealthBoard* health = nullptr;     // the fault policy; may be null
   // Per-port error series: the ports with the most errors since start, at
   // most this many (bounded label cardinality).
   std::size_t top_ports = 10;

@@ -46,6 +46,7 @@
 #include "state/event_log.hpp"
 #include "state/fabric_state.hpp"
 #include "state/port_counters.hpp"
+#include "state/port_health.hpp"
 #include "state/sa_info.hpp"
 #include "subnet/v1/subnet.grpc.pb.h"
 
@@ -65,6 +66,7 @@ struct ServiceDeps {
   const state::CablingCheck* cabling =
       nullptr;  // bring-up screening; null: CheckCabling UNAVAILABLE
   const state::CounterBoard* counters = nullptr;  // the performance manager's; null: none
+  const state::HealthBoard* health = nullptr;     // the fault policy's; null: none
   std::string version;                            // reported by GetStatus
   std::chrono::system_clock::time_point started_at{};
 };
@@ -221,6 +223,9 @@ class SubnetManagerService final : public v1::SubnetManager::CallbackService {
   grpc::ServerUnaryReactor* TopPorts(grpc::CallbackServerContext* ctx,
                                      const v1::TopPortsRequest* req,
                                      v1::TopPortsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListUnhealthyPorts(grpc::CallbackServerContext* ctx,
+                                               const v1::ListUnhealthyPortsRequest* req,
+                                               v1::ListUnhealthyPortsResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchEvents(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchEventsRequest* req) override;
   grpc::ServerUnaryReactor* TriggerSweep(grpc::CallbackServerContext* ctx,

@@ -164,6 +164,7 @@ Outcome cmd_check_cabling(Client& c, const std::string& plan_file);
 Outcome cmd_counters(Client& c, const std::string& node, unsigned port);
 Outcome cmd_top(Client& c, unsigned limit);
 Outcome cmd_errors(Client& c, unsigned limit, bool since_start);
+Outcome cmd_unhealthy(Client& c);
 struct SimErrorCounts {
   unsigned symbol = 0, link_downed = 0, rcv = 0, xmit_discards = 0;
   std::uint64_t xmit_wait = 0;

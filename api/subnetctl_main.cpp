@@ -2,7 +2,7 @@
 //
 //   subnetctl status | nodes | node X | links | lft SWITCH | trace SRC DST | path SRC DST
 //   subnetctl events [--follow] [--from ID] | sweep [--light] | verify [--read-back]
-//   subnetctl port disable|enable NODE PORT
+//   subnetctl port disable|enable NODE PORT | ports --unhealthy | counters | top | errors
 //   subnetctl sim link-down|link-up NODE PORT | sim switch-down|switch-up NODE | sim stats
 //
 // Tables for people by default, --json for scripts (one JSON document per
@@ -616,6 +616,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10000));
   errors->add_flag("--since-start", errors_all, "any errors since the daemon started");
   errors->callback(run([&] { return cmd_errors(client, errors_limit, errors_all); }));
+
+  bool ports_unhealthy = false;
+  auto* ports = app.add_subcommand(
+      "ports", "links the fault policy isolated or would have, with the evidence (--unhealthy)");
+  ports->add_flag("--unhealthy", ports_unhealthy, "links the fault policy holds against")
+      ->required();
+  ports->callback(run([&] { return cmd_unhealthy(client); }));
 
   std::string plan_file;
   auto* check = app.add_subcommand("check", "operations checks");

@@ -180,6 +180,41 @@ Outcome cmd_errors(Client& c, unsigned limit, bool since_start) {
   return std::nullopt;
 }
 
+Outcome cmd_unhealthy(Client& c) {
+  v1::ListUnhealthyPortsResponse r;
+  auto ctx = c.ctx();
+  if (auto s = c.sm().ListUnhealthyPorts(ctx.get(), v1::ListUnhealthyPortsRequest{}, &r); !s.ok()) {
+    return c.fail(s);
+  }
+  if (c.opts().json) {
+    print_json(r);
+    return std::nullopt;
+  }
+  for (const v1::UnhealthyPort& u : r.ports()) {
+    const bool isolated = u.status() == v1::HEALTH_STATUS_ISOLATED;
+    std::printf("%s/%u - %s/%u  %s (%s) since %s%s\n", u.node_name().c_str(), u.port(),
+                u.peer_name().c_str(), u.peer_port(), isolated ? "ISOLATED" : "REFUSED",
+                u.cause() == v1::HEALTH_CAUSE_ERRORS ? "errors" : "flapping",
+                local_time(u.since()).c_str(),
+                isolated ? (", until " + local_time(u.until())).c_str() : "");
+    std::printf("    %s\n", u.reason().c_str());
+    if (u.link_downs_size() != 0) {
+      std::string downs;
+      for (const auto& t : u.link_downs()) downs += (downs.empty() ? "" : ", ") + local_time(t);
+      std::printf("    link downs: %s\n", downs.c_str());
+    }
+    if (u.errors_per_minute() > 0) {
+      std::printf("    errors: %.0f per minute at the last counter sweep\n", u.errors_per_minute());
+    }
+  }
+  std::printf("%d unhealthy link(s); since start: %llu isolated, %llu returned, %llu refused%s\n",
+              r.ports_size(), static_cast<unsigned long long>(r.isolated_total()),
+              static_cast<unsigned long long>(r.restored_total()),
+              static_cast<unsigned long long>(r.refused_total()),
+              r.policy_enabled() ? "" : " (the fault policy is off: health.enabled)");
+  return std::nullopt;
+}
+
 Outcome cmd_sim_errors(Client& c, const std::string& node, unsigned port, const SimErrorCounts& n) {
   v1::InjectPortErrorsRequest req;
   if (auto f = node_ref(node, req.mutable_node())) return f;

@@ -256,10 +256,19 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   if (reset_store) spdlog::warn("{}", reset_note(cfg, *store));
   auto remembered = store->load_lids();
   auto last_event = store->last_event_id();
-  if (!remembered.ok() || !last_event.ok()) {
-    spdlog::critical("store: {}",
-                     (!remembered.ok() ? remembered.error() : last_event.error()).message);
+  auto isolated = store->active_isolations();
+  if (!remembered.ok() || !last_event.ok() || !isolated.ok()) {
+    spdlog::critical("store: {}", (!remembered.ok()   ? remembered.error()
+                                   : !last_event.ok() ? last_event.error()
+                                                      : isolated.error())
+                                      .message);
     return kExitStore;
+  }
+  if (!isolated->empty()) {
+    spdlog::info(
+        "store: {} link(s) isolated by the fault policy stay isolated until their "
+        "hold-down ends",
+        isolated->size());
   }
   spdlog::info("store {}: {} remembered LIDs", cfg.store.path, remembered->size());
   StoreWriter writer(std::move(store),
@@ -309,6 +318,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   discovery::Transport* transport = bundle->transport.get();
   std::unique_ptr<sa::Reporter> reporter;
   state::CounterBoard counters;  // the performance manager's, read by gRPC and /metrics
+  state::HealthBoard health;     // the fault policy's, read by gRPC and /metrics
   // Bring-up screening against the cabling plan, off the SM strand.
   std::optional<screening::CablingPlan> cabling_plan;
   if (!cfg.screening.cabling_plan.empty()) {
@@ -343,6 +353,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
                    publisher, events, pool, std::move(hooks));
   sm.attach_multicast(&mcast);
   sm.attach_counters(&counters);
+  sm.attach_health(&health, std::move(isolated).value());
   reporter = std::make_unique<sa::Reporter>(sa_agent, publisher, [transport](const sa::Report& r) {
     return transport->send_gmp(r.dlid, r.qpn, r.mad);
   });
@@ -413,6 +424,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   deps.sa = &sa_agent;  // gRPC's GetPathRecord answers what the SA answers
   deps.cabling = &screener;
   deps.counters = &counters;
+  deps.health = &health;
   deps.version = SUBNETD_VERSION;
   deps.started_at = std::chrono::system_clock::now();
   api::ListenOptions listen;
@@ -430,7 +442,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   std::unique_ptr<api::MetricsServer> metrics_server;
   if (!cfg.metrics.listen.empty()) {
     metrics = std::make_shared<api::Metrics>(
-        api::MetricsSources{&publisher, &sm, &sa_agent, SUBNETD_VERSION, &counters});
+        api::MetricsSources{&publisher, &sm, &sa_agent, SUBNETD_VERSION, &counters, &health});
     auto started = api::MetricsServer::start(cfg.metrics.listen, metrics);
     if (!started.ok()) {
       spdlog::critical("{}", started.error().message);

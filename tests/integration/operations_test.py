@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Operations against a live subnetd: /metrics scraped and parsed by the
-Prometheus client library's parser, and bring-up screening (subnetctl check
-cabling with a plan, the configured plan, its events at sweeps).
+Prometheus client library's parser, bring-up screening (subnetctl check
+cabling with a plan, the configured plan, its events at sweeps), the
+performance manager's counters, and the fault policy isolating a flapping
+link and returning it after its hold-down (ports --unhealthy).
 
 usage: operations_test.py --subnetctl BIN --socket PATH --metrics HOST:PORT
                           --config FILE --pid PID --workdir DIR
@@ -177,6 +179,50 @@ def main():
         m = scrape(args.metrics)
         check((value(m, "subnetd_reroute_duration_seconds_count") or 0) >= 1,
               "the repair is in the reroute histogram")
+        follower.proc.terminate()
+
+        # --- the fault policy: a flapping uplink isolated, then returned ------
+        follower = EventFollower(ctl, client.status().last_event_id + 1, os.environ,
+                                 os.path.join(args.workdir, "health-events.log"))
+        with open(args.config, "a") as f:
+            f.write("health:\n  flap_count: 2\n  flap_window: 10m\n  hold_down: 2s\n")
+        os.kill(args.pid, signal.SIGHUP)
+        follower.wait(lambda e: e.get("kind") == "EVENT_KIND_CONFIG_RELOAD", 30)
+
+        def kind(k):
+            return lambda e: e.get("kind") == k
+
+        client.sim_set_link_state("leaf2", 7, up=False)
+        check(follower.wait(kind("EVENT_KIND_LINK_DOWN"), 30) is not None, "flap 1: link down")
+        client.sim_set_link_state("leaf2", 7, up=True)
+        check(follower.wait(kind("EVENT_KIND_LINK_UP"), 30) is not None, "flap 1: link up")
+        client.sim_set_link_state("leaf2", 7, up=False)
+        iso = follower.wait(lambda e: e.get("kind") == "EVENT_KIND_PORT_HEALTH" and
+                            "isolated" in e.get("message", ""), 30)
+        check(iso is not None and "2 link downs" in iso.get("message", ""),
+              f"flap 2: the link is isolated with its evidence: {iso}")
+        client.sim_set_link_state("leaf2", 7, up=True)  # the cable is back; the port is disabled
+        rc, out, err = run("--json", "ports", "--unhealthy")
+        doc = json.loads(out) if out.startswith("{") else {}
+        ports = doc.get("ports", [])
+        check(rc == 0 and len(ports) == 1 and ports[0].get("status") == "HEALTH_STATUS_ISOLATED"
+              and len(ports[0].get("link_downs", [])) == 2,
+              f"ports --unhealthy: the isolated link with its two downs, got {rc} {doc}")
+        rc, out, err = run("ports", "--unhealthy")
+        check(rc == 0 and "ISOLATED (flapping)" in out and "leaf2" in out + err,
+              f"ports --unhealthy for people: {out}{err}")
+        m = scrape(args.metrics)
+        check(value(m, "subnetd_unhealthy_links", status="isolated") == 1,
+              "one isolated link in /metrics")
+        back = follower.wait(lambda e: e.get("kind") == "EVENT_KIND_PORT_HEALTH" and
+                             "hold-down over" in e.get("message", ""), 30)
+        check(back is not None, "after the 2 s hold-down the link is returned to service")
+        up = follower.wait(kind("EVENT_KIND_LINK_UP"), 30)
+        check(up is not None, "and swept in again")
+        rc, out, err = run("--json", "ports", "--unhealthy")
+        doc = json.loads(out) if out.startswith("{") else {}
+        check(rc == 0 and not doc.get("ports") and doc.get("restored_total") == "1",
+              f"no unhealthy link left, one restored: {doc}")
         follower.proc.terminate()
 
     if failures:

@@ -68,7 +68,8 @@ TEST(Schema, SubnetManagerHasTheIssueMethods) {
                                    {"CheckCabling", false},
                                    {"GetPortCounters", false},
                                    {"ListPortErrors", false},
-                                   {"TopPorts", false}});
+                                   {"TopPorts", false},
+                                   {"ListUnhealthyPorts", false}});
   const auto* s = file()->FindServiceByName("SubnetManager");
   EXPECT_EQ(s->FindMethodByName("GetForwardingTable")->output_type()->name(),
             "ForwardingTableBlock");

@@ -27,12 +27,19 @@ EVENT_KIND_LINK_UP: EventKind
 EVENT_KIND_MULTICAST: EventKind
 EVENT_KIND_PORT_DISABLE: EventKind
 EVENT_KIND_PORT_ENABLE: EventKind
+EVENT_KIND_PORT_HEALTH: EventKind
 EVENT_KIND_REROUTE: EventKind
 EVENT_KIND_SM_STATE: EventKind
 EVENT_KIND_SWEEP: EventKind
 EVENT_KIND_SWITCH_DOWN: EventKind
 EVENT_KIND_SWITCH_UP: EventKind
 EVENT_KIND_UNSPECIFIED: EventKind
+HEALTH_CAUSE_ERRORS: HealthCause
+HEALTH_CAUSE_FLAPPING: HealthCause
+HEALTH_CAUSE_UNSPECIFIED: HealthCause
+HEALTH_STATUS_ISOLATED: HealthStatus
+HEALTH_STATUS_REFUSED: HealthStatus
+HEALTH_STATUS_UNSPECIFIED: HealthStatus
 LINK_SPEED_DDR: LinkSpeed
 LINK_SPEED_EDR: LinkSpeed
 LINK_SPEED_FDR: LinkSpeed
@@ -499,6 +506,24 @@ class ListPortErrorsResponse(_message.Message):
     sweep_at: _timestamp_pb2.Timestamp
     def __init__(self, ports: _Optional[_Iterable[_Union[PortCountersEntry, _Mapping]]] = ..., matching: _Optional[int] = ..., sweep: _Optional[int] = ..., sweep_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ports_read: _Optional[int] = ..., ports_failed: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
 
+class ListUnhealthyPortsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListUnhealthyPortsResponse(_message.Message):
+    __slots__ = ["isolated_total", "policy_enabled", "ports", "refused_total", "restored_total"]
+    ISOLATED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    POLICY_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    isolated_total: int
+    policy_enabled: bool
+    ports: _containers.RepeatedCompositeFieldContainer[UnhealthyPort]
+    refused_total: int
+    restored_total: int
+    def __init__(self, ports: _Optional[_Iterable[_Union[UnhealthyPort, _Mapping]]] = ..., isolated_total: _Optional[int] = ..., restored_total: _Optional[int] = ..., refused_total: _Optional[int] = ..., policy_enabled: bool = ...) -> None: ...
+
 class MulticastGroup(_message.Message):
     __slots__ = ["member_count", "members", "mgid", "mlid", "mtu", "pkey", "qkey", "rate_gbps", "sl", "tree_switches", "well_known"]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
@@ -913,6 +938,38 @@ class TriggerSweepResponse(_message.Message):
     sweep: SweepSummary
     def __init__(self, sweep: _Optional[_Union[SweepSummary, _Mapping]] = ..., generation: _Optional[int] = ...) -> None: ...
 
+class UnhealthyPort(_message.Message):
+    __slots__ = ["cause", "errors_per_minute", "isolations", "link_downs", "node_guid", "node_name", "peer_guid", "peer_name", "peer_port", "port", "reason", "since", "status", "until"]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    ISOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    LINK_DOWNS_FIELD_NUMBER: _ClassVar[int]
+    NODE_GUID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_GUID_FIELD_NUMBER: _ClassVar[int]
+    PEER_NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_PORT_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    cause: HealthCause
+    errors_per_minute: float
+    isolations: int
+    link_downs: _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]
+    node_guid: int
+    node_name: str
+    peer_guid: int
+    peer_name: str
+    peer_port: int
+    port: int
+    reason: str
+    since: _timestamp_pb2.Timestamp
+    status: HealthStatus
+    until: _timestamp_pb2.Timestamp
+    def __init__(self, node_guid: _Optional[int] = ..., node_name: _Optional[str] = ..., port: _Optional[int] = ..., peer_guid: _Optional[int] = ..., peer_name: _Optional[str] = ..., peer_port: _Optional[int] = ..., status: _Optional[_Union[HealthStatus, str]] = ..., cause: _Optional[_Union[HealthCause, str]] = ..., reason: _Optional[str] = ..., link_downs: _Optional[_Iterable[_Union[_timestamp_pb2.Timestamp, _Mapping]]] = ..., errors_per_minute: _Optional[float] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., isolations: _Optional[int] = ...) -> None: ...
+
 class VerifyRoutingRequest(_message.Message):
     __slots__ = ["read_back"]
     READ_BACK_FIELD_NUMBER: _ClassVar[int]
@@ -986,4 +1043,10 @@ class SimState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class CablingFindingKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class HealthStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class HealthCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

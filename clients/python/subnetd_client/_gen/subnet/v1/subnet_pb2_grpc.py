@@ -103,6 +103,11 @@ class SubnetManagerStub(object):
                 request_serializer=subnet_dot_v1_dot_subnet__pb2.TopPortsRequest.SerializeToString,
                 response_deserializer=subnet_dot_v1_dot_subnet__pb2.TopPortsResponse.FromString,
                 )
+        self.ListUnhealthyPorts = channel.unary_unary(
+                '/subnet.v1.SubnetManager/ListUnhealthyPorts',
+                request_serializer=subnet_dot_v1_dot_subnet__pb2.ListUnhealthyPortsRequest.SerializeToString,
+                response_deserializer=subnet_dot_v1_dot_subnet__pb2.ListUnhealthyPortsResponse.FromString,
+                )
 
 
 class SubnetManagerServicer(object):
@@ -263,6 +268,15 @@ class SubnetManagerServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListUnhealthyPorts(self, request, context):
+        """Links the fault policy holds against: isolated (their port disabled
+        until the hold-down ends or an operator enables it) or refused (over a
+        limit, but isolating them would cut endpoints off), with the evidence.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SubnetManagerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -350,6 +364,11 @@ def add_SubnetManagerServicer_to_server(servicer, server):
                     servicer.TopPorts,
                     request_deserializer=subnet_dot_v1_dot_subnet__pb2.TopPortsRequest.FromString,
                     response_serializer=subnet_dot_v1_dot_subnet__pb2.TopPortsResponse.SerializeToString,
+            ),
+            'ListUnhealthyPorts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUnhealthyPorts,
+                    request_deserializer=subnet_dot_v1_dot_subnet__pb2.ListUnhealthyPortsRequest.FromString,
+                    response_serializer=subnet_dot_v1_dot_subnet__pb2.ListUnhealthyPortsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -651,6 +670,23 @@ class SubnetManager(object):
         return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/TopPorts',
             subnet_dot_v1_dot_subnet__pb2.TopPortsRequest.SerializeToString,
             subnet_dot_v1_dot_subnet__pb2.TopPortsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListUnhealthyPorts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/subnet.v1.SubnetManager/ListUnhealthyPorts',
+            subnet_dot_v1_dot_subnet__pb2.ListUnhealthyPortsRequest.SerializeToString,
+            subnet_dot_v1_dot_subnet__pb2.ListUnhealthyPortsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
