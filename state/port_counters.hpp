@@ -60,7 +60,8 @@ struct PortCounterEntry {
 struct PortCounterSnapshot {
   std::uint64_t sweep = 0;  // counter sweeps finished
   std::chrono::system_clock::time_point at{};
-  std::chrono::microseconds took{};
+  std::chrono::microseconds took{};         // reading every port (the MADs)
+  std::chrono::microseconds ingest_took{};  // then the bookkeeping (off the SM strand)
   std::uint32_t ports_read = 0;
   std::uint32_t ports_failed = 0;       // unanswered or refused this sweep
   std::string last_error;               // the first failure, naming the port

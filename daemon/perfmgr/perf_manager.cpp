@@ -65,7 +65,7 @@ std::vector<Target> targets_of(const routing::Topology& t, const routing::LidMap
   return out;
 }
 
-std::shared_ptr<const state::PortCounterSnapshot> PerfManager::ingest(
+std::shared_ptr<state::PortCounterSnapshot> PerfManager::ingest(
     const std::vector<Target>& targets, const std::vector<Reading>& readings,
     std::chrono::system_clock::time_point now, std::chrono::microseconds took,
     std::string first_error) {

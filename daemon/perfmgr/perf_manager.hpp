@@ -72,7 +72,7 @@ class PerfManager {
   // Folds one sweep's readings (readings[i] for targets[i]) into the totals
   // and makes the snapshot to publish. `failed`/`first_error` describe the
   // targets without an answer.
-  std::shared_ptr<const state::PortCounterSnapshot> ingest(
+  std::shared_ptr<state::PortCounterSnapshot> ingest(
       const std::vector<Target>& targets, const std::vector<Reading>& readings,
       std::chrono::system_clock::time_point now, std::chrono::microseconds took,
       std::string first_error);

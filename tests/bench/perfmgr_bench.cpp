@@ -136,8 +136,8 @@ int run(const Args& a) {
       if (truth.port(NodeId{i}, p).connected()) cabled.push_back({NodeId{i}, p});
     }
   }
-  std::printf("\n%-6s %10s %10s %12s %10s %10s %8s %8s\n", "sweep", "ports", "failed", "wall (s)",
-              "MADs", "MADs/s", "CPU (s)", "events");
+  std::printf("\n%-6s %10s %10s %12s %10s %10s %8s %8s %11s\n", "sweep", "ports", "failed",
+              "wall (s)", "MADs", "MADs/s", "CPU (s)", "events", "ingest (s)");
   for (int s = 0; s < a.sweeps; ++s) {
     for (int e = 0; e < a.errors; ++e) {
       discovery::sim::PortErrors err;
@@ -157,10 +157,11 @@ int run(const Args& a) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto snap = board.current();
     const auto mads = sm.mad_counters().sent - mads0;
-    std::printf("%-6d %10u %10u %12.2f %10llu %10.0f %8.2f %8lld\n", s + 1, snap->ports_read,
+    std::printf("%-6d %10u %10u %12.2f %10llu %10.0f %8.2f %8lld %11.3f\n", s + 1, snap->ports_read,
                 snap->ports_failed, wall, static_cast<unsigned long long>(mads),
                 static_cast<double>(mads) / wall, cpu_seconds() - cpu0,
-                static_cast<long long>(events.last_id() - ev0));
+                static_cast<long long>(events.last_id() - ev0),
+                static_cast<double>(snap->ingest_took.count()) / 1e6);
   }
   std::printf("peak RSS during counter sweeps: %.0f MiB (before: %.0f MiB)\n",
               bench::peak_rss_mib(), rss_before);

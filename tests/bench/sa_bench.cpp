@@ -4,7 +4,7 @@
 // DGID + P_Key + NumbPath + Reversible, what librdmacm and ibacm send).
 //
 //   sa_bench [SPEC] [engine=ftree] [lid_bits=16] [queries=1000000]
-//            [threads=1,2] [batch=1,64] [seed=1] [beside=none|route]
+//            [threads=1,2] [batch=1,64] [seed=1] [beside=none|route|perfmgr]
 //
 // SPEC defaults to fat-tree:levels=3,k=80,hosts=41000: k=80's 8,000 switches
 // and 5-switch paths, with as many CAs as IBA's 16-bit LIDs address (the
@@ -13,10 +13,13 @@
 // checked: status OK, one record, the DLID asked. `beside=route` recomputes
 // the whole routing on another thread while the SA answers (what a heavy
 // sweep costs the machine; the SA reads its snapshot and never waits for
-// it). `batch`: requests handed to SaAgent::answer_many at a time, as the
-// umad transport drains its queue (1 = one by one). Prints answers/s and
-// the latency p50/p99/max of one call (a batch's answers are all sent when
-// the call returns).
+// it). `beside=perfmgr` runs, again and again on another thread, what a
+// counter sweep computes: the performance manager's bookkeeping of every
+// port's PortCounters and PortCountersExtended readings (the MADs
+// themselves go through the transport, not the SA's thread). `batch`: requests handed to
+// SaAgent::answer_many at a time, as the umad transport drains its queue (1 = one by one). Prints
+// answers/s and the latency p50/p99/max of one call (a batch's answers are all sent when the call
+// returns).
 
 #include <fmt/format.h>
 
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "daemon/perfmgr/perf_manager.hpp"
 #include "daemon/sa/sa_agent.hpp"
 #include "discovery/mad/sa.hpp"
 
@@ -193,7 +197,7 @@ int main(int argc, char** argv) {
       ok = parse_value(arg.value, a.seed);
     } else if (arg.key == "beside") {
       a.beside = arg.value;
-      ok = a.beside == "none" || a.beside == "route";
+      ok = a.beside == "none" || a.beside == "route" || a.beside == "perfmgr";
     } else {
       ok = false;
     }
@@ -232,6 +236,33 @@ int main(int argc, char** argv) {
     });
   }
 
+  std::atomic<int> ingests{0};
+  if (a.beside == "perfmgr") {
+    beside = std::thread([&] {
+      namespace pma = discovery::mad::pma;
+      const auto targets = daemon::perfmgr::targets_of(*topo, *st.lids);
+      std::vector<daemon::perfmgr::Reading> readings(targets.size());
+      daemon::perfmgr::PerfManager pm;
+      std::mt19937_64 rng(a.seed);
+      for (std::uint64_t round = 1; !stop.load(); ++round) {
+        for (auto& r : readings) {
+          pma::PortCounters c;
+          c.xmit_words = static_cast<std::uint32_t>(round * 1000 + rng() % 1000);
+          c.rcv_words = c.xmit_words;
+          c.symbol_errors = static_cast<std::uint32_t>(rng() % 10000 == 0 ? round : 0);
+          r.counters = c;
+          pma::PortCountersExtended e;
+          e.xmit_words = round * 100000;
+          e.rcv_words = round * 100000;
+          r.extended = e;
+        }
+        auto snap = pm.ingest(targets, readings, std::chrono::system_clock::now(), {}, "");
+        if (snap->ports.empty()) break;
+        ingests.fetch_add(1);
+      }
+    });
+  }
+
   daemon::sa::SaAgent agent;
   int status = 0;
   for (const bool by_gid : {false, true}) {
@@ -257,7 +288,11 @@ int main(int argc, char** argv) {
   if (beside.joinable()) {
     stop.store(true);
     beside.join();
-    std::printf("routing recomputed %d times beside the SA\n", recomputes.load());
+    if (a.beside == "route") {
+      std::printf("routing recomputed %d times beside the SA\n", recomputes.load());
+    } else {
+      std::printf("counter sweeps ingested %d times beside the SA\n", ingests.load());
+    }
   }
   const auto s = agent.stats();
   std::printf("SA stats: %llu requests, %llu errors, %llu records\n",

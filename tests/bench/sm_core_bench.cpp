@@ -4,6 +4,7 @@
 //   sm_core_bench [SPEC] [lid_bits=24] [engine=auto] [threads=2] [window=64]
 //                 [parts=bringup,status,phases] [samples=10] [seed=1]
 //                 [sweeps=5] [status_gap_us=1000] [windows=W:D,...] [verbose=0]
+//                 [perfmgr=0]
 //
 // SPEC defaults to fat-tree:levels=3,k=36. The SM runs as in the daemon and
 // the unit tests: an io_context on one thread, the simulator (default
@@ -31,6 +32,11 @@
 //           during programming, or only folded into the sweep), and checks
 //           the published tables end without the cable. Between samples the
 //           cable is restored and the SM settles (its follow-up sweeps run).
+//           perfmgr=1 turns the performance manager on and adds a case: the
+//           cable cut just after a counter sweep began (every port's
+//           PortCounters and PortCountersExtended in flight beside the
+//           reroute's probes and blocks); it first times two counter sweeps
+//           alone.
 //
 // With a latency model the simulator delivers a trap only as its virtual
 // clock moves, and the clock moves only while the SM has SMPs in flight: a
@@ -301,11 +307,26 @@ int phases_part(const Args& args, Rig& rig) {
     const routing::Topology& t = rig.sim().topology();
     return fmt::format("{}[{}]-{}[{}]", t.label(c.a.node), c.a.port, t.label(c.b.node), c.b.port);
   };
-  // Cases: 0 idle, 1..5 a phase of an operator's sweep, 6 re-balancing.
-  std::vector<CaseStats> stats(7);
+  // Cases: 0 idle, 1..5 a phase of an operator's sweep, 6 re-balancing,
+  // 7 (perfmgr=1) a counter sweep.
+  const int cases = args.perfmgr ? 8 : 7;
+  std::vector<CaseStats> stats(static_cast<std::size_t>(cases));
   stats[0].name = "idle SM";
   for (int p = 0; p < 5; ++p) stats[p + 1].name = kPhaseNames[p];
   stats[6].name = "re-balancing sweep";
+  int counter_cuts_during = 0;
+  if (args.perfmgr) {
+    stats[7].name = "counter sweep";
+    const auto t0 = std::chrono::steady_clock::now();
+    if (auto r = rig.counter_sweep(); !r.ok()) return fail("first counter sweep", r.error());
+    const auto t1 = std::chrono::steady_clock::now();
+    if (auto r = rig.counter_sweep(); !r.ok()) return fail("counter sweep", r.error());
+    const auto t2 = std::chrono::steady_clock::now();
+    fmt::print("counter sweeps alone: first {:.3f} s, next {:.3f} s ({} ports)\n",
+               std::chrono::duration<double>(t1 - t0).count(),
+               std::chrono::duration<double>(t2 - t1).count(),
+               rig.counters().current()->ports_read);
+  }
   fmt::print(
       "\n== a switch-to-switch cable cut per sample, {} samples a case, seed {} ({} "
       "cables; load {})\n",
@@ -335,7 +356,7 @@ int phases_part(const Args& args, Rig& rig) {
     const Cable cable = pick();
     Cable first = pick();  // the re-balancing case's earlier repair
     while (first.ga == cable.ga && first.a.port == cable.a.port) first = pick();
-    for (int kase = 0; kase < 7; ++kase) {
+    for (int kase = 0; kase < cases; ++kase) {
       std::vector<Cable> cut{cable};
       std::int64_t before = rig.events().last_id();
       const std::uint64_t drops0 = sma_drops();
@@ -358,6 +379,12 @@ int phases_part(const Args& args, Rig& rig) {
           fmt::print(stderr, "phases: the sweep with {} cut in {} failed: {}\n", name(cable), what,
                      r.message);
         }
+      } else if (kase == 7) {
+        what = "counter sweep";
+        bool during = false;
+        if (auto r = rig.counter_sweep_and_cut(cable, &during); !r.ok())
+          return fail("cut " + name(cable) + " in a counter sweep", r.error());
+        counter_cuts_during += during ? 1 : 0;
       } else {
         // A repair first (on an idle SM), then the cut in a step of the
         // re-balancing sweep it schedules.
@@ -381,7 +408,7 @@ int phases_part(const Args& args, Rig& rig) {
           return 1;
         }
       }
-      if (kase != 0 && !rig.injected()) {
+      if (kase != 0 && kase != 7 && !rig.injected()) {
         fmt::print(stderr, "phases: the sweep never entered {} ({} not cut)\n", what, name(cable));
         return 1;
       }
@@ -412,6 +439,10 @@ int phases_part(const Args& args, Rig& rig) {
     }
     lost += s.lost;
   }
+  if (args.perfmgr) {
+    fmt::print("  counter sweep: {} of {} reroutes came while the counter sweep still ran\n",
+               counter_cuts_during, args.samples);
+  }
   fmt::print(
       "  fast = repaired by the fast path in the published tables only; new = in the new "
       "tables during programming only; both; fold = no reroute event, the sweep left the "
@@ -425,7 +456,7 @@ int usage() {
   fmt::print(stderr,
              "usage: sm_core_bench [SPEC] [lid_bits=16|17|24] [engine=auto|ftree|updn] "
              "[threads=N] [window=N] [parts=bringup,status,phases] [samples=N] [seed=N] "
-             "[sweeps=N] [status_gap_us=N] [windows=W:D,...] [verbose=0|1]\n");
+             "[sweeps=N] [status_gap_us=N] [windows=W:D,...] [verbose=0|1] [perfmgr=0|1]\n");
   return 2;
 }
 
@@ -463,6 +494,8 @@ int run(int argc, char** argv) {
       ok = parse_value(val, args.status_gap_us) && args.status_gap_us >= 0;
     } else if (key == "verbose") {
       ok = parse_value(val, args.verbose);
+    } else if (key == "perfmgr") {
+      ok = parse_value(val, args.perfmgr);
     } else if (key == "windows") {
       ok = true;
       for (const std::string& w : split_list(val)) {

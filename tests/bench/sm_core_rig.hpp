@@ -71,6 +71,9 @@ struct Args {
   int status_gap_us = 1000;
   std::vector<std::pair<unsigned, unsigned>> windows;  // (overall, per destination)
   bool verbose = false;
+  // Counter sweeps (the performance manager) on: the phases part adds a
+  // case that cuts a cable while one runs.
+  bool perfmgr = false;
   bool wants(std::string_view part) const {
     return std::find(parts.begin(), parts.end(), part) != parts.end();
   }
@@ -223,6 +226,8 @@ class Rig {
     cfg.sweep.smp_window = args_.window;
     if (args_.engine == "ftree") cfg.routing.engine = daemon::EngineKind::kFtree;
     if (args_.engine == "updn") cfg.routing.engine = daemon::EngineKind::kUpdn;
+    // Counter sweeps only when the program moves the clock by this much.
+    if (args_.perfmgr) cfg.perfmgr.interval = kCounterPeriod;
     daemon::TransportBundle bundle;
     bundle.transport = std::move(wire);
     daemon::SubnetManager::Hooks hooks;
@@ -233,6 +238,7 @@ class Rig {
     sm_ = std::make_unique<daemon::SubnetManager>(
         io_, cfg, std::move(bundle), nullptr, std::vector<routing::LidRecord>{}, publisher_,
         events_, pool_, std::move(hooks), daemon::FastPathOptions{}, &clock_);
+    if (args_.perfmgr) sm_->attach_counters(&counters_);
     start_marking();
     sm_->start();
     thread_ = std::thread([this] { io_.run(); });
@@ -310,6 +316,37 @@ class Rig {
     }
     return ok_result();
   }
+  // Starts a counter sweep (the performance manager's period passes) and
+  // cuts `c` as soon as it has begun; waits for the reroute, the end of
+  // the counter sweep and an idle SM. Whether the reroute came before the
+  // counter sweep ended goes to `during`.
+  static constexpr std::chrono::minutes kCounterPeriod{30};
+  Result<void> counter_sweep_and_cut(const Cable& c, bool* during) {
+    const std::uint64_t reroutes = publisher_.current()->reroutes;
+    const std::uint64_t sweeps = counters_.current()->sweep;
+    clock_.advance(kCounterPeriod);
+    SUBNETD_TRY(cut(c));
+    if (publisher_.wait_for(
+            [reroutes](const state::FabricState& s) { return s.reroutes > reroutes; }, kLimit) ==
+        nullptr) {
+      return Error{Errc::kTimeout, "no reroute during a counter sweep"};
+    }
+    *during = counters_.current()->sweep == sweeps;
+    if (!wait_idle() || counters_.current()->sweep != sweeps + 1) {
+      return Error{Errc::kTimeout, "the counter sweep did not end"};
+    }
+    return ok_result();
+  }
+  // One counter sweep alone (the first reads every PMA's ClassPortInfo too).
+  Result<void> counter_sweep() {
+    const std::uint64_t sweeps = counters_.current()->sweep;
+    clock_.advance(kCounterPeriod);
+    if (!wait_idle() || counters_.current()->sweep != sweeps + 1) {
+      return Error{Errc::kTimeout, "the counter sweep did not end"};
+    }
+    return ok_result();
+  }
+  const state::CounterBoard& counters() const { return counters_; }
   Result<void> restore(const Cable& c) {
     SUBNETD_TRY(sim_->link_up(c.a));
     wire_->kick();
@@ -418,6 +455,7 @@ class Rig {
   std::unique_ptr<daemon::SubnetManager> sm_;
   std::thread thread_;
 
+  state::CounterBoard counters_;
   std::mutex mu_;
   std::optional<Phase> inject_at_;  // guarded by mu_, as the rest here
   Cable inject_;
