@@ -4,7 +4,7 @@
 //   sm_core_bench [SPEC] [lid_bits=24] [engine=auto] [threads=2] [window=64]
 //                 [parts=bringup,status,phases] [samples=10] [seed=1]
 //                 [sweeps=5] [status_gap_us=1000] [windows=W:D,...] [verbose=0]
-//                 [perfmgr=0]
+//                 [perfmgr=0] [traffic=-1]
 //
 // SPEC defaults to fat-tree:levels=3,k=36. The SM runs as in the daemon and
 // the unit tests: an io_context on one thread, the simulator (default
@@ -36,7 +36,9 @@
 //           cable cut just after a counter sweep began (every port's
 //           PortCounters and PortCountersExtended in flight beside the
 //           reroute's probes and blocks); it first times two counter sweeps
-//           alone.
+//           alone. traffic=0 turns the simulator's traffic model off (it
+//           runs in this process: a PMA read of a switch whose LFT changed
+//           recounts its routes, CPU the SM's thread shares).
 //
 // With a latency model the simulator delivers a trap only as its virtual
 // clock moves, and the clock moves only while the SM has SMPs in flight: a
@@ -453,10 +455,11 @@ int phases_part(const Args& args, Rig& rig) {
 // ---------------------------------------------------------------- main
 
 int usage() {
-  fmt::print(stderr,
-             "usage: sm_core_bench [SPEC] [lid_bits=16|17|24] [engine=auto|ftree|updn] "
-             "[threads=N] [window=N] [parts=bringup,status,phases] [samples=N] [seed=N] "
-             "[sweeps=N] [status_gap_us=N] [windows=W:D,...] [verbose=0|1] [perfmgr=0|1]\n");
+  fmt::print(
+      stderr,
+      "usage: sm_core_bench [SPEC] [lid_bits=16|17|24] [engine=auto|ftree|updn] "
+      "[threads=N] [window=N] [parts=bringup,status,phases] [samples=N] [seed=N] "
+      "[sweeps=N] [status_gap_us=N] [windows=W:D,...] [verbose=0|1] [perfmgr=0|1] [traffic=B]\n");
   return 2;
 }
 
@@ -496,6 +499,8 @@ int run(int argc, char** argv) {
       ok = parse_value(val, args.verbose);
     } else if (key == "perfmgr") {
       ok = parse_value(val, args.perfmgr);
+    } else if (key == "traffic") {
+      ok = parse_value(val, args.traffic);
     } else if (key == "windows") {
       ok = true;
       for (const std::string& w : split_list(val)) {

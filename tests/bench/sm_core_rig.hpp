@@ -74,6 +74,9 @@ struct Args {
   // Counter sweeps (the performance manager) on: the phases part adds a
   // case that cuts a cable while one runs.
   bool perfmgr = false;
+  // The simulator's traffic model, bytes a second per LID (< 0: its
+  // default); 0 keeps the PMA reads from recounting LFTs in this process.
+  double traffic = -1;
   bool wants(std::string_view part) const {
     return std::find(parts.begin(), parts.end(), part) != parts.end();
   }
@@ -470,6 +473,7 @@ inline Result<std::unique_ptr<discovery::sim::SimFabric>> make_sim(const Args& a
   discovery::sim::SimOptions so;
   so.lid_bits = args.lid_bits;
   so.latency = discovery::sim::LatencyModel{};
+  if (args.traffic >= 0) so.traffic_bytes_per_lid = args.traffic;
   return discovery::sim::SimFabric::create(std::move(topo).value(), so);
 }
 
