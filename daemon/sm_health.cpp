@@ -234,16 +234,37 @@ asio::awaitable<void> SubnetManager::isolate(PortHealth::Verdict v) {
   v.node = bt.node(end->first).guid;
   v.port = end->second;
 
-  // Whom its removal cuts off, on the topology the switches forward on.
+  // Whom its removal cuts off, on the topology the switches forward on,
+  // without the links already isolated or being isolated on another
+  // verdict: two isolations decided together must not cut off together
+  // what neither would alone (one of them is refused).
+  std::vector<LinkEnds> others;
+  for (const auto& [l, tr] : health_.tracks()) {
+    if (l != v.link && (tr.pending || tr.status == state::HealthStatus::kIsolated)) {
+      others.push_back(l);
+    }
+  }
+  auto cut_off = [&others](const routing::Topology& t, NodeId from, NodeId n, PortNum p) {
+    if (others.empty()) return health::endpoints_cut_off(t, from, n, p);
+    routing::Topology without = t;
+    for (const LinkEnds& o : others) {
+      const auto x = without.find_by_guid(o.a);
+      if (!x || o.pa == 0 || o.pa > without.node(*x).num_ports) continue;
+      const routing::Port& op = without.port(*x, o.pa);
+      if (op.connected() && without.node(op.remote_node).guid == o.b)
+        without.disconnect({*x, o.pa});
+    }
+    return health::endpoints_cut_off(without, from, n, p);
+  };
   std::size_t cut = 0;
   bool was_up = false;
   const auto ln = live.find_by_guid(v.node);
   const auto lsm = live.find_by_guid(sm_guid);
   if (ln && lsm && live.port(*ln, v.port).connected()) {
     was_up = true;
-    cut = health::endpoints_cut_off(live, *lsm, *ln, v.port);
+    cut = cut_off(live, *lsm, *ln, v.port);
   } else if (bt.port(end->first, v.port).connected()) {
-    cut = health::endpoints_cut_off(bt, c->sweep.sm_node, end->first, v.port);
+    cut = cut_off(bt, c->sweep.sm_node, end->first, v.port);
   } else {
     // Down since the last sweep: an end that is not a switch is an
     // endpoint it keeps cut off.

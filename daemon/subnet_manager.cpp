@@ -238,7 +238,9 @@ void SubnetManager::log_link_changes(const routing::Topology& before,
       it->second = true;
       continue;
     }
-    health_link_down(k.a, k.pa, k.b, k.pb);
+    // A flap only when both ends are still seen: a link whose end the sweep
+    // no longer reaches (cut off behind other failures) is not known down.
+    if (after.find_by_guid(k.a) && after.find_by_guid(k.b)) health_link_down(k.a, k.pa, k.b, k.pb);
     if (++reported <= 1000) {
       events_.append(
           state::EventKind::kLinkDown, k.a, k.pa,

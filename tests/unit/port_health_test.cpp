@@ -364,6 +364,49 @@ TEST(HealthSm, AnIsolationThatWouldDisconnectAHostIsRefused) {
   EXPECT_EQ(s.board.current()->refused_total, 1U);
 }
 
+// Both uplinks of a leaf flap together: each isolation alone would leave
+// the other uplink, both together would cut the leaf's hosts off. One is
+// isolated, the other refused.
+TEST(HealthSm, TwoIsolationsDecidedTogetherNeverDisconnectTogether) {
+  state::HealthBoard board;
+  testing::SimSm h("fat-tree:levels=2,radix=4", [](Config& c) {
+    c.health.flap_count = 3;
+    c.health.hold_down = 5min;
+    c.perfmgr.interval = 0ms;
+  });
+  h.sm->attach_health(&board);
+  h.start();
+  ASSERT_TRUE(h.settle(5s));
+  const routing::Topology& t = h.sim->topology();
+  const NodeId leaf = *t.find_by_name("leaf1");
+  std::vector<PortRef> ups;
+  for (unsigned p = 1; p <= t.node(leaf).num_ports; ++p) {
+    const routing::Port& x = t.port(leaf, static_cast<PortNum>(p));
+    if (x.connected() && t.node(x.remote_node).type == routing::NodeType::kSwitch) {
+      ups.push_back({leaf, static_cast<PortNum>(p)});
+    }
+  }
+  ASSERT_EQ(ups.size(), 2U);
+  for (int i = 0; i < 3; ++i) {
+    for (const PortRef& u : ups) ASSERT_TRUE(h.sim->link_down(u).ok());
+    ASSERT_TRUE(h.settle(5s));
+    for (const PortRef& u : ups) ASSERT_TRUE(h.sim->link_up(u).ok());
+    ASSERT_TRUE(h.settle(5s));
+  }
+  auto snap = board.current();
+  ASSERT_EQ(snap->ports.size(), 2U);
+  EXPECT_EQ(snap->isolated_total, 1U);
+  EXPECT_EQ(snap->refused_total, 1U);
+  // The leaf's hosts are still in the fabric, through the refused uplink.
+  const auto s = h.publisher.current();
+  for (unsigned p = 1; p <= t.node(leaf).num_ports; ++p) {
+    const routing::Port& x = t.port(leaf, static_cast<PortNum>(p));
+    if (!x.connected() || t.node(x.remote_node).type == routing::NodeType::kSwitch) continue;
+    EXPECT_TRUE(s->topology->find_by_guid(t.node(x.remote_node).guid).has_value())
+        << t.label(x.remote_node) << " was cut off";
+  }
+}
+
 TEST(HealthSm, TheOperatorsEnableEndsAnIsolationAndTheirDisableIsNoFlap) {
   HealthSm s;
   const routing::Topology& t = s.h.sim->topology();
