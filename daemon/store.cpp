@@ -53,10 +53,7 @@ state::WallTime time_from_db(std::int64_t us) {
   return state::WallTime{std::chrono::microseconds{us}};
 }
 
-std::string column_text(sqlite3_stmt* s, int col) {
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
-  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, col))) : std::string();
-}
+using store_detail::column_text;
 
 bool valid_phase_name(std::string_view n) {
   return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {

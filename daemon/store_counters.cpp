@@ -11,6 +11,7 @@ namespace subnetd::daemon {
 
 namespace {
 
+using store_detail::Finalize;
 using store_detail::UseGuard;
 
 constexpr const char* kColumns =
@@ -52,12 +53,6 @@ state::CounterSet from_values(sqlite3_stmt* s, int first) {
   c.rcv_pkts = v(16);
   return c;
 }
-
-// A statement finalized when leaving scope.
-struct Finalize {
-  sqlite3_stmt* s = nullptr;
-  ~Finalize() { sqlite3_finalize(s); }
-};
 
 }  // namespace
 

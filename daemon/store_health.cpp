@@ -11,19 +11,11 @@ namespace subnetd::daemon {
 
 namespace {
 
+using store_detail::column_text;
+using store_detail::Finalize;
 using store_detail::UseGuard;
 
 constexpr std::int64_t kKeepActions = 100'000;
-
-struct Finalize {
-  sqlite3_stmt* s = nullptr;
-  ~Finalize() { sqlite3_finalize(s); }
-};
-
-std::string text(sqlite3_stmt* s, int col) {
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
-  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, col))) : std::string();
-}
 
 constexpr const char* kSelect =
     "SELECT h.id, h.at, h.node_guid, h.port, h.peer_guid, h.peer_port, h.action, h.cause, "
@@ -37,10 +29,10 @@ HealthAction row_of(sqlite3_stmt* s) {
   a.port = static_cast<PortNum>(sqlite3_column_int(s, 3));
   a.peer_guid = Guid{static_cast<std::uint64_t>(sqlite3_column_int64(s, 4))};
   a.peer_port = static_cast<PortNum>(sqlite3_column_int(s, 5));
-  a.action = text(s, 6);
-  a.cause = text(s, 7);
-  a.reason = text(s, 8);
-  a.who = text(s, 9);
+  a.action = column_text(s, 6);
+  a.cause = column_text(s, 7);
+  a.reason = column_text(s, 8);
+  a.who = column_text(s, 9);
   if (sqlite3_column_type(s, 10) != SQLITE_NULL) {
     a.until = state::WallTime{std::chrono::microseconds{sqlite3_column_int64(s, 10)}};
   }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cassert>
+#include <string>
 
 namespace subnetd::daemon::store_detail {
 
@@ -18,6 +19,18 @@ struct ResetOnExit {
     sqlite3_clear_bindings(s);
   }
 };
+
+// Finalizes a statement prepared for one call when leaving scope.
+struct Finalize {
+  sqlite3_stmt* s = nullptr;
+  ~Finalize() { sqlite3_finalize(s); }
+};
+
+// A text column as a string (empty for NULL).
+inline std::string column_text(sqlite3_stmt* s, int col) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
+  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, col))) : std::string();
+}
 
 // Asserts the one-thread-at-a-time rule in debug builds.
 class UseGuard {

@@ -9,6 +9,23 @@ namespace subnetd::daemon::health {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
+namespace {
+
+// What the SM did with a verdict, on the link's track.
+void mark(PortHealth::Track& t, const PortHealth::Verdict& v, state::HealthStatus status,
+          PortHealth::Time since, PortHealth::Time until) {
+  t.node = v.node;
+  t.port = v.port;
+  t.pending = false;
+  t.status = status;
+  t.cause = v.cause;
+  t.reason = v.reason;
+  t.since = since;
+  t.until = until;
+}
+
+}  // namespace
+
 LinkEnds LinkEnds::of(Guid x, PortNum px, Guid y, PortNum py) {
   if (std::pair(y, py) < std::pair(x, px)) return LinkEnds{y, py, x, px};
   return LinkEnds{x, px, y, py};
@@ -95,28 +112,14 @@ std::optional<PortHealth::Verdict> PortHealth::port_errors(const LinkEnds& l, st
 
 void PortHealth::isolated(const Verdict& v, Time now) {
   Track& t = tracks_[v.link];
-  t.node = v.node;
-  t.port = v.port;
-  t.pending = false;
-  t.status = state::HealthStatus::kIsolated;
-  t.cause = v.cause;
-  t.reason = v.reason;
-  t.since = now;
-  t.until = now + policy_.hold_down;
+  mark(t, v, state::HealthStatus::kIsolated, now, now + policy_.hold_down);
   ++t.isolations;
 }
 
 void PortHealth::refused(const Verdict& v, Time now, std::string note) {
   Track& t = tracks_[v.link];
-  t.node = v.node;
-  t.port = v.port;
-  t.pending = false;
-  t.status = state::HealthStatus::kRefused;
-  t.cause = v.cause;
-  t.reason = v.reason;
+  mark(t, v, state::HealthStatus::kRefused, now, now + policy_.hold_down);
   t.note = std::move(note);
-  t.since = now;
-  t.until = now + policy_.hold_down;
 }
 
 void PortHealth::postpone(const LinkEnds& l, Time until) {
@@ -150,13 +153,7 @@ void PortHealth::operator_disabled(const LinkEnds& l) {
 
 void PortHealth::remember_isolated(const Verdict& v, Time since, Time until) {
   Track& t = tracks_[v.link];
-  t.node = v.node;
-  t.port = v.port;
-  t.status = state::HealthStatus::kIsolated;
-  t.cause = v.cause;
-  t.reason = v.reason;
-  t.since = since;
-  t.until = until;
+  mark(t, v, state::HealthStatus::kIsolated, since, until);
   t.down = true;
   ++t.isolations;
 }
