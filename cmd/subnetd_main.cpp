@@ -337,9 +337,11 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   std::shared_ptr<api::Metrics> metrics;
   SubnetManager::Hooks hooks;
   hooks.published = [&ready, &reporter, &metrics, &screener](const state::FabricState& s) {
+    // /metrics first: whatever the wakes below lead to (a Report, a
+    // cabling event) is seen after the publish is in the metrics.
+    if (metrics) metrics->observe(s);
     if (reporter) reporter->wake();
     screener.wake();
-    if (metrics) metrics->observe(s);
     const std::string status = status_line(s);
     if (s.state == state::SmState::kMaster && !ready) {
       ready = true;
