@@ -5,6 +5,7 @@
                    [--cycles N] [--unlink '"NODE"[PORT]'] [--creditloops]
                    [--tracert N] [--strict] [--quiet S] [--sweep S]
                    [--conf KEY=VALUE ...] [--timeout S] [--event-timeout S]
+                   [--perfmgr S]
 
 FABRIC is an ibsim net file, or a generator spec ("fat-tree:levels=3,k=16")
 that subnetd's own interop_netfile (--netfile-tool BUILD/bin/interop_netfile)
@@ -43,7 +44,12 @@ One run:
      first Unlink for credit loops and paths that do not traverse. ibdmchk
      1.5.7 may crash after its verdict: the verdict is read from its output;
   7. opensm_rss_mib / ibsim_rss_mib: peak RSS (VmHWM, the high-water mark),
-     read before the processes are stopped.
+     read before the processes are stopped;
+  8. --perfmgr S: OpenSM's performance manager on, a counter sweep every S
+     s; perfmgr_sweeps = for three sweeps, "Gathering PerfMgr stats" -> the
+     last PMA answer processed (osm_perfmgr.c's function trace, the only
+     per-answer line it logs; logging it slows OpenSM, so this is an upper
+     bound) and the answers counted.
 OpenSM logs to its stdout, which the runner reads as it comes (and copies to
 OUTDIR/opensm.log): the waits above wake on the log line itself.
 Writes OUTDIR/result.json (the keys above, "findings": what ibdmchk,
@@ -96,6 +102,10 @@ EVENTS = [
     ("trap_sweep", re.compile(r"Forcing heavy sweep\. Received trap:128")),
     ("init_errors", re.compile(r"ERRORS DURING INITIALIZATION")),
     ("err", re.compile(r"\bERR [0-9A-F]{4}:")),
+    # --perfmgr: a counter sweep begins; one PMA answer is processed (the
+    # function trace of osm_perfmgr.c, logged only with --perfmgr).
+    ("pm_begin", re.compile(r"Gathering PerfMgr stats")),
+    ("pm_answer", re.compile(r"^pc_recv_process: \[$")),
 ]
 BUSY = ("up", "heavy", "route_begin", "init_errors")
 # VERBOSE (0x04) for these files only: the sweep banners, "building routing
@@ -251,6 +261,12 @@ class Run:
         modules = os.path.join(d, "opensm-modules.conf")
         with open(modules, "w") as f:
             f.writelines("%s 0x07\n" % m for m in VERBOSE_MODULES)
+            if self.a.perfmgr:
+                # Every level with the function trace: "pc_recv_process: ["
+                # per PMA answer marks when a counter sweep's last answer
+                # came (Debian's OpenSM logs no sweep time). Logging each
+                # answer costs OpenSM time: its figure is an upper bound.
+                f.write("osm_perfmgr.c 0xFF\n")
         conf = os.path.join(d, "opensm.conf")
         # The log goes to stdout, which this runner reads as it comes and
         # copies to OUTDIR/opensm.log; flushed per line.
@@ -264,6 +280,8 @@ class Run:
                  "prefix_routes_file %s" % os.path.join(d, "prefix-routes.conf")]
         if self.a.sweep is not None:
             lines.append("sweep_interval %d" % self.a.sweep)
+        if self.a.perfmgr:
+            lines += ["perfmgr TRUE", "perfmgr_sweep_time_s %d" % self.a.perfmgr]
         lines += [kv.replace("=", " ", 1) for kv in self.a.conf or []]
         with open(conf, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -339,6 +357,25 @@ class Run:
             seen = len(self.log.events)
             if not self.tap.wait(lambda: len(self.log.events) > seen, min(wake, end) - now):
                 self.alive()
+
+    def perfmgr_sweeps(self, count):
+        """Waits for `count` + 1 counter sweeps to begin (so `count` have
+        ended) and returns, per sweep, the time from its start to its last
+        PMA answer and the answers processed."""
+        want = count + 1
+        ok = self.tap.wait(lambda: len(self.log.since(self.t_start, ("pm_begin",))) >= want,
+                           want * self.a.perfmgr + 120)
+        if not ok:
+            self.alive()
+            raise RuntimeError("OpenSM's perfmgr began fewer than %d counter sweeps" % want)
+        events = self.log.since(self.t_start, ("pm_begin", "pm_answer"))
+        begins = [i for i, e in enumerate(events) if e[1] == "pm_begin"][:want]
+        out = []
+        for i, j in zip(begins, begins[1:]):
+            answers = [e for e in events[i + 1:j] if e[1] == "pm_answer"]
+            out.append({"sweep_s": round(answers[-1][0] - events[i][0], 4) if answers else None,
+                        "answers": len(answers)})
+        return out
 
     # ---------------------------------------------------------- checks
 
@@ -452,6 +489,8 @@ class Run:
             if settled is None:
                 raise RuntimeError("OpenSM did not settle within %s s" % a.timeout)
             self.res["settled_s"] = round(settled[0] - self.t_start, 4)
+            if a.perfmgr:
+                self.res["perfmgr_sweeps"] = self.perfmgr_sweeps(3)
             if a.tracert:
                 self.res["tracert"] = self.tracert(a.tracert)
             if a.creditloops:
@@ -550,6 +589,8 @@ def main(argv=None):
                     help="ibnetdiscover + ibtracert on N random CA pairs after SUBNET UP")
     ap.add_argument("--strict", action="store_true", help="findings (loops, failed traces) fail the run")
     ap.add_argument("--quiet", type=float, default=2.0, help="s without a sweep that count as settled")
+    ap.add_argument("--perfmgr", type=int, default=0, metavar="S",
+                    help="OpenSM's perfmgr on, a counter sweep every S s: times 3 sweeps")
     ap.add_argument("--sweep", type=int, help="OpenSM's sweep_interval in s (default OpenSM's 10; 0 = off)")
     ap.add_argument("--conf", action="append", metavar="KEY=VALUE", help="more opensm.conf settings")
     ap.add_argument("--timeout", type=float, default=1800, help="s for ibsim, SUBNET UP and checks")
