@@ -202,7 +202,7 @@ def run_opensm(args, netfile, sizing, net, work, suite, timeout=120):
     out = os.path.join(work, "opensm")
     os.makedirs(out)
     a = types.SimpleNamespace(fabric=args.fabric, engine="updn", outdir=out, timeout=timeout,
-                              sweep=0, conf=None, creditloops=False, seed=1)
+                              sweep=0, conf=None, creditloops=False, seed=1, perfmgr=0)
     run = opensm_runner.Run(a, netfile, sizing, net)
     try:
         t0 = time.time()
