@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
 
 namespace subnetd::daemon {
@@ -28,10 +29,6 @@ constexpr std::uint8_t kPhysPolling = 2;
 constexpr std::uint8_t kPhysDisabled = 3;
 // A port that did not take its re-enable is tried again this much later.
 constexpr std::chrono::minutes kRetryRestore{1};
-
-std::string guid_str(Guid g) {
-  return fmt::format("{:#018x}", g.value);
-}
 
 std::string label_of(const routing::Topology& t, Guid g) {
   auto n = t.find_by_guid(g);

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/dump_files.hpp"
+#include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "discovery/trap_repress.hpp"
 
@@ -16,10 +17,6 @@ namespace mad = discovery::mad;
 using Steady = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kTrapDebounce{20};
-
-std::string guid_str(Guid g) {
-  return fmt::format("{:#018x}", g.value);
-}
 
 double us_of(std::chrono::nanoseconds d) {
   return static_cast<double>(d.count()) / 1000.0;

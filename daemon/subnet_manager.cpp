@@ -6,15 +6,13 @@
 #include <boost/asio/post.hpp>
 #include <unordered_map>
 
+#include "daemon/sm_text.hpp"
+
 namespace subnetd::daemon {
 namespace {
 
 namespace asio = boost::asio;
 namespace mad = discovery::mad;
-
-std::string guid_str(Guid g) {
-  return fmt::format("{:#018x}", g.value);
-}
 
 // A link as a pair of (GUID, port) ends, the smaller end first.
 struct LinkKey {
