@@ -47,6 +47,10 @@ void data_from_extended(state::CounterSet& d, const pma::PortCountersExtended& n
   d.rcv_pkts = now.rcv_pkts - before.rcv_pkts;
 }
 
+bool key_less(const Target& a, const Target& b) {
+  return std::pair(a.node_guid.value, a.port) < std::pair(b.node_guid.value, b.port);
+}
+
 }  // namespace
 
 std::vector<Target> targets_of(const routing::Topology& t, const routing::LidMap& lids) {
@@ -62,13 +66,37 @@ std::vector<Target> targets_of(const routing::Topology& t, const routing::LidMap
       out.push_back(Target{n, node.guid, p, lid.value});
     }
   }
+  std::sort(out.begin(), out.end(), key_less);
   return out;
+}
+
+void PerfManager::realign(const std::vector<Target>& targets) {
+  const bool same =
+      keys_.size() == targets.size() &&
+      std::equal(keys_.begin(), keys_.end(), targets.begin(), [](const Key& k, const Target& t) {
+        return k.guid == t.node_guid.value && k.port == t.port;
+      });
+  if (same) return;
+  for (std::size_t i = 0; i < keys_.size(); ++i) {
+    if (lasts_[i].known) gone_[keys_[i]] = lasts_[i];
+  }
+  keys_.clear();
+  lasts_.assign(targets.size(), Last{});
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const Key k{targets[i].node_guid.value, targets[i].port};
+    keys_.push_back(k);
+    if (auto it = gone_.find(k); it != gone_.end()) {
+      lasts_[i] = it->second;
+      gone_.erase(it);
+    }
+  }
 }
 
 std::shared_ptr<state::PortCounterSnapshot> PerfManager::ingest(
     const std::vector<Target>& targets, const std::vector<Reading>& readings,
     std::chrono::system_clock::time_point now, std::chrono::microseconds took,
     std::string first_error) {
+  realign(targets);
   auto snap = std::make_shared<state::PortCounterSnapshot>();
   snap->sweep = ++sweeps_;
   snap->at = now;
@@ -78,50 +106,54 @@ std::shared_ptr<state::PortCounterSnapshot> PerfManager::ingest(
   for (std::size_t i = 0; i < targets.size() && i < readings.size(); ++i) {
     const Target& tg = targets[i];
     const Reading& r = readings[i];
-    const Key k{tg.node_guid.value, tg.port};
-    auto it = last_.find(k);
+    Last& l = lasts_[i];
     if (!r.counters) {
       ++snap->ports_failed;
       // Keep what is known of it; no new delta.
-      if (it != last_.end()) {
-        state::PortCounterEntry e = it->second.entry;
-        e.delta = {};
-        e.interval_s = 0;
-        snap->ports.push_back(e);
+      if (l.known) {
+        state::PortCounterEntry& e = snap->ports.emplace_back();
+        e.node_guid = tg.node_guid;
+        e.port = tg.port;
+        e.total = l.total;
+        e.read_at = l.read_at;
+        e.extended = l.extended.has_value();
+        e.clears = l.clears;
       }
       continue;
     }
     ++snap->ports_read;
-    state::PortCounterEntry e;
+    state::PortCounterEntry& e = snap->ports.emplace_back();
     e.node_guid = tg.node_guid;
     e.port = tg.port;
     e.read_at = now;
     e.extended = r.extended.has_value();
-    if (it == last_.end()) {
+    if (!l.known) {
       // First reading: what the port shows is the total so far.
       e.total = delta_of(*r.counters, pma::PortCounters{});
       if (r.extended) data_from_extended(e.total, *r.extended, pma::PortCountersExtended{});
-      it = last_.emplace(k, Last{}).first;
     } else {
-      const Last& before = it->second;
-      e.delta = delta_of(*r.counters, before.counters);
-      if (r.extended && before.extended) data_from_extended(e.delta, *r.extended, *before.extended);
-      e.interval_s = std::chrono::duration<double>(now - before.entry.read_at).count();
-      e.total = before.entry.total;
+      e.delta = delta_of(*r.counters, l.counters);
+      if (r.extended && l.extended) data_from_extended(e.delta, *r.extended, *l.extended);
+      e.interval_s = std::chrono::duration<double>(now - l.read_at).count();
+      e.total = l.total;
       e.total += e.delta;
-      e.clears = before.entry.clears;
+      e.clears = l.clears;
     }
     if (r.cleared) ++e.clears;
-    Last& l = it->second;
     l.counters = r.cleared ? pma::PortCounters{} : *r.counters;
     l.extended = r.extended;
-    l.entry = e;
-    snap->ports.push_back(e);
+    l.total = e.total;
+    l.read_at = e.read_at;
+    l.clears = e.clears;
+    l.known = true;
   }
-  std::sort(snap->ports.begin(), snap->ports.end(),
-            [](const state::PortCounterEntry& a, const state::PortCounterEntry& b) {
-              return std::pair(a.node_guid.value, a.port) < std::pair(b.node_guid.value, b.port);
-            });
+  // targets_of() gives them in key order; a caller's own list may not.
+  const auto by_key = [](const state::PortCounterEntry& a, const state::PortCounterEntry& b) {
+    return std::pair(a.node_guid.value, a.port) < std::pair(b.node_guid.value, b.port);
+  };
+  if (!std::is_sorted(snap->ports.begin(), snap->ports.end(), by_key)) {
+    std::sort(snap->ports.begin(), snap->ports.end(), by_key);
+  }
   // New errors: a rise since the last reading, or errors a port shows the
   // first time it is read (the operator hears of them once either way).
   erring_.clear();

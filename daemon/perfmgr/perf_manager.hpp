@@ -52,6 +52,8 @@ struct Target {
 
 // Every connected physical port of every node that has a LID to reach its
 // PMA, in (node, port) order.
+// Every connected port with a LID, by (node GUID, port): the order of the
+// snapshot, so that ingest() needs no sort.
 std::vector<Target> targets_of(const routing::Topology& t, const routing::LidMap& lids);
 
 // What a sweep got for one target.
@@ -72,10 +74,11 @@ class PerfManager {
   // Folds one sweep's readings (readings[i] for targets[i]) into the totals
   // and makes the snapshot to publish. `failed`/`first_error` describe the
   // targets without an answer.
-  std::shared_ptr<state::PortCounterSnapshot> ingest(
-      const std::vector<Target>& targets, const std::vector<Reading>& readings,
-      std::chrono::system_clock::time_point now, std::chrono::microseconds took,
-      std::string first_error);
+  std::shared_ptr<state::PortCounterSnapshot> ingest(const std::vector<Target>& targets,
+                                                     const std::vector<Reading>& readings,
+                                                     std::chrono::system_clock::time_point now,
+                                                     std::chrono::microseconds took,
+                                                     std::string first_error);
 
   // The errors a sweep newly saw on a port: its delta, or on its first
   // reading (read_at set, interval 0, no earlier reading) its totals.
@@ -86,11 +89,6 @@ class PerfManager {
   const std::vector<const state::PortCounterEntry*>& erring() const { return erring_; }
 
  private:
-  struct Last {
-    discovery::mad::pma::PortCounters counters;  // as read (zeros after a clear)
-    std::optional<discovery::mad::pma::PortCountersExtended> extended;
-    state::PortCounterEntry entry;
-  };
   struct Key {
     std::uint64_t guid;
     PortNum port;
@@ -101,9 +99,25 @@ class PerfManager {
       return static_cast<std::size_t>((k.guid * 0x9E3779B97F4A7C15ULL) ^ k.port);
     }
   };
+  // What the next reading of a port is compared with.
+  struct Last {
+    discovery::mad::pma::PortCounters counters;  // as read (zeros after a clear)
+    std::optional<discovery::mad::pma::PortCountersExtended> extended;
+    state::CounterSet total;
+    std::chrono::system_clock::time_point read_at{};
+    std::uint32_t clears = 0;
+    bool known = false;  // read at least once
+  };
+  // lasts_[i] belongs to keys_[i], the targets of the last sweep: a sweep
+  // of the same targets (every sweep but those after a topology change)
+  // finds its port's history by index, with no lookup. Ports that left the
+  // targets keep their history in gone_ until they come back.
+  void realign(const std::vector<Target>& targets);
 
   PerfOptions opts_;
-  std::unordered_map<Key, Last, KeyHash> last_;
+  std::vector<Key> keys_;
+  std::vector<Last> lasts_;
+  std::unordered_map<Key, Last, KeyHash> gone_;
   std::shared_ptr<const state::PortCounterSnapshot> current_;
   std::vector<const state::PortCounterEntry*> erring_;
   std::uint64_t sweeps_ = 0;

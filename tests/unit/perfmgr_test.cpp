@@ -116,6 +116,45 @@ TEST(PerfManager, DeltasTotalsAndCountersThatWereCleared) {
   EXPECT_EQ(s4->find(Guid{0xa}, 1)->total.symbol_errors, 13U);
 }
 
+// A port that leaves the targets (its link went down) keeps its totals
+// until it comes back; targets in any order give a snapshot by key.
+TEST(PerfManager, HistoryFollowsPortsAcrossTargetChanges) {
+  perfmgr::PerfManager pm;
+  const perfmgr::Target a{NodeId{0}, Guid{0xa}, 1, 5};
+  const perfmgr::Target b{NodeId{1}, Guid{0xb}, 2, 6};
+  const perfmgr::Target c{NodeId{2}, Guid{0x9}, 3, 7};
+  const auto t0 = std::chrono::system_clock::time_point{} + 1000s;
+  auto reading = [](std::uint32_t errors) {
+    perfmgr::Reading r;
+    r.counters = pma::PortCounters{};
+    r.counters->symbol_errors = errors;
+    return r;
+  };
+  pm.ingest({a, b}, {reading(1), reading(10)}, t0, 1ms, "");
+  auto s2 = pm.ingest({a}, {reading(3)}, t0 + 60s, 1ms, "");  // b's link is down
+  ASSERT_EQ(s2->ports.size(), 1U);
+  EXPECT_EQ(s2->find(Guid{0xa}, 1)->delta.symbol_errors, 2U);
+  // b is back, c is new, and the caller's order is not by key.
+  auto s3 = pm.ingest({b, c, a}, {reading(15), reading(4), reading(3)}, t0 + 120s, 1ms, "");
+  ASSERT_EQ(s3->ports.size(), 3U);
+  EXPECT_EQ(s3->ports[0].node_guid, Guid{0x9});
+  EXPECT_EQ(s3->ports[2].node_guid, Guid{0xb});
+  const state::PortCounterEntry* eb = s3->find(Guid{0xb}, 2);
+  ASSERT_NE(eb, nullptr);
+  EXPECT_EQ(eb->delta.symbol_errors, 5U);
+  EXPECT_EQ(eb->total.symbol_errors, 15U);
+  EXPECT_DOUBLE_EQ(eb->interval_s, 120.0);
+  EXPECT_EQ(s3->find(Guid{0x9}, 3)->total.symbol_errors, 4U);
+  EXPECT_EQ(s3->find(Guid{0x9}, 3)->interval_s, 0.0);  // a first reading
+  EXPECT_EQ(s3->find(Guid{0xa}, 1)->delta.symbol_errors, 0U);
+  // A port that does not answer keeps its totals, with no delta.
+  std::vector<perfmgr::Reading> r4{reading(15), perfmgr::Reading{}, reading(3)};
+  auto s4 = pm.ingest({b, c, a}, r4, t0 + 180s, 1ms, "");
+  EXPECT_EQ(s4->ports_failed, 1U);
+  EXPECT_EQ(s4->find(Guid{0x9}, 3)->total.symbol_errors, 4U);
+  EXPECT_EQ(s4->find(Guid{0x9}, 3)->delta.errors(), 0U);
+}
+
 // The SM reading counters every 10 s of its manual clock; the simulator's
 // traffic accrues on a clock the test moves too.
 struct CounterSm {
