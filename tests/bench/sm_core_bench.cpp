@@ -4,7 +4,7 @@
 //   sm_core_bench [SPEC] [lid_bits=24] [engine=auto] [threads=2] [window=64]
 //                 [parts=bringup,status,phases] [samples=10] [seed=1]
 //                 [sweeps=5] [status_gap_us=1000] [windows=W:D,...] [verbose=0]
-//                 [perfmgr=0] [traffic=-1]
+//                 [perfmgr=0] [traffic=-1] [failover=1]
 //
 // SPEC defaults to fat-tree:levels=3,k=36. The SM runs as in the daemon and
 // the unit tests: an io_context on one thread, the simulator (default
@@ -38,7 +38,11 @@
 //           reroute's probes and blocks); it first times two counter sweeps
 //           alone. traffic=0 turns the simulator's traffic model off (it
 //           runs in this process: a PMA read of a switch whose LFT changed
-//           recounts its routes, CPU the SM's thread shares).
+//           recounts its routes, CPU the SM's thread shares). failover=0
+//           leaves switch-local failover unarmed: the simulator then does
+//           not emulate the switches' own recovery on the SM's thread
+//           (with it, an idle SM's probe waits for that CPU; beside a
+//           counter sweep it was mostly spent before the trap arrived).
 //
 // With a latency model the simulator delivers a trap only as its virtual
 // clock moves, and the clock moves only while the SM has SMPs in flight: a
@@ -317,6 +321,9 @@ int phases_part(const Args& args, Rig& rig) {
   for (int p = 0; p < 5; ++p) stats[p + 1].name = kPhaseNames[p];
   stats[6].name = "re-balancing sweep";
   int counter_cuts_during = 0;
+  // Same cable, same sample: the counter sweep's reroute over the idle one.
+  std::vector<double> idle_ms_of_sample(static_cast<std::size_t>(args.samples), 0.0);
+  std::vector<double> counter_over_idle;
   if (args.perfmgr) {
     stats[7].name = "counter sweep";
     const auto t0 = std::chrono::steady_clock::now();
@@ -416,6 +423,12 @@ int phases_part(const Args& args, Rig& rig) {
       }
       Outcome o = rig.outcome(before, cable);
       o.sma_drops = sma_drops() - drops0;
+      if (!o.published_ms.empty()) {
+        const double worst = *std::max_element(o.published_ms.begin(), o.published_ms.end());
+        if (kase == 0) idle_ms_of_sample[static_cast<std::size_t>(sample)] = worst;
+        const double idle = idle_ms_of_sample[static_cast<std::size_t>(sample)];
+        if (kase == 7 && idle > 0) counter_over_idle.push_back(worst / idle);
+      }
       stats[static_cast<std::size_t>(kase)].add(o);
       if (args.verbose || !o.lost.empty()) {
         fmt::print("  sample {} {}: {} published [{:.3f}] new tables [{:.3f}] ms{}\n", sample, what,
@@ -444,6 +457,12 @@ int phases_part(const Args& args, Rig& rig) {
   if (args.perfmgr) {
     fmt::print("  counter sweep: {} of {} reroutes came while the counter sweep still ran\n",
                counter_cuts_during, args.samples);
+    if (!counter_over_idle.empty()) {
+      std::sort(counter_over_idle.begin(), counter_over_idle.end());
+      fmt::print("  counter sweep / idle SM, same cable: median {:.2f}, min {:.2f}, max {:.2f}\n",
+                 counter_over_idle[counter_over_idle.size() / 2], counter_over_idle.front(),
+                 counter_over_idle.back());
+    }
   }
   fmt::print(
       "  fast = repaired by the fast path in the published tables only; new = in the new "
@@ -455,11 +474,11 @@ int phases_part(const Args& args, Rig& rig) {
 // ---------------------------------------------------------------- main
 
 int usage() {
-  fmt::print(
-      stderr,
-      "usage: sm_core_bench [SPEC] [lid_bits=16|17|24] [engine=auto|ftree|updn] "
-      "[threads=N] [window=N] [parts=bringup,status,phases] [samples=N] [seed=N] "
-      "[sweeps=N] [status_gap_us=N] [windows=W:D,...] [verbose=0|1] [perfmgr=0|1] [traffic=B]\n");
+  fmt::print(stderr,
+             "usage: sm_core_bench [SPEC] [lid_bits=16|17|24] [engine=auto|ftree|updn] "
+             "[threads=N] [window=N] [parts=bringup,status,phases] [samples=N] [seed=N] "
+             "[sweeps=N] [status_gap_us=N] [windows=W:D,...] [verbose=0|1] [perfmgr=0|1] "
+             "[traffic=B] [failover=0|1]\n");
   return 2;
 }
 
@@ -501,6 +520,8 @@ int run(int argc, char** argv) {
       ok = parse_value(val, args.perfmgr);
     } else if (key == "traffic") {
       ok = parse_value(val, args.traffic);
+    } else if (key == "failover") {
+      ok = parse_value(val, args.failover);
     } else if (key == "windows") {
       ok = true;
       for (const std::string& w : split_list(val)) {

@@ -77,6 +77,11 @@ struct Args {
   // The simulator's traffic model, bytes a second per LID (< 0: its
   // default); 0 keeps the PMA reads from recounting LFTs in this process.
   double traffic = -1;
+  // Switch-local fast failover armed (routing.fast_failover). With it the
+  // simulator emulates the switches' own failover as a link goes down, on
+  // the thread the SM's receive() runs on: its CPU lands in the reroute's
+  // probe time.
+  bool failover = true;
   bool wants(std::string_view part) const {
     return std::find(parts.begin(), parts.end(), part) != parts.end();
   }
@@ -231,6 +236,7 @@ class Rig {
     if (args_.engine == "updn") cfg.routing.engine = daemon::EngineKind::kUpdn;
     // Counter sweeps only when the program moves the clock by this much.
     if (args_.perfmgr) cfg.perfmgr.interval = kCounterPeriod;
+    cfg.routing.fast_failover = args_.failover;
     daemon::TransportBundle bundle;
     bundle.transport = std::move(wire);
     daemon::SubnetManager::Hooks hooks;
