@@ -44,6 +44,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
         check_counters(env, fab, ib, args, api_sock, workdir, where, fails)
+        check_error_rate(env, fab, ib, args, api_sock, workdir, sm_node, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
 
         def reroute():
@@ -177,6 +178,50 @@ def check_counters(env, fab, ib, args, api_sock, workdir, where, fails):
                           "perfquery's later %d words" % (desc, pa, xmit, pq.get("PortXmitData", 0)))
         log("  daemon: counters of %d switch ports: subnetd = perfquery after PerformanceSet"
             % len(wanted))
+    finally:
+        follow.close()
+
+
+def check_error_rate(env, fab, ib, args, api_sock, workdir, sm_node, where, fails):
+    """ibsim's console `Error` command: the switch port the SM's requests
+    enter drops 5% of the packets it receives and counts each in its
+    PortRcvErrors. subnetd's counter sweeps must see them (a counters event
+    naming receive errors on that port) and never count more than
+    perfquery reads afterwards. 5% leaves the SM's retries (3) enough."""
+    if sm_node is None or (sm_node, 1) not in fab.links:
+        return
+    leaf, lp = fab.links[(sm_node, 1)]
+    if fab.nodes[leaf]["type"] != "SW":
+        return
+    desc = fab.nodes[leaf]["desc"]
+    follow = follow_events(env, args, api_sock, workdir, "error-rate-events.log", where, fails)
+    if follow is None:
+        return
+    try:
+        before = perfquery(env, fab.lid_of[leaf], lp) or {}
+        ib.console('Error "%s"[%d] 5' % (desc, lp))
+        ev = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_COUNTERS"
+                         and int(e.get("node_guid", "0")) == leaf and e.get("port") == lp
+                         and "receive errors" in e.get("message", ""), 60)
+        ib.console('Error "%s"[%d] 0' % (desc, lp))
+        if ev is None:
+            fails.add(where, "counters: no event naming receive errors on %s port %d within 60 s "
+                      "of ibsim's Error command, see %s" % (desc, lp, workdir))
+            return
+        got, err = subnetctl(env, args, api_sock, ["counters", "0x%016x" % leaf, str(lp)])
+        pq = perfquery(env, fab.lid_of[leaf], lp)
+        if got is None or pq is None:
+            fails.add(where, "counters: %s port %d: %s" % (desc, lp, err or "perfquery failed"))
+            return
+        mine = int(got["ports"][0]["total"].get("rcv_errors", 0))
+        theirs = pq.get("PortRcvErrors", 0)
+        if mine <= before.get("PortRcvErrors", 0) or mine > theirs:
+            fails.add(where, "counters: %s port %d after ibsim's Error: subnetd counts %d receive "
+                      "errors, perfquery %d before and %d after" % (desc, lp, mine,
+                                                                  before.get("PortRcvErrors", 0), theirs))
+            return
+        log("  daemon: ibsim Error on %s port %d: %s; subnetd %d receive errors, perfquery %d"
+            % (desc, lp, ev.get("message", ""), mine, theirs))
     finally:
         follow.close()
 
