@@ -144,6 +144,10 @@ std::uint16_t SimCore::sma_node_info(mad::Smp& s, NodeId node, PortNum in) {
   ni.num_ports = nd.num_ports;
   ni.system_image_guid = nd.system_guid.value;
   ni.node_guid = nd.guid.value;
+  if (auto claimed = opts_.node_guid_answers.find(node.value);
+      claimed != opts_.node_guid_answers.end()) {
+    ni.node_guid = claimed->second.value;
+  }
   ni.port_guid = topo_.port(node, is_switch(node) ? PortNum{0} : in).guid.value;
   ni.partition_cap = kPartitionCap;
   ni.device_id = static_cast<std::uint16_t>(nd.type);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "discovery/mad/failover.hpp"
@@ -121,6 +122,11 @@ struct SimOptions {
   // The time traffic accrues on; default: the steady clock (the SM's
   // virtual time does not pass between sweeps). Tests inject their own.
   std::function<std::chrono::nanoseconds()> traffic_clock;
+
+  // Nodes whose NodeInfo answers with another GUID than the topology's
+  // (node ID -> the GUID it claims): a board flashed with another's GUID,
+  // for testing duplicate-GUID detection. The topology itself stays valid.
+  std::unordered_map<std::uint32_t, Guid> node_guid_answers;
 };
 
 // Counter increments injected at a port (SimFabric::inject_port_errors).
