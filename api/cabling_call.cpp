@@ -37,6 +37,8 @@ v1::CablingFindingKind to_proto(state::CablingFindingKind k) {
       return v1::CABLING_FINDING_KIND_WIDTH_BELOW;
     case K::kSpeedBelow:
       return v1::CABLING_FINDING_KIND_SPEED_BELOW;
+    case K::kDuplicateGuid:
+      return v1::CABLING_FINDING_KIND_DUPLICATE_GUID;
   }
   return v1::CABLING_FINDING_KIND_UNSPECIFIED;
 }

@@ -35,6 +35,8 @@ const char* finding_name(v1::CablingFindingKind k) {
       return "width below";
     case v1::CABLING_FINDING_KIND_SPEED_BELOW:
       return "speed below";
+    case v1::CABLING_FINDING_KIND_DUPLICATE_GUID:
+      return "duplicate GUID";
     default:
       return "?";
   }

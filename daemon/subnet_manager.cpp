@@ -164,6 +164,11 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
         current_, &c.sweep.port_info);
     s->switch_info = std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>>(
         current_, &c.sweep.switch_info);
+    if (!c.sweep.guid_clashes.empty()) {
+      auto dups = std::make_shared<std::vector<std::pair<Guid, std::string>>>();
+      for (const auto& d : c.sweep.guid_clashes) dups->emplace_back(d.guid, d.message);
+      s->duplicate_guids = std::move(dups);
+    }
     s->partitions = c.partitions;
     s->mcast_groups = mcast_groups_now_ ? mcast_groups_now_ : c.mcast_groups;
     s->multicast = mcast_now_ ? mcast_now_ : c.multicast;

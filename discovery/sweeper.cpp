@@ -120,10 +120,8 @@ class Sweep {
     if (auto found = t.find_by_guid(guid)) {
       node = *found;
       if (t.node(node).type != type || t.node(node).num_ports != ni.num_ports) {
-        out_.warnings.push_back(
-            fmt::format("node GUID {:#018x} answers with a different type or "
-                        "port count on path [{}]; ignored",
-                        ni.node_guid, fmt::join(path, ",")));
+        clash(node, path,
+              fmt::format("a {} with {} ports", ni.node_type == 2 ? "switch" : "CA", ni.num_ports));
         return;
       }
     } else {
@@ -164,6 +162,15 @@ class Sweep {
           out_.warnings.push_back(c.error().message);
         }
       } else if (from.remote_node != node || from.remote_port != arrival) {
+        if (!is_new && to.connected() &&
+            (to.remote_node != parent || to.remote_port != parent_port)) {
+          // One port cannot be cabled to two neighbours: another node
+          // answers with this GUID.
+          clash(node, path,
+                fmt::format("port {} cabled to {} port {}", arrival, describe(t, parent),
+                            parent_port));
+          return;
+        }
         out_.warnings.push_back(
             fmt::format("{} port {} leads to {} port {}, which is already "
                         "linked elsewhere; link ignored",
@@ -182,6 +189,23 @@ class Sweep {
     // A CA (or router) is asked about the port we reached it through; each of
     // its ports is reached along its own path.
     if (type != NodeType::kSwitch) request_port_info(node, arrival);
+  }
+
+  // A second node answering with `node`'s GUID, reached by `path`, where
+  // it is `what`: a clash (once per GUID) and a warning; it is left out.
+  void clash(NodeId node, const std::vector<std::uint8_t>& path, const std::string& what) {
+    const routing::Topology& t = out_.topology;
+    const Guid guid = t.node(node).guid;
+    const auto first = out_.paths.path(node);
+    const std::string message = fmt::format(
+        "duplicate node GUID {:#018x}: {} reached by path [{}], and a node with the same GUID "
+        "by path [{}] ({}); the second is left out",
+        guid.value, describe(t, node), fmt::join(first, ","), fmt::join(path, ","), what);
+    out_.warnings.push_back(message);
+    for (const auto& c : out_.guid_clashes) {
+      if (c.guid == guid) return;
+    }
+    out_.guid_clashes.push_back({guid, message});
   }
 
   // Extended LIDs need subnetd's vendor attributes (0xFF10-0xFF12), which

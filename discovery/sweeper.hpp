@@ -68,6 +68,15 @@ struct SweepResult {
   // "switch "sw-3" (0x...) port 7: no answer after 4 tries" — neighbours left out.
   std::vector<std::string> unreachable;
   std::vector<std::string> warnings;
+  // Two nodes answering with one node GUID (a board flashed with another's
+  // GUID, or a copied virtual machine): the sweep sees one node, reached
+  // twice in ways one node cannot be (another type or port count, or a
+  // port already cabled elsewhere). The second is left out of the fabric.
+  struct GuidClash {
+    Guid guid;
+    std::string message;  // names both paths
+  };
+  std::vector<GuidClash> guid_clashes;
   std::uint32_t max_hops = 0;
   // By NodeId, switches only: the LinearFDBTop each switch reported
   // (ExtSwitchInfo's in the 17/24-bit modes); kUnknownTop when it did not

@@ -26,6 +26,7 @@ enum class CablingFindingKind : std::uint8_t {
   kSwapped,              // two planned cables swapped at one end
   kWidthBelow,           // trained narrower than planned
   kSpeedBelow,           // trained slower than planned
+  kDuplicateGuid,        // two nodes answer with one node GUID (found by the sweep)
 };
 const char* cabling_finding_name(CablingFindingKind k);
 

@@ -63,6 +63,10 @@ struct FabricState {
   std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>> port_info;
   // By switch_index: each switch's SwitchInfo as the sweep read it.
   std::shared_ptr<const std::vector<std::array<std::uint8_t, 64>>> switch_info;
+  // Node GUIDs two nodes answered with in the last sweep (a board flashed
+  // with another's GUID): (GUID, what the sweep saw). Bring-up screening
+  // reports each.
+  std::shared_ptr<const std::vector<std::pair<Guid, std::string>>> duplicate_guids;
   // The partitions and every port's P_Key table as programmed (by port
   // index of `topology`).
   std::shared_ptr<const routing::PartitionPlan> partitions;

@@ -38,6 +38,8 @@ const char* cabling_finding_name(CablingFindingKind k) {
       return "width below plan";
     case CablingFindingKind::kSpeedBelow:
       return "speed below plan";
+    case CablingFindingKind::kDuplicateGuid:
+      return "duplicate GUID";
   }
   return "?";
 }
@@ -604,8 +606,23 @@ Result<CablingPlan> read_cabling_plan(const std::string& path) {
   return parse_yaml_plan(text.str(), path);
 }
 
-state::CablingReport check_cabling(const CablingPlan& plan, const Topology& found) {
-  return Checker(plan, found).run();
+state::CablingReport check_cabling(const CablingPlan& plan, const Topology& found,
+                                   std::span<const std::pair<Guid, std::string>> duplicate_guids) {
+  state::CablingReport r = Checker(plan, found).run();
+  std::vector<std::pair<Guid, std::string>> dups(duplicate_guids.begin(), duplicate_guids.end());
+  std::sort(dups.begin(), dups.end());
+  for (const auto& [guid, what] : dups) {
+    state::CablingFinding f;
+    f.kind = CablingFindingKind::kDuplicateGuid;
+    f.node_guid = guid;
+    if (const auto n = found.find_by_guid(guid))
+      f.node_name = printable(found.node(*n).description);
+    f.expected = "one node";
+    f.found = "two nodes";
+    f.message = what;
+    r.findings.push_back(std::move(f));
+  }
+  return r;
 }
 
 }  // namespace subnetd::daemon::screening

@@ -25,14 +25,17 @@
 // or port-count mismatches, descriptions that differ, missing cables,
 // unexpected cables between planned nodes, miswired ports (two planned
 // cables exchanged at one end are one "swapped" finding), links trained
-// below the planned width or speed. A missing node's cables are not listed
+// below the planned width or speed; node GUIDs that two nodes answered
+// with (the sweep's finding: it sees one node). A missing node's cables are not listed
 // again (its finding counts them); links to unexpected nodes neither.
 //
 // Pure: no I/O except read_cabling_plan. O(nodes + ports) with hash maps:
 // 1M ports in well under a second.
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "routing/result.hpp"
@@ -71,6 +74,10 @@ Result<CablingPlan> read_cabling_plan(const std::string& path);
 CablingPlan plan_of(const routing::Topology& t, std::string source);
 
 // Compares; the report's generation and timing are the caller's to fill.
-state::CablingReport check_cabling(const CablingPlan& plan, const routing::Topology& found);
+// `duplicate_guids` (FabricState's: what the sweep found) become findings
+// of their own, whatever the plan says.
+state::CablingReport check_cabling(
+    const CablingPlan& plan, const routing::Topology& found,
+    std::span<const std::pair<Guid, std::string>> duplicate_guids = {});
 
 }  // namespace subnetd::daemon::screening

@@ -59,7 +59,9 @@ Result<CablingReport> compare(const CablingPlan& plan, const state::FabricState&
     return Error{Errc::kUnreachable, "no fabric to compare yet: the first sweep has not finished"};
   }
   const auto start = std::chrono::steady_clock::now();
-  CablingReport r = check_cabling(plan, *s.topology);
+  static const std::vector<std::pair<Guid, std::string>> kNone;
+  CablingReport r =
+      check_cabling(plan, *s.topology, s.duplicate_guids ? *s.duplicate_guids : kNone);
   r.generation = s.generation;
   r.took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
                                                                  start);

@@ -3,8 +3,13 @@
 
 #include "daemon/screening/cabling.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "discovery/sim/sim_fabric.hpp"
+#include "discovery/sweeper.hpp"
 #include "discovery/topo/generators.hpp"
 #include "discovery/topo/netfile.hpp"
 
@@ -183,6 +188,51 @@ TEST(Cabling, DescriptionsAndNodeTypesAreChecked) {
   EXPECT_EQ(r.findings[0].found, "switch, 8 ports");
   EXPECT_EQ(r.findings[1].expected, "spine0");
   EXPECT_EQ(r.findings[1].found, "spine-zero");
+}
+
+// A CA and a switch flashed with another node's GUID: the sweep sees one
+// node reached in ways one node cannot be, names both paths, and the
+// screening reports a duplicate GUID for each, plan or no plan.
+TEST(Cabling, DuplicateGuidsFoundByTheSweepAreFindings) {
+  const Topology truth = fat_tree();
+  discovery::sim::SimOptions so;
+  const NodeId leaf1 = named(truth, "leaf1"), leaf2 = named(truth, "leaf2");
+  // (Not a host of leaf2: the sweep leaves leaf2 out, and what hangs off it.)
+  const NodeId h1 = named(truth, "h-l1-0"), h2 = named(truth, "h-l3-1");
+  so.node_guid_answers[leaf2.value] = truth.node(leaf1).guid;
+  so.node_guid_answers[h2.value] = truth.node(h1).guid;
+  auto sim = discovery::sim::SimFabric::create(truth, so);
+  ASSERT_TRUE(sim.ok()) << sim.error().message;
+  auto swept = discovery::Sweeper(**sim, {}).run();
+  ASSERT_TRUE(swept.ok()) << swept.error().message;
+  ASSERT_EQ(swept->guid_clashes.size(), 2U) << fmt::format("{}", fmt::join(swept->warnings, "\n"));
+  std::vector<std::pair<Guid, std::string>> dups;
+  for (const auto& c : swept->guid_clashes) dups.emplace_back(c.guid, c.message);
+  std::sort(dups.begin(), dups.end());
+  EXPECT_EQ(dups[0].first, truth.node(leaf1).guid);
+  EXPECT_EQ(dups[1].first, truth.node(h1).guid);
+  for (const auto& [guid, message] : dups) {
+    EXPECT_NE(message.find(fmt::format("duplicate node GUID {:#018x}", guid.value)),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("by path ["), message.rfind("by path [")) << message;
+  }
+  const state::CablingReport r = check_cabling(plan_of(truth, "plan.net"), swept->topology, dups);
+  std::size_t dup_findings = 0;
+  for (const auto& f : r.findings) {
+    if (f.kind != CablingFindingKind::kDuplicateGuid) continue;
+    EXPECT_EQ(f.node_guid, dups[dup_findings].first);
+    EXPECT_EQ(f.message, dups[dup_findings].second);
+    EXPECT_EQ(f.found, "two nodes");
+    ++dup_findings;
+  }
+  EXPECT_EQ(dup_findings, 2U);
+  // The fabric without duplicates: none.
+  auto clean = discovery::sim::SimFabric::create(truth, {});
+  ASSERT_TRUE(clean.ok());
+  auto swept_clean = discovery::Sweeper(**clean, {}).run();
+  ASSERT_TRUE(swept_clean.ok());
+  EXPECT_TRUE(swept_clean->guid_clashes.empty());
 }
 
 TEST(CablingPlan, ANetFilePlanIsTheFabricItDescribes) {

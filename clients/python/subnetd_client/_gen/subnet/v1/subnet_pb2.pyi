@@ -6,6 +6,7 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 CABLING_FINDING_KIND_DESCRIPTION_MISMATCH: CablingFindingKind
+CABLING_FINDING_KIND_DUPLICATE_GUID: CablingFindingKind
 CABLING_FINDING_KIND_MISSING_CABLE: CablingFindingKind
 CABLING_FINDING_KIND_MISSING_NODE: CablingFindingKind
 CABLING_FINDING_KIND_MISWIRED: CablingFindingKind
