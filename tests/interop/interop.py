@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Interop check: subnetd (umad transport) on ibsim, read back with tools no
-one here wrote (stdlib only).
+one here wrote (stdlib only, but for prometheus_client's parser of
+/metrics).
 
   interop.py --fabric NAME=SPEC_OR_NETFILE --subnetd BIN --netfile-tool BIN
              --probe BIN --subnetctl BIN --reset-switch BIN --workdir DIR
@@ -44,7 +45,14 @@ when it sends READY=1 to our NOTIFY_SOCKET; --daemon no skips this part):
      (its event stream, `subnetctl events --follow`, says when); the
      switches hold the new tables (`verify --read-back`), the paths of the
      CA pairs that used the link avoid it in them, and ibtracert follows
-     them; the same again after the heavy sweep that re-balances 2 s later.
+     them; the same again after the heavy sweep that re-balances 2 s later;
+ 13. the operations suite (interop_ops.py): PMA counters equal perfquery's
+     after ibsim's PerformanceSet and its Error command (a receive-errors
+     finding); `check cabling` with the ibsim net file as the plan finds
+     nothing, and with two cables swapped in a YAML plan one `swapped`;
+     /metrics parses with prometheus_client; a switch link unlinked three
+     times is isolated (PhysLinkState Disabled, `ports --unhealthy`), or
+     refused where it would cut endpoints off, and `port enable` returns it.
 Nothing here sleeps to let something happen: every wait is for the event
 itself (a line, a datagram, an event, a process exit), with a deadline only
 a failing run reaches.

@@ -1,10 +1,10 @@
 """The interop checks of the long-running daemon (`subnetd --config F` over
 umad on ibsim): READY, sminfo, its gRPC answers against ibroute/ibtracert,
 a power-cycled switch next to the SM, and the reroute after an `Unlink`
-(see interop.py for the list). stdlib only; imported by interop.py.
+(see interop.py for the list), and the operations suite of
+interop_ops.py. stdlib only; imported by interop.py.
 """
 import base64
-import json
 import os
 import random
 import re
@@ -13,15 +13,25 @@ import subprocess
 import time
 
 from ibsim_helpers import INTEROP_PKEY
-from interop_lib import (SA_FIELD, Child, Fabric, Failures, log, parse_sa_dump, parse_sminfo,
-                         parse_tracert, trace_pairs)
-from proc_helpers import EventFollower, NotifySocket
+from interop_lib import (SA_FIELD, Child, Fabric, Failures, follow_events, log, parse_sa_dump,
+                         parse_sminfo, parse_tracert, subnetctl, subnetctl_json, trace_pairs)
+from interop_ops import (check_cabling, check_counters, check_error_rate, check_health, check_metrics,
+                         free_port)
+from proc_helpers import NotifySocket
 
 
 def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, where, fails):
     dump = os.path.join(workdir, "dump-daemon")
     notify = NotifySocket(os.path.join(os.path.dirname(api_sock), "notify.sock"))
-    d = Child([args.subnetd, "--config", cfg, "--dump-dir", dump], env,
+    # The operations suite on: /metrics on a free local port, and a fault
+    # policy that isolates a link at its third down (the power cycle and
+    # the reroute below take links down once or twice).
+    metrics = "127.0.0.1:%d" % free_port()
+    daemon_cfg = os.path.join(workdir, "subnetd-daemon.yaml")
+    with open(cfg) as f, open(daemon_cfg, "w") as out:
+        out.write(f.read() + "metrics:\n  listen: %s\n" % metrics +
+                  "health:\n  flap_count: 3\n  flap_window: 10m\n  hold_down: 10m\n")
+    d = Child([args.subnetd, "--config", daemon_cfg, "--dump-dir", dump], env,
               os.path.join(workdir, "daemon.log"), extra_env=notify.env)
     follows = []
     try:
@@ -43,9 +53,13 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         if args.mcast_join:
             check_multicast(env, fab, args, api_sock, sm_lid, workdir, dump, where, fails)
         check_grpc(env, fab, args, api_sock, where, fails)
+        check_cabling(env, fab, ib, args, api_sock, workdir, where, fails)
+        check_metrics(metrics, fab, where, fails)
         check_counters(env, fab, ib, args, api_sock, workdir, where, fails)
         check_error_rate(env, fab, ib, args, api_sock, workdir, sm_node, where, fails)
         check_power_cycle(env, fab, ib, args, workdir, api_sock, sm_lid, sm_node, where, fails)
+
+        unlinked = []  # (node GUID, port) the checks unlinked and left so
 
         def reroute():
             # The switch-to-switch link that most CA pairs' paths cross (ties:
@@ -68,6 +82,7 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
             follows.append(follow)
             t0 = time.time()
             ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+            unlinked.append((a, pa))
             # New tables: the fast path's reroute, or the heavy sweep that
             # replaces a refused repair.
             first = follow.wait(lambda e: e.get("kind") in ("EVENT_KIND_REROUTE", "EVENT_KIND_SWEEP"), 30)
@@ -103,127 +118,13 @@ def check_daemon(env, fab, ib, args, workdir, cfg, api_sock, sm_lid, sm_node, wh
         if args.sa_client:
             # Last: it pulls a CA cable and puts it back.
             check_reports(env, fab, ib, args, sm_lid, where, fails)
+        # Last: it leaves a link isolated.
+        check_health(env, fab, ib, args, api_sock, workdir, metrics, unlinked, where, fails)
     finally:
         d.finish(sig=signal.SIGTERM)
         for f in follows:
             f.close()
         notify.close()
-
-
-def perfquery(env, lid, port):
-    """perfquery LID PORT as {field: int}; None when it fails."""
-    rc, out, err = env.run(["perfquery", str(lid), str(port)])
-    if rc != 0:
-        return None
-    fields = {}
-    for line in out.splitlines():
-        m = re.match(r"(\w+):\.+(\d+)$", line.strip())
-        if m:
-            fields[m.group(1)] = int(m.group(2))
-    return fields
-
-
-def check_counters(env, fab, ib, args, api_sock, workdir, where, fails):
-    """The performance manager over ibsim's PMAs: errors set on a few
-    switch ports with ibsim's console (PerformanceSet) reach subnetd (a
-    counters event for each port) and subnetd's totals equal what
-    perfquery reads from the same ports; data counters only grow."""
-    links = fab.sw_links()[:3]
-    if not links:
-        return
-    follow = follow_events(env, args, api_sock, workdir, "counter-events.log", where, fails)
-    if follow is None:
-        return
-    try:
-        wanted = []
-        for i, (a, pa, _b, _pb) in enumerate(links):
-            desc = fab.nodes[a]["desc"]
-            sym, rcv = 5 + i, 2 + i
-            ib.console('PerformanceSet "%s"[%d] PortCounters.SymbolErrorCounter=%d' % (desc, pa, sym))
-            ib.console('PerformanceSet "%s"[%d] PortCounters.PortRcvErrors=%d' % (desc, pa, rcv))
-            wanted.append((a, pa, desc, sym, rcv))
-        for a, pa, desc, sym, rcv in wanted:
-            # The two PerformanceSets may straddle a counter sweep: each
-            # counters event for the port is a new look, until subnetd's
-            # totals show both (or 30 s pass).
-            seen, got, err, mine = 0, None, "", None
-            while mine != (sym, rcv):
-                ev = follow.wait(lambda e, a=a, pa=pa, seen=seen: e.get("kind") == "EVENT_KIND_COUNTERS"
-                                 and int(e.get("node_guid", "0")) == a and e.get("port") == pa
-                                 and int(e.get("id", "0")) > seen, 30)
-                if ev is None:
-                    break
-                seen = int(ev.get("id", "0"))
-                got, err = subnetctl(env, args, api_sock, ["counters", "0x%016x" % a, str(pa)])
-                if got is None:
-                    break
-                total = got["ports"][0]["total"]
-                mine = (int(total.get("symbol_errors", 0)), int(total.get("rcv_errors", 0)))
-            if seen == 0:
-                fails.add(where, "counters: no counters event for %s port %d within 30 s, see %s"
-                          % (desc, pa, workdir))
-                continue
-            pq = perfquery(env, fab.lid_of[a], pa)
-            if got is None or pq is None:
-                fails.add(where, "counters: %s port %d: %s" % (desc, pa, err or "perfquery failed"))
-                continue
-            total = got["ports"][0]["total"]
-            theirs = (pq.get("SymbolErrorCounter"), pq.get("PortRcvErrors"))
-            if mine != (sym, rcv) or theirs != (sym, rcv):
-                fails.add(where, "counters: %s port %d: symbol/receive errors subnetd %s, perfquery "
-                          "%s, set %s" % (desc, pa, mine, theirs, (sym, rcv)))
-            xmit = int(total.get("xmit_bytes", 0))
-            if xmit > 4 * pq.get("PortXmitData", 0):
-                fails.add(where, "counters: %s port %d: subnetd counted %d bytes sent, more than "
-                          "perfquery's later %d words" % (desc, pa, xmit, pq.get("PortXmitData", 0)))
-        log("  daemon: counters of %d switch ports: subnetd = perfquery after PerformanceSet"
-            % len(wanted))
-    finally:
-        follow.close()
-
-
-def check_error_rate(env, fab, ib, args, api_sock, workdir, sm_node, where, fails):
-    """ibsim's console `Error` command: the switch port the SM's requests
-    enter drops 5% of the packets it receives and counts each in its
-    PortRcvErrors. subnetd's counter sweeps must see them (a counters event
-    naming receive errors on that port) and never count more than
-    perfquery reads afterwards. 5% leaves the SM's retries (3) enough."""
-    if sm_node is None or (sm_node, 1) not in fab.links:
-        return
-    leaf, lp = fab.links[(sm_node, 1)]
-    if fab.nodes[leaf]["type"] != "SW":
-        return
-    desc = fab.nodes[leaf]["desc"]
-    follow = follow_events(env, args, api_sock, workdir, "error-rate-events.log", where, fails)
-    if follow is None:
-        return
-    try:
-        before = perfquery(env, fab.lid_of[leaf], lp) or {}
-        ib.console('Error "%s"[%d] 5' % (desc, lp))
-        ev = follow.wait(lambda e: e.get("kind") == "EVENT_KIND_COUNTERS"
-                         and int(e.get("node_guid", "0")) == leaf and e.get("port") == lp
-                         and "receive errors" in e.get("message", ""), 60)
-        ib.console('Error "%s"[%d] 0' % (desc, lp))
-        if ev is None:
-            fails.add(where, "counters: no event naming receive errors on %s port %d within 60 s "
-                      "of ibsim's Error command, see %s" % (desc, lp, workdir))
-            return
-        got, err = subnetctl(env, args, api_sock, ["counters", "0x%016x" % leaf, str(lp)])
-        pq = perfquery(env, fab.lid_of[leaf], lp)
-        if got is None or pq is None:
-            fails.add(where, "counters: %s port %d: %s" % (desc, lp, err or "perfquery failed"))
-            return
-        mine = int(got["ports"][0]["total"].get("rcv_errors", 0))
-        theirs = pq.get("PortRcvErrors", 0)
-        if mine <= before.get("PortRcvErrors", 0) or mine > theirs:
-            fails.add(where, "counters: %s port %d after ibsim's Error: subnetd counts %d receive "
-                      "errors, perfquery %d before and %d after" % (desc, lp, mine,
-                                                                  before.get("PortRcvErrors", 0), theirs))
-            return
-        log("  daemon: ibsim Error on %s port %d: %s; subnetd %d receive errors, perfquery %d"
-            % (desc, lp, ev.get("message", ""), mine, theirs))
-    finally:
-        follow.close()
 
 
 def client_cas(fab, sm_lid):
@@ -291,19 +192,6 @@ def check_reports(env, fab, ib, args, sm_lid, where, fails):
     log("  daemon: InformInfo: %s registered a service (saquery SR lists it), subscribed, and "
         "got Reports of trap 65 and 64 when %s's cable was pulled and put back"
         % (sub[1], pulled[1]))
-
-
-def follow_events(env, args, api_sock, workdir, logname, where, fails):
-    """The daemon's events from the next id on (what happens between now
-    and the follower's start is replayed, nothing is missed), logged to
-    workdir/logname; None (and a failure) when its status cannot be read."""
-    st, err = subnetctl(env, args, api_sock, ["status"])
-    if st is None:
-        fails.add(where, "daemon: " + err)
-        return None
-    return EventFollower([args.subnetctl, "--socket", api_sock],
-                         int(st.get("last_event_id", "0")) + 1, env.env,
-                         os.path.join(workdir, logname))
 
 
 def check_new_tables(env, args, api_sock, dump, end_a, end_b, pairs, where, fails, label, final,
@@ -467,26 +355,6 @@ def served_lft(env, args, sock, guid):
                 served[lid] = port
     served.pop(0, None)  # LID 0 is not a LID; ibroute starts at 1
     return served, ""
-
-
-def subnetctl(env, args, sock, cmd):
-    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
-    if rc != 0:
-        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
-    try:
-        return json.loads(out), ""
-    except ValueError as e:
-        return None, "subnetctl %s: bad JSON (%s)" % (" ".join(cmd), e)
-
-
-def subnetctl_json(env, args, sock, cmd):
-    """Like subnetctl(), but reads the JSON whatever the exit status: verify
-    prints its answer and exits 1 when the verdict is not OK."""
-    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
-    try:
-        return json.loads(out), ""
-    except ValueError:
-        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
 
 
 def ibroute_table(env, lid):

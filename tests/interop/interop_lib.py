@@ -5,13 +5,14 @@ a fabric, ibtracert paths, and line-oriented child processes.
 Imported by interop.py, interop_daemon.py and sa_compare.py beside it (interop.py puts this
 directory and tests/ on sys.path).
 """
+import json
 import os
 import re
 import shutil
 import subprocess
 
 from ibsim_helpers import client_cwd, preload_env, track
-from proc_helpers import Tap, stop
+from proc_helpers import EventFollower, Tap, stop
 
 # ------------------------------------------------------------------ utilities
 
@@ -281,3 +282,36 @@ def parse_sa_dump(out):
         if m and recs:
             recs[-1][m.group(1).strip()] = m.group(2).strip()
     return recs
+
+
+def subnetctl(env, args, sock, cmd):
+    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
+    if rc != 0:
+        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
+    try:
+        return json.loads(out), ""
+    except ValueError as e:
+        return None, "subnetctl %s: bad JSON (%s)" % (" ".join(cmd), e)
+
+
+def subnetctl_json(env, args, sock, cmd):
+    """Like subnetctl(), but reads the JSON whatever the exit status: verify
+    prints its answer and exits 1 when the verdict is not OK."""
+    rc, out, err = env.run([args.subnetctl, "--socket", sock, "--json"] + cmd, timeout=60)
+    try:
+        return json.loads(out), ""
+    except ValueError:
+        return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
+
+
+def follow_events(env, args, api_sock, workdir, logname, where, fails):
+    """The daemon's events from the next id on (what happens between now
+    and the follower's start is replayed, nothing is missed), logged to
+    workdir/logname; None (and a failure) when its status cannot be read."""
+    st, err = subnetctl(env, args, api_sock, ["status"])
+    if st is None:
+        fails.add(where, "daemon: " + err)
+        return None
+    return EventFollower([args.subnetctl, "--socket", api_sock],
+                         int(st.get("last_event_id", "0")) + 1, env.env,
+                         os.path.join(workdir, logname))
