@@ -275,14 +275,25 @@ def check_health(env, fab, ib, args, api_sock, workdir, metrics, unlinked, where
                 # Each down seen before the cable returns, each return swept
                 # in before the next down (the stream is read from its start:
                 # every wait is for an event after the last one).
+                # The cable returns once the SM has acted on the down (the
+                # fast path's reroute, or the sweep of a refused repair):
+                # a ReLink before that sweep's discovery would leave it
+                # nothing to see, neither the down nor the return.
                 down = follow.wait(kind("EVENT_KIND_LINK_DOWN", last), 30)
+                acted = up = None
                 if down is not None:
                     last = int(down.get("id", "0"))
+                    acted = follow.wait(lambda e: e.get("kind") in ("EVENT_KIND_REROUTE",
+                                                                    "EVENT_KIND_SWEEP") and
+                                        int(e.get("id", "0")) > last, 30)
+                if acted is not None:
+                    last = int(acted.get("id", "0"))
                     ib.console('ReLink "%s"' % desc)
                     up = follow.wait(kind("EVENT_KIND_LINK_UP", last), 30)
-                if down is None or up is None:
+                if up is None:
+                    what = "down" if down is None else "repair" if acted is None else "return"
                     fails.add(where, "health: flap %d of %s[%d]: link %s not seen within 30 s"
-                              % (flap, desc, pa, "down" if down is None else "up"))
+                              % (flap, desc, pa, what))
                     return
                 last = int(up.get("id", "0"))
             else:
