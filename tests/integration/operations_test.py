@@ -19,12 +19,11 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
 from subnetd_client import Client, pb
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from metrics_helpers import scrape, value  # noqa: E402
 from proc_helpers import EventFollower  # noqa: E402
 
 failures = []
@@ -35,22 +34,6 @@ def check(cond, what):
         failures.append(what)
         print(f"FAIL: {what}")
     return cond
-
-
-def scrape(addr):
-    """{(name, frozenset(labels)): value} of every sample, parsed by
-    prometheus_client (which rejects what is not the text format)."""
-    with urllib.request.urlopen(f"http://{addr}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, frozenset(s.labels.items()))] = s.value
-    return samples
-
-
-def value(samples, name, **labels):
-    return samples.get((name, frozenset(labels.items())))
 
 
 def yaml_plan(client):

@@ -9,9 +9,9 @@ import json
 import os
 import re
 import socket
-import urllib.request
 
 from interop_lib import follow_events, log, subnetctl, subnetctl_json
+from metrics_helpers import scrape, value
 
 
 def free_port():
@@ -191,19 +191,6 @@ def check_cabling(env, fab, ib, args, api_sock, workdir, where, fails):
         % (fab.nodes[sw]["desc"], p1, p2, found.get("message", "")))
 
 
-def scrape(addr):
-    """{(name, frozenset(labels)): value} of /metrics, parsed by
-    prometheus_client (which rejects what is not the text format)."""
-    from prometheus_client.parser import text_string_to_metric_families
-    with urllib.request.urlopen("http://%s/metrics" % addr, timeout=10) as r:
-        text = r.read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, frozenset(s.labels.items()))] = s.value
-    return samples
-
-
 def check_metrics(addr, fab, where, fails):
     """/metrics of the daemon on ibsim, parsed: master, the fabric's
     switches and links, SMPs sent over umad."""
@@ -212,8 +199,6 @@ def check_metrics(addr, fab, where, fails):
     except Exception as e:  # parse errors, connection refused
         fails.add(where, "metrics: %s: %s" % (addr, e))
         return
-    def value(name, **labels):
-        return m.get((name, frozenset(labels.items())))
     switches = sum(1 for v in fab.nodes.values() if v["type"] == "SW")
     links = len(fab.links) // 2
     want = {("subnetd_sm_state", (("state", "MASTER"),)): 1,
@@ -221,16 +206,16 @@ def check_metrics(addr, fab, where, fails):
             ("subnetd_links", (("state", "active"),)): links}
     bad = []
     for (name, labels), v in want.items():
-        got = value(name, **dict(labels))
+        got = value(m, name, **dict(labels))
         if got != v:
             bad.append("%s%s = %s, want %s" % (name, dict(labels) or "", got, v))
-    if (value("subnetd_mads_sent_total") or 0) <= 0:
-        bad.append("subnetd_mads_sent_total = %s" % value("subnetd_mads_sent_total"))
+    if (value(m, "subnetd_mads_sent_total") or 0) <= 0:
+        bad.append("subnetd_mads_sent_total = %s" % value(m, "subnetd_mads_sent_total"))
     if bad:
         fails.add(where, "metrics: " + "; ".join(bad))
         return
     log("  daemon: /metrics parsed by prometheus_client: master, %d switches, %d links up, "
-        "%d MADs sent" % (switches, links, value("subnetd_mads_sent_total")))
+        "%d MADs sent" % (switches, links, value(m, "subnetd_mads_sent_total")))
 
 
 def check_health(env, fab, ib, args, api_sock, workdir, metrics, unlinked, where, fails):
@@ -324,7 +309,7 @@ def check_health(env, fab, ib, args, api_sock, workdir, metrics, unlinked, where
                       % (fab.nodes[near]["desc"], near_port, out.strip()[-300:]))
             return
         m = scrape(metrics)
-        isolated = m.get(("subnetd_unhealthy_links", frozenset({("status", "isolated")})))
+        isolated = value(m, "subnetd_unhealthy_links", status="isolated")
         if isolated != 1:
             fails.add(where, "health: /metrics subnetd_unhealthy_links{status=isolated} = %s"
                       % isolated)
