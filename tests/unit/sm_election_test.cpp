@@ -29,6 +29,17 @@ PeerSm info(const SmElection& e, std::uint64_t key = 0) {
   return PeerSm{e.self().guid, e.self().priority, e.state(), key};
 }
 
+// A master alone, then a lower SM that finds it and stands by.
+struct MasterAndStandby {
+  SmElection master, standby;
+  MasterAndStandby(std::uint8_t mp, std::uint64_t mg, std::uint8_t sp, std::uint64_t sg)
+      : master(make(mp, mg)), standby(make(sp, sg)) {
+    EXPECT_EQ(master.discovery_done({}).enter, SmState::kMaster);
+    const std::vector<PeerSm> peers{info(master)};
+    EXPECT_EQ(standby.discovery_done(peers).enter, SmState::kStandby);
+  }
+};
+
 TEST(SmElection, RankIsPriorityThenTheLowerGuid) {
   EXPECT_TRUE(outranks({15, Guid{9}}, {14, Guid{1}}));
   EXPECT_FALSE(outranks({14, Guid{1}}, {15, Guid{9}}));
@@ -95,11 +106,9 @@ TEST(SmElection, AHigherSmJoiningARunningMasterTakesOverByHandover) {
 }
 
 TEST(SmElection, AStandbyTakesOverAfterTheConfiguredMissedPolls) {
-  SmElection master = make(15, 0x30);
-  ASSERT_EQ(master.discovery_done({}).enter, SmState::kMaster);
-  SmElection standby = make(5, 0x40, 0, 3);
-  const std::vector<PeerSm> peers{info(master)};
-  ASSERT_EQ(standby.discovery_done(peers).enter, SmState::kStandby);
+  MasterAndStandby f(15, 0x30, 5, 0x40);  // 3 missed polls (make()'s default)
+  SmElection& master = f.master;
+  SmElection& standby = f.standby;
   EXPECT_TRUE(standby.poll_answered(info(master)).empty());  // lower: no trap
   EXPECT_TRUE(standby.poll_missed().empty());
   EXPECT_TRUE(standby.poll_missed().empty());
@@ -166,11 +175,9 @@ TEST(SmElection, AMasterWaitingForAHandoverSweepsWhenTheOtherGoesSilent) {
 }
 
 TEST(SmElection, SetsFromTheWrongSenderOrInTheWrongStateAreRefused) {
-  SmElection master = make(15, 0x30);
-  ASSERT_EQ(master.discovery_done({}).enter, SmState::kMaster);
-  SmElection s = make(5, 0x40);
-  const std::vector<PeerSm> peers{info(master)};
-  ASSERT_EQ(s.discovery_done(peers).enter, SmState::kStandby);
+  MasterAndStandby f(15, 0x30, 5, 0x40);
+  SmElection& master = f.master;
+  SmElection& s = f.standby;
   const PeerSm not_master{Guid{0x99}, 15, SmState::kStandby, 0};
   // HANDOVER from an SM that is not master: ignored, refused.
   SmElection::SetReply r = s.set_received(kHandover, not_master);
@@ -195,11 +202,10 @@ TEST(SmElection, SetsFromTheWrongSenderOrInTheWrongStateAreRefused) {
 }
 
 TEST(SmElection, DisableDiscoverAndStandbyFromTheMaster) {
-  SmElection master = make(15, 0x30);
-  ASSERT_EQ(master.discovery_done({}).enter, SmState::kMaster);
-  SmElection s = make(5, 0x40);
+  MasterAndStandby f(15, 0x30, 5, 0x40);
+  SmElection& master = f.master;
+  SmElection& s = f.standby;
   const std::vector<PeerSm> peers{info(master)};
-  ASSERT_EQ(s.discovery_done(peers).enter, SmState::kStandby);
   SmElection::SetReply r = s.set_received(kDisable, info(master));
   EXPECT_EQ(r.status, mad::status::kOk);
   EXPECT_EQ(r.actions.enter, SmState::kNotActive);
@@ -234,11 +240,9 @@ TEST(SmElection, PeersWithAnotherSmKeyTakeNoPart) {
 }
 
 TEST(SmElection, APriorityRaisedAtRuntimeLeadsToAHandover) {
-  SmElection master = make(10, 0x20);
-  ASSERT_EQ(master.discovery_done({}).enter, SmState::kMaster);
-  SmElection s = make(5, 0x30);
-  const std::vector<PeerSm> peers{info(master)};
-  ASSERT_EQ(s.discovery_done(peers).enter, SmState::kStandby);
+  MasterAndStandby f(10, 0x20, 5, 0x30);
+  SmElection& master = f.master;
+  SmElection& s = f.standby;
   EXPECT_TRUE(s.poll_answered(info(master)).empty());
   // SIGHUP with priority 12: the master hears of it (trap 144).
   EXPECT_EQ(s.set_priority(12).trap144_to, Guid{0x20});
