@@ -51,9 +51,8 @@ struct Target {
 };
 
 // Every connected physical port of every node that has a LID to reach its
-// PMA, in (node, port) order.
-// Every connected port with a LID, by (node GUID, port): the order of the
-// snapshot, so that ingest() needs no sort.
+// PMA, by (node GUID, port): the snapshot's order, so that ingest() needs
+// no sort.
 std::vector<Target> targets_of(const routing::Topology& t, const routing::LidMap& lids);
 
 // What a sweep got for one target.
