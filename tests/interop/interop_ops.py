@@ -157,8 +157,11 @@ def check_cabling(env, fab, ib, args, api_sock, workdir, where, fails):
     for (a, pa), (b, pb) in fab.links.items():
         if fab.nodes[a]["type"] == "SW" and fab.nodes[b]["type"] == "SW":
             sw_ports.setdefault(a, []).append(pa)
-    pick = next(((a, sorted(ps)[:2]) for a, ps in sorted(sw_ports.items()) if len(ps) >= 2
-                 and len({fab.links[(a, p)][0] for p in ps[:2]}) == 2), None)
+    # The first two switch ports of a switch, if they lead to two
+    # different switches (a swap between cables to one neighbour is
+    # invisible).
+    pick = next(((a, ps[:2]) for a, ps in ((a, sorted(ps)) for a, ps in sorted(sw_ports.items()))
+                 if len(ps) >= 2 and len({fab.links[(a, p)][0] for p in ps[:2]}) == 2), None)
     if pick is None:
         log("  daemon: cabling: the net file matches; no switch with two switch neighbours")
         return
