@@ -13,7 +13,12 @@
 namespace subnetd::discovery {
 namespace {
 
-constexpr std::uint32_t kHandover = 1, kAcknowledge = 2, kDisable = 3, kStandby = 4, kDiscover = 5;
+// SMInfo Set attribute modifiers as they arrive on the wire.
+constexpr auto kHandover = static_cast<std::uint32_t>(SmControl::kHandover);
+constexpr auto kAcknowledge = static_cast<std::uint32_t>(SmControl::kAcknowledge);
+constexpr auto kDisable = static_cast<std::uint32_t>(SmControl::kDisable);
+constexpr auto kStandby = static_cast<std::uint32_t>(SmControl::kStandby);
+constexpr auto kDiscover = static_cast<std::uint32_t>(SmControl::kDiscover);
 
 SmElection make(std::uint8_t priority, std::uint64_t guid, std::uint64_t key = 0,
                 unsigned retries = 3) {
