@@ -47,9 +47,10 @@ void data_from_extended(state::CounterSet& d, const pma::PortCountersExtended& n
   d.rcv_pkts = now.rcv_pkts - before.rcv_pkts;
 }
 
-bool key_less(const Target& a, const Target& b) {
+// Targets and snapshot entries alike are ordered by (node GUID, port).
+constexpr auto by_key = [](const auto& a, const auto& b) {
   return std::pair(a.node_guid.value, a.port) < std::pair(b.node_guid.value, b.port);
-}
+};
 
 }  // namespace
 
@@ -66,7 +67,7 @@ std::vector<Target> targets_of(const routing::Topology& t, const routing::LidMap
       out.push_back(Target{n, node.guid, p, lid.value});
     }
   }
-  std::sort(out.begin(), out.end(), key_less);
+  std::sort(out.begin(), out.end(), by_key);
   return out;
 }
 
@@ -148,9 +149,6 @@ std::shared_ptr<state::PortCounterSnapshot> PerfManager::ingest(
     l.known = true;
   }
   // targets_of() gives them in key order; a caller's own list may not.
-  const auto by_key = [](const state::PortCounterEntry& a, const state::PortCounterEntry& b) {
-    return std::pair(a.node_guid.value, a.port) < std::pair(b.node_guid.value, b.port);
-  };
   if (!std::is_sorted(snap->ports.begin(), snap->ports.end(), by_key)) {
     std::sort(snap->ports.begin(), snap->ports.end(), by_key);
   }
