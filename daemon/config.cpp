@@ -156,6 +156,10 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("sweep.smp_window", sweep.smp_window, kApplies),
     SUBNETD_KEY("sweep.timeout", sweep.timeout, umad_longer_timeout),
     SUBNETD_KEY("sweep.retries", sweep.retries, kApplies),
+    SUBNETD_KEY("sm.priority", sm.priority, kApplies),
+    SUBNETD_KEY("sm.key", sm.key, kApplies),
+    SUBNETD_KEY("sm.poll_period", sm.poll_period, kApplies),
+    SUBNETD_KEY("sm.poll_retries", sm.poll_retries, kApplies),
     SUBNETD_KEY("api.socket", api.socket, always<&kApiAtStart>),
     SUBNETD_KEY("api.socket_group", api.socket_group, always<&kApiAtStart>),
     SUBNETD_KEY("api.tcp", api.tcp, always<&kApiAtStart>),
@@ -424,6 +428,27 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          if (auto v = p.integer(n, path, 0, 10)) cfg.sweep.retries = static_cast<unsigned>(*v);
        }},
   };
+  const K sm_keys[] = {
+      {"priority",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 15)) cfg.sm.priority = static_cast<std::uint8_t>(*v);
+       }},
+      {"key",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.u64(n, path, "SM key")) cfg.sm.key = *v;
+       }},
+      {"poll_period",
+       [&](const YAML::Node& n, const std::string& path) {
+         using std::chrono::milliseconds, std::chrono::seconds;
+         if (auto v = p.duration(n, path, milliseconds{100}, seconds{60}, false)) {
+           cfg.sm.poll_period = *v;
+         }
+       }},
+      {"poll_retries",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 1, 20)) cfg.sm.poll_retries = static_cast<unsigned>(*v);
+       }},
+  };
   const K api_keys[] = {
       {"socket",
        [&](const YAML::Node& n, const std::string& path) {
@@ -540,6 +565,7 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, routing_keys); }},
       {"sweep",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, sweep_keys); }},
+      {"sm", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, sm_keys); }},
       {"api", [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, api_keys); }},
       {"metrics",
        [&](const YAML::Node& n, const std::string& path) { p.mapping(n, path, metrics_keys); }},

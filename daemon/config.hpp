@@ -97,6 +97,23 @@ struct SweepConfig {
   bool operator==(const SweepConfig&) const = default;
 };
 
+// SM election and standby (IBA 14.4; discovery/sm_election.hpp).
+struct SmConfig {
+  // 0..15: the higher wins the election (then the lower port GUID).
+  std::uint8_t priority = 15;
+  // SMInfo.SM_Key: SMs with another key are not peers (0 = every SM is).
+  std::uint64_t key = 0;
+  // A standby polls the master this often, and takes over after
+  // `poll_retries` polls in a row went unanswered. A master answers polls
+  // on the transport's receive thread, not the SM's (SmAgent), so a busy
+  // master still answers within one SMP timeout: a poll is lost only when
+  // its host, HCA or path is gone, and three in a row mean it. OpenSM:
+  // 10 s x 4.
+  std::chrono::milliseconds poll_period{500};
+  unsigned poll_retries = 3;
+  bool operator==(const SmConfig&) const = default;
+};
+
 struct ApiConfig {
   std::string socket = "/run/subnetd/subnetd.sock";  // unix socket, mode 0660
   // Peers in this group (by SO_PEERCRED) may call mutating RPCs. Empty = only
@@ -153,6 +170,7 @@ struct Config {
   AddressingConfig addressing;
   RoutingConfig routing;
   SweepConfig sweep;
+  SmConfig sm;
   ApiConfig api;
   MetricsConfig metrics;
   PerfmgrConfig perfmgr;

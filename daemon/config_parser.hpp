@@ -213,6 +213,30 @@ class Parser {
     return d;
   }
 
+  // A 64-bit value such as a key: 0x-prefixed hex of up to 16 digits, or
+  // a decimal integer; zero allowed.
+  std::optional<std::uint64_t> u64(const YAML::Node& n, const std::string& path,
+                                   std::string_view what) {
+    auto s = scalar(n, path, what);
+    if (!s) return std::nullopt;
+    std::string_view t = *s;
+    int base = 10;
+    if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+      t.remove_prefix(2);
+      base = 16;
+    }
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, base);
+    if (t.empty() || ec != std::errc{} || end != t.data() + t.size()) {
+      fail(n.Mark(), path,
+           fmt::format("bad {} \"{}\" (expected 0x-prefixed hex of up to 16 digits or a "
+                       "decimal integer)",
+                       what, printable(*s)));
+      return std::nullopt;
+    }
+    return v;
+  }
+
   std::optional<Guid> guid(const YAML::Node& n, const std::string& path) {
     auto s = scalar(n, path, "a GUID");
     if (!s) return std::nullopt;

@@ -48,6 +48,10 @@ TEST(ConfigParse, MinimalSimConfigGetsDefaults) {
   EXPECT_EQ(c.sweep.smp_window, 64u);
   EXPECT_EQ(c.sweep.timeout, milliseconds{100});
   EXPECT_EQ(c.sweep.retries, 3u);
+  EXPECT_EQ(c.sm.priority, 15);
+  EXPECT_EQ(c.sm.key, 0u);
+  EXPECT_EQ(c.sm.poll_period, milliseconds{500});
+  EXPECT_EQ(c.sm.poll_retries, 3u);
   EXPECT_EQ(c.api.socket, "/run/subnetd/subnetd.sock");
   EXPECT_TRUE(c.api.tcp.empty());
   EXPECT_EQ(c.store.path, "/var/lib/subnetd/subnetd.db");
@@ -73,6 +77,11 @@ sweep:
   smp_window: 4096
   timeout: 250ms
   retries: 0
+sm:
+  priority: 4
+  key: 0xfeedbeef00000001
+  poll_period: 2s
+  poll_retries: 5
 api:
   socket: /tmp/s.sock
   socket_group: ibadmin
@@ -106,6 +115,10 @@ log:
   EXPECT_EQ(c.sweep.smp_window, 4096u);
   EXPECT_EQ(c.sweep.timeout, milliseconds{250});
   EXPECT_EQ(c.sweep.retries, 0u);
+  EXPECT_EQ(c.sm.priority, 4);
+  EXPECT_EQ(c.sm.key, 0xfeedbeef00000001u);
+  EXPECT_EQ(c.sm.poll_period, milliseconds{2000});
+  EXPECT_EQ(c.sm.poll_retries, 5u);
   EXPECT_EQ(c.api.socket, "/tmp/s.sock");
   EXPECT_EQ(c.api.socket_group, "ibadmin");
   EXPECT_EQ(c.api.tcp, "[::1]:0");
@@ -150,9 +163,10 @@ TEST(ConfigParse, IntervalZeroTurnsLightSweepsOff) {
 }
 
 TEST(ConfigErrors, UnknownTopLevelKey) {
-  expect_error(std::string(kSim) + "fabrik:\n  transport: sim\n", "3:1", "fabrik",
-               "unknown key (expected one of: fabric, addressing, routing, sweep, api, metrics, "
-               "perfmgr, screening, health, store, dump_dir, log, partitions)");
+  expect_error(
+      std::string(kSim) + "fabrik:\n  transport: sim\n", "3:1", "fabrik",
+      "unknown key (expected one of: fabric, addressing, routing, sweep, sm, api, metrics, "
+      "perfmgr, screening, health, store, dump_dir, log, partitions)");
 }
 
 TEST(ConfigErrors, UnknownNestedKey) {
@@ -210,6 +224,14 @@ TEST(ConfigErrors, OutOfRangeNumbers) {
                "4097 is out of range (1..4096)", Errc::kOutOfRange);
   expect_error(std::string(kSim) + "sweep:\n  retries: 11\n", "4:12", "sweep.retries",
                "11 is out of range (0..10)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sm:\n  priority: 16\n", "4:13", "sm.priority",
+               "16 is out of range (0..15)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sm:\n  key: 0xfeedbeefz\n", "4:8", "sm.key",
+               "bad SM key \"0xfeedbeefz\"");
+  expect_error(std::string(kSim) + "sm:\n  poll_period: 50ms\n", "4:16", "sm.poll_period",
+               "out of range (100ms..60000ms)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "sm:\n  poll_retries: 0\n", "4:17", "sm.poll_retries",
+               "0 is out of range (1..20)", Errc::kOutOfRange);
   expect_error(std::string(kSim) + "sweep:\n  smp_window: 99999999999999999999\n", "4:15",
                "sweep.smp_window", "out of range (1..4096)", Errc::kOutOfRange);
   expect_error("fabric:\n  transport: umad\n  port: 255\n", "3:9", "fabric.port",
