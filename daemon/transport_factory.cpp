@@ -83,6 +83,8 @@ Result<TransportBundle> make_transport(const Config& config) {
     // The kernel drops responses that arrive after a request's timeout, so it
     // must not be shorter than the MAD engine's own.
     opts.request_timeout = std::max(config.sweep.timeout, std::chrono::milliseconds{1});
+    opts.sm_priority = config.sm.priority;
+    opts.sm_key = config.sm.key;
     auto umad = discovery::umad::UmadTransport::open(opts);
     if (!umad.ok()) return umad.error();
     TransportBundle b;

@@ -4,50 +4,42 @@
 
 namespace subnetd::discovery {
 
+namespace {
+std::uint8_t clamp_priority(unsigned p) {
+  return static_cast<std::uint8_t>(std::min<unsigned>(p, 15));
+}
+}  // namespace
+
 SmAgent::SmAgent(SmAgentOptions opts)
     : port_guid_(opts.port_guid),
-      priority_(static_cast<std::uint8_t>(std::min<unsigned>(opts.priority, 15))),
-      state_(opts.state) {}
+      priority_(clamp_priority(opts.priority)),
+      state_(opts.state),
+      sm_key_(opts.sm_key) {}
 
-mad::SmInfo SmAgent::sm_info(std::uint32_t act_count) const {
+void SmAgent::set_priority(std::uint8_t p) {
+  priority_.store(clamp_priority(p), std::memory_order_relaxed);
+}
+
+mad::SmInfo SmAgent::sm_info(std::uint32_t act_count, bool with_key) const {
   mad::SmInfo info;
   info.guid = port_guid_.value;
-  info.sm_key = 0;
+  info.sm_key = with_key ? sm_key() : 0;
   info.act_count = act_count;
-  info.priority = priority_;
+  info.priority = priority();
   info.sm_state = static_cast<std::uint8_t>(state());
   return info;
 }
 
-std::optional<Mad> SmAgent::answer(const mad::Smp& request, const Mad& raw,
-                                   std::uint32_t act_count) {
-  if (request.is_response()) return std::nullopt;
-  if (request.method != mad::Method::kGet && request.method != mad::Method::kSet) {
-    return std::nullopt;  // Trap / TrapRepress: the SM core's
-  }
-  // As OpenSM's osm_resp_send: the request with method GetResp, our status and
-  // data, the D bit set for directed route (hop pointer and paths kept, so the
-  // reply retraces the request's path).
-  mad::Smp reply = request;
-  reply.method = mad::Method::kGetResp;
-  reply.status = mad::status::kOk;
-  reply.data = {};
-  if (request.attr_id == mad::AttrId::kSmInfo) {
-    sm_info(act_count).encode(mad::data_of(reply));
-    if (request.method == mad::Method::kSet) {
-      reply.status = mad::status::kMethodAttrUnsupported;
-      sminfo_set_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      sminfo_get_.fetch_add(1, std::memory_order_relaxed);
-    }
-  } else {
-    reply.status = mad::status::kMethodAttrUnsupported;
-    unsupported_.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (request.directed()) reply.direction = true;
-
+Mad SmAgent::reply(const mad::Smp& request, const Mad& raw, std::uint16_t status,
+                   const mad::SmInfo* info) {
+  mad::Smp r = request;
+  r.method = mad::Method::kGetResp;
+  r.status = status;
+  r.data = {};
+  if (info != nullptr) info->encode(mad::data_of(r));
+  if (request.directed()) r.direction = true;
   Mad out;
-  mad::encode_smp(reply, std::span<std::uint8_t, kMadSize>(out.data));
+  mad::encode_smp(r, std::span<std::uint8_t, kMadSize>(out.data));
   if (request.directed()) {
     out.dlid = mad::kPermissiveLid;
     out.slid = mad::kPermissiveLid;
@@ -56,6 +48,27 @@ std::optional<Mad> SmAgent::answer(const mad::Smp& request, const Mad& raw,
     out.slid = raw.dlid;
   }
   return out;
+}
+
+std::optional<Mad> SmAgent::answer(const mad::Smp& request, const Mad& raw,
+                                   std::uint32_t act_count) {
+  if (request.is_response()) return std::nullopt;
+  if (request.method != mad::Method::kGet && request.method != mad::Method::kSet) {
+    return std::nullopt;  // Trap / TrapRepress: the SM core's
+  }
+  if (request.attr_id != mad::AttrId::kSmInfo) {
+    unsupported_.fetch_add(1, std::memory_order_relaxed);
+    return reply(request, raw, mad::status::kMethodAttrUnsupported, nullptr);
+  }
+  if (request.method == mad::Method::kSet) {
+    sminfo_set_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;  // the election's (see the top)
+  }
+  sminfo_get_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t key = sm_key();
+  const bool with_key = key == 0 || mad::SmInfo::decode(mad::data_of(request)).sm_key == key;
+  const mad::SmInfo info = sm_info(act_count, with_key);
+  return reply(request, raw, mad::status::kOk, &info);
 }
 
 SmAgentStats SmAgent::stats() const {

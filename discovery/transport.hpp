@@ -26,6 +26,8 @@
 
 namespace subnetd::discovery {
 
+class SmAgent;
+
 inline constexpr std::size_t kMadSize = 256;
 
 struct Mad {
@@ -112,6 +114,12 @@ class Transport {
     (void)mad;
     return Error{Errc::kUnsupported, "this transport does not send GMPs"};
   }
+
+  // The agent that answers requests to the SM (SMInfo Get) as they arrive,
+  // on the backend's own receive thread, if the backend has one; the SM
+  // keeps its state current. Null: such requests reach receive() and the
+  // SM answers them on its strand.
+  virtual SmAgent* sm_agent() { return nullptr; }
 
   // Short name for logs ("sim", "umad:mlx5_0:1").
   virtual std::string name() const = 0;

@@ -238,6 +238,7 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadOptions& op
   ao.port_guid = c.port_guid;
   ao.priority = opts.sm_priority;
   ao.state = opts.sm_state;
+  ao.sm_key = opts.sm_key;
   t->agent_ = std::make_unique<SmAgent>(ao);
 
   umad_port_t port{};

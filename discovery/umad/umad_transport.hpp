@@ -28,7 +28,8 @@
 //    has its own timers;
 //  - answers requests to the SM (SMInfo Get, ...) at once through SmAgent —
 //    so `sminfo` and other SMs get an answer even while the SM strand is busy
-//    routing — and does not queue them;
+//    routing — and does not queue them (an SMInfo Set is queued: the SM's
+//    election answers it);
 //  - queues everything else (responses, traps) for receive(), mapping the
 //    umad address header into Mad: slid = the sender's LID, dlid = 0xFFFF for
 //    directed route, else our port's LID (tracked from the PortInfo of our own
@@ -85,8 +86,11 @@ struct UmadOptions {
   // Kernel timeout on requests; a response later than this is dropped by the
   // kernel, so keep it >= the MAD engine's timeout.
   std::chrono::milliseconds request_timeout{100};
+  // The SM's identity as the SmAgent answers it from the start; the SM
+  // moves the state as the election goes (SmAgent's setters).
   std::uint8_t sm_priority = 15;
-  SmState sm_state = SmState::kMaster;
+  std::uint64_t sm_key = 0;
+  SmState sm_state = SmState::kDiscovering;
   // Queue bound for received MADs nobody has taken yet; past it new MADs are
   // dropped and counted.
   std::size_t max_queued = 1 << 16;
@@ -137,7 +141,7 @@ class UmadTransport final : public Transport {
   Result<void> send_gmp(std::uint32_t dlid, std::uint32_t qpn,
                         std::span<const std::uint8_t> mad) override;
 
-  SmAgent& sm_agent() { return *agent_; }
+  SmAgent* sm_agent() override { return agent_.get(); }
   UmadStats stats() const;
   // The umad device node the port was opened through (/dev/infiniband/umadN).
   const std::string& device_path() const { return umad_path_; }

@@ -81,13 +81,11 @@ TEST(SmAgent, StateAndPriorityFollowTheSetters) {
   EXPECT_EQ(agent.sm_info(0).sm_key, 0U);
 }
 
-TEST(SmAgent, RefusesHandoverAndOtherAttributes) {
+TEST(SmAgent, HandsSmInfoSetsToTheSmAndRefusesOtherAttributes) {
   SmAgent agent(SmAgentOptions{kPortGuid, 15, SmState::kMaster});
+  // HANDOVER is the election's to answer, on the SM strand.
   mad::Smp set = mad::make_lr_smp(Method::kSet, AttrId::kSmInfo, 1 /* HANDOVER */, 5);
-  auto r1 = agent.answer(set, encode(set, 1, 9), 0);
-  ASSERT_TRUE(r1.has_value());
-  EXPECT_EQ(decode(*r1).status, mad::status::kMethodAttrUnsupported);
-  EXPECT_EQ(mad::SmInfo::decode(mad::data_of(decode(*r1))).sm_state, 3);  // still master
+  EXPECT_FALSE(agent.answer(set, encode(set, 1, 9), 0).has_value());
 
   mad::Smp ni = mad::make_lr_smp(Method::kGet, AttrId::kNodeInfo, 0, 6);
   auto r2 = agent.answer(ni, encode(ni, 1, 9), 0);
@@ -95,6 +93,26 @@ TEST(SmAgent, RefusesHandoverAndOtherAttributes) {
   EXPECT_EQ(decode(*r2).status, mad::status::kMethodAttrUnsupported);
   EXPECT_EQ(agent.stats().sminfo_set, 1U);
   EXPECT_EQ(agent.stats().unsupported, 1U);
+}
+
+TEST(SmAgent, TellsTheSmKeyOnlyToWhoKnowsIt) {
+  SmAgent agent(SmAgentOptions{kPortGuid, 3, SmState::kStandby, 0x5eedULL});
+  mad::Smp get = mad::make_lr_smp(Method::kGet, AttrId::kSmInfo, 0, 7);
+  auto blind = agent.answer(get, encode(get, 1, 9), 0);
+  ASSERT_TRUE(blind.has_value());
+  EXPECT_EQ(mad::SmInfo::decode(mad::data_of(decode(*blind))).sm_key, 0U);
+  mad::SmInfo asked;
+  asked.sm_key = 0x5eedULL;
+  asked.encode(mad::data_of(get));
+  auto knowing = agent.answer(get, encode(get, 1, 9), 0);
+  ASSERT_TRUE(knowing.has_value());
+  const auto info = mad::SmInfo::decode(mad::data_of(decode(*knowing)));
+  EXPECT_EQ(info.sm_key, 0x5eedULL);
+  EXPECT_EQ(info.priority, 3);
+  EXPECT_EQ(info.sm_state, 2);
+  agent.set_priority(9);
+  agent.set_sm_key(0);
+  EXPECT_EQ(agent.sm_info(0).priority, 9);
 }
 
 TEST(SmAgent, LeavesTrapsAndResponsesToTheSm) {
