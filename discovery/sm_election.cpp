@@ -242,7 +242,16 @@ SmElection::SetReply SmElection::set_received(std::uint32_t attr_mod, const Peer
       a.why = fmt::format("handover from {}", who(from));
       break;
     case SmControl::kAcknowledge:
-      if (!from_standby || state_ != SmState::kStandby) return r;
+      if (!from_standby) return r;
+      if (state_ == SmState::kMaster && handover_pending_ == from.guid) {
+        // The acknowledgement overtook the answer to our HANDOVER (both
+        // come from the new master, the answer first, but the answer's
+        // waiter may run later): the handover is done either way.
+        r.status = mad::status::kOk;
+        r.actions = handover_answered(from.guid);
+        return r;
+      }
+      if (state_ != SmState::kStandby) return r;
       break;  // nothing to do: we moved to STANDBY when the handover was answered
     case SmControl::kDisable:
       if (!from_master || state_ != SmState::kStandby) return r;

@@ -28,7 +28,9 @@
 // DISABLE, STANDBY and DISCOVER only from a sender in MASTER, ACKNOWLEDGE
 // only from one in STANDBY, and each only in the states that accept it
 // (HANDOVER: DISCOVERING, STANDBY, MASTER; DISABLE, DISCOVER, ACKNOWLEDGE:
-// STANDBY; STANDBY: NOTACTIVE). Anything else is refused with status
+// STANDBY; STANDBY: NOTACTIVE). An ACKNOWLEDGE from the SM we handed over
+// to is also taken while we still wait for its answer to the HANDOVER: it
+// completes the handover. Anything else is refused with status
 // "invalid field" and changes nothing: a bogus Set from a non-master is
 // ignored.
 
@@ -135,6 +137,10 @@ class SmElection {
 
   // Our priority changed (SIGHUP).
   ElectionActions set_priority(std::uint8_t priority);
+  // The SM_Key and the poll limit changed (SIGHUP); they apply to what
+  // comes next.
+  void set_sm_key(std::uint64_t key) { opts_.sm_key = key; }
+  void set_poll_retries(unsigned n) { opts_.poll_retries = n == 0 ? 1 : n; }
 
  private:
   // The highest accepted peer not NOTACTIVE that satisfies `pred`, if any.

@@ -110,6 +110,30 @@ TEST(SmElection, AHigherSmJoiningARunningMasterTakesOverByHandover) {
   EXPECT_TRUE(high.master_sweep_done(low_now).empty());
 }
 
+TEST(SmElection, AnAcknowledgeOvertakingTheHandoverAnswerCompletesIt) {
+  SmElection low = make(10, 0x20);
+  ASSERT_EQ(low.discovery_done({}).enter, SmState::kMaster);
+  SmElection high = make(15, 0x30);
+  const std::vector<PeerSm> seen_by_low{info(high)};
+  ASSERT_EQ(low.master_sweep_done(seen_by_low).handover_to, Guid{0x30});
+  ASSERT_EQ(high.set_received(kHandover, info(low)).status, mad::status::kOk);
+  // The ACKNOWLEDGE is handled before the HANDOVER's answer reached its
+  // waiter: the old master follows the new one at once ...
+  PeerSm ack = info(high);
+  ack.state = SmState::kStandby;
+  SmElection::SetReply r = low.set_received(kAcknowledge, ack);
+  EXPECT_EQ(r.status, mad::status::kOk);
+  EXPECT_EQ(r.actions.enter, SmState::kStandby);
+  EXPECT_EQ(r.actions.poll, Guid{0x30});
+  EXPECT_EQ(low.master(), Guid{0x30});
+  // ... and the late answer changes nothing.
+  EXPECT_TRUE(low.handover_answered(Guid{0x30}).empty());
+  // From anyone else, a master does not take an ACKNOWLEDGE.
+  SmElection other = make(10, 0x20);
+  ASSERT_EQ(other.discovery_done({}).enter, SmState::kMaster);
+  EXPECT_EQ(other.set_received(kAcknowledge, ack).status, mad::status::kInvalidField);
+}
+
 TEST(SmElection, AStandbyTakesOverAfterTheConfiguredMissedPolls) {
   MasterAndStandby f(15, 0x30, 5, 0x40);  // 3 missed polls (make()'s default)
   SmElection& master = f.master;
