@@ -132,6 +132,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
                                                              v1::TriggerSweepResponse* resp) {
   const Caller caller = identify(ctx, trust_, core_, "TriggerSweep");
   if (!caller.trusted) return reply(ctx, caller.refusal);
+  if (Status s = not_master(*core_.view()); !s.ok()) return reply(ctx, std::move(s));
   if (!v1::SweepKind_IsValid(req->kind())) {
     return reply(
         ctx, invalid(fmt::format("kind: {} is not a SweepKind", static_cast<int>(req->kind()))));
@@ -198,6 +199,7 @@ grpc::ServerUnaryReactor* SubnetManagerService::SetPortState(grpc::CallbackServe
                                                              v1::SetPortStateResponse* resp) {
   const Caller caller = identify(ctx, trust_, core_, "SetPortState");
   if (!caller.trusted) return reply(ctx, caller.refusal);
+  if (Status s = not_master(*core_.view()); !s.ok()) return reply(ctx, std::move(s));
   if (!req->has_node()) return reply(ctx, invalid("node: required"));
   if (req->state() != v1::PORT_ADMIN_STATE_ENABLED &&
       req->state() != v1::PORT_ADMIN_STATE_DISABLED) {

@@ -236,9 +236,27 @@ v1::SmState to_proto(state::SmState s) {
     case state::SmState::kMaster:
       return v1::SM_STATE_MASTER;
     case state::SmState::kFailed:
+    case state::SmState::kNotActive:
       return v1::SM_STATE_NOT_ACTIVE;
+    case state::SmState::kStandby:
+      return v1::SM_STATE_STANDBY;
   }
   return v1::SM_STATE_UNSPECIFIED;
+}
+
+v1::SmState sm_state_to_proto(std::uint8_t ib_state) {
+  switch (ib_state) {
+    case 0:
+      return v1::SM_STATE_NOT_ACTIVE;
+    case 1:
+      return v1::SM_STATE_DISCOVERING;
+    case 2:
+      return v1::SM_STATE_STANDBY;
+    case 3:
+      return v1::SM_STATE_MASTER;
+    default:
+      return v1::SM_STATE_UNSPECIFIED;
+  }
 }
 
 v1::EventKind to_proto(state::EventKind k) {

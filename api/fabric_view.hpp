@@ -110,6 +110,8 @@ class ViewCache {
 v1::NodeType to_proto(routing::NodeType t);
 v1::PortState to_proto(routing::PortState s);
 v1::SmState to_proto(state::SmState s);
+// An SM state as SMInfo carries it (0 not active .. 3 master).
+v1::SmState sm_state_to_proto(std::uint8_t ib_state);
 v1::EventKind to_proto(state::EventKind k);
 std::optional<state::EventKind> from_proto(v1::EventKind k);
 // IBA LinkWidthActive bits -> lanes (0 = unknown).

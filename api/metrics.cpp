@@ -59,8 +59,9 @@ void fabric_families(Families& f, const state::FabricState& s, const std::string
                 {{"version", version}, {"transport", s.transport}, {"engine", s.engine}}, 1);
   MetricFamily& st = f.family("subnetd_sm_state", "1 for the state the SM is in, 0 for the others",
                               MetricType::Gauge);
-  for (state::SmState x : {state::SmState::kStarting, state::SmState::kDiscovering,
-                           state::SmState::kMaster, state::SmState::kFailed}) {
+  for (state::SmState x :
+       {state::SmState::kStarting, state::SmState::kDiscovering, state::SmState::kMaster,
+        state::SmState::kFailed, state::SmState::kStandby, state::SmState::kNotActive}) {
     Families::add(st, {{"state", state::sm_state_name(x)}}, x == s.state ? 1 : 0);
   }
   f.gauge("subnetd_generation", "published snapshot generation", static_cast<double>(s.generation));

@@ -31,6 +31,20 @@ Status invalid(std::string msg) {
   return Status(StatusCode::INVALID_ARGUMENT, std::move(msg));
 }
 
+Status not_master(const FabricView& v) {
+  const state::FabricState& s = v.state();
+  if (s.state != state::SmState::kStandby && s.state != state::SmState::kNotActive) {
+    return Status::OK;
+  }
+  const state::SmRoleView& r = s.sm_role;
+  const std::string master = r.master_guid.value == 0
+                                 ? std::string("no master is known")
+                                 : fmt::format("the master is SM {:#018x} (LID {}); ask it",
+                                               r.master_guid.value, r.master_lid.value);
+  return Status(StatusCode::FAILED_PRECONDITION,
+                fmt::format("this SM is {}: {}", state::sm_state_name(s.state), master));
+}
+
 Status no_fabric(const FabricView& v) {
   return Status(StatusCode::FAILED_PRECONDITION,
                 fmt::format("no sweep has finished yet (SM state {}{}{})",

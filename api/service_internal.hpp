@@ -32,6 +32,10 @@ grpc::ServerUnaryReactor* reply(grpc::CallbackServerContext* ctx, grpc::Status s
 grpc::Status invalid(std::string msg);
 // FAILED_PRECONDITION before the first sweep / before the first routing.
 grpc::Status no_fabric(const FabricView& v);
+// FAILED_PRECONDITION naming the master when this SM is not master (a
+// standby, or disabled): what changes the fabric is the master's to do.
+// OK otherwise.
+grpc::Status not_master(const FabricView& v);
 grpc::Status no_routes();
 // A list call's page size: 0 = 100; above 1000 is kInvalidArgument.
 Result<std::uint32_t> page_size(std::uint32_t requested);

@@ -171,6 +171,17 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerCo
   resp->set_last_event_id(core_.deps().events->last_id());
   resp->set_sweeps(s.sweeps);
   resp->set_reroutes(s.reroutes);
+  resp->set_sm_priority(s.sm_role.priority);
+  resp->set_master_guid(s.sm_role.master_guid.value);
+  resp->set_master_lid(s.sm_role.master_lid.value);
+  for (const state::SmPeerView& p : s.sm_role.peers) {
+    v1::SmPeer* out = resp->add_sm_peers();
+    out->set_guid(p.guid.value);
+    out->set_lid(p.lid.value);
+    out->set_priority(p.priority);
+    out->set_state(sm_state_to_proto(p.ib_state));
+    *out->mutable_last_contact() = to_timestamp(p.last_contact);
+  }
   if (const state::SaInfo* sa = core_.deps().sa) {
     const state::SaStats st = sa->sa_stats();
     v1::SaStatus* out = resp->mutable_sa();

@@ -104,6 +104,7 @@ void SubnetManager::attach_counters(state::CounterBoard* board) {
 void SubnetManager::schedule_counter_sweep() {
   SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || counter_board_ == nullptr || cfg_.perfmgr.interval.count() == 0) return;
+  if (standing_by()) return;  // the master's counters
   if (perf_timer_.pending() || perf_running_ || perf_starting_) return;
   perf_timer_.start(cfg_.perfmgr.interval, [this] {
     perf_starting_ = true;

@@ -8,6 +8,7 @@
 
 #include "daemon/dump_files.hpp"
 #include "daemon/multicast.hpp"
+#include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "routing/text.hpp"
 
@@ -56,6 +57,16 @@ void SubnetManager::request_heavy_sweep(std::chrono::milliseconds delay, std::st
 void SubnetManager::start_heavy_sweep() {
   SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || heavy_running_) return;
+  if (standing_by()) {
+    // The master sweeps; we poll it (sm_standby.cpp).
+    heavy_timer_.cancel();
+    std::vector<state::Completion<state::SweepReply>> waiters;
+    waiters.swap(heavy_waiters_);
+    for (auto& done : waiters) {
+      done(state::SweepReply{false, generation_, "this SM is not master", {}});
+    }
+    return;
+  }
   heavy_timer_.cancel();
   heavy_running_ = true;
   std::vector<state::Completion<state::SweepReply>> waiters;
@@ -250,6 +261,23 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   r->sweep = std::move(swept).value();
   r->times.sweep = Steady::now() - t;
 
+  // The election, when we are not master yet: another SM may be.
+  if (election_.state() != discovery::SmState::kMaster) {
+    const bool master = co_await elect_after_discovery(r->sweep);
+    if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
+    if (!master) {
+      ++sweeps_;
+      sweep_.reset();
+      const state::SmRoleView role = role_view();
+      co_return state::SweepReply{
+          false,
+          generation_,
+          fmt::format("this SM is {}: SM {} is master", discovery::sm_state_name(election_.state()),
+                      guid_str(role.master_guid)),
+          {}};
+    }
+  }
+
   // 2. LIDs, durable before they reach a port.
   enter_phase(Phase::kLids);
   t = Steady::now();
@@ -259,6 +287,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   if (!lids.ok()) co_return fail(lids.error());
   r->lids = std::move(lids).value();
   r->times.lids = Steady::now() - t;
+  own_lid_ = r->lids.map.base_lid(r->sweep.topology, r->sweep.sm_node, r->sweep.sm_port);
   co_await persist_lids(r->lids);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
   // Partitions, and the multicast groups (the IPoIB broadcast group of
@@ -485,6 +514,9 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   // repairs, stage 2's clean-up: groups re-armed, notifications cleared).
   co_await arm_fast_failover(r);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
+  // 7. The other SMs: one that outranks us gets the subnet.
+  co_await elect_after_master_sweep(r->sweep);
+  if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
   co_return state::SweepReply{true, generation_, summary, {}};
 }
 
@@ -528,7 +560,7 @@ asio::awaitable<void> SubnetManager::build_new_fast_path(std::shared_ptr<SweepIn
 
 void SubnetManager::schedule_light_sweep() {
   SUBNETD_ASSERT_ON(strand_);
-  if (stopped_ || cfg_.sweep.interval.count() == 0) return;
+  if (stopped_ || cfg_.sweep.interval.count() == 0 || standing_by()) return;
   light_timer_.start(cfg_.sweep.interval, [this] {
     light_starting_ = true;
     asio::co_spawn(strand_, periodic_light_sweep(), asio::detached);

@@ -26,6 +26,17 @@ double us_of(std::chrono::nanoseconds d) {
 
 void SubnetManager::on_unsolicited(const mad::Smp& smp, const discovery::Mad& m) {
   SUBNETD_ASSERT_ON(strand_);
+  if (smp.attr_id == mad::AttrId::kSmInfo && !smp.is_response()) {
+    if (smp.method == mad::Method::kSet) return on_sminfo_set(smp, m);
+    // A Get reaches us when the transport has no agent of its own.
+    if (own_agent_) {
+      if (auto reply =
+              own_agent_->answer(smp, m, static_cast<std::uint32_t>(engine_.stats().sent))) {
+        (void)engine_.send_unsolicited(*reply);
+      }
+    }
+    return;
+  }
   if (smp.method != mad::Method::kTrap || smp.attr_id != mad::AttrId::kNotice) return;
   // Repress at once, as the SMA keeps repeating the trap until we do.
   if (auto r = engine_.send_unsolicited(discovery::trap_repress(smp, m)); !r.ok()) {
@@ -39,7 +50,17 @@ void SubnetManager::on_unsolicited(const mad::Smp& smp, const discovery::Mad& m)
   const bool extended = cfg_.addressing.lid_bits != 16;
   ev.issuer_lid = notice.trap_number == 128 ? notice.trap128_lid(extended) : notice.issuer_lid;
   spdlog::debug("trap {} from LID {:#x}", ev.trap_number, ev.issuer_lid);
-  if (notice.trap_number != 128 || stopped_) return;
+  // Trap 144 from another SM (its priority or state changed, or it
+  // started): the master's heavy sweep asks it, and hands over if it is
+  // higher (as OpenSM sweeps on trap 144).
+  if (notice.trap_number == 144 && !stopped_ && election_.state() == discovery::SmState::kMaster) {
+    request_heavy_sweep(std::chrono::milliseconds{0},
+                        fmt::format("trap 144 from LID {:#x}", ev.issuer_lid));
+    return;
+  }
+  // A standby leaves the fabric to the master (traps reach it only from a
+  // switch that still names us its master).
+  if (notice.trap_number != 128 || stopped_ || standing_by()) return;
   if (hooks_.fast_path && hooks_.fast_path(ev)) return;
   // Traps that arrive together are one repair: the worker takes them in
   // batches, and whatever arrives while it probes joins the next batch.

@@ -70,7 +70,24 @@ SubnetManager::SubnetManager(asio::io_context& io, Config cfg, TransportBundle t
       heavy_timer_(clock_, strand_),
       light_timer_(clock_, strand_),
       perf_timer_(clock_, strand_),
-      health_timer_(clock_, strand_) {}
+      health_timer_(clock_, strand_),
+      election_(discovery::ElectionOptions{
+          discovery::SmRank{cfg_.sm.priority, transport_->local_port().port_guid}, cfg_.sm.key,
+          cfg_.sm.poll_retries}),
+      poll_timer_(clock_, strand_) {
+  // The transport's agent answers SMInfo Get on its own thread; a backend
+  // without one hands the requests to us.
+  agent_ = transport_->sm_agent();
+  if (agent_ == nullptr) {
+    own_agent_ = std::make_unique<discovery::SmAgent>(
+        discovery::SmAgentOptions{transport_->local_port().port_guid, cfg_.sm.priority,
+                                  discovery::SmState::kDiscovering, cfg_.sm.key});
+    agent_ = own_agent_.get();
+  }
+  agent_->set_priority(cfg_.sm.priority);
+  agent_->set_sm_key(cfg_.sm.key);
+  agent_->set_state(discovery::SmState::kDiscovering);
+}
 
 SubnetManager::~SubnetManager() {
   // The owner runs the io_context until stop() has wound everything down
@@ -88,7 +105,8 @@ bool SubnetManager::idle() const {
   const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
   return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
          !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_ &&
-         !mcast_running_ && !perf_starting_ && !perf_running_ && health_tasks_ == 0;
+         !mcast_running_ && !perf_starting_ && !perf_running_ && health_tasks_ == 0 &&
+         !poll_running_;
 }
 
 void SubnetManager::check_idle() {
@@ -130,6 +148,7 @@ void SubnetManager::stop() {
     heavy_timer_.cancel();
     perf_timer_.cancel();
     health_timer_.cancel();
+    poll_timer_.cancel();
     engine_.stop();
     // Whoever waits for the SM gets an answer.
     std::vector<state::Completion<state::SweepReply>> waiters;
@@ -147,7 +166,11 @@ void SubnetManager::publish(state::SmState state, std::string last_error) {
   SUBNETD_ASSERT_ON(strand_);
   auto s = std::make_shared<state::FabricState>();
   s->generation = ++generation_;
+  // Another SM is master: whatever we hold is only the last fabric we knew.
+  if (election_.state() == discovery::SmState::kStandby) state = state::SmState::kStandby;
+  if (election_.state() == discovery::SmState::kNotActive) state = state::SmState::kNotActive;
   s->state = state;
+  s->sm_role = role_view();
   s->transport = transport_name_;
   s->published_at = std::chrono::system_clock::now();
   s->sweeps = sweeps_;
@@ -265,7 +288,11 @@ void SubnetManager::reload(ReloadPlan plan, std::string source) {
   post([this, plan = std::move(plan), source = std::move(source)]() mutable {
     // Restart-only keys are at their running values in plan.effective (the
     // caller names them); everything else applies now.
+    const std::uint8_t old_priority = cfg_.sm.priority;
     cfg_ = std::move(plan.effective);
+    agent_->set_sm_key(cfg_.sm.key);
+    election_.set_sm_key(cfg_.sm.key);
+    election_.set_poll_retries(cfg_.sm.poll_retries);
     std::string msg = fmt::format("configuration reloaded from {}", source);
     if (!plan.applied.empty()) msg += fmt::format(": {} applied", fmt::join(plan.applied, ", "));
     spdlog::info("{}", msg);
@@ -277,6 +304,11 @@ void SubnetManager::reload(ReloadPlan plan, std::string source) {
     health_.set_policy(cfg_.health);
     publish_health();
     schedule_health_timer();
+    if (cfg_.sm.priority != old_priority) {
+      agent_->set_priority(cfg_.sm.priority);
+      apply_election(election_.set_priority(cfg_.sm.priority));
+      republish_role();
+    }
     if (plan.reroute) {
       request_heavy_sweep(std::chrono::milliseconds{0}, "routing configuration changed");
     } else if (plan.repartition) {

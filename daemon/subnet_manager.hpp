@@ -15,7 +15,17 @@
 // Files: subnet_manager.cpp (life cycle, publishing, what the switches hold,
 // reload, commands), sm_sweeps.cpp (heavy and light sweeps and their
 // scheduling), sm_traps.cpp (traps and the fast path), sm_verify.cpp
-// (verification on demand, read-back of the switches' tables).
+// (verification on demand, read-back of the switches' tables),
+// sm_standby.cpp (the SM election: other SMs, polling, handover).
+//
+// Election (IBA 14.4, discovery/sm_election.hpp): the SM starts
+// DISCOVERING; the first heavy sweep's discovery asks every SM-capable port
+// it found for its SMInfo, and the election decides. As MASTER the sweep
+// goes on and, at its end, the SMs are asked again (a higher one gets a
+// HANDOVER). As STANDBY (or NOTACTIVE) the sweep stops there: nothing is
+// programmed, no light or counter sweep runs, traps are ignored; the
+// master is polled, and the SM takes over (DISCOVERING, a heavy sweep that
+// keeps the LIDs the ports hold) when it stops answering or hands over.
 //
 // A heavy sweep is a sequence of steps (coroutine): discover -> fold in the
 // links found down since it began -> LIDs (made durable before anything is
@@ -48,6 +58,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -67,6 +78,8 @@
 #include "daemon/transport_factory.hpp"
 #include "discovery/failover_armer.hpp"
 #include "discovery/mad_engine.hpp"
+#include "discovery/sm_agent.hpp"
+#include "discovery/sm_election.hpp"
 #include "routing/failover_plan.hpp"
 #include "routing/worker_pool.hpp"
 #include "state/control.hpp"
@@ -263,6 +276,41 @@ class SubnetManager final : public state::SmControl {
   void remember_down(const FastPath& fast, const std::vector<routing::FailedLink>& failed);
   void publish_repaired(FastPath& fast);
 
+  // ---- sm_standby.cpp
+  // An SM-capable port the sweeps found, or a peer that sent us a Set.
+  struct SmPeerEntry {
+    std::vector<std::uint8_t> path;  // directed route to it (empty: use lid)
+    bool have_path = false;
+    Lid lid;
+    std::optional<discovery::PeerSm> last;  // its last SMInfo
+    std::chrono::system_clock::time_point last_contact{};
+  };
+  // Asks every SM-capable port of `sweep` (not ours) for its SMInfo; the
+  // peers that answered. Refreshes sm_peers_.
+  awaitable<std::vector<discovery::PeerSm>> query_sms(const discovery::SweepResult& sweep);
+  // The election after a sweep's discovery (DISCOVERING) or at its end
+  // (MASTER); whether we are (still) master.
+  awaitable<bool> elect_after_discovery(const discovery::SweepResult& sweep);
+  awaitable<void> elect_after_master_sweep(const discovery::SweepResult& sweep);
+  // Carries out what the election decided (see ElectionActions).
+  void apply_election(discovery::ElectionActions a);
+  void enter_role(discovery::SmState s, const std::string& why);
+  bool standing_by() const;  // STANDBY or NOTACTIVE: the master is someone else
+  void on_sminfo_set(const discovery::mad::Smp& smp, const discovery::Mad& m);
+  // SMInfo Get (poll) or Set (control) to a peer: its answer, or an error.
+  awaitable<Result<discovery::mad::SmInfo>> ask_peer(Guid to,
+                                                     std::optional<discovery::SmControl> ctl,
+                                                     discovery::SmState as, unsigned retries);
+  awaitable<void> send_handover(Guid to);
+  awaitable<void> send_acknowledge(Guid to);
+  void send_trap144(Guid to);
+  void schedule_poll();
+  awaitable<void> poll_once();
+  state::SmRoleView role_view() const;
+  // Publishes the state as it is with the election's view updated.
+  void republish_role();
+  discovery::mad::SmInfo own_sm_info(discovery::SmState as) const;
+
   // ---- sm_verify.cpp
   void start_verify();
   awaitable<void> verify_task(bool read_back);
@@ -385,6 +433,20 @@ class SubnetManager final : public state::SmControl {
   std::uint64_t health_isolated_total_ = 0;
   std::uint64_t health_restored_total_ = 0;
   std::uint64_t health_refused_total_ = 0;
+
+  // The SM election: our agent (the transport's, answering SMInfo Get on
+  // its own thread, or our own, answered on the strand), the rules, the
+  // peers by GUID, the master's poll.
+  std::unique_ptr<discovery::SmAgent> own_agent_;
+  discovery::SmAgent* agent_ = nullptr;
+  discovery::SmElection election_;
+  std::map<Guid, SmPeerEntry> sm_peers_;
+  Lid own_lid_;                            // our port's LID, as the last sweep found it
+  std::uint32_t own_capability_mask_ = 0;  // for trap 144
+  Timer poll_timer_;
+  bool poll_running_ = false;
+  // An ACKNOWLEDGE owed to an SM we had no route to when it handed over.
+  std::optional<Guid> ack_owed_;
 
   // Failures the fast path found (see KnownDown), newest last.
   std::vector<KnownDown> known_down_;

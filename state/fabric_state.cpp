@@ -12,6 +12,10 @@ const char* sm_state_name(SmState s) {
       return "MASTER";
     case SmState::kFailed:
       return "FAILED";
+    case SmState::kStandby:
+      return "STANDBY";
+    case SmState::kNotActive:
+      return "NOT_ACTIVE";
   }
   return "?";
 }

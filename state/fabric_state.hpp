@@ -32,6 +32,8 @@ enum class SmState : std::uint8_t {
   kDiscovering,  // a heavy sweep is running
   kMaster,       // the subnet is up and programmed by us
   kFailed,       // the last bring-up failed; the previous programming stands
+  kStandby,      // another SM is master: we poll it and program nothing
+  kNotActive,    // a master disabled us (SMInfo DISABLE): we wait to be woken
 };
 const char* sm_state_name(SmState s);
 
@@ -45,6 +47,27 @@ struct VerificationSummary {
   std::uint64_t pairs_checked = 0;
   std::uint64_t channels = 0;
   std::uint64_t dependencies = 0;
+};
+
+// Another SM as the election last saw it (an answer to our SMInfo Get or
+// the SMInfo of its Set).
+struct SmPeerView {
+  Guid guid;  // its port GUID
+  Lid lid;    // its port's LID, as the sweep found it (0: none known)
+  std::uint8_t priority = 0;
+  std::uint8_t ib_state = 0;  // SMInfo.SMState: 0 not active, 1 discovering, 2 standby, 3 master
+  std::chrono::system_clock::time_point last_contact;
+  bool operator==(const SmPeerView&) const = default;
+};
+
+// The SM election (IBA 14.4) as this SM sees it.
+struct SmRoleView {
+  std::uint8_t priority = 0;
+  std::uint8_t ib_state = 1;  // ours, as SMInfo reports it
+  Guid master_guid;           // the master's port GUID (ours when we are); 0 = none known
+  Lid master_lid;
+  std::vector<SmPeerView> peers;  // by GUID
+  bool operator==(const SmRoleView&) const = default;
 };
 
 struct FabricState {
@@ -87,6 +110,7 @@ struct FabricState {
   std::chrono::nanoseconds last_reroute{};
   VerificationSummary verification;
   std::string last_error;  // why the last bring-up failed, if it did
+  SmRoleView sm_role;
 };
 
 // Holds the current snapshot. publish() from the SM strand; current() from

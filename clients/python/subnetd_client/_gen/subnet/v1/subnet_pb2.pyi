@@ -268,7 +268,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ["cas", "generation", "last_event_id", "last_reroute_us", "last_routing_us", "last_sweep", "lid_bits", "lids", "links", "lmc", "message", "nodes", "ports", "reroutes", "routers", "routing_engine", "sa", "sm_lid", "sm_port_guid", "started_at", "state", "sweeps", "switches", "verdict", "verdict_message", "version"]
+    __slots__ = ["cas", "generation", "last_event_id", "last_reroute_us", "last_routing_us", "last_sweep", "lid_bits", "lids", "links", "lmc", "master_guid", "master_lid", "message", "nodes", "ports", "reroutes", "routers", "routing_engine", "sa", "sm_lid", "sm_peers", "sm_port_guid", "sm_priority", "started_at", "state", "sweeps", "switches", "verdict", "verdict_message", "version"]
     CAS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     LAST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -279,6 +279,8 @@ class GetStatusResponse(_message.Message):
     LID_BITS_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
     LMC_FIELD_NUMBER: _ClassVar[int]
+    MASTER_GUID_FIELD_NUMBER: _ClassVar[int]
+    MASTER_LID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     PORTS_FIELD_NUMBER: _ClassVar[int]
@@ -287,7 +289,9 @@ class GetStatusResponse(_message.Message):
     ROUTING_ENGINE_FIELD_NUMBER: _ClassVar[int]
     SA_FIELD_NUMBER: _ClassVar[int]
     SM_LID_FIELD_NUMBER: _ClassVar[int]
+    SM_PEERS_FIELD_NUMBER: _ClassVar[int]
     SM_PORT_GUID_FIELD_NUMBER: _ClassVar[int]
+    SM_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     SWEEPS_FIELD_NUMBER: _ClassVar[int]
@@ -305,6 +309,8 @@ class GetStatusResponse(_message.Message):
     lids: int
     links: int
     lmc: int
+    master_guid: int
+    master_lid: int
     message: str
     nodes: int
     ports: int
@@ -313,7 +319,9 @@ class GetStatusResponse(_message.Message):
     routing_engine: str
     sa: SaStatus
     sm_lid: int
+    sm_peers: _containers.RepeatedCompositeFieldContainer[SmPeer]
     sm_port_guid: int
+    sm_priority: int
     started_at: _timestamp_pb2.Timestamp
     state: SmState
     sweeps: int
@@ -321,7 +329,7 @@ class GetStatusResponse(_message.Message):
     verdict: Verdict
     verdict_message: str
     version: str
-    def __init__(self, state: _Optional[_Union[SmState, str]] = ..., generation: _Optional[int] = ..., version: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., message: _Optional[str] = ..., nodes: _Optional[int] = ..., switches: _Optional[int] = ..., cas: _Optional[int] = ..., routers: _Optional[int] = ..., ports: _Optional[int] = ..., links: _Optional[int] = ..., lids: _Optional[int] = ..., lid_bits: _Optional[int] = ..., lmc: _Optional[int] = ..., routing_engine: _Optional[str] = ..., sm_port_guid: _Optional[int] = ..., sm_lid: _Optional[int] = ..., last_sweep: _Optional[_Union[SweepSummary, _Mapping]] = ..., last_routing_us: _Optional[int] = ..., last_reroute_us: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_message: _Optional[str] = ..., last_event_id: _Optional[int] = ..., sweeps: _Optional[int] = ..., reroutes: _Optional[int] = ..., sa: _Optional[_Union[SaStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[SmState, str]] = ..., generation: _Optional[int] = ..., version: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., message: _Optional[str] = ..., nodes: _Optional[int] = ..., switches: _Optional[int] = ..., cas: _Optional[int] = ..., routers: _Optional[int] = ..., ports: _Optional[int] = ..., links: _Optional[int] = ..., lids: _Optional[int] = ..., lid_bits: _Optional[int] = ..., lmc: _Optional[int] = ..., routing_engine: _Optional[str] = ..., sm_port_guid: _Optional[int] = ..., sm_lid: _Optional[int] = ..., last_sweep: _Optional[_Union[SweepSummary, _Mapping]] = ..., last_routing_us: _Optional[int] = ..., last_reroute_us: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_message: _Optional[str] = ..., last_event_id: _Optional[int] = ..., sweeps: _Optional[int] = ..., reroutes: _Optional[int] = ..., sa: _Optional[_Union[SaStatus, _Mapping]] = ..., sm_priority: _Optional[int] = ..., master_guid: _Optional[int] = ..., master_lid: _Optional[int] = ..., sm_peers: _Optional[_Iterable[_Union[SmPeer, _Mapping]]] = ...) -> None: ...
 
 class Hop(_message.Message):
     __slots__ = ["in_port", "lid", "node_guid", "node_name", "node_type", "out_port"]
@@ -846,6 +854,20 @@ class SetSwitchStateResponse(_message.Message):
     changed: bool
     links_affected: int
     def __init__(self, changed: bool = ..., links_affected: _Optional[int] = ...) -> None: ...
+
+class SmPeer(_message.Message):
+    __slots__ = ["guid", "last_contact", "lid", "priority", "state"]
+    GUID_FIELD_NUMBER: _ClassVar[int]
+    LAST_CONTACT_FIELD_NUMBER: _ClassVar[int]
+    LID_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    guid: int
+    last_contact: _timestamp_pb2.Timestamp
+    lid: int
+    priority: int
+    state: SmState
+    def __init__(self, guid: _Optional[int] = ..., lid: _Optional[int] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[SmState, str]] = ..., last_contact: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SweepPhase(_message.Message):
     __slots__ = ["duration_us", "name"]
