@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+"""Two SMs on one ibsim fabric (issue 17): the SMInfo election, handover and
+takeover, with a second subnetd or with OpenSM as the peer (stdlib only).
+
+  interop_election.py --fabric NAME=SPEC --peer subnetd|opensm --subnetd BIN
+                      --subnetctl BIN --netfile-tool BIN --workdir DIR
+
+Each SM sits on its own simulated CA (umad2sim attaches a client to the
+node its SIM_HOST names); the diagnostics run from ibsim's first node.
+
+--peer subnetd:
+  1. subnetd L (priority 5) comes up master; then subnetd H (priority 10)
+     starts: it finds L master, stands by and tells L (trap 144); L's sweep
+     finds H higher and hands over; H takes over keeping every LID.
+     Checked: sminfo names H, `sminfo L-LID` says STANDBY, L's status says
+     STANDBY naming H, a TriggerSweep on L is refused naming H, every port's
+     LID in H's dump equals L's, and the LFT blocks H rewrote are counted.
+  2. kill -9 H: L takes over within poll_period x poll_retries plus a
+     sweep; every LID unchanged again; ibdmchk on L's tables.
+--peer opensm:
+  1. OpenSM (priority 15) master, subnetd (priority 5) starts: standby
+     (its status names OpenSM's port GUID); OpenSM kill -9'd: subnetd takes
+     over with OpenSM's LIDs (read with smpquery before and from subnetd's
+     dump after).
+  2. subnetd (priority 12) master, OpenSM (priority 3) starts: `sminfo
+     OPENSM-LID` says STANDBY; subnetd's status lists it.
+
+Prints the takeover times; exit 0 when every check passed, 77 when a tool is
+missing.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ibsim_helpers import (Ibsim, find_umad2sim, netfile as make_netfile, read_net,  # noqa: E402
+                           write_subnetd_config)
+from interop_lib import (Child, Env, Failures, Fabric, follow_events, log,  # noqa: E402
+                         parse_sminfo, subnetctl)
+from interop import check_ibdmchk  # noqa: E402
+from proc_helpers import NotifySocket  # noqa: E402
+
+TOOLS = ["ibsim", "sminfo", "smpquery", "ibdmchk"]
+POLL = "500ms"
+RETRIES = 3
+BOUND_S = 0.5 * RETRIES + 1.5  # detection plus a sweep of a small fabric, with room
+
+
+class Sm:
+    """One subnetd on simulated node `host` with its own API socket, store,
+    dump directory and notify socket."""
+
+    def __init__(self, name, host, prio, args, env, workdir, sockdir):
+        self.name, self.host, self.prio = name, host, prio
+        self.api = os.path.join(sockdir, name + ".sock")
+        self.dump = os.path.join(workdir, name + "-dump")
+        self.notify = NotifySocket(os.path.join(sockdir, name + ".notify"))
+        cfg = os.path.join(workdir, name + ".yaml")
+        write_subnetd_config(cfg, "updn", os.path.join(workdir, name + ".db"), self.api)
+        with open(cfg, "a") as f:
+            f.write("sm:\n  priority: %d\n  poll_period: %s\n  poll_retries: %d\n"
+                    % (prio, POLL, RETRIES))
+        self.cfg = cfg
+        self.child = Child([args.subnetd, "--config", cfg, "--dump-dir", self.dump], env,
+                           os.path.join(workdir, name + ".log"),
+                           extra_env=dict(self.notify.env, SIM_HOST=host))
+
+    def ready(self, timeout=60):
+        return self.notify.wait_for("READY=1", self.child.proc, timeout) is not None
+
+    def log_text(self):
+        with open(self.child.log.name) as f:
+            return f.read()
+
+    def kill(self):
+        self.child.proc.send_signal(signal.SIGKILL)
+        self.child.finish(timeout=10)
+        self.notify.close()
+
+    def stop(self):
+        if self.child.proc.poll() is None:
+            self.child.finish(timeout=10, sig=signal.SIGTERM)
+        self.notify.close()
+
+
+def lids_of(dump):
+    """Port GUID -> LID from a dump directory (opensm.fdbs / subnet.lst)."""
+    return dict(Fabric(dump).lid_of)
+
+
+def status(env, args, sm, where, fails):
+    st, err = subnetctl(env, args, sm.api, ["status"])
+    if st is None:
+        fails.add(where, "%s: %s" % (sm.name, err))
+    return st or {}
+
+
+def lid_changes(before, after):
+    return sorted(g for g in before if g in after and before[g] != after[g])
+
+
+def blocks_sent(text, since=0):
+    """LFT blocks the SM's sweeps sent, from offset `since` of its log on."""
+    return sum(int(b) for b in re.findall(r"subnet up: .*?(\d+) LFT blocks sent", text[since:]))
+
+
+def wait_master(env, args, sm, follower, after_id, timeout):
+    """The SM_STATE event after `after_id` that says -> MASTER ... then the
+    sweep event that follows it (the subnet programmed), or None."""
+    def is_master(e):
+        return (int(e.get("id", 0)) > after_id and e.get("kind") == "EVENT_KIND_SM_STATE"
+                and "-> MASTER" in e.get("message", ""))
+    m = follower.wait(is_master, timeout)
+    if m is None:
+        return None
+    mid = int(m["id"])
+    return follower.wait(lambda e: int(e.get("id", 0)) > mid and e.get("kind") == "EVENT_KIND_SWEEP",
+                         timeout)
+
+
+def subnetd_pair(env, ib, net, args, work, sockdir, fails):
+    where = "subnetd-pair"
+    cas = net.cas()
+    lo = Sm("low", cas[1], 5, args, env, work, sockdir)
+    hi = None
+    try:
+        if not lo.ready():
+            fails.add(where, "low: not READY, see %s" % lo.child.log.name)
+            return
+        lo_lids = lids_of(lo.dump)
+        follow_lo = follow_events(env, args, lo.api, work, "low-events.log", where, fails)
+        t0 = time.time()
+        hi = Sm("high", cas[-1], 10, args, env, work, sockdir)
+        if not hi.ready():
+            fails.add(where, "high: not READY (no handover?), see %s and %s"
+                      % (hi.child.log.name, lo.child.log.name))
+            return
+        log("  handover low -> high: high master %.2f s after its start" % (time.time() - t0))
+        hi_st = status(env, args, hi, where, fails)
+        lo_st = status(env, args, lo, where, fails)
+        hi_lid = int(hi_st.get("sm_lid", 0))
+        rc, out, _ = env.run(["sminfo"])
+        s = parse_sminfo(out)
+        if not s or s["state"] != 3 or s["lid"] != hi_lid:
+            fails.add(where, "sminfo after the handover: %s (want master at LID %d)"
+                      % (out.strip(), hi_lid))
+        lo_lid = lo_lids.get(int(lo_st.get("sm_port_guid", "0")), 0) if lo_st else 0
+        if lo_st.get("state") != "SM_STATE_STANDBY":
+            fails.add(where, "low after the handover: state %s" % lo_st.get("state"))
+        if int(lo_st.get("master_guid", "0")) != int(hi_st.get("sm_port_guid", "-1")):
+            fails.add(where, "low's master_guid %s is not high's port %s"
+                      % (lo_st.get("master_guid"), hi_st.get("sm_port_guid")))
+        if lo_lid:
+            rc, out, _ = env.run(["sminfo", str(lo_lid)])
+            s = parse_sminfo(out)
+            if not s or s["state"] != 2 or s["prio"] != 5:
+                fails.add(where, "sminfo %d (low): %s (want STANDBY, priority 5)"
+                          % (lo_lid, out.strip()))
+        rc, out, err = env.run([args.subnetctl, "--socket", lo.api, "sweep"])
+        if rc == 0 or "STANDBY" not in err or "master" not in err:
+            fails.add(where, "a sweep asked of the standby: rc %d %s" % (rc, err.strip()[-200:]))
+        hi_lids = lids_of(hi.dump)
+        changed = lid_changes(lo_lids, hi_lids)
+        if changed:
+            fails.add(where, "handover changed %d LIDs, e.g. port %#x" % (len(changed), changed[0]))
+        log("  handover: %d ports, %d LIDs changed, %d LFT blocks rewritten by high"
+            % (len(hi_lids), len(changed), blocks_sent(hi.log_text())))
+
+        # Kill the master; the standby takes over.
+        last = int(status(env, args, lo, where, fails).get("last_event_id", "0"))
+        lo_log_at = len(lo.log_text())
+        t0 = time.time()
+        hi.kill()
+        ev = wait_master(env, args, lo, follow_lo, last, 60) if follow_lo else None
+        took = time.time() - t0
+        if ev is None:
+            fails.add(where, "low did not take over within 60 s, see %s" % lo.child.log.name)
+            return
+        log("  takeover after kill -9 of the master: %.2f s (poll %s x %d); %s"
+            % (took, POLL, RETRIES, ev.get("message", "")[:160]))
+        if took > BOUND_S:
+            fails.add(where, "takeover took %.2f s, over the %.1f s bound" % (took, BOUND_S))
+        after = lids_of(lo.dump)
+        changed = lid_changes(hi_lids, after)
+        if changed:
+            fails.add(where, "takeover changed %d LIDs, e.g. port %#x" % (len(changed), changed[0]))
+        log("  takeover: %d LIDs changed, %d LFT blocks rewritten by low"
+            % (len(changed), blocks_sent(lo.log_text(), lo_log_at)))
+        check_ibdmchk(lo.dump, Fabric(lo.dump), where, fails)
+        if follow_lo:
+            follow_lo.close()
+    finally:
+        for sm in (hi, lo):
+            if sm is not None:
+                sm.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fabric", required=True, help="NAME=SPEC_OR_NETFILE")
+    ap.add_argument("--peer", choices=["subnetd", "opensm"], required=True)
+    ap.add_argument("--subnetd", required=True)
+    ap.add_argument("--subnetctl", required=True)
+    ap.add_argument("--netfile-tool", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    for k in ("subnetd", "subnetctl", "netfile_tool"):
+        setattr(args, k, os.path.abspath(getattr(args, k)))
+    tools = TOOLS + (["opensm"] if args.peer == "opensm" else [])
+    missing = [t for t in tools if shutil.which(t, path=os.environ.get("PATH", "") + ":/usr/sbin")
+               is None]
+    umad2sim = find_umad2sim()
+    if missing or not umad2sim:
+        print("SKIP: missing %s" % ", ".join(missing + ([] if umad2sim else ["libumad2sim.so"])))
+        return 77
+    name, _, spec = args.fabric.partition("=")
+    work = os.path.abspath(args.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    path, sizing, summary = make_netfile(args.netfile_tool, spec, os.path.join(work, name + ".net"))
+    net = read_net(path)
+    log("%s: %s (%s)" % (name, spec, summary))
+    sockdir = tempfile.mkdtemp(prefix="subnetd-elect-")
+    sock = "sne%d%s" % (os.getpid(), args.peer[:3])
+    ib = Ibsim(path, sizing, work, sock)
+    env = Env(sock, umad2sim, work)
+    fails = Failures()
+    try:
+        ib.start()
+        if args.peer == "subnetd":
+            subnetd_pair(env, ib, net, args, work, sockdir, fails)
+    except RuntimeError as e:
+        fails.add(name, str(e))
+    finally:
+        ib.stop()
+        shutil.rmtree(sockdir, ignore_errors=True)
+    if fails.items:
+        print("%s/%s: %d failure(s)" % (name, args.peer, len(fails.items)))
+        return 1
+    print("%s/%s: all checks passed" % (name, args.peer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
