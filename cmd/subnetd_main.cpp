@@ -177,6 +177,13 @@ void setup_logging(LogLevel level) {
 }
 
 std::string status_line(const state::FabricState& s) {
+  if (s.state == state::SmState::kStandby || s.state == state::SmState::kNotActive) {
+    const state::SmRoleView& r = s.sm_role;
+    if (r.master_guid.value == 0)
+      return fmt::format("{}: no master known", state::sm_state_name(s.state));
+    return fmt::format("{}: the master is SM {:#018x} at LID {}", state::sm_state_name(s.state),
+                       r.master_guid.value, r.master_lid.value);
+  }
   if (!s.topology) {
     return fmt::format("{}: {}", state::sm_state_name(s.state),
                        s.last_error.empty() ? "sweeping the fabric" : s.last_error);
@@ -343,7 +350,11 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
     if (reporter) reporter->wake();
     screener.wake();
     const std::string status = status_line(s);
-    if (s.state == state::SmState::kMaster && !ready) {
+    // Up: master of the subnet, or standing by for another SM (a standby
+    // that never said READY would fail its systemd start).
+    const bool up = s.state == state::SmState::kMaster || s.state == state::SmState::kStandby ||
+                    s.state == state::SmState::kNotActive;
+    if (up && !ready) {
       ready = true;
       sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
       spdlog::info("READY: {}", status);
