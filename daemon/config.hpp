@@ -102,7 +102,9 @@ struct SmConfig {
   // 0..15: the higher wins the election (then the lower port GUID).
   std::uint8_t priority = 15;
   // SMInfo.SM_Key: SMs with another key are not peers (0 = every SM is).
-  std::uint64_t key = 0;
+  // OpenSM's default, so that the two take part in one election unless
+  // told otherwise (OpenSM ignores an SM whose key differs from its own).
+  std::uint64_t key = 1;
   // A standby polls the master this often, and takes over after
   // `poll_retries` polls in a row went unanswered. A master answers polls
   // on the transport's receive thread, not the SM's (SmAgent), so a busy

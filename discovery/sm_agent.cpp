@@ -65,9 +65,7 @@ std::optional<Mad> SmAgent::answer(const mad::Smp& request, const Mad& raw,
     return std::nullopt;  // the election's (see the top)
   }
   sminfo_get_.fetch_add(1, std::memory_order_relaxed);
-  const std::uint64_t key = sm_key();
-  const bool with_key = key == 0 || mad::SmInfo::decode(mad::data_of(request)).sm_key == key;
-  const mad::SmInfo info = sm_info(act_count, with_key);
+  const mad::SmInfo info = sm_info(act_count, true);
   return reply(request, raw, mad::status::kOk, &info);
 }
 

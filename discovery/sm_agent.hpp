@@ -12,9 +12,11 @@
 // the setters as the election moves it (discovery/sm_election.hpp), and an
 // activity count the caller supplies — like OpenSM, the number of SMPs the SM
 // has sent, which grows while the SM is alive and active. The SM_Key goes
-// out only to a requester that gave it (IBA 14.4.1: a Get without the right
-// key reads 0). Answering Gets here, on whatever thread receives them, lets
-// a standby's poll be answered while the SM strand is busy routing.
+// out with it, as OpenSM's does: IBA hides it only from a requester that
+// fails the port's M_Key check, and subnetd protects no port with an M_Key
+// (OpenSM ignores a peer whose answer carries another key than its own).
+// Answering Gets here, on whatever thread receives them, lets a standby's
+// poll be answered while the SM strand is busy routing.
 //
 // SMInfo Set is not answered here: its answer depends on the election (is
 // the sender a master? do we accept a handover?), which lives on the SM

@@ -49,7 +49,7 @@ TEST(ConfigParse, MinimalSimConfigGetsDefaults) {
   EXPECT_EQ(c.sweep.timeout, milliseconds{100});
   EXPECT_EQ(c.sweep.retries, 3u);
   EXPECT_EQ(c.sm.priority, 15);
-  EXPECT_EQ(c.sm.key, 0u);
+  EXPECT_EQ(c.sm.key, 1u);  // OpenSM's default
   EXPECT_EQ(c.sm.poll_period, milliseconds{500});
   EXPECT_EQ(c.sm.poll_retries, 3u);
   EXPECT_EQ(c.api.socket, "/run/subnetd/subnetd.sock");
