@@ -60,6 +60,12 @@ Outcome cmd_status(Client& c) {
                                r.switches(), r.routers(), r.ports(), r.links())});
   t.add({"LIDs", fmt::format("{} in use ({}-bit, LMC {})", r.lids(), r.lid_bits(), r.lmc())});
   t.add({"SM port", fmt::format("{} LID {}", cli::format_guid(r.sm_port_guid()), r.sm_lid())});
+  t.add({"Election", fmt::format("priority {}; master {}; {} other SM(s) seen", r.sm_priority(),
+                                 r.master_guid() == 0
+                                     ? std::string("none known")
+                                     : fmt::format("{} LID {}", cli::format_guid(r.master_guid()),
+                                                   r.master_lid()),
+                                 r.sm_peers_size())});
   t.add({"Routing",
          fmt::format("{}, full routing {}, last reroute {} ({} reroutes)",
                      r.routing_engine().empty() ? "-" : r.routing_engine(),
@@ -95,6 +101,30 @@ Outcome cmd_status(Client& c) {
   // Two columns without a header line.
   const std::string text = t.render();
   std::fputs(text.substr(text.find('\n') + 1).c_str(), stdout);
+  return std::nullopt;
+}
+
+// The SM election: our role and every other SM seen.
+Outcome cmd_sm(Client& c) {
+  v1::GetStatusResponse r;
+  auto ctx = c.ctx();
+  if (auto s = c.sm().GetStatus(ctx.get(), {}, &r); !s.ok()) return c.fail(s);
+  if (c.opts().json) {
+    print_json(r);
+    return std::nullopt;
+  }
+  const auto name = [](v1::SmState s) {
+    return v1::SmState_Name(s).substr(std::string_view("SM_STATE_").size());
+  };
+  cli::Table t({"SM", "PORT GUID", "LID", "PRIORITY", "STATE", "LAST CONTACT"});
+  t.add({"this", cli::format_guid(r.sm_port_guid()), std::to_string(r.sm_lid()),
+         std::to_string(r.sm_priority()), name(r.state()), "-"});
+  for (const v1::SmPeer& p : r.sm_peers()) {
+    t.add({p.guid() == r.master_guid() ? "master" : "peer", cli::format_guid(p.guid()),
+           p.lid() ? std::to_string(p.lid()) : "-", std::to_string(p.priority()), name(p.state()),
+           local_time(p.last_contact())});
+  }
+  std::fputs(t.render().c_str(), stdout);
   return std::nullopt;
 }
 
@@ -526,6 +556,8 @@ int main(int argc, char** argv) {
     };
   };
 
+  app.add_subcommand("sm", "the SM election: this SM's role and every other SM seen")
+      ->callback(run([&] { return cmd_sm(client); }));
   app.add_subcommand("status", "SM state, counts, timings, verification")->callback(run([&] {
     return cmd_status(client);
   }));

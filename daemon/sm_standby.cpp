@@ -308,6 +308,9 @@ void SubnetManager::on_sminfo_set(const mad::Smp& smp, const discovery::Mad& m) 
   e.last_contact = std::chrono::system_clock::now();
   spdlog::info("SMInfo Set {} from SM {}", ctl, guid_str(from.guid));
   apply_election(std::move(r.actions));
+  // An ACKNOWLEDGE says STANDBY (the state its sender took the handover
+  // from), but it comes from the master now.
+  if (election_.master() == from.guid) e.last->state = SmState::kMaster;
   republish_role();
 }
 
