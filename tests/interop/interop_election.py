@@ -137,9 +137,15 @@ def subnetd_pair(env, ib, net, args, work, sockdir, fails):
         t0 = time.time()
         hi = Sm("high", cas[-1], 10, args, env, work, sockdir)
         if not hi.ready():
-            fails.add(where, "high: not READY (no handover?), see %s and %s"
+            fails.add(where, "high: not READY, see %s" % hi.child.log.name)
+            return
+        follow_hi = follow_events(env, args, hi.api, work, "high-events.log", where, fails,
+                                  from_start=True)
+        if follow_hi is None or wait_master(env, args, hi, follow_hi, 0, 60) is None:
+            fails.add(where, "high: no handover to it, see %s and %s"
                       % (hi.child.log.name, lo.child.log.name))
             return
+        follow_hi.close()
         log("  handover low -> high: high master %.2f s after its start" % (time.time() - t0))
         hi_st = status(env, args, hi, where, fails)
         lo_st = status(env, args, lo, where, fails)
@@ -161,6 +167,14 @@ def subnetd_pair(env, ib, net, args, work, sockdir, fails):
             if not s or s["state"] != 2 or s["prio"] != 5:
                 fails.add(where, "sminfo %d (low): %s (want STANDBY, priority 5)"
                           % (lo_lid, out.strip()))
+        rc, out, err = env.run([args.subnetctl, "--socket", lo.api, "sm"])
+        hi_guid = "%016x" % int(hi_st.get("sm_port_guid", "0"))
+        rows = [l.split() for l in out.splitlines()]
+        if rc != 0 or not any(r and r[0] == "master" and hi_guid in r[1].replace(":", "").lower()
+                              for r in rows):
+            fails.add(where, "subnetctl sm on low names no master %s:\n%s" % (hi_guid, out))
+        else:
+            log("  subnetctl sm on the standby:\n    " + "\n    ".join(out.splitlines()))
         rc, out, err = env.run([args.subnetctl, "--socket", lo.api, "sweep"])
         if rc == 0 or "STANDBY" not in err or "master" not in err:
             fails.add(where, "a sweep asked of the standby: rc %d %s" % (rc, err.strip()[-200:]))
@@ -200,6 +214,166 @@ def subnetd_pair(env, ib, net, args, work, sockdir, fails):
                 sm.stop()
 
 
+class OpenSm:
+    """OpenSM on simulated node `host` with priority `prio`, its files under
+    WORKDIR/TAG (no system opensm.conf, no cache of an earlier run), its
+    log on stdout (read as it comes)."""
+
+    def __init__(self, tag, host, prio, env, workdir):
+        d = os.path.join(workdir, tag)
+        os.makedirs(os.path.join(d, "cache"), exist_ok=True)
+        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
+        self.dir = d
+        conf = os.path.join(d, "opensm.conf")
+        with open(conf, "w") as f:
+            f.write("\n".join([
+                "log_file stdout", "force_log_flush TRUE", "console off",
+                "sm_priority %d" % prio,
+                "partition_config_file %s" % os.path.join(d, "partitions.conf"),
+                "qos_policy_file %s" % os.path.join(d, "qos-policy.conf"),
+                "prefix_routes_file %s" % os.path.join(d, "prefix-routes.conf")]) + "\n")
+        opensm = shutil.which("opensm", path=os.environ.get("PATH", "") + ":/usr/sbin")
+        self.child = Child([opensm, "-F", conf, "-f", "stdout", "-p", str(prio)], env,
+                           os.path.join(d, "opensm.log"),
+                           extra_env={"SIM_HOST": host, "OSM_TMP_DIR": os.path.join(d, "tmp"),
+                                      "OSM_CACHE_DIR": os.path.join(d, "cache")})
+
+    def wait(self, rx, timeout=60):
+        return self.child.wait_line(rx, timeout)
+
+    def guid2lid(self):
+        """Port GUID -> LID from OpenSM's guid2lid cache."""
+        out = {}
+        try:
+            with open(os.path.join(self.dir, "cache", "guid2lid")) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) >= 2:
+                        out[int(parts[0], 16)] = int(parts[1], 16)
+        except OSError:
+            pass
+        return out
+
+    def kill(self):
+        self.child.proc.send_signal(signal.SIGKILL)
+        self.child.finish(timeout=10)
+
+    def stop(self):
+        if self.child.proc.poll() is None:
+            self.child.finish(timeout=20, sig=signal.SIGTERM)
+
+
+def opensm_pair(env, ib, net, args, work, sockdir, fails):
+    cas = net.cas()
+    where = "opensm-master"
+    osm = OpenSm("opensm-high", cas[1], 15, env, work)
+    sm = None
+    osm2 = None
+    try:
+        # 1. OpenSM master, subnetd standby; OpenSM killed: subnetd takes over.
+        if osm.wait(r"SUBNET UP") is None:
+            fails.add(where, "OpenSM: no SUBNET UP, see %s" % osm.child.log.name)
+            return
+        rc, out, _ = env.run(["sminfo"])
+        osm_info = parse_sminfo(out)
+        if not osm_info or osm_info["state"] != 3:
+            fails.add(where, "sminfo with OpenSM up: %s" % out.strip())
+            return
+        osm_lids = osm.guid2lid()
+        sm = Sm("subnetd", cas[-1], 5, args, env, work, sockdir)
+        if not sm.ready():
+            fails.add(where, "subnetd: not READY as standby, see %s" % sm.child.log.name)
+            return
+        st = status(env, args, sm, where, fails)
+        if st.get("state") != "SM_STATE_STANDBY" or int(st.get("master_guid", "0")) != osm_info["guid"]:
+            fails.add(where, "subnetd next to a higher OpenSM: state %s, master %s (OpenSM's port "
+                      "%#x)" % (st.get("state"), st.get("master_guid"), osm_info["guid"]))
+        rc, out, _ = env.run(["sminfo"])
+        s = parse_sminfo(out)
+        if not s or s["guid"] != osm_info["guid"] or s["state"] != 3:
+            fails.add(where, "sminfo with subnetd standing by: %s" % out.strip())
+        log("  subnetd (priority 5) stands by for OpenSM (priority 15) at LID %d" % osm_info["lid"])
+        follow = follow_events(env, args, sm.api, work, "subnetd-events.log", where, fails)
+        last = int(st.get("last_event_id", "0"))
+        t0 = time.time()
+        osm.kill()
+        ev = wait_master(env, args, sm, follow, last, 60) if follow else None
+        took = time.time() - t0
+        if ev is None:
+            fails.add(where, "subnetd did not take over from OpenSM, see %s" % sm.child.log.name)
+            return
+        log("  takeover from OpenSM (kill -9): %.2f s; %s" % (took, ev.get("message", "")[:160]))
+        after = lids_of(sm.dump)
+        changed = lid_changes(osm_lids, after)
+        if not osm_lids:
+            fails.add(where, "OpenSM's guid2lid was not written")
+        if changed:
+            fails.add(where, "takeover from OpenSM changed %d LIDs, e.g. port %#x"
+                      % (len(changed), changed[0]))
+        log("  takeover from OpenSM: %d of %d LIDs kept, %d LFT blocks written"
+            % (len(osm_lids) - len(changed), len(osm_lids), blocks_sent(sm.log_text())))
+        check_ibdmchk(sm.dump, Fabric(sm.dump), where, fails)
+
+        # 2. subnetd master, a lower OpenSM starts: it stands by.
+        where = "opensm-standby"
+        last = int(status(env, args, sm, where, fails).get("last_event_id", "0"))
+        osm2 = OpenSm("opensm-low", cas[1], 3, env, work)
+        if osm2.wait(r"[Ee]ntering STANDBY state") is None:
+            fails.add(where, "OpenSM (priority 3) did not stand by, see %s" % osm2.child.log.name)
+            return
+        sm_lid = int(status(env, args, sm, where, fails).get("sm_lid", 0))
+        osm2_lid = osm_info["lid"]  # the same CA, the LID subnetd kept
+        rc, out, _ = env.run(["sminfo", str(osm2_lid)])
+        s = parse_sminfo(out)
+        if not s or s["state"] != 2 or s["prio"] != 3:
+            fails.add(where, "sminfo %d (OpenSM): %s (want STANDBY, priority 3)" % (osm2_lid, out.strip()))
+        rc, out, _ = env.run(["sminfo"])
+        s = parse_sminfo(out)
+        if not s or s["lid"] != sm_lid or s["state"] != 3:
+            fails.add(where, "sminfo: %s (want subnetd master at LID %d)" % (out.strip(), sm_lid))
+        # subnetd meets it at each sweep (trap 144 from the port that became
+        # an SM asked for one while OpenSM was still discovering): the next
+        # one finds it standing by.
+        rc, _, err = env.run([args.subnetctl, "--socket", sm.api, "sweep"])
+        st = status(env, args, sm, where, fails)
+        peers = {int(p.get("guid", "0")): p for p in st.get("sm_peers", [])}
+        if rc != 0 or peers.get(osm_info["guid"], {}).get("state") != "SM_STATE_STANDBY":
+            fails.add(where, "subnetd's peers: %s (want OpenSM %#x standing by)"
+                      % (st.get("sm_peers"), osm_info["guid"]))
+        else:
+            log("  OpenSM (priority 3) stands by for subnetd; subnetd lists it")
+
+        # 3. subnetd's priority lowered below OpenSM's (SIGHUP): handover.
+        where = "opensm-handover"
+        last = int(st.get("last_event_id", "0"))
+        with open(sm.cfg) as f:
+            text = f.read()
+        with open(sm.cfg, "w") as f:
+            f.write(text.replace("priority: 5", "priority: 1"))
+        sm.child.proc.send_signal(signal.SIGHUP)
+        standby = follow.wait(lambda e: int(e.get("id", 0)) > last and
+                              e.get("kind") == "EVENT_KIND_SM_STATE" and
+                              "-> STANDBY" in e.get("message", ""), 60)
+        if standby is None:
+            fails.add(where, "subnetd at priority 1 did not hand over to OpenSM, see %s"
+                      % sm.child.log.name)
+            return
+        if osm2.wait(r"SUBNET UP") is None:
+            fails.add(where, "OpenSM did not take the handover, see %s" % osm2.child.log.name)
+        rc, out, _ = env.run(["sminfo"])
+        s = parse_sminfo(out)
+        if not s or s["guid"] != osm_info["guid"] or s["state"] != 3:
+            fails.add(where, "sminfo after the handover to OpenSM: %s" % out.strip())
+        else:
+            log("  subnetd lowered to priority 1 by SIGHUP hands over to OpenSM: %s"
+                % standby.get("message", "")[:120])
+        follow.close()
+    finally:
+        for x in (sm, osm, osm2):
+            if x is not None:
+                x.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -235,6 +409,8 @@ def main():
         ib.start()
         if args.peer == "subnetd":
             subnetd_pair(env, ib, net, args, work, sockdir, fails)
+        else:
+            opensm_pair(env, ib, net, args, work, sockdir, fails)
     except RuntimeError as e:
         fails.add(name, str(e))
     finally:

@@ -304,14 +304,15 @@ def subnetctl_json(env, args, sock, cmd):
         return None, "subnetctl %s: rc %d %s" % (" ".join(cmd), rc, err.strip()[-200:])
 
 
-def follow_events(env, args, api_sock, workdir, logname, where, fails):
+def follow_events(env, args, api_sock, workdir, logname, where, fails, from_start=False):
     """The daemon's events from the next id on (what happens between now
-    and the follower's start is replayed, nothing is missed), logged to
-    workdir/logname; None (and a failure) when its status cannot be read."""
+    and the follower's start is replayed, nothing is missed), or from its
+    first with from_start, logged to workdir/logname; None (and a failure)
+    when its status cannot be read."""
     st, err = subnetctl(env, args, api_sock, ["status"])
     if st is None:
         fails.add(where, "daemon: " + err)
         return None
-    return EventFollower([args.subnetctl, "--socket", api_sock],
-                         int(st.get("last_event_id", "0")) + 1, env.env,
+    first = 1 if from_start else int(st.get("last_event_id", "0")) + 1
+    return EventFollower([args.subnetctl, "--socket", api_sock], first, env.env,
                          os.path.join(workdir, logname))
