@@ -55,7 +55,7 @@ class Sm:
     """One subnetd on simulated node `host` with its own API socket, store,
     dump directory and notify socket."""
 
-    def __init__(self, name, host, prio, args, env, workdir, sockdir):
+    def __init__(self, name, host, prio, args, env, workdir, sockdir, poll=POLL, retries=RETRIES):
         self.name, self.host, self.prio = name, host, prio
         self.api = os.path.join(sockdir, name + ".sock")
         self.dump = os.path.join(workdir, name + "-dump")
@@ -64,7 +64,7 @@ class Sm:
         write_subnetd_config(cfg, "updn", os.path.join(workdir, name + ".db"), self.api)
         with open(cfg, "a") as f:
             f.write("sm:\n  priority: %d\n  poll_period: %s\n  poll_retries: %d\n"
-                    % (prio, POLL, RETRIES))
+                    % (prio, poll, retries))
         self.cfg = cfg
         self.child = Child([args.subnetd, "--config", cfg, "--dump-dir", self.dump], env,
                            os.path.join(workdir, name + ".log"),
@@ -219,7 +219,7 @@ class OpenSm:
     WORKDIR/TAG (no system opensm.conf, no cache of an earlier run), its
     log on stdout (read as it comes)."""
 
-    def __init__(self, tag, host, prio, env, workdir):
+    def __init__(self, tag, host, prio, env, workdir, conf_lines=()):
         d = os.path.join(workdir, tag)
         os.makedirs(os.path.join(d, "cache"), exist_ok=True)
         os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
@@ -231,7 +231,8 @@ class OpenSm:
                 "sm_priority %d" % prio,
                 "partition_config_file %s" % os.path.join(d, "partitions.conf"),
                 "qos_policy_file %s" % os.path.join(d, "qos-policy.conf"),
-                "prefix_routes_file %s" % os.path.join(d, "prefix-routes.conf")]) + "\n")
+                "prefix_routes_file %s" % os.path.join(d, "prefix-routes.conf")] +
+                list(conf_lines)) + "\n")
         opensm = shutil.which("opensm", path=os.environ.get("PATH", "") + ":/usr/sbin")
         self.child = Child([opensm, "-F", conf, "-f", "stdout", "-p", str(prio)], env,
                            os.path.join(d, "opensm.log"),
