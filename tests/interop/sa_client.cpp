@@ -114,11 +114,16 @@ struct Received {
   sa::SaMad mad;
 };
 
-// The next MAD within `timeout_ms`; false on timeout or a malformed one.
+// The next SA MAD within `timeout_ms`; false on timeout or a malformed one.
+// Others are skipped: holding issm (--issm) makes the port look like an SM's,
+// and ibsim hands this client the SMInfo Gets a master sends such a port.
 bool receive(const Port& p, int timeout_ms, Received& out) {
   std::vector<std::uint8_t> buf(static_cast<std::size_t>(umad_size()) + sa::kMadSize);
   int len = static_cast<int>(sa::kMadSize);
-  if (umad_recv(p.fd, buf.data(), &len, timeout_ms) < 0) return false;
+  do {
+    len = static_cast<int>(sa::kMadSize);
+    if (umad_recv(p.fd, buf.data(), &len, timeout_ms) < 0) return false;
+  } while (static_cast<const std::uint8_t*>(umad_get_mad(buf.data()))[1] != 0x03);
   out.status = umad_status(buf.data());
   out.slid = be16toh(umad_get_mad_addr(buf.data())->lid);
   auto d = sa::decode_sa(std::span<const std::uint8_t>(
@@ -189,6 +194,11 @@ int subscribe(const Port& p, const std::vector<unsigned long>& traps, int wait_s
                    p.info.portnum);
       return 1;
     }
+    // A port that says IsSM gets an SM's SMPs (a master asks it for its
+    // SMInfo): agents for them, so that they have somewhere to go; receive()
+    // skips them.
+    umad_register(p.fd, 0x01, 1, 0, nullptr);
+    umad_register(p.fd, 0x81, 1, 0, nullptr);
   }
   sa::SaMad q;
   q.method = static_cast<std::uint8_t>(sa::Method::kSet);

@@ -44,6 +44,9 @@ bool wait_input(int event_fd, int ms) {
 
 int main(int argc, char** argv) {
   umad::UmadOptions opts;
+  // It stands in for the master of the subnet `subnetd --once` just
+  // programmed (the transport's own default is DISCOVERING).
+  opts.sm_state = discovery::SmState::kMaster;
   double seconds = 600;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
