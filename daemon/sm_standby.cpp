@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include "daemon/bringup.hpp"
 #include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
 
@@ -238,6 +239,19 @@ void SubnetManager::enter_role(SmState s, const std::string& why) {
   spdlog::info("{}", msg);
   events_.append(state::EventKind::kSmState, std::nullopt, std::nullopt, msg);
   if (s == SmState::kStandby || s == SmState::kNotActive) {
+    // The switches will hold another SM's tables when we take over: the
+    // takeover reads them first and sends only what differs.
+    adopt_tables_ = true;
+    // Nor is anything we programmed as a master still known to be there.
+    held_pkeys_.clear();
+    held_vls_.clear();
+    held_mfts_.clear();
+    if (current_) {
+      const routing::Topology& t = current_->sweep.topology;
+      for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
+        armer_.forget(t.node(t.switch_node(SwitchIndex{sw})).guid);
+      }
+    }
     // The master's work is someone else's now.
     heavy_timer_.cancel();
     light_timer_.cancel();
@@ -307,11 +321,48 @@ void SubnetManager::on_sminfo_set(const mad::Smp& smp, const discovery::Mad& m) 
   e.last = from;
   e.last_contact = std::chrono::system_clock::now();
   spdlog::info("SMInfo Set {} from SM {}", ctl, guid_str(from.guid));
+  // Handed the subnet: the switches hold the old master's tables.
+  if (smp.attr_mod == static_cast<std::uint32_t>(discovery::SmControl::kHandover)) {
+    adopt_tables_ = true;
+  }
   apply_election(std::move(r.actions));
   // An ACKNOWLEDGE says STANDBY (the state its sender took the handover
   // from), but it comes from the master now.
   if (election_.master() == from.guid) e.last->state = SmState::kMaster;
   republish_role();
+}
+
+asio::awaitable<void> SubnetManager::trap144_received(std::uint32_t lid) {
+  SUBNETD_ASSERT_ON(strand_);
+  const std::weak_ptr<int> alive = life_;
+  if (lid == 0 || lid == own_lid_.value) co_return;
+  mad::Smp smp = mad::make_lr_smp(mad::Method::kGet, mad::AttrId::kSmInfo, 0, 0);
+  own_sm_info(election_.state()).encode(mad::data_of(smp));
+  discovery::FlowOptions fo;
+  fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
+  fo.retries = std::min(cfg_.sweep.retries, 1U);
+  fo.sm_lid = own_lid_.valid() ? own_lid_.value : 0xFFFF;
+  discovery::Flow flow(engine_, fo);
+  std::optional<mad::SmInfo> info;
+  flow.submit(smp, lid, [&info](Result<mad::Smp> r) {
+    if (r.ok()) info = mad::SmInfo::decode(mad::data_of(*r));
+  });
+  co_await flow.drained();
+  if (alive.expired() || stopped_ || !info) co_return;
+  const PeerSm p = peer_of(*info);
+  if (!election_.accepts(p) || p.state == SmState::kNotActive) co_return;
+  SmPeerEntry& e = sm_peers_[p.guid];
+  if (!e.have_path) e.lid = Lid{lid};
+  e.last = p;
+  e.last_contact = std::chrono::system_clock::now();
+  if (p.state == SmState::kMaster || discovery::outranks(p.rank(), election_.self())) {
+    request_heavy_sweep(
+        std::chrono::milliseconds{0},
+        fmt::format("trap 144: SM {} (priority {}, {}) at LID {:#x}", guid_str(p.guid), p.priority,
+                    discovery::sm_state_name(p.state), lid));
+  }
+  republish_role();
+  check_idle();
 }
 
 asio::awaitable<void> SubnetManager::send_handover(Guid to) {
@@ -365,6 +416,56 @@ void SubnetManager::send_trap144(Guid to) {
   if (auto sent = engine_.send_unsolicited(m); !sent.ok()) {
     spdlog::warn("trap 144 to SM {}: {}", guid_str(to), sent.error().message);
   }
+}
+
+// ---------------------------------------------------------------- takeover
+
+asio::awaitable<std::shared_ptr<SubnetManager::AdoptedTables>> SubnetManager::read_held_lfts(
+    std::shared_ptr<const BringUpResult> r) {
+  SUBNETD_ASSERT_ON(strand_);
+  const routing::Topology& t = r->sweep.topology;
+  const routing::Routes& routes = *r->routes;
+  auto out = std::make_shared<AdoptedTables>();
+  const bool extended = r->lids.map.space.extended();
+  const mad::AttrId attr =
+      extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
+  discovery::FlowOptions fo;
+  fo.window = cfg_.sweep.smp_window;
+  fo.per_destination = kSmpsPerSwitch;
+  fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
+  fo.retries = cfg_.sweep.retries;
+  discovery::Flow flow(engine_, fo);
+  // Rows by switch index; a switch with a block unread is left unknown.
+  std::vector<std::vector<std::uint8_t>> rows(t.num_switches());
+  std::vector<std::uint8_t> failed(t.num_switches(), 0);
+  constexpr std::size_t kQueued = 16384;
+  for (std::uint32_t sw = 0; sw < t.num_switches() && !engine_.stopped(); ++sw) {
+    const NodeId n = t.switch_node(SwitchIndex{sw});
+    const routing::Lft& want = routes.lfts[sw];
+    rows[sw].assign(want.size(), routing::kDropPort);
+    for (std::uint32_t b = 0; b < want.num_blocks(); ++b) {
+      flow.submit(
+          mad::make_dr_smp(mad::Method::kGet, attr, b, r->sweep.paths.path(n), 0), 0,
+          [&rows, &failed, &out, sw, b](Result<mad::Smp> a) {
+            if (!a.ok()) {
+              failed[sw] = 1;
+              return;
+            }
+            ++out->blocks_read;
+            const auto held = mad::LinearForwardingTable::decode(mad::data_of(*a));
+            std::copy(held.ports.begin(), held.ports.end(),
+                      rows[sw].begin() + static_cast<std::ptrdiff_t>(b * routing::kLftBlockSize));
+          },
+          discovery::dest_of(n));
+      if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
+    }
+  }
+  co_await flow.drained();
+  for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
+    if (failed[sw] != 0) continue;
+    out->rows.emplace(t.node(t.switch_node(SwitchIndex{sw})).guid, std::move(rows[sw]));
+  }
+  co_return out;
 }
 
 // ---------------------------------------------------------------- polling

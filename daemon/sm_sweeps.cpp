@@ -421,7 +421,24 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
     events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
                    "multicast trees not programmed: " + mcast_error);
   }
-  const discovery::HeldTables held = held_tables();
+  discovery::HeldTables held = held_tables();
+  std::shared_ptr<AdoptedTables> adopted;
+  if (adopt_tables_) {
+    // A takeover: another master programmed the switches. What they hold
+    // is read first, so that only the blocks that differ are sent (none
+    // after a clean handover between SMs that route alike).
+    const auto t_read = Steady::now();
+    adopted = co_await read_held_lfts(r);
+    if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
+    spdlog::info("takeover: read {} LFT blocks of {} of {} switches in {:.0f} ms",
+                 adopted->blocks_read, adopted->rows.size(), r->sweep.topology.num_switches(),
+                 std::chrono::duration<double, std::milli>(Steady::now() - t_read).count());
+    held.row = [adopted](Guid g) -> std::span<const std::uint8_t> {
+      auto it = adopted->rows.find(g);
+      if (it == adopted->rows.end()) return {};
+      return {it->second.data(), it->second.size()};
+    };
+  }
   auto programmed = co_await program_step(engine_, opts, *r, &held, live);
   if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};
   // What program_step left to do until the new rerouter no longer reads
@@ -438,6 +455,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   }
   r->times.program = Steady::now() - t;
   r->times.total = Steady::now() - t0;
+  adopt_tables_ = false;
   retry_backoff_ = std::chrono::milliseconds{500};
   ++sweeps_;
 

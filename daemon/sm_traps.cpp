@@ -50,12 +50,10 @@ void SubnetManager::on_unsolicited(const mad::Smp& smp, const discovery::Mad& m)
   const bool extended = cfg_.addressing.lid_bits != 16;
   ev.issuer_lid = notice.trap_number == 128 ? notice.trap128_lid(extended) : notice.issuer_lid;
   spdlog::debug("trap {} from LID {:#x}", ev.trap_number, ev.issuer_lid);
-  // Trap 144 from another SM (its priority or state changed, or it
-  // started): the master's heavy sweep asks it, and hands over if it is
-  // higher (as OpenSM sweeps on trap 144).
+  // Trap 144 (a port's CapabilityMask changed: an SM started there, or
+  // any program opened the port's issm device): ask it for its SMInfo.
   if (notice.trap_number == 144 && !stopped_ && election_.state() == discovery::SmState::kMaster) {
-    request_heavy_sweep(std::chrono::milliseconds{0},
-                        fmt::format("trap 144 from LID {:#x}", ev.issuer_lid));
+    asio::co_spawn(strand_, trap144_received(ev.issuer_lid), asio::detached);
     return;
   }
   // A standby leaves the fabric to the master (traps reach it only from a

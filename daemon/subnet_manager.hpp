@@ -301,11 +301,23 @@ class SubnetManager final : public state::SmControl {
   awaitable<Result<discovery::mad::SmInfo>> ask_peer(Guid to,
                                                      std::optional<discovery::SmControl> ctl,
                                                      discovery::SmState as, unsigned retries);
+  // A master got trap 144 from `lid`: an SM there that is master too or
+  // outranks us makes a heavy sweep (whose end hands over, or settles two
+  // masters); anything else (a tool holding the port's issm) changes
+  // nothing. OpenSM sweeps at every trap 144; this asks the one port.
+  awaitable<void> trap144_received(std::uint32_t lid);
   awaitable<void> send_handover(Guid to);
   awaitable<void> send_acknowledge(Guid to);
   void send_trap144(Guid to);
   void schedule_poll();
   awaitable<void> poll_once();
+  // What the switches' LFTs hold, read block by block (a takeover from
+  // another SM): rows by switch GUID, switches with a block unread left out.
+  struct AdoptedTables {
+    std::unordered_map<Guid, std::vector<std::uint8_t>> rows;
+    std::uint64_t blocks_read = 0;
+  };
+  awaitable<std::shared_ptr<AdoptedTables>> read_held_lfts(std::shared_ptr<const BringUpResult> r);
   state::SmRoleView role_view() const;
   // Publishes the state as it is with the election's view updated.
   void republish_role();
@@ -447,6 +459,9 @@ class SubnetManager final : public state::SmControl {
   bool poll_running_ = false;
   // An ACKNOWLEDGE owed to an SM we had no route to when it handed over.
   std::optional<Guid> ack_owed_;
+  // We stood by: the next programming reads the tables another master left
+  // and sends only the blocks that differ (read_held_lfts).
+  bool adopt_tables_ = false;
 
   // Failures the fast path found (see KnownDown), newest last.
   std::vector<KnownDown> known_down_;
