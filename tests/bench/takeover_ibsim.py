@@ -120,8 +120,9 @@ def opensm_run(net, path, sizing, work, timeout_ms, retries, fails):
             return res
         t0 = time.time()
         m.kill()
-        if st.wait(r"SUBNET UP", 600) is None:
-            fails.add("opensm", "no takeover")
+        if st.wait(r"SUBNET UP", 180) is None:
+            fails.add("opensm", "standby OpenSM: no SUBNET UP within 180 s of the kill, see %s"
+                      % st.child.log.name)
             return res
         res["takeover_s"] = round(time.time() - t0, 2)
     finally:
