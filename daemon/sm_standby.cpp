@@ -9,7 +9,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "daemon/bringup.hpp"
 #include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
 
@@ -426,41 +425,26 @@ asio::awaitable<std::shared_ptr<SubnetManager::AdoptedTables>> SubnetManager::re
   const routing::Topology& t = r->sweep.topology;
   const routing::Routes& routes = *r->routes;
   auto out = std::make_shared<AdoptedTables>();
-  const bool extended = r->lids.map.space.extended();
-  const mad::AttrId attr =
-      extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
-  discovery::FlowOptions fo;
-  fo.window = cfg_.sweep.smp_window;
-  fo.per_destination = kSmpsPerSwitch;
-  fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
-  fo.retries = cfg_.sweep.retries;
-  discovery::Flow flow(engine_, fo);
   // Rows by switch index; a switch with a block unread is left unknown.
   std::vector<std::vector<std::uint8_t>> rows(t.num_switches());
-  std::vector<std::uint8_t> failed(t.num_switches(), 0);
-  constexpr std::size_t kQueued = 16384;
-  for (std::uint32_t sw = 0; sw < t.num_switches() && !engine_.stopped(); ++sw) {
-    const NodeId n = t.switch_node(SwitchIndex{sw});
-    const routing::Lft& want = routes.lfts[sw];
-    rows[sw].assign(want.size(), routing::kDropPort);
-    for (std::uint32_t b = 0; b < want.num_blocks(); ++b) {
-      flow.submit(
-          mad::make_dr_smp(mad::Method::kGet, attr, b, r->sweep.paths.path(n), 0), 0,
-          [&rows, &failed, &out, sw, b](Result<mad::Smp> a) {
-            if (!a.ok()) {
-              failed[sw] = 1;
-              return;
-            }
-            ++out->blocks_read;
-            const auto held = mad::LinearForwardingTable::decode(mad::data_of(*a));
-            std::copy(held.ports.begin(), held.ports.end(),
-                      rows[sw].begin() + static_cast<std::ptrdiff_t>(b * routing::kLftBlockSize));
-          },
-          discovery::dest_of(n));
-      if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
-    }
+  for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
+    rows[sw].assign(routes.lfts[sw].size(), routing::kDropPort);
   }
-  co_await flow.drained();
+  const std::uint32_t blocks = t.num_switches() == 0 ? 0 : routes.lfts[0].num_blocks();
+  auto path_to = [&t, &r](SwitchIndex sw) {
+    const auto p = r->sweep.paths.path(t.switch_node(sw));
+    return std::vector<std::uint8_t>(p.begin(), p.end());
+  };
+  auto keep = [&rows, &out](std::uint32_t sw, std::uint32_t b, std::span<const std::uint8_t> held) {
+    ++out->blocks_read;
+    std::copy(held.begin(), held.end(),
+              rows[sw].begin() + static_cast<std::ptrdiff_t>(b * routing::kLftBlockSize));
+  };
+  // Named before the co_await (see discovery/coro.hpp).
+  std::function<std::vector<std::uint8_t>(SwitchIndex)> paths = path_to;
+  LftBlockFn each = keep;
+  const std::vector<std::uint8_t> failed =
+      co_await read_lft_blocks(t, r->lids.map.space.extended(), blocks, paths, each);
   for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
     if (failed[sw] != 0) continue;
     out->rows.emplace(t.node(t.switch_node(SwitchIndex{sw})).guid, std::move(rows[sw]));

@@ -143,15 +143,10 @@ asio::awaitable<void> SubnetManager::verify_task(bool with_read_back) {
   check_idle();
 }
 
-asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
-    std::shared_ptr<const state::FabricState> s) {
+asio::awaitable<std::vector<std::uint8_t>> SubnetManager::read_lft_blocks(
+    const routing::Topology& t, bool extended, std::uint32_t blocks,
+    std::function<std::vector<std::uint8_t>(SwitchIndex)> path_to, LftBlockFn on_block) {
   SUBNETD_ASSERT_ON(strand_);
-  state::ReadBackReport report;
-  const routing::Topology& t = *s->topology;
-  const routing::Routes& routes = *s->routes;
-  const bool extended = s->lids->space.extended();
-  const std::shared_ptr<const BringUpResult> c = current_;
-  const std::shared_ptr<FastPath> fp = fast_;
   discovery::FlowOptions fo;
   fo.window = cfg_.sweep.smp_window;
   fo.per_destination = kSmpsPerSwitch;
@@ -160,52 +155,77 @@ asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
   discovery::Flow flow(engine_, fo);
   const mad::AttrId attr =
       extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
-  const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
-  std::vector<std::uint8_t> silent(t.num_switches(), 0);
-  report.switches = static_cast<std::uint32_t>(t.num_switches());
+  std::vector<std::uint8_t> failed(t.num_switches(), 0);
   constexpr std::size_t kQueued = 16384;
   for (std::uint32_t sw = 0; sw < t.num_switches() && !engine_.stopped(); ++sw) {
     const NodeId n = t.switch_node(SwitchIndex{sw});
-    // A route that avoids the links found down since the sweep: the fast
-    // path's (same switch indices while it belongs to the published sweep).
-    std::vector<std::uint8_t> path;
-    if (fp && c && &fp->rerouter().topology() == &c->sweep.topology) {
-      path = fp->path_to(SwitchIndex{sw});
-    } else if (c && &c->sweep.topology == s->topology.get()) {
-      const auto p = c->sweep.paths.path(n);
-      path.assign(p.begin(), p.end());
-    }
+    const std::vector<std::uint8_t> path = path_to(SwitchIndex{sw});
     if (path.empty()) {  // no route known to it
-      silent[sw] = 1;
+      failed[sw] = 1;
       continue;
     }
     for (std::uint32_t b = 0; b < blocks; ++b) {
       flow.submit(
           mad::make_dr_smp(mad::Method::kGet, attr, b, path, 0), 0,
-          [&report, &silent, &t, &routes, n, sw, b](Result<mad::Smp> r) {
+          [&failed, &on_block, sw, b](Result<mad::Smp> r) {
             if (!r.ok()) {
-              silent[sw] = 1;
+              failed[sw] = 1;
               return;
             }
-            ++report.blocks_read;
             const auto held = mad::LinearForwardingTable::decode(mad::data_of(*r));
-            const auto want = routes.lfts[sw].block(b);
-            for (std::uint32_t i = 0; i < routing::kLftBlockSize; ++i) {
-              if (held.ports[i] == want[i]) continue;
-              ++report.blocks_differ;
-              if (report.differences.size() < state::ReadBackReport::kMaxDifferences) {
-                report.differences.push_back(fmt::format(
-                    "switch {} block {}: LID {:#x} -> port {}, published {}", t.label(n), b,
-                    b * routing::kLftBlockSize + i, held.ports[i], want[i]));
-              }
-              break;
-            }
+            on_block(sw, b, held.ports);
           },
           discovery::dest_of(n));
       if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
     }
   }
   co_await flow.drained();
+  co_return failed;
+}
+
+asio::awaitable<state::ReadBackReport> SubnetManager::read_back(
+    std::shared_ptr<const state::FabricState> s) {
+  SUBNETD_ASSERT_ON(strand_);
+  state::ReadBackReport report;
+  const routing::Topology& t = *s->topology;
+  const routing::Routes& routes = *s->routes;
+  const std::shared_ptr<const BringUpResult> c = current_;
+  const std::shared_ptr<FastPath> fp = fast_;
+  // A route that avoids the links found down since the sweep: the fast
+  // path's (same switch indices while it belongs to the published sweep).
+  auto path_to = [&](SwitchIndex sw) {
+    std::vector<std::uint8_t> path;
+    if (fp && c && &fp->rerouter().topology() == &c->sweep.topology) {
+      path = fp->path_to(sw);
+    } else if (c && &c->sweep.topology == s->topology.get()) {
+      const auto p = c->sweep.paths.path(t.switch_node(sw));
+      path.assign(p.begin(), p.end());
+    }
+    return path;
+  };
+  auto compare = [&report, &t, &routes](std::uint32_t sw, std::uint32_t b,
+                                        std::span<const std::uint8_t> held) {
+    ++report.blocks_read;
+    const auto want = routes.lfts[sw].block(b);
+    for (std::uint32_t i = 0; i < routing::kLftBlockSize; ++i) {
+      if (held[i] == want[i]) continue;
+      ++report.blocks_differ;
+      if (report.differences.size() < state::ReadBackReport::kMaxDifferences) {
+        report.differences.push_back(
+            fmt::format("switch {} block {}: LID {:#x} -> port {}, published {}",
+                        t.label(t.switch_node(SwitchIndex{sw})), b, b * routing::kLftBlockSize + i,
+                        held[i], want[i]));
+      }
+      break;
+    }
+  };
+  report.switches = static_cast<std::uint32_t>(t.num_switches());
+  const std::uint32_t blocks = routes.max_lid.value / routing::kLftBlockSize + 1;
+  // Named before the co_await (see discovery/coro.hpp).
+  std::function<std::vector<std::uint8_t>(SwitchIndex)> paths = path_to;
+  LftBlockFn each = compare;
+  const std::vector<std::uint8_t> silent =
+      co_await read_lft_blocks(t, s->lids->space.extended(), blocks, paths, each);
   for (std::uint8_t x : silent) report.switches_silent += x;
   co_return report;
 }

@@ -327,6 +327,15 @@ class SubnetManager final : public state::SmControl {
   void start_verify();
   awaitable<void> verify_task(bool read_back);
   awaitable<state::ReadBackReport> read_back(std::shared_ptr<const state::FabricState> s);
+  // Reads LFT blocks 0..blocks-1 of every switch of `t` along
+  // `path_to(switch)` (empty: none known, the switch is left out) and hands
+  // each answer to on_block(switch index, block, its 64 ports). By switch
+  // index: 1 where a block went unanswered or no path was known.
+  using LftBlockFn =
+      std::function<void(std::uint32_t sw, std::uint32_t block, std::span<const std::uint8_t>)>;
+  awaitable<std::vector<std::uint8_t>> read_lft_blocks(
+      const routing::Topology& t, bool extended, std::uint32_t blocks,
+      std::function<std::vector<std::uint8_t>(SwitchIndex)> path_to, LftBlockFn on_block);
 
   boost::asio::io_context& io_;
   Strand strand_;
