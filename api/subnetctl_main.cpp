@@ -39,14 +39,19 @@ namespace {
 // ---------------------------------------------------------------------------
 // Commands
 
-Outcome cmd_status(Client& c) {
-  v1::GetStatusResponse r;
+// GetStatus into `r`; with --json it is printed here and `printed` set.
+Outcome fetch_status(Client& c, v1::GetStatusResponse& r, bool& printed) {
   auto ctx = c.ctx();
   if (auto s = c.sm().GetStatus(ctx.get(), {}, &r); !s.ok()) return c.fail(s);
-  if (c.opts().json) {
-    print_json(r);
-    return std::nullopt;
-  }
+  printed = c.opts().json;
+  if (printed) print_json(r);
+  return std::nullopt;
+}
+
+Outcome cmd_status(Client& c) {
+  v1::GetStatusResponse r;
+  bool printed = false;
+  if (Outcome o = fetch_status(c, r, printed); o || printed) return o;
   const std::string state =
       v1::SmState_Name(r.state()).substr(std::string_view("SM_STATE_").size());
   const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -107,12 +112,8 @@ Outcome cmd_status(Client& c) {
 // The SM election: our role and every other SM seen.
 Outcome cmd_sm(Client& c) {
   v1::GetStatusResponse r;
-  auto ctx = c.ctx();
-  if (auto s = c.sm().GetStatus(ctx.get(), {}, &r); !s.ok()) return c.fail(s);
-  if (c.opts().json) {
-    print_json(r);
-    return std::nullopt;
-  }
+  bool printed = false;
+  if (Outcome o = fetch_status(c, r, printed); o || printed) return o;
   const auto name = [](v1::SmState s) {
     return v1::SmState_Name(s).substr(std::string_view("SM_STATE_").size());
   };
