@@ -78,8 +78,8 @@ sys.path.insert(0, HERE)
 from ibsim_helpers import (INTEROP_PARTITIONS, Ibsim, find_umad2sim,  # noqa: E402
                            netfile as make_netfile, write_subnetd_config)
 from interop_daemon import check_daemon  # noqa: E402
-from interop_lib import (Child, Env, Fabric, Failures, log, parse_sminfo,  # noqa: E402
-                         trace_pairs)
+from interop_lib import (Child, Env, Fabric, Failures, fresh_dir, log, missing_tools,  # noqa: E402
+                         parse_sminfo, trace_pairs)
 
 TOOLS = ["ibsim", "ibnetdiscover", "ibroute", "ibtracert", "smpquery", "sminfo", "ibdmchk"]
 IS_SM = 0x2
@@ -334,16 +334,14 @@ def main():
         ap.error("the daemon checks need --subnetctl (its events tell when the daemon rerouted) "
                  "and --reset-switch (the power cycle)")
 
-    missing = [t for t in TOOLS if shutil.which(t) is None]
     umad2sim = find_umad2sim()
-    if missing or not umad2sim:
-        print("SKIP: missing %s" % ", ".join(missing + ([] if umad2sim else ["libumad2sim.so"])))
+    skip = missing_tools(TOOLS, umad2sim)
+    if skip:
+        print(skip)
         return 77
 
     name, _, spec = args.fabric.partition("=")
-    work = os.path.abspath(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_dir(args.workdir)
     try:
         netfile, sizing, summary = make_netfile(args.netfile_tool, spec, os.path.join(work, name + ".net"))
     except RuntimeError as e:

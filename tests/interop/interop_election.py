@@ -40,8 +40,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from ibsim_helpers import (Ibsim, find_umad2sim, netfile as make_netfile, read_net,  # noqa: E402
                            write_subnetd_config)
-from interop_lib import (Child, Env, Failures, Fabric, follow_events, log,  # noqa: E402
-                         parse_sminfo, subnetctl)
+from interop_lib import (Child, Env, Failures, Fabric, follow_events, fresh_dir,  # noqa: E402
+                         log, missing_tools, parse_sminfo, subnetctl)
 from interop import check_ibdmchk  # noqa: E402
 from proc_helpers import NotifySocket  # noqa: E402
 
@@ -123,6 +123,15 @@ def wait_master(env, args, sm, follower, after_id, timeout):
                          timeout)
 
 
+def kill_and_wait_master(victim, env, args, sm, follower, after_id, timeout=60):
+    """kill -9 `victim` (the master); (the event of `sm` taking over, as
+    wait_master, or None; seconds from the kill)."""
+    t0 = time.time()
+    victim.kill()
+    ev = wait_master(env, args, sm, follower, after_id, timeout) if follower else None
+    return ev, time.time() - t0
+
+
 def subnetd_pair(env, ib, net, args, work, sockdir, fails):
     where = "subnetd-pair"
     cas = net.cas()
@@ -193,10 +202,7 @@ def subnetd_pair(env, ib, net, args, work, sockdir, fails):
         # Kill the master; the standby takes over.
         last = int(status(env, args, lo, where, fails).get("last_event_id", "0"))
         lo_log_at = len(lo.log_text())
-        t0 = time.time()
-        hi.kill()
-        ev = wait_master(env, args, lo, follow_lo, last, 60) if follow_lo else None
-        took = time.time() - t0
+        ev, took = kill_and_wait_master(hi, env, args, lo, follow_lo, last)
         if ev is None:
             fails.add(where, "low did not take over within 60 s, see %s" % lo.child.log.name)
             return
@@ -302,11 +308,8 @@ def opensm_pair(env, ib, net, args, work, sockdir, fails):
             fails.add(where, "sminfo with subnetd standing by: %s" % out.strip())
         log("  subnetd (priority 5) stands by for OpenSM (priority 15) at LID %d" % osm_info["lid"])
         follow = follow_events(env, args, sm.api, work, "subnetd-events.log", where, fails)
-        last = int(st.get("last_event_id", "0"))
-        t0 = time.time()
-        osm.kill()
-        ev = wait_master(env, args, sm, follow, last, 60) if follow else None
-        took = time.time() - t0
+        ev, took = kill_and_wait_master(osm, env, args, sm, follow,
+                                        int(st.get("last_event_id", "0")))
         if ev is None:
             fails.add(where, "subnetd did not take over from OpenSM, see %s" % sm.child.log.name)
             return
@@ -394,17 +397,13 @@ def main():
     args = ap.parse_args()
     for k in ("subnetd", "subnetctl", "netfile_tool"):
         setattr(args, k, os.path.abspath(getattr(args, k)))
-    tools = TOOLS + (["opensm"] if args.peer == "opensm" else [])
-    missing = [t for t in tools if shutil.which(t, path=os.environ.get("PATH", "") + ":/usr/sbin")
-               is None]
     umad2sim = find_umad2sim()
-    if missing or not umad2sim:
-        print("SKIP: missing %s" % ", ".join(missing + ([] if umad2sim else ["libumad2sim.so"])))
+    skip = missing_tools(TOOLS + (["opensm"] if args.peer == "opensm" else []), umad2sim)
+    if skip:
+        print(skip)
         return 77
     name, _, spec = args.fabric.partition("=")
-    work = os.path.abspath(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_dir(args.workdir)
     path, sizing, summary = make_netfile(args.netfile_tool, spec, os.path.join(work, name + ".net"))
     net = read_net(path)
     log("%s: %s (%s)" % (name, spec, summary))

@@ -37,6 +37,25 @@ def log(msg):
     print(msg, flush=True)
 
 
+def missing_tools(tools, umad2sim):
+    """The SKIP line naming what of `tools` (programs, also looked for in
+    /usr/sbin) and libumad2sim.so (`umad2sim`, found or None) is missing,
+    or None when nothing is."""
+    path = os.environ.get("PATH", "") + ":/usr/sbin"
+    missing = [t for t in tools if shutil.which(t, path=path) is None]
+    if not umad2sim:
+        missing.append("libumad2sim.so")
+    return "SKIP: missing %s" % ", ".join(missing) if missing else None
+
+
+def fresh_dir(path):
+    """`path` made absolute, emptied and created."""
+    path = os.path.abspath(path)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 class Env:
     """Runs programs under the preload for one ibsim, each in a fresh working
     directory under `scratch` (ibsim_helpers.client_cwd says why)."""
