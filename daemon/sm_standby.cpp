@@ -98,18 +98,28 @@ asio::awaitable<Result<mad::SmInfo>> SubnetManager::ask_peer(
   if (it == sm_peers_.end() || (!it->second.have_path && !it->second.lid.valid())) {
     co_return Error{Errc::kNotFound, fmt::format("no route to SM {} known", guid_str(to))};
   }
-  const SmPeerEntry& e = it->second;
+  // Copied: the book may change while the answer is awaited.
+  const std::vector<std::uint8_t> path =
+      it->second.have_path ? it->second.path : std::vector<std::uint8_t>{};
+  const bool directed = it->second.have_path;
+  const std::uint32_t dlid = it->second.lid.value;
+  co_return co_await ask_sminfo(directed, path, dlid, ctl, as, retries);
+}
+
+asio::awaitable<Result<mad::SmInfo>> SubnetManager::ask_sminfo(
+    bool directed, std::vector<std::uint8_t> path, std::uint32_t dlid,
+    std::optional<discovery::SmControl> ctl, SmState as, unsigned retries) {
+  SUBNETD_ASSERT_ON(strand_);
   const auto method = ctl ? mad::Method::kSet : mad::Method::kGet;
   const std::uint32_t attr_mod = ctl ? static_cast<std::uint32_t>(*ctl) : 0;
-  mad::Smp smp = e.have_path ? mad::make_dr_smp(method, mad::AttrId::kSmInfo, attr_mod, e.path, 0)
-                             : mad::make_lr_smp(method, mad::AttrId::kSmInfo, attr_mod, 0);
+  mad::Smp smp = directed ? mad::make_dr_smp(method, mad::AttrId::kSmInfo, attr_mod, path, 0)
+                          : mad::make_lr_smp(method, mad::AttrId::kSmInfo, attr_mod, 0);
   // A Get carries our key too: a peer with the same key shows its own.
   own_sm_info(as).encode(mad::data_of(smp));
   discovery::FlowOptions fo;
   fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
   fo.retries = retries;
   fo.sm_lid = own_lid_.valid() ? own_lid_.value : 0xFFFF;
-  const std::uint32_t dlid = e.lid.value;
   // The flow and the outcome live in the coroutine frame (see send_port_phys).
   discovery::Flow flow(engine_, fo);
   Result<mad::SmInfo> outcome = Error{Errc::kCancelled, "subnetd is stopping"};
@@ -335,20 +345,11 @@ asio::awaitable<void> SubnetManager::trap144_received(std::uint32_t lid) {
   SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
   if (lid == 0 || lid == own_lid_.value) co_return;
-  mad::Smp smp = mad::make_lr_smp(mad::Method::kGet, mad::AttrId::kSmInfo, 0, 0);
-  own_sm_info(election_.state()).encode(mad::data_of(smp));
-  discovery::FlowOptions fo;
-  fo.timeout = std::chrono::duration_cast<std::chrono::microseconds>(cfg_.sweep.timeout);
-  fo.retries = std::min(cfg_.sweep.retries, 1U);
-  fo.sm_lid = own_lid_.valid() ? own_lid_.value : 0xFFFF;
-  discovery::Flow flow(engine_, fo);
-  std::optional<mad::SmInfo> info;
-  flow.submit(smp, lid, [&info](Result<mad::Smp> r) {
-    if (r.ok()) info = mad::SmInfo::decode(mad::data_of(*r));
-  });
-  co_await flow.drained();
-  if (alive.expired() || stopped_ || !info) co_return;
-  const PeerSm p = peer_of(*info);
+  const std::vector<std::uint8_t> lid_routed;  // named before the co_await (discovery/coro.hpp)
+  auto info = co_await ask_sminfo(false, lid_routed, lid, std::nullopt, election_.state(),
+                                  std::min(cfg_.sweep.retries, 1U));
+  if (alive.expired() || stopped_ || !info.ok()) co_return;
+  const PeerSm p = peer_of(info.value());
   if (!election_.accepts(p) || p.state == SmState::kNotActive) co_return;
   SmPeerEntry& e = sm_peers_[p.guid];
   if (!e.have_path) e.lid = Lid{lid};

@@ -301,6 +301,12 @@ class SubnetManager final : public state::SmControl {
   awaitable<Result<discovery::mad::SmInfo>> ask_peer(Guid to,
                                                      std::optional<discovery::SmControl> ctl,
                                                      discovery::SmState as, unsigned retries);
+  // The same to a directed route (`directed`) or a LID.
+  awaitable<Result<discovery::mad::SmInfo>> ask_sminfo(bool directed,
+                                                       std::vector<std::uint8_t> path,
+                                                       std::uint32_t dlid,
+                                                       std::optional<discovery::SmControl> ctl,
+                                                       discovery::SmState as, unsigned retries);
   // A master got trap 144 from `lid`: an SM there that is master too or
   // outranks us makes a heavy sweep (whose end hands over, or settles two
   // masters); anything else (a tool holding the port's issm) changes
