@@ -186,6 +186,14 @@ int register_service(const Port& p, std::uint64_t id, const std::string& name,
 int subscribe(const Port& p, const std::vector<unsigned long>& traps, int wait_s, bool issm) {
   int issm_fd = -1;
   if (issm) {
+    // A port that says IsSM gets an SM's SMPs (a master asks it for its
+    // SMInfo): agents for them, so that they have somewhere to go; receive()
+    // skips them. Registered before issm is opened: opening it makes ibsim
+    // send the master trap 144, whose SMInfo Get can arrive at once, and
+    // umad2sim's receiver crashes the client on a MAD of a class nobody
+    // registered (seen in CI as "no subscription" under load).
+    umad_register(p.fd, 0x01, 1, 0, nullptr);
+    umad_register(p.fd, 0x81, 1, 0, nullptr);
     std::array<char, 256> path{};
     if (umad_get_issm_path(p.info.ca_name, p.info.portnum, path.data(),
                            static_cast<int>(path.size())) < 0 ||
@@ -194,11 +202,6 @@ int subscribe(const Port& p, const std::vector<unsigned long>& traps, int wait_s
                    p.info.portnum);
       return 1;
     }
-    // A port that says IsSM gets an SM's SMPs (a master asks it for its
-    // SMInfo): agents for them, so that they have somewhere to go; receive()
-    // skips them.
-    umad_register(p.fd, 0x01, 1, 0, nullptr);
-    umad_register(p.fd, 0x81, 1, 0, nullptr);
   }
   sa::SaMad q;
   q.method = static_cast<std::uint8_t>(sa::Method::kSet);
