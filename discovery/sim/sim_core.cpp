@@ -316,7 +316,10 @@ void SimCore::send_from_sm(const Mad& mad) {
 }
 
 void SimCore::to_sm(std::uint32_t pk, NodeId node, PortNum in, bool lid_routed) {
-  if (node != sm_.node || in != sm_.port) return drop(pk, DropReason::kNoSm);
+  if (node != sm_.node || in != sm_.port) {
+    if (PeerSmSim* peer = peer_at(node, in)) return peer_received(pk, *peer);
+    return drop(pk, DropReason::kNoSm);
+  }
   const Packet& p = pool_[pk];
   Mad m;
   mad::encode_smp(p.smp, std::span<std::uint8_t, kMadSize>(m.data));
@@ -544,10 +547,13 @@ void SimCore::dr_return(std::uint32_t pk, NodeId node, PortNum in) {
 void SimCore::to_sma(std::uint32_t pk, NodeId node, PortNum in) {
   const mad::Smp& s = pool_[pk].smp;
   if (silent_[node.value] != 0) return drop(pk, DropReason::kSilentNode);
-  // SMInfo at the SM's own port is the SM's business, not the SMA's.
-  if (node == sm_.node && in == sm_.port && s.attr_id == mad::AttrId::kSmInfo && !s.is_response()) {
-    const bool lid_routed = !s.directed() || !permissive(s.dr_dlid);
-    return to_sm(pk, node, in, lid_routed);
+  // SMInfo at an SM's port is the SM's business, not the SMA's.
+  if (s.attr_id == mad::AttrId::kSmInfo && !s.is_response()) {
+    if (node == sm_.node && in == sm_.port) {
+      const bool lid_routed = !s.directed() || !permissive(s.dr_dlid);
+      return to_sm(pk, node, in, lid_routed);
+    }
+    if (PeerSmSim* peer = peer_at(node, in)) return peer_request(pk, *peer, node, in);
   }
   if (!opts_.latency || opts_.latency->sma_processing.count() == 0) {
     return sma_done(pk, node, in);
@@ -577,6 +583,11 @@ void SimCore::sma_done(std::uint32_t pk, NodeId node, PortNum in) {
     case SmaOutcome::kForeignVendor:
       return drop(pk, DropReason::kVendorAttribute);
   }
+  respond(pk, node, in);
+}
+
+void SimCore::respond(std::uint32_t pk, NodeId node, PortNum in) {
+  Packet& p = pool_[pk];
   mad::Smp& s = p.smp;
   // The response goes back the way the request came: LID-routed to the
   // request's source, or along the directed route (from the LID-routed end

@@ -123,6 +123,17 @@ class SimCore {
   mad::pma::PortCounters port_counters(PortRef at);
   mad::pma::PortCountersExtended port_counters_ext(PortRef at);
 
+  // ---- peer SMs (sim_peer_sm.cpp; SimFabric::set_peer_sm). The caller
+  // checked that `at` is a CA port other than the SM's.
+  void set_peer_sm(PortRef at, const PeerSmOptions& o);
+  void set_peer_sm_alive(PortRef at, bool alive);
+  std::optional<PeerSmView> peer_sm(PortRef at) const;
+  // The peer at `at` sends an SMInfo Set (`control` the modifier, its own
+  // SMInfo the data) LID-routed to the SM's port; nothing if it is dead.
+  void peer_sm_send(PortRef at, std::uint32_t control);
+  // PortInfo:CapabilityMask.IsSM of a CA port: the SM's, or a live peer's.
+  bool holds_is_sm(NodeId node, PortNum port) const;
+
   // ---- inspection
   const routing::Topology& topology() const { return topo_; }
   const SimStats& stats() const { return stats_; }
@@ -272,6 +283,8 @@ class SimCore {
   void dr_return(std::uint32_t pk, NodeId node, PortNum in);
   void to_sma(std::uint32_t pk, NodeId node, PortNum in);
   void to_sm(std::uint32_t pk, NodeId node, PortNum in, bool lid_routed);
+  // Sends an SMA's (or peer SM's) answer back the way its request came.
+  void respond(std::uint32_t pk, NodeId node, PortNum in);
   void sma_done(std::uint32_t pk, NodeId node, PortNum in);
 
   // ---- link state machine and traps (sim_core.cpp)
@@ -327,6 +340,20 @@ class SimCore {
   Clock traffic_now() const;
 
   // ---- the SMA (sim_sma.cpp)
+  // ---- peer SMs (sim_peer_sm.cpp)
+  struct PeerSmSim {
+    PortRef at;
+    PeerSmView v;
+    bool handover_sent = false;  // a HANDOVER it sent, not yet acknowledged
+  };
+  PeerSmSim* peer_at(NodeId node, PortNum port);
+  mad::SmInfo peer_info(const PeerSmSim& p, std::uint8_t state, bool show_key) const;
+  void send_peer_set(PeerSmSim& p, std::uint32_t control, std::uint8_t as);
+  // An SMInfo request reached the peer's port / anything else did (an
+  // answer to its Set, a trap).
+  void peer_request(std::uint32_t pk, PeerSmSim& p, NodeId node, PortNum in);
+  void peer_received(std::uint32_t pk, PeerSmSim& p);
+
   enum class SmaOutcome : std::uint8_t { kRespond, kConsumed, kUnexpected, kForeignVendor };
   SmaOutcome sma_handle(Packet& p, NodeId node, PortNum in);
   std::uint16_t sma_node_info(mad::Smp& s, NodeId node, PortNum in);
@@ -355,6 +382,7 @@ class SimCore {
   std::vector<SwitchSim> switches_;    // by switch_index
   std::vector<std::uint8_t> powered_;  // by node
   std::vector<std::uint8_t> silent_;   // by node: SMA does not answer (fault injection)
+  std::unordered_map<std::uint32_t, PeerSmSim> peers_;  // by port index
   // Allocated on first write (empty otherwise).
   std::vector<std::vector<std::uint8_t>> lfts_;   // by switch_index, LID-indexed
   std::vector<std::vector<std::uint8_t>> sl2vl_;  // by node: 8 bytes per (output) port

@@ -302,6 +302,67 @@ Result<mad::pma::PortCounters> SimFabric::port_counters(PortRef at) {
   return core_.port_counters(at);
 }
 
+// ------------------------------------------------------------------ peer SMs
+
+Result<void> SimFabric::set_peer_sm(PortRef at, const PeerSmOptions& options) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(at));
+  const routing::Topology& t = core_.topology();
+  if (t.node(at.node).type != routing::NodeType::kCa) {
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("simulator: a peer SM sits on a CA port; {} is not a CA", t.label(at.node))};
+  }
+  if (at == core_.sm_port()) {
+    return Error{Errc::kInvalidArgument, fmt::format("simulator: {} port {} is the SM's own port",
+                                                     t.label(at.node), at.port)};
+  }
+  if (options.priority > 15 || options.state > 3) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("simulator: peer SM priority {} / state {} (0-15 / 0-3)",
+                             options.priority, options.state)};
+  }
+  core_.set_peer_sm(at, options);
+  return {};
+}
+
+Result<void> SimFabric::set_peer_sm_alive(PortRef at, bool alive) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(at));
+  if (!core_.peer_sm(at)) return no_peer_sm(at);
+  core_.set_peer_sm_alive(at, alive);
+  return {};
+}
+
+Result<void> SimFabric::peer_sm_send(PortRef at, std::uint32_t control) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(at));
+  const auto peer = core_.peer_sm(at);
+  if (!peer || !peer->alive) return no_peer_sm(at);
+  if (control < 1 || control > 5) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("simulator: SMInfo control {} (1 HANDOVER .. 5 DISCOVER)", control)};
+  }
+  core_.peer_sm_send(at, control);
+  core_.run_until(core_.now(), false);
+  sync_event_fd();
+  return {};
+}
+
+Result<PeerSmView> SimFabric::peer_sm(PortRef at) const {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(at));
+  auto peer = core_.peer_sm(at);
+  if (!peer) return no_peer_sm(at);
+  return *peer;
+}
+
+Error SimFabric::no_peer_sm(PortRef at) const {
+  return Error{Errc::kNotFound, fmt::format("simulator: no {}peer SM at {} port {}",
+                                            core_.peer_sm(at) ? "live " : "",
+                                            core_.topology().label(at.node), at.port)};
+}
+
 Result<void> SimFabric::check_port(PortRef at) const {
   const routing::Topology& t = core_.topology();
   if (at.node.value >= t.num_nodes()) {

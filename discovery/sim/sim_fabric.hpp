@@ -123,6 +123,21 @@ class SimFabric final : public Transport {
   // What a PortCounters Get of the port answers now (tests).
   Result<mad::pma::PortCounters> port_counters(PortRef at);
 
+  // ---- peer SMs (thread-safe; sim_types.hpp PeerSmOptions, issue 17)
+  // Places a peer SM at CA port `at`, or changes its priority, state and
+  // key (a restart with another config, a SIGHUP). Errors: not a CA port,
+  // the SM's own port.
+  Result<void> set_peer_sm(PortRef at, const PeerSmOptions& options);
+  // Kills the peer (as kill -9: its SMInfo goes unanswered and IsSM clears)
+  // or brings it back. Error: no peer SM at `at`.
+  Result<void> set_peer_sm_alive(PortRef at, bool alive);
+  // The peer sends the SM an SMInfo Set: `control` 1 HANDOVER, 2
+  // ACKNOWLEDGE, 3 DISABLE, 4 STANDBY, 5 DISCOVER, its SMInfo as it is now.
+  // Errors: no live peer SM at `at`, `control` out of range.
+  Result<void> peer_sm_send(PortRef at, std::uint32_t control);
+  // The peer as it is now. Error: no peer SM at `at`.
+  Result<PeerSmView> peer_sm(PortRef at) const;
+
   // ---- switch-local fast failover (thread-safe; discovery/README.md)
   // Arms a switch's failover tables (replacing any), or disarms them with
   // `enabled` false; either clears its notification state. Errors: unknown
@@ -183,6 +198,7 @@ class SimFabric final : public Transport {
   void sync_event_fd();
   Result<PortRef> check_link_end(PortRef end) const;
   Result<void> check_port(PortRef at) const;
+  Error no_peer_sm(PortRef at) const;  // caller holds mu_
   Result<NodeId> check_switch(NodeId node) const;
   Result<NodeId> find_node(std::string_view description) const;
 

@@ -205,7 +205,7 @@ mad::PortInfo SimCore::build_port_info(NodeId node, PortNum port, PortNum in) co
     pi.master_sm_sl = ps.master_sm_sl;
     pi.capability_mask = mad::kCapIsTrapSupported | kCapSlMapping | kCapSystemImageGuid;
     if (!swn) pi.capability_mask |= kCapClientReregistration;
-    if (node == sm_.node && port == sm_.port) pi.capability_mask |= mad::kCapIsSm;
+    if (holds_is_sm(node, port)) pi.capability_mask |= mad::kCapIsSm;
     pi.guid_cap = 1;
     pi.resp_time_value = kRespTimeValue;
   }

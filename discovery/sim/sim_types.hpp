@@ -129,6 +129,34 @@ struct SimOptions {
   std::unordered_map<std::uint32_t, Guid> node_guid_answers;
 };
 
+// Another SM in the simulated subnet (SimFabric::set_peer_sm; issue 17):
+// a scripted peer at a CA port that holds IsSM, answers SMInfo Get with its
+// SMInfo and takes SMInfo Sets as IBA 14.4.3 lets an SM take them. It
+// sweeps, polls and programs nothing: a test moves it (its priority and
+// state, a HANDOVER it sends) as the peer's own logic would, and kills it
+// (its SMInfo goes unanswered, IsSM clears) as kill -9 would.
+struct PeerSmOptions {
+  std::uint8_t priority = 0;  // 0..15
+  std::uint8_t state = 2;     // SMInfo SMState: 0 NOTACTIVE, 1 DISCOVERING, 2 STANDBY, 3 MASTER
+  std::uint64_t sm_key = 1;   // OpenSM's default, as subnetd's
+};
+
+// What the peer SM is and what it was told.
+struct PeerSmView {
+  Guid guid;  // its port GUID
+  PeerSmOptions now;
+  bool alive = true;
+  std::uint32_t act_count = 0;
+  std::uint64_t gets = 0;     // SMInfo Gets answered
+  std::uint64_t sets = 0;     // SMInfo Sets received (taken or refused)
+  std::uint64_t refused = 0;  // Sets refused (wrong sender state, wrong own state, wrong key)
+  std::uint64_t sent = 0;     // SMInfo Sets it sent (SimFabric::peer_sm_send, ACKNOWLEDGE)
+  std::uint64_t answers = 0;  // answers to its Sets that reached it
+  std::uint64_t traps = 0;    // traps that reached it (trap 144 from a standby)
+  std::uint16_t last_answer_status = 0;  // MAD status of the last answer to its Sets
+  std::uint32_t last_control = 0;        // attribute modifier of the last Set received
+};
+
 // Counter increments injected at a port (SimFabric::inject_port_errors).
 struct PortErrors {
   std::uint32_t symbol_errors = 0;
