@@ -56,22 +56,34 @@ BOUND_S = (0.5 * RETRIES + 1.5) * (
 
 class Sm:
     """One subnetd on simulated node `host` with its own API socket, store,
-    dump directory and notify socket."""
+    dump directory and notify socket; `key`: its sm.key (None: the default,
+    1)."""
 
-    def __init__(self, name, host, prio, args, env, workdir, sockdir, poll=POLL, retries=RETRIES):
+    def __init__(self, name, host, prio, args, env, workdir, sockdir, poll=POLL, retries=RETRIES,
+                 key=None):
         self.name, self.host, self.prio = name, host, prio
+        self.poll, self.retries = poll, retries
         self.api = os.path.join(sockdir, name + ".sock")
         self.dump = os.path.join(workdir, name + "-dump")
         self.notify = NotifySocket(os.path.join(sockdir, name + ".notify"))
         cfg = os.path.join(workdir, name + ".yaml")
         write_subnetd_config(cfg, "updn", os.path.join(workdir, name + ".db"), self.api)
-        with open(cfg, "a") as f:
-            f.write("sm:\n  priority: %d\n  poll_period: %s\n  poll_retries: %d\n"
-                    % (prio, poll, retries))
+        with open(cfg) as f:
+            self.base_cfg = f.read()
         self.cfg = cfg
+        self.write_sm(key)
         self.child = Child([args.subnetd, "--config", cfg, "--dump-dir", self.dump], env,
                            os.path.join(workdir, name + ".log"),
                            extra_env=dict(self.notify.env, SIM_HOST=host))
+
+    def write_sm(self, key=None):
+        """The config with its sm: section (priority, polling, `key` unless
+        None), as at the start or for a SIGHUP."""
+        with open(self.cfg, "w") as f:
+            f.write(self.base_cfg + "sm:\n  priority: %d\n  poll_period: %s\n  poll_retries: %d\n"
+                    % (self.prio, self.poll, self.retries))
+            if key is not None:
+                f.write("  key: %d\n" % key)
 
     def ready(self, timeout=60):
         return self.notify.wait_for("READY=1", self.child.proc, timeout) is not None
@@ -135,30 +147,57 @@ def kill_and_wait_master(victim, env, args, sm, follower, after_id, timeout=60):
     return ev, time.time() - t0
 
 
+class Pair:
+    """The two subnetd of --peer subnetd: L ("low", priority 5) on `lo_host`
+    comes up master, then H ("high", priority 10) on `hi_host` stands by,
+    tells L (trap 144) and takes L's handover. start() returns once H is
+    master, with both event streams followed (logged to WORKDIR/*-events.log);
+    close() stops them and both daemons. `key`: both SMs' sm.key."""
+
+    def __init__(self, env, args, work, sockdir, key=None):
+        self.env, self.args, self.work, self.sockdir, self.key = env, args, work, sockdir, key
+        self.lo = self.hi = self.follow_lo = self.follow_hi = None
+        self.lo_lids = {}  # port GUID -> LID as L assigned them
+
+    def start(self, lo_host, hi_host, where, fails):
+        env, args, work = self.env, self.args, self.work
+        self.lo = Sm("low", lo_host, 5, args, env, work, self.sockdir, key=self.key)
+        if not self.lo.ready():
+            fails.add(where, "low: not READY, see %s" % self.lo.child.log.name)
+            return False
+        self.lo_lids = lids_of(self.lo.dump)
+        self.follow_lo = follow_events(env, args, self.lo.api, work, "low-events.log", where, fails)
+        t0 = time.time()
+        self.hi = Sm("high", hi_host, 10, args, env, work, self.sockdir, key=self.key)
+        if not self.hi.ready():
+            fails.add(where, "high: not READY, see %s" % self.hi.child.log.name)
+            return False
+        self.follow_hi = follow_events(env, args, self.hi.api, work, "high-events.log", where,
+                                       fails, from_start=True)
+        if self.follow_hi is None or wait_master(env, args, self.hi, self.follow_hi, 0, 60) is None:
+            fails.add(where, "high: no handover to it, see %s and %s"
+                      % (self.hi.child.log.name, self.lo.child.log.name))
+            return False
+        log("  handover low -> high: high master %.2f s after its start" % (time.time() - t0))
+        return True
+
+    def close(self):
+        for f in (self.follow_hi, self.follow_lo):
+            if f is not None:
+                f.close()
+        for sm in (self.hi, self.lo):
+            if sm is not None:
+                sm.stop()
+
+
 def subnetd_pair(env, ib, net, args, work, sockdir, fails):
     where = "subnetd-pair"
     cas = net.cas()
-    lo = Sm("low", cas[1], 5, args, env, work, sockdir)
-    hi = None
+    pair = Pair(env, args, work, sockdir)
     try:
-        if not lo.ready():
-            fails.add(where, "low: not READY, see %s" % lo.child.log.name)
+        if not pair.start(cas[1], cas[-1], where, fails):
             return
-        lo_lids = lids_of(lo.dump)
-        follow_lo = follow_events(env, args, lo.api, work, "low-events.log", where, fails)
-        t0 = time.time()
-        hi = Sm("high", cas[-1], 10, args, env, work, sockdir)
-        if not hi.ready():
-            fails.add(where, "high: not READY, see %s" % hi.child.log.name)
-            return
-        follow_hi = follow_events(env, args, hi.api, work, "high-events.log", where, fails,
-                                  from_start=True)
-        if follow_hi is None or wait_master(env, args, hi, follow_hi, 0, 60) is None:
-            fails.add(where, "high: no handover to it, see %s and %s"
-                      % (hi.child.log.name, lo.child.log.name))
-            return
-        follow_hi.close()
-        log("  handover low -> high: high master %.2f s after its start" % (time.time() - t0))
+        lo, hi, lo_lids, follow_lo = pair.lo, pair.hi, pair.lo_lids, pair.follow_lo
         hi_st = status(env, args, hi, where, fails)
         lo_st = status(env, args, lo, where, fails)
         hi_lid = int(hi_st.get("sm_lid", 0))
@@ -222,12 +261,8 @@ def subnetd_pair(env, ib, net, args, work, sockdir, fails):
         if sent != 0:
             fails.add(where, "low rewrote %d LFT blocks taking over tables it routes alike" % sent)
         check_ibdmchk(lo.dump, Fabric(lo.dump), where, fails)
-        if follow_lo:
-            follow_lo.close()
     finally:
-        for sm in (hi, lo):
-            if sm is not None:
-                sm.stop()
+        pair.close()
 
 
 class OpenSm:
