@@ -4,19 +4,32 @@ takeover, with a second subnetd or with OpenSM as the peer (stdlib only).
 
   interop_election.py --fabric NAME=SPEC --peer subnetd|opensm --subnetd BIN
                       --subnetctl BIN --netfile-tool BIN --workdir DIR
+                      [--scenario takeover|split-brain]
 
 Each SM sits on its own simulated CA (umad2sim attaches a client to the
 node its SIM_HOST names); the diagnostics run from ibsim's first node.
 
---peer subnetd:
-  1. subnetd L (priority 5) comes up master; then subnetd H (priority 10)
-     starts: it finds L master, stands by and tells L (trap 144); L's sweep
-     finds H higher and hands over; H takes over keeping every LID.
-     Checked: sminfo names H, `sminfo L-LID` says STANDBY, L's status says
+--peer subnetd: subnetd L (priority 5) comes up master; then subnetd H
+(priority 10) starts: it finds L master, stands by and tells L (trap 144);
+L's sweep finds H higher and hands over; H takes over keeping every LID.
+Then, by --scenario:
+  takeover (default):
+  1. Checked: sminfo names H, `sminfo L-LID` says STANDBY, L's status says
      STANDBY naming H, a TriggerSweep on L is refused naming H, every port's
      LID in H's dump equals L's, and the LFT blocks H rewrote are counted.
   2. kill -9 H: L takes over within poll_period x poll_retries plus a
      sweep; every LID unchanged again; ibdmchk on L's tables.
+  split-brain (L and H on CAs under different leaves; needs a fabric whose
+  first node is under another leaf than H, e.g. ft2):
+  1. Every uplink of H's leaf unlinked (ibsim Unlink): L misses its polls,
+     takes over its side within the bound; H sweeps its leaf alone and stays
+     master. Both MASTER by their status and by plain sminfo run on each
+     side (SIM_HOST); no LID changed on either side.
+  2. The uplinks relinked (ReLink, trap 128 to both): their sweeps meet,
+     the election leaves H master (higher priority) and L STANDBY naming H,
+     by status and sminfo; H never left MASTER; every port's LID as before
+     the split; ibdmchk on H's tables. Prints the time from the ReLinks to
+     L's STANDBY and the LFT blocks each SM rewrote.
 --peer opensm:
   1. OpenSM (priority 15) master, subnetd (priority 5) starts: standby
      (its status names OpenSM's port GUID); OpenSM kill -9'd: subnetd takes
@@ -29,6 +42,7 @@ Prints the takeover times; exit 0 when every check passed, 77 when a tool is
 missing.
 """
 import argparse
+import datetime
 import os
 import re
 import shutil
@@ -265,6 +279,214 @@ def subnetd_pair(env, ib, net, args, work, sockdir, fails):
         pair.close()
 
 
+def leaf_of(net, ca):
+    """The switch port 1 of CA `ca` is cabled to."""
+    return net.nodes[ca]["links"][1][0]
+
+
+def uplinks(net, switch):
+    """The ports of `switch` cabled to another switch."""
+    return [p for p, (peer, _) in sorted(net.nodes[switch]["links"].items())
+            if net.nodes[peer]["switch"]]
+
+
+def last_event(env, args, sm, where, fails):
+    return int(status(env, args, sm, where, fails).get("last_event_id", "0"))
+
+
+def event_after(follower, after_id, kind, text, timeout):
+    """The first event of `kind` after `after_id` whose message holds `text`,
+    or None at the deadline."""
+    if follower is None:
+        return None
+    return follower.wait(lambda e: int(e.get("id", 0)) > after_id and e.get("kind") == kind
+                         and text in e.get("message", ""), timeout)
+
+
+def event_age(ev, since):
+    """Seconds from the wall-clock time `since` to the event's time stamp
+    (RFC 3339 in UTC, 0 to 9 decimals)."""
+    m = re.match(r"(\d+-\d+-\d+T\d+:\d+:\d+)(?:\.(\d+))?Z$", ev.get("time", ""))
+    if not m:
+        return float("nan")
+    t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
+    frac = float("0." + (m.group(2) or "0"))
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp() + frac - since
+
+
+def sminfo(env, argv=(), host=None):
+    """`sminfo ARGV` from the node `host` (ibsim's first node when None):
+    (exit status, the parsed answer or None, what it printed)."""
+    rc, out, err = env.run(["sminfo"] + list(argv), timeout=30,
+                           extra_env={"SIM_HOST": host} if host else None)
+    return rc, parse_sminfo(out), (out + err).strip()
+
+
+def sweep_counts(ev):
+    """(switches, CAs) a sweep event's summary names, or None."""
+    m = re.search(r"(\d+) switches, (\d+) CAs", (ev or {}).get("message", ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def check_roles(env, args, master, standby, diag_hosts, where, fails):
+    """`master` MASTER and `standby` STANDBY following it, by their status
+    and by sminfo: plain sminfo from each of `diag_hosts` (None: ibsim's
+    first node) names the master, and `sminfo LID` of each SM gives its
+    state. (master's status, standby's status)."""
+    m_st = status(env, args, master, where, fails)
+    s_st = status(env, args, standby, where, fails)
+    m_guid = int(m_st.get("sm_port_guid", "0"))
+    m_lid = int(m_st.get("sm_lid", 0))
+    if m_st.get("state") != "SM_STATE_MASTER":
+        fails.add(where, "%s: state %s, want MASTER" % (master.name, m_st.get("state")))
+    if s_st.get("state") != "SM_STATE_STANDBY" or int(s_st.get("master_guid", "0")) != m_guid:
+        fails.add(where, "%s: state %s following %s, want STANDBY following %s's port %#x"
+                  % (standby.name, s_st.get("state"), s_st.get("master_guid"), master.name,
+                     m_guid))
+    for host in diag_hosts:
+        rc, s, out = sminfo(env, [], host)
+        if not s or s["state"] != 3 or s["guid"] != m_guid or s["lid"] != m_lid:
+            fails.add(where, "sminfo from %s: %s (want %s master at LID %d)"
+                      % (host or "ibsim's first node", out, master.name, m_lid))
+    s_lid = int(s_st.get("sm_lid", 0))
+    for sm, lid, want in ((master, m_lid, 3), (standby, s_lid, 2)):
+        rc, s, out = sminfo(env, [str(lid)])
+        if not s or s["state"] != want or s["prio"] != sm.prio:
+            fails.add(where, "sminfo %d (%s): %s (want state %d, priority %d)"
+                      % (lid, sm.name, out, want, sm.prio))
+    return m_st, s_st
+
+
+def split_brain(env, ib, net, args, work, sockdir, fails):
+    """H's leaf cut off from the spines: L takes over the rest, H keeps its
+    leaf; the cables back, the election must leave H master, L standing by
+    for it, and every LID as before."""
+    where = "split-brain"
+    cas = net.cas()
+    hi_host = cas[-1]
+    hi_leaf = leaf_of(net, hi_host)
+    lo_host = next((c for c in cas[1:] if leaf_of(net, c) != hi_leaf), None)
+    cut = uplinks(net, hi_leaf)
+    hi_side = [c for c in cas if leaf_of(net, c) == hi_leaf]
+    hi_diag = next((c for c in hi_side if c != hi_host), None)
+    if lo_host is None or not cut or hi_diag is None or leaf_of(net, cas[0]) == hi_leaf:
+        fails.add(where, "the fabric has no two leaves with CAs and uplinks to split")
+        return
+    pair = Pair(env, args, work, sockdir)
+    try:
+        if not pair.start(lo_host, hi_host, where, fails):
+            return
+        lo, hi = pair.lo, pair.hi
+        before = lids_of(hi.dump)
+        lo_last = last_event(env, args, lo, where, fails)
+        hi_last = hi_first = last_event(env, args, hi, where, fails)
+        lo_at = len(lo.log_text())
+
+        # 1. Partition: every uplink of H's leaf unlinked.
+        t0 = time.time()
+        for port in cut:
+            ib.console('Unlink "%s"[%d]' % (hi_leaf, port))
+        ev = wait_master(env, args, lo, pair.follow_lo, lo_last, 60)
+        if ev is None:
+            fails.add(where, "low did not take over its side within 60 s of the cut, see %s"
+                      % lo.child.log.name)
+            return
+        took = event_age(ev, t0)
+        log("  %s[%s] unlinked: low master of its side after %.2f s; %s"
+            % (hi_leaf, ",".join(map(str, cut)), took, ev.get("message", "")[:120]))
+        if not took <= BOUND_S:
+            fails.add(where, "low took %.2f s to take its side over, over the %.1f s bound"
+                      % (took, BOUND_S))
+        n_sw, n_ca = len(net.switches()), len(cas)
+        if sweep_counts(ev) != (n_sw - 1, n_ca - len(hi_side)):
+            fails.add(where, "low's sweep of its side: %s (want %d switches, %d CAs)"
+                      % (ev.get("message"), n_sw - 1, n_ca - len(hi_side)))
+        # H's own sweep after the traps of its leaf: just that leaf.
+        want = (1, len(hi_side))
+        ev = pair.follow_hi.wait(
+            lambda e: int(e.get("id", 0)) > hi_last and e.get("kind") == "EVENT_KIND_SWEEP"
+            and sweep_counts(e) == want, 60)
+        if ev is None:
+            fails.add(where, "high: no sweep of its leaf alone within 60 s of the cut, see %s"
+                      % hi.child.log.name)
+            return
+        split = {}
+        for sm, host in ((lo, None), (hi, hi_diag)):
+            st = status(env, args, sm, where, fails)
+            split[sm.name] = st
+            rc, s, out = sminfo(env, [], host)
+            if st.get("state") != "SM_STATE_MASTER":
+                fails.add(where, "%s during the split: state %s, want MASTER"
+                          % (sm.name, st.get("state")))
+            if not s or s["state"] != 3 or s["guid"] != int(st.get("sm_port_guid", "-1")):
+                fails.add(where, "sminfo from %s during the split: %s (want %s master)"
+                          % (host or "ibsim's first node", out, sm.name))
+        for sm in (lo, hi):
+            changed = lid_changes(before, lids_of(sm.dump))
+            if changed:
+                fails.add(where, "%s's side: %d LIDs changed by the split, e.g. port %#x"
+                          % (sm.name, len(changed), changed[0]))
+        log("  split: both MASTER (low at LID %s, high at LID %s), each named by sminfo on "
+            "its side; %d LFT blocks rewritten by low"
+            % (split["low"].get("sm_lid"), split["high"].get("sm_lid"),
+               blocks_sent(lo.log_text(), lo_at)))
+
+        # 2. Healed: the uplinks back; one master must remain, H.
+        lo_last = last_event(env, args, lo, where, fails)
+        hi_last = last_event(env, args, hi, where, fails)
+        lo_at, hi_at = len(lo.log_text()), len(hi.log_text())
+        t0 = time.time()
+        for port in cut:
+            ib.console('ReLink "%s"[%d]' % (hi_leaf, port))
+        ev = event_after(pair.follow_lo, lo_last, "EVENT_KIND_SM_STATE", "-> STANDBY", 60)
+        if ev is None:
+            fails.add(where, "split brain not resolved: low not STANDBY 60 s after the ReLinks "
+                      "(low %s, high %s), see %s and %s"
+                      % (status(env, args, lo, where, fails).get("state"),
+                         status(env, args, hi, where, fails).get("state"),
+                         lo.child.log.name, hi.child.log.name))
+            check_quiet(pair.follow_hi, hi_first, hi, where, fails)
+            return
+        resolved = event_age(ev, t0)
+        # High sweeps the fabric it was handed (that sweep's event may name
+        # another reason when requests coalesce): one asked for now returns
+        # once a sweep begun after the handover has ended.
+        rc, _, err = env.run([args.subnetctl, "--socket", hi.api, "sweep"], timeout=120)
+        if rc != 0:
+            fails.add(where, "sweep on high after the handover: rc %d %s"
+                      % (rc, err.strip()[-200:]))
+        log("  healed: low STANDBY %.2f s after the ReLinks; %s"
+            % (resolved, ev.get("message", "")[:120]))
+        for e in pair.follow_hi.seen():
+            if int(e.get("id", 0)) > hi_last and e.get("kind") in ("EVENT_KIND_SM_STATE",
+                                                                  "EVENT_KIND_SWEEP"):
+                log("    high: %s" % e.get("message", "")[:160])
+        check_roles(env, args, hi, lo, (None, hi_diag), where, fails)
+        check_quiet(pair.follow_hi, hi_first, hi, where, fails)  # master all along
+        after = lids_of(hi.dump)
+        changed = lid_changes(before, after)
+        if changed or set(after) != set(before):
+            fails.add(where, "after the split: %d LIDs changed (e.g. port %#x), %d ports of %d"
+                      % (len(changed), changed[0] if changed else 0, len(after), len(before)))
+        hi_sent, lo_sent = blocks_sent(hi.log_text(), hi_at), blocks_sent(lo.log_text(), lo_at)
+        log("  split brain resolved in %.2f s: %d LIDs changed, %d LFT blocks rewritten by high, "
+            "%d by low" % (resolved, len(changed), hi_sent, lo_sent))
+        if not resolved <= BOUND_S:
+            fails.add(where, "the split brain took %.2f s to resolve, over the %.1f s bound"
+                      % (resolved, BOUND_S))
+        check_ibdmchk(hi.dump, Fabric(hi.dump), where, fails)
+    finally:
+        pair.close()
+
+
+def check_quiet(follower, after_id, sm, where, fails):
+    """No state change of `sm` since event `after_id`."""
+    moved = [e.get("message", "") for e in follower.seen() if int(e.get("id", 0)) > after_id
+             and e.get("kind") == "EVENT_KIND_SM_STATE" and " -> " in e.get("message", "")]
+    if moved:
+        fails.add(where, "%s changed state: %s" % (sm.name, "; ".join(moved)))
+
+
 class OpenSm:
     """OpenSM on simulated node `host` with priority `prio`, its files under
     WORKDIR/TAG (no system opensm.conf, no cache of an earlier run), its
@@ -423,16 +645,23 @@ def opensm_pair(env, ib, net, args, work, sockdir, fails):
                 x.stop()
 
 
+SCENARIOS = {"takeover": subnetd_pair, "split-brain": split_brain}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fabric", required=True, help="NAME=SPEC_OR_NETFILE")
     ap.add_argument("--peer", choices=["subnetd", "opensm"], required=True)
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="takeover",
+                    help="with --peer subnetd (default: takeover)")
     ap.add_argument("--subnetd", required=True)
     ap.add_argument("--subnetctl", required=True)
     ap.add_argument("--netfile-tool", required=True)
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
+    if args.peer != "subnetd" and args.scenario != "takeover":
+        ap.error("--scenario %s needs --peer subnetd" % args.scenario)
     for k in ("subnetd", "subnetctl", "netfile_tool"):
         setattr(args, k, os.path.abspath(getattr(args, k)))
     umad2sim = find_umad2sim()
@@ -453,7 +682,7 @@ def main():
     try:
         ib.start()
         if args.peer == "subnetd":
-            subnetd_pair(env, ib, net, args, work, sockdir, fails)
+            SCENARIOS[args.scenario](env, ib, net, args, work, sockdir, fails)
         else:
             opensm_pair(env, ib, net, args, work, sockdir, fails)
     except RuntimeError as e:
@@ -461,10 +690,13 @@ def main():
     finally:
         ib.stop()
         shutil.rmtree(sockdir, ignore_errors=True)
+    what = "%s/%s" % (name, args.peer)
+    if args.peer == "subnetd":
+        what += "/" + args.scenario
     if fails.items:
-        print("%s/%s: %d failure(s)" % (name, args.peer, len(fails.items)))
+        print("%s: %d failure(s)" % (what, len(fails.items)))
         return 1
-    print("%s/%s: all checks passed" % (name, args.peer))
+    print("%s: all checks passed" % what)
     return 0
 
 
