@@ -4,7 +4,7 @@ takeover, with a second subnetd or with OpenSM as the peer (stdlib only).
 
   interop_election.py --fabric NAME=SPEC --peer subnetd|opensm --subnetd BIN
                       --subnetctl BIN --netfile-tool BIN --workdir DIR
-                      [--scenario takeover|split-brain]
+                      [--scenario takeover|split-brain|bogus-set]
 
 Each SM sits on its own simulated CA (umad2sim attaches a client to the
 node its SIM_HOST names); the diagnostics run from ibsim's first node.
@@ -30,6 +30,17 @@ Then, by --scenario:
      by status and sminfo; H never left MASTER; every port's LID as before
      the split; ibdmchk on H's tables. Prints the time from the ReLinks to
      L's STANDBY and the LFT blocks each SM rewrote.
+  bogus-set (SMInfo Sets from ibsim's first node, no SM: `sminfo -s STATE
+  -p 15 LID MODIFIER`, SMInfo GUID 0 and SM_Key 0):
+  1. Both SMs at sm.key 0 (every SM a peer, so only the state rules
+     decide): DISABLE and DISCOVER to H and HANDOVER and DISABLE to L, each
+     from a sender in STANDBY, are refused: MAD status 0x1c back, an
+     SM_STATE event naming the refused Set, no state change; H MASTER and L
+     STANDBY by status and sminfo. Control: DISCOVER to L from a sender in
+     MASTER is obeyed (L discovers and follows H again).
+  2. Both reloaded (SIGHUP) to another sm.key: DISCOVER, DISABLE and
+     HANDOVER to L from a sender in MASTER, which the state rules allow, are
+     refused for the key alike.
 --peer opensm:
   1. OpenSM (priority 15) master, subnetd (priority 5) starts: standby
      (its status names OpenSM's port GUID); OpenSM kill -9'd: subnetd takes
@@ -66,6 +77,12 @@ RETRIES = 3
 # runs the sweep several times slower.
 BOUND_S = (0.5 * RETRIES + 1.5) * (
     4 if os.environ.get("TSAN_OPTIONS") or os.environ.get("ASAN_OPTIONS") else 1)
+# SMInfo Set attribute modifiers (IBA 14.2.5.13), as sminfo's MODIFIER.
+CONTROLS = {1: "HANDOVER", 2: "ACKNOWLEDGE", 3: "DISABLE", 4: "STANDBY", 5: "DISCOVER"}
+# The MAD status of a refused Set ("invalid field": 7 << 2).
+INVALID_FIELD = 0x1c
+# The SMs' sm.key for the wrong-key Sets (sminfo always sends SM_Key 0).
+WRONG_KEY = 0x5eed
 
 
 class Sm:
@@ -487,6 +504,98 @@ def check_quiet(follower, after_id, sm, where, fails):
         fails.add(where, "%s changed state: %s" % (sm.name, "; ".join(moved)))
 
 
+def send_refused(env, args, sm, follower, argv, what, where, fails):
+    """`sminfo ARGV` (an SMInfo Set) from ibsim's first node, which `sm`
+    must refuse: status "invalid field" (0x1c) back, and its SM_STATE event
+    naming the refused Set."""
+    ctl = CONTROLS[int(argv[-1])]
+    last = last_event(env, args, sm, where, fails)
+    rc, _, out = sminfo(env, ["-e"] + argv)  # -e: the MAD status on stderr
+    if rc == 0:
+        fails.add(where, "%s: %s obeyed `sminfo %s`: %s" % (what, sm.name, " ".join(argv), out))
+        return
+    m = re.search(r"error status (0x[0-9a-f]+)", out)
+    if not m or int(m.group(1), 16) != INVALID_FIELD:
+        fails.add(where, "%s: sminfo %s: %s (want MAD status %#x)"
+                  % (what, " ".join(argv), out[-300:], INVALID_FIELD))
+    ev = event_after(follower, last, "EVENT_KIND_SM_STATE", "SMInfo Set %s from" % ctl, 30)
+    if ev is None or "refused" not in ev.get("message", ""):
+        fails.add(where, "%s: no refusal event from %s within 30 s (got %s)" % (what, sm.name, ev))
+    else:
+        log("  %s: status %s; %s" % (what, m.group(1) if m else "?", ev["message"][:160]))
+
+
+def reload_key(env, args, sm, follower, key, where, fails):
+    """sm.key = `key` in `sm`'s config, SIGHUP, and the reload event."""
+    last = last_event(env, args, sm, where, fails)
+    sm.write_sm(key)
+    sm.child.proc.send_signal(signal.SIGHUP)
+    ev = event_after(follower, last, "EVENT_KIND_CONFIG_RELOAD", "sm.key", 30)
+    if ev is None:
+        fails.add(where, "%s: no reload applying sm.key within 30 s of SIGHUP, see %s"
+                  % (sm.name, sm.child.log.name))
+    return ev is not None
+
+
+def bogus_set(env, ib, net, args, work, sockdir, fails):
+    """SMInfo Sets from a port that is no SM: sminfo on ibsim's first node
+    (SMInfo GUID 0 and SM_Key 0) claiming a state, a priority, and the
+    modifier to apply. Refused by the state rules while both SMs run with
+    sm.key 0 (every SM a peer), then by the key once both run with another."""
+    where = "bogus-set"
+    cas = net.cas()
+    pair = Pair(env, args, work, sockdir, key=0)
+    try:
+        if not pair.start(cas[1], cas[-1], where, fails):
+            return
+        lo, hi, follow_lo, follow_hi = pair.lo, pair.hi, pair.follow_lo, pair.follow_hi
+        hi_st, lo_st = check_roles(env, args, hi, lo, (None,), where, fails)
+        hi_lid, lo_lid = str(hi_st.get("sm_lid", 0)), str(lo_st.get("sm_lid", 0))
+        lo_last = last_event(env, args, lo, where, fails)
+        hi_last = last_event(env, args, hi, where, fails)
+
+        # 1. The state rules: a Set from a sender in STANDBY (priority 15).
+        for sm, follower, lid, ctl in ((hi, follow_hi, hi_lid, 3), (hi, follow_hi, hi_lid, 5),
+                                       (lo, follow_lo, lo_lid, 1), (lo, follow_lo, lo_lid, 3)):
+            send_refused(env, args, sm, follower, ["-s", "2", "-p", "15", lid, str(ctl)],
+                         "sm.key 0, %s from a STANDBY sender to %s" % (CONTROLS[ctl], sm.name),
+                         where, fails)
+        check_quiet(follow_hi, hi_last, hi, where, fails)
+        check_quiet(follow_lo, lo_last, lo, where, fails)
+        check_roles(env, args, hi, lo, (None,), where, fails)
+
+        # The control: DISCOVER from a sender in MASTER is valid at sm.key
+        # 0: low discovers again and follows high once more.
+        rc, _, out = sminfo(env, ["-s", "3", "-p", "15", lo_lid, "5"])
+        ev = event_after(follow_lo, lo_last, "EVENT_KIND_SM_STATE", "-> DISCOVERING", 30)
+        ev2 = ev and event_after(follow_lo, int(ev["id"]), "EVENT_KIND_SM_STATE", "-> STANDBY",
+                                 60)
+        if rc != 0 or ev is None or ev2 is None:
+            fails.add(where, "control: DISCOVER from a MASTER sender to low: sminfo rc %d %s; "
+                      "events %s, %s" % (rc, out[-200:], ev, ev2))
+            return
+        log("  control, sm.key 0: DISCOVER from a MASTER sender obeyed by low: %s; %s"
+            % (ev["message"][:100], ev2["message"][:100]))
+        check_roles(env, args, hi, lo, (None,), where, fails)
+
+        # 2. The key: both at another key, Sets that the state rules allow
+        # (from a sender in MASTER) but with SM_Key 0 are refused.
+        if not (reload_key(env, args, hi, follow_hi, WRONG_KEY, where, fails)
+                and reload_key(env, args, lo, follow_lo, WRONG_KEY, where, fails)):
+            return
+        lo_last = last_event(env, args, lo, where, fails)
+        hi_last = last_event(env, args, hi, where, fails)
+        for ctl in (5, 3, 1):
+            send_refused(env, args, lo, follow_lo, ["-s", "3", "-p", "15", lo_lid, str(ctl)],
+                         "sm.key %#x, %s with SM_Key 0 from a MASTER sender to low"
+                         % (WRONG_KEY, CONTROLS[ctl]), where, fails)
+        check_quiet(follow_hi, hi_last, hi, where, fails)
+        check_quiet(follow_lo, lo_last, lo, where, fails)
+        check_roles(env, args, hi, lo, (None,), where, fails)
+    finally:
+        pair.close()
+
+
 class OpenSm:
     """OpenSM on simulated node `host` with priority `prio`, its files under
     WORKDIR/TAG (no system opensm.conf, no cache of an earlier run), its
@@ -645,7 +754,7 @@ def opensm_pair(env, ib, net, args, work, sockdir, fails):
                 x.stop()
 
 
-SCENARIOS = {"takeover": subnetd_pair, "split-brain": split_brain}
+SCENARIOS = {"takeover": subnetd_pair, "split-brain": split_brain, "bogus-set": bogus_set}
 
 
 def main():
