@@ -61,7 +61,10 @@ boost::asio::awaitable<Result<PushOutcome>> FastPath::repair_and_push(
     co_return engine.error() ? *engine.error()
                              : Error{Errc::kCancelled, "fast path: the MAD engine stopped"};
   }
-  o.latency = o.in_flight->flow.all_sent_at() - start;
+  // No block sent (no switch that has one is reachable): the push ended
+  // when it found that out, not at the flow's unset "all sent" time.
+  const Clock::time_point sent = o.in_flight->flow.all_sent_at();
+  o.latency = (sent == Clock::time_point{} ? Clock::now() : sent) - start;
   co_return o;
 }
 
@@ -91,6 +94,7 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
                                                  : mad::AttrId::kLinearForwardingTable;
   std::array<std::uint8_t, 64> route{};
   std::uint32_t switches = 0;
+  std::uint32_t reachable = 0;
   for (const routing::DirtyBlock& b : blocks) {
     const std::uint32_t s = b.sw.value;
     if (stamp_[s] == epoch_) continue;
@@ -101,12 +105,15 @@ std::shared_ptr<PushInFlight> FastPath::push(discovery::MadEngine& engine,
     if (len == 0) len = table_path(b.sw, route);
     path_len_[s] = static_cast<std::uint8_t>(len);
     if (len != 0) {
+      ++reachable;
       const mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, attr, 0,
                                             std::span<const std::uint8_t>(route.data(), len), 0);
       mad::encode_smp(smp, std::span<std::uint8_t, discovery::kMadSize>(tmpl_buf_[path_slot_[s]]));
     }
   }
-  state.switches = switches;
+  // Switches the push can reach; the others' blocks fail at once (a sweep
+  // programs them).
+  state.switches = reachable;
 
   auto give_up = [weak = std::weak_ptr<PushInFlight>(pending)](SwitchIndex s) {
     auto st = weak.lock();

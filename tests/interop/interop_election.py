@@ -492,6 +492,13 @@ def split_brain(env, ib, net, args, work, sockdir, fails):
             fails.add(where, "the split brain took %.2f s to resolve, over the %.1f s bound"
                       % (resolved, BOUND_S))
         check_ibdmchk(hi.dump, Fabric(hi.dump), where, fails)
+        # H's reroutes in its cut-off leaf find the spines' changed blocks
+        # unreachable: a push that sent nothing once said "rewritten in
+        # -77358224117 us" (minus the uptime).
+        for sm in (lo, hi):
+            bad = re.findall(r"rewritten in -\d+ us", sm.log_text())
+            if bad:
+                fails.add(where, "%s logged a negative reroute latency: %s" % (sm.name, bad[0]))
     finally:
         pair.close()
 
