@@ -315,11 +315,16 @@ void SubnetManager::on_sminfo_set(const mad::Smp& smp, const discovery::Mad& m) 
   }
   const char* ctl = discovery::sm_control_name(smp.attr_mod);
   if (r.status != mad::status::kOk) {
-    const std::string msg = fmt::format(
-        "SMInfo Set {} from SM {} (priority {}, {}) refused: not valid from a peer in that state "
-        "while we are {}",
-        ctl, guid_str(from.guid), from.priority, discovery::sm_state_name(from.state),
-        discovery::sm_state_name(election_.state()));
+    // Why, as the election decided: who sent it before what it asked.
+    const std::string why = from.guid == election_.self().guid
+                                ? std::string("it carries our own GUID")
+                            : !election_.accepts(from)
+                                ? std::string("its SM_Key is not ours")
+                                : fmt::format("not valid from a peer in that state while we are {}",
+                                              discovery::sm_state_name(election_.state()));
+    const std::string msg =
+        fmt::format("SMInfo Set {} from SM {} (priority {}, {}) refused: {}", ctl,
+                    guid_str(from.guid), from.priority, discovery::sm_state_name(from.state), why);
     spdlog::warn("{}", msg);
     events_.append(state::EventKind::kSmState, std::nullopt, std::nullopt, msg);
     return;

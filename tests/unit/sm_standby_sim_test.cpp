@@ -292,6 +292,22 @@ TEST_F(SmStandbySim, BogusSetsFromANonMasterAreRefused) {
   EXPECT_TRUE(sm.event_says("refused"));
 }
 
+TEST_F(SmStandbySim, AnSmWithAnotherKeyIsNoPeerAndItsSetsAreRefusedForThat) {
+  // A master with another SM_Key (another subnet's SM, or a misconfigured
+  // one): listed (every SM seen), not followed, its HANDOVER refused for
+  // the key.
+  ASSERT_TRUE(sim->set_peer_sm(peer, PeerSmOptions{12, kMaster, 7}).ok());
+  SmRun sm(*sim, 5);
+  ASSERT_TRUE(sm.run_until_state(state::SmState::kMaster, 5));
+  ASSERT_EQ(sm.now().sm_role.peers.size(), 1u);
+  EXPECT_EQ(sm.now().sm_role.master_guid, sim->local_port().port_guid);
+  ASSERT_TRUE(sim->peer_sm_send(peer, kHandover).ok());
+  ASSERT_TRUE(sm.run_until([&](const state::FabricState&) { return peer_view().answers == 1; }));
+  EXPECT_EQ(peer_view().last_answer_status, discovery::mad::status::kInvalidField);
+  EXPECT_TRUE(sm.event_says("refused: its SM_Key is not ours"));
+  EXPECT_EQ(sm.state(), state::SmState::kMaster);
+}
+
 TEST_F(SmStandbySim, AMasterDisablesAStandbyAndBringsItBack) {
   program_fabric();
   set_peer(10, kMaster);
