@@ -156,17 +156,21 @@ asio::awaitable<std::vector<std::uint8_t>> SubnetManager::read_lft_blocks(
   const mad::AttrId attr =
       extended ? mad::AttrId::kExtLinearForwardingTable : mad::AttrId::kLinearForwardingTable;
   std::vector<std::uint8_t> failed(t.num_switches(), 0);
+  std::vector<std::vector<std::uint8_t>> paths(t.num_switches());
+  for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
+    paths[sw] = path_to(SwitchIndex{sw});
+    if (paths[sw].empty()) failed[sw] = 1;  // no route known to it
+  }
+  // Block by block across the switches, not switch by switch: the queue
+  // then spans every switch, so the window is spread over many SMAs that
+  // answer in parallel instead of a few that serve their SMPs in turn (at
+  // k=80, 2,125 blocks a switch: 36 s of fabric time switch by switch).
   constexpr std::size_t kQueued = 16384;
-  for (std::uint32_t sw = 0; sw < t.num_switches() && !engine_.stopped(); ++sw) {
-    const NodeId n = t.switch_node(SwitchIndex{sw});
-    const std::vector<std::uint8_t> path = path_to(SwitchIndex{sw});
-    if (path.empty()) {  // no route known to it
-      failed[sw] = 1;
-      continue;
-    }
-    for (std::uint32_t b = 0; b < blocks; ++b) {
+  for (std::uint32_t b = 0; b < blocks && !engine_.stopped(); ++b) {
+    for (std::uint32_t sw = 0; sw < t.num_switches(); ++sw) {
+      if (paths[sw].empty()) continue;
       flow.submit(
-          mad::make_dr_smp(mad::Method::kGet, attr, b, path, 0), 0,
+          mad::make_dr_smp(mad::Method::kGet, attr, b, paths[sw], 0), 0,
           [&failed, &on_block, sw, b](Result<mad::Smp> r) {
             if (!r.ok()) {
               failed[sw] = 1;
@@ -175,7 +179,7 @@ asio::awaitable<std::vector<std::uint8_t>> SubnetManager::read_lft_blocks(
             const auto held = mad::LinearForwardingTable::decode(mad::data_of(*r));
             on_block(sw, b, held.ports);
           },
-          discovery::dest_of(n));
+          discovery::dest_of(t.switch_node(SwitchIndex{sw})));
       if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
     }
   }
