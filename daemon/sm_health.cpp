@@ -411,7 +411,9 @@ void SubnetManager::schedule_health_timer() {
   if (health_timer_.pending() && health_timer_.expiry() <= *next) return;
   const auto now = clock_.now();
   health_timer_.start(*next > now ? *next - now : Clock::duration{0}, [this] {
-    if (stopped_) return;
+    // A standby touches no port: the master owns the links now. What fell
+    // due waits until we are master again (enter_role schedules it).
+    if (stopped_ || standing_by()) return;
     const auto at = clock_.now();
     for (const LinkEnds& l : health_.due(at)) {
       // Marked so the next deadline is not this one again while it runs.

@@ -247,6 +247,7 @@ void SubnetManager::enter_role(SmState s, const std::string& why) {
                   why.empty() ? std::string("election") : why);
   spdlog::info("{}", msg);
   events_.append(state::EventKind::kSmState, std::nullopt, std::nullopt, msg);
+  if (s == SmState::kMaster) schedule_health_timer();  // hold-downs that ended meanwhile
   if (s == SmState::kStandby || s == SmState::kNotActive) {
     // The switches will hold another SM's tables when we take over: the
     // takeover reads them first and sends only what differs.
@@ -265,6 +266,7 @@ void SubnetManager::enter_role(SmState s, const std::string& why) {
     heavy_timer_.cancel();
     light_timer_.cancel();
     perf_timer_.cancel();
+    health_timer_.cancel();
     heavy_again_ = false;
     std::vector<state::Completion<state::SweepReply>> waiters;
     waiters.swap(heavy_waiters_);

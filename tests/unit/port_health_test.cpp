@@ -335,6 +335,40 @@ TEST(HealthSm, AFlappingLinkIsIsolatedAfterNFlapsAndReturnsAfterTheHoldDown) {
   EXPECT_TRUE(s.board.current()->ports.empty());
 }
 
+TEST(HealthSm, AStandbyLeavesAnIsolatedLinkAloneUntilItIsMasterAgain) {
+  HealthSm s([](Config& c) { c.sm.priority = 5; });
+  const routing::Topology& t = s.h.sim->topology();
+  const PortRef end{*t.find_by_name("leaf1"), s.h.port_to("leaf1", "spine2")};
+  const PortRef far{t.port(end.node, end.port).remote_node, t.port(end.node, end.port).remote_port};
+  for (int i = 0; i < 3; ++i) s.flap(end);
+  auto dark = [&] { return s.phys(end) == 3 || s.phys(far) == 3; };
+  ASSERT_TRUE(dark());
+  // A higher SM comes up: our next sweep hands the subnet over.
+  PortRef peer;
+  for (std::uint32_t n = t.num_nodes(); n-- > 0 && peer.port == 0;) {
+    if (t.node(NodeId{n}).type == routing::NodeType::kCa) peer = PortRef{NodeId{n}, 1};
+  }
+  ASSERT_TRUE(s.h.sim->set_peer_sm(peer, discovery::sim::PeerSmOptions{12, 2, 1}).ok());
+  s.h.sweep_now();
+  ASSERT_TRUE(testing::wait_for_state(s.h.publisher, [](const state::FabricState& f) {
+    return f.state == state::SmState::kStandby;
+  }));
+  // The hold-down ends while we stand by: the link is the master's now.
+  s.h.clock.advance(5min);
+  ASSERT_TRUE(testing::wait_idle(*s.h.sm));
+  EXPECT_TRUE(dark()) << "a standby enabled a port";
+  EXPECT_EQ(s.board.current()->restored_total, 0U);
+  // The master dies: we take over, and carry out the hold-down that ended.
+  ASSERT_TRUE(s.h.sim->set_peer_sm_alive(peer, false).ok());
+  for (int i = 0; i < 10 && s.h.publisher.current()->state != state::SmState::kMaster; ++i) {
+    s.h.clock.advance(500ms);
+    ASSERT_TRUE(testing::wait_idle(*s.h.sm));
+  }
+  ASSERT_TRUE(s.settle());
+  EXPECT_FALSE(dark());
+  EXPECT_EQ(s.board.current()->restored_total, 1U);
+}
+
 TEST(HealthSm, AnIsolationThatWouldDisconnectAHostIsRefused) {
   HealthSm s;
   const routing::Topology& t = s.h.sim->topology();
