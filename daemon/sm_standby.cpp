@@ -201,7 +201,10 @@ asio::awaitable<std::vector<PeerSm>> SubnetManager::query_sms(const discovery::S
       e.last_contact = now;
       peers.push_back(p);
     } else if (auto old = sm_peers_.find(guid); old != sm_peers_.end()) {
-      e.last = old->second.last;  // silent now; what it said last
+      // Silent now (killed, hung, its port still IsSM): what it said last,
+      // but not active, so that no one reads a dead master as master.
+      e.last = old->second.last;
+      if (e.last) e.last->state = SmState::kNotActive;
       e.last_contact = old->second.last_contact;
     }
     book[guid] = std::move(e);
@@ -351,24 +354,31 @@ void SubnetManager::on_sminfo_set(const mad::Smp& smp, const discovery::Mad& m) 
 asio::awaitable<void> SubnetManager::trap144_received(std::uint32_t lid) {
   SUBNETD_ASSERT_ON(strand_);
   const std::weak_ptr<int> alive = life_;
-  if (lid == 0 || lid == own_lid_.value) co_return;
+  if (lid == 0 || lid == own_lid_.value) {
+    check_idle();
+    co_return;
+  }
   const std::vector<std::uint8_t> lid_routed;  // named before the co_await (discovery/coro.hpp)
   auto info = co_await ask_sminfo(false, lid_routed, lid, std::nullopt, election_.state(),
                                   std::min(cfg_.sweep.retries, 1U));
-  if (alive.expired() || stopped_ || !info.ok()) co_return;
-  const PeerSm p = peer_of(info.value());
-  if (!election_.accepts(p) || p.state == SmState::kNotActive) co_return;
-  SmPeerEntry& e = sm_peers_[p.guid];
-  if (!e.have_path) e.lid = Lid{lid};
-  e.last = p;
-  e.last_contact = std::chrono::system_clock::now();
-  if (p.state == SmState::kMaster || discovery::outranks(p.rank(), election_.self())) {
-    request_heavy_sweep(
-        std::chrono::milliseconds{0},
-        fmt::format("trap 144: SM {} (priority {}, {}) at LID {:#x}", guid_str(p.guid), p.priority,
-                    discovery::sm_state_name(p.state), lid));
+  if (alive.expired() || stopped_) co_return;
+  const PeerSm p = info.ok() ? peer_of(info.value()) : PeerSm{};
+  // Not an SM (any more), or not one of ours: nothing to learn.
+  if (info.ok() && election_.accepts(p) && p.state != SmState::kNotActive) {
+    SmPeerEntry& e = sm_peers_[p.guid];
+    if (!e.have_path) e.lid = Lid{lid};
+    e.last = p;
+    e.last_contact = std::chrono::system_clock::now();
+    if (p.state == SmState::kMaster || discovery::outranks(p.rank(), election_.self())) {
+      request_heavy_sweep(
+          std::chrono::milliseconds{0},
+          fmt::format("trap 144: SM {} (priority {}, {}) at LID {:#x}", guid_str(p.guid),
+                      p.priority, discovery::sm_state_name(p.state), lid));
+    }
+    republish_role();
   }
-  republish_role();
+  // Every way out: a test waiting for idle is not left waiting for the
+  // next event.
   check_idle();
 }
 
@@ -500,7 +510,15 @@ asio::awaitable<void> SubnetManager::poll_once() {
   } else {
     spdlog::info("poll of SM {}: {} ({} in a row)", guid_str(*polled), r.error().message,
                  election_.missed_polls() + 1);
-    apply_election(election_.poll_missed());
+    discovery::ElectionActions a = election_.poll_missed();
+    if (election_.polled() != polled) {
+      // Given up on: it shows as not active (with its last contact) until
+      // a sweep hears from it again.
+      if (auto it = sm_peers_.find(*polled); it != sm_peers_.end() && it->second.last) {
+        it->second.last->state = SmState::kNotActive;
+      }
+    }
+    apply_election(std::move(a));
   }
   schedule_poll();
   check_idle();

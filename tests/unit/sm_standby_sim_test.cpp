@@ -202,6 +202,9 @@ TEST_F(SmStandbySim, AHigherMasterIsFollowedAndTakenOverWhenItDiesKeepingEveryth
   EXPECT_EQ(ca_lids(), lids);
   EXPECT_EQ(sm.lft_sets.load(), 0u);
   EXPECT_EQ(sm.now().sm_role.master_guid, sim->local_port().port_guid);
+  for (const auto& p : sm.now().sm_role.peers) {
+    EXPECT_NE(p.ib_state, kMaster) << "the dead master still shows as master";
+  }
   EXPECT_TRUE(sm.verify());
 }
 
