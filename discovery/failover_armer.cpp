@@ -144,6 +144,14 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::arm(MadEngine& engine, const S
       if (!r.ok()) ps.fail(s, what, r.error());
     };
   };
+  // The capable switches whose LID group tables are compared and sent.
+  struct LidTable {
+    SwitchIndex s;
+    NodeId n;
+    const FailoverPlan* old = nullptr;
+    SwitchIndex oi;
+  };
+  std::vector<LidTable> lid_tables;
   for (const std::uint32_t si : ours) {
     const SwitchIndex s{si};
     const NodeId n = t.switch_node(s);
@@ -178,25 +186,6 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::arm(MadEngine& engine, const S
       ++report.group_blocks_sent;
       flow.submit_checked(smp, 0, checked(s, "failover group block"), dest_of(n));
     }
-    for (std::uint32_t b = 0; b < lid_blocks; ++b) {
-      mad::FailoverLidGroupBlock want, have;
-      for (std::uint32_t i = 0; i < mad::kFailoverLidsPerBlock; ++i) {
-        const std::uint32_t lid = b * mad::kFailoverLidsPerBlock + i;
-        want.groups[i] = lid_group_at(plan.get(), s, lid);
-        have.groups[i] = lid_group_at(old, oi, lid);
-      }
-      if (old != nullptr && want == have) {
-        ++report.blocks_unchanged;
-        continue;
-      }
-      mad::Smp smp =
-          mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kFailoverLidGroupTable, b, path, 0);
-      want.encode(mad::data_of(smp));
-      ++report.lid_blocks_sent;
-      flow.submit_checked(smp, 0, checked(s, "failover LID group block"), dest_of(n));
-      if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
-      if (engine.stopped()) co_return stopped();
-    }
     if (old == nullptr || old->notify(oi) != plan->notify(s)) {
       mad::Smp smp =
           mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kFailoverNotifyConfig, 0, path, 0);
@@ -210,8 +199,35 @@ asio::awaitable<Result<ArmReport>> FailoverArmer::arm(MadEngine& engine, const S
                              old->max_lid() != plan->max_lid()
                          ? 1
                          : 0;
+    lid_tables.push_back(LidTable{s, n, old, oi});
     if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
     if (engine.stopped()) co_return stopped();
+  }
+  // The LID group tables (2,125 blocks a switch at k=80), block by block
+  // across the switches: switch by switch, the queue held one switch at a
+  // time and its SMA served the window in turn (26.6 s of fabric time to
+  // arm k=80; the other order spreads the window over many SMAs). A
+  // switch's SMPs still arrive in the order sent: its groups first.
+  for (std::uint32_t b = 0; b < lid_blocks; ++b) {
+    for (const LidTable& lt : lid_tables) {
+      mad::FailoverLidGroupBlock want, have;
+      for (std::uint32_t i = 0; i < mad::kFailoverLidsPerBlock; ++i) {
+        const std::uint32_t lid = b * mad::kFailoverLidsPerBlock + i;
+        want.groups[i] = lid_group_at(plan.get(), lt.s, lid);
+        have.groups[i] = lid_group_at(lt.old, lt.oi, lid);
+      }
+      if (lt.old != nullptr && want == have) {
+        ++report.blocks_unchanged;
+        continue;
+      }
+      mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kFailoverLidGroupTable, b,
+                                      sweep.paths.path(lt.n), 0);
+      want.encode(mad::data_of(smp));
+      ++report.lid_blocks_sent;
+      flow.submit_checked(smp, 0, checked(lt.s, "failover LID group block"), dest_of(lt.n));
+      if (flow.pending() >= kQueued) co_await flow.drained(kQueued / 2);
+      if (engine.stopped()) co_return stopped();
+    }
   }
   co_await flow.drained();
   if (engine.stopped()) co_return stopped();
