@@ -50,9 +50,13 @@ class Counting final : public discovery::Transport {
   explicit Counting(std::unique_ptr<SimWire> w) : w_(std::move(w)) {}
   Result<void> send(const discovery::Mad& m) override {
     const auto attr = static_cast<std::uint16_t>((m.data[16] << 8) | m.data[17]);
+    const bool set = m.data[3] == static_cast<std::uint8_t>(discovery::mad::Method::kSet);
     if (attr == static_cast<std::uint16_t>(discovery::mad::AttrId::kLinearForwardingTable) ||
         attr == static_cast<std::uint16_t>(discovery::mad::AttrId::kExtLinearForwardingTable)) {
-      (m.data[3] == static_cast<std::uint8_t>(discovery::mad::Method::kSet) ? sets : gets)++;
+      (set ? sets : gets)++;
+    } else if (attr >= static_cast<std::uint16_t>(discovery::mad::AttrId::kFailoverInfo) &&
+               attr <= static_cast<std::uint16_t>(discovery::mad::AttrId::kFailoverNotifyConfig)) {
+      (set ? failover_sets : failover_gets)++;
     }
     return w_->send(m);
   }
@@ -66,7 +70,8 @@ class Counting final : public discovery::Transport {
   void watch_event_fd(bool watched) override { w_->watch_event_fd(watched); }
   std::string name() const override { return "sim"; }
 
-  std::atomic<std::uint64_t> sets{0}, gets{0};
+  std::atomic<std::uint64_t> sets{0}, gets{0};                    // LFT blocks
+  std::atomic<std::uint64_t> failover_sets{0}, failover_gets{0};  // fast failover attributes
 
  private:
   std::unique_ptr<SimWire> w_;
@@ -84,8 +89,12 @@ struct Sm {
   std::thread thread;
   // Transport time at which the last heavy sweep began.
   std::atomic<std::int64_t> sweep_began{0};
-  // Transport time at which each phase of the last heavy sweep began.
+  // Transport time at which each phase of the last heavy sweep began, and
+  // at which it published MASTER (what follows, the fast failover arming,
+  // runs with the SM master already).
   std::array<std::atomic<std::int64_t>, 5> phase_began{};
+  std::atomic<std::int64_t> master_at{0};
+  std::atomic<Clock::rep> master_wall{0};  // and when, on this machine's clock
 
   Sm(discovery::sim::SimFabric& sim, const Args& a, std::uint8_t priority)
       : pool(a.threads, daemon::kComputeNice) {
@@ -103,6 +112,12 @@ struct Sm {
     daemon::TransportBundle bundle;
     bundle.transport = std::move(w);
     daemon::SubnetManager::Hooks hooks;
+    hooks.published = [this, &sim](const state::FabricState& f) {
+      if (f.state == state::SmState::kMaster && master_at.load() == 0) {
+        master_at = sim.now().count();
+        master_wall = Clock::now().time_since_epoch().count();
+      }
+    };
     hooks.phase = [this, &sim](daemon::Phase p) {
       if (p == daemon::Phase::kSweep) sweep_began = sim.now().count();
       phase_began[static_cast<std::size_t>(p)] = sim.now().count();
@@ -116,6 +131,20 @@ struct Sm {
   ~Sm() {
     sm->stop();
     thread.join();
+  }
+  // Where the last heavy sweep's fabric time went, by phase (programming:
+  // on a takeover, the read of what the switches hold, then the blocks
+  // that differ).
+  std::string phases(const discovery::sim::SimFabric& sim) const {
+    std::string out;
+    for (std::size_t i = 0; i < phase_began.size(); ++i) {
+      const std::int64_t end =
+          i + 1 < phase_began.size() ? phase_began[i + 1].load() : master_at.load();
+      out += fmt::format(" {} {:.3f} s", daemon::phase_name(static_cast<daemon::Phase>(i)),
+                         static_cast<double>(end - phase_began[i].load()) / 1e9);
+    }
+    return out + fmt::format("; then fast failover armed in {:.3f} s",
+                             static_cast<double>(sim.now().count() - master_at.load()) / 1e9);
   }
   bool wait_state(state::SmState s) {
     return publisher.wait_for([s](const state::FabricState& f) { return f.state == s; },
@@ -182,8 +211,9 @@ int run(const Args& a) {
     if (!first.wait_state(state::SmState::kMaster) || !first.wait_idle()) {
       return fail("the first master's bring-up");
     }
-    std::printf("old master's bring-up: %.2f s wall, %llu LFT blocks sent\n", seconds_since(w0),
-                static_cast<unsigned long long>(first.wire->sets.load()));
+    std::printf("old master's bring-up: %.2f s wall, %llu LFT blocks sent; simulated:%s\n",
+                seconds_since(w0), static_cast<unsigned long long>(first.wire->sets.load()),
+                first.phases(*sim).c_str());
   }
   const auto lids = end_port_lids(*sim);
 
@@ -201,7 +231,9 @@ int run(const Args& a) {
 
   // 3. kill -9 of the master.
   if (!sim->set_peer_sm_alive(peer, false).ok()) return fail("killing the peer");
+  b.master_at = 0;
   const auto sets0 = b.wire->sets.load(), gets0 = b.wire->gets.load();
+  const auto fo_sets0 = b.wire->failover_sets.load();
   s0 = sim->now();
   w0 = Clock::now();
   unsigned polls = 0;
@@ -216,26 +248,20 @@ int run(const Args& a) {
   const Ns began{b.sweep_began.load()};
   const double timeouts = std::chrono::duration<double>(began - s0).count();
   const double detect = polls * a.poll_ms / 1000.0 + timeouts;
-  const double sweep = std::chrono::duration<double>(sim->now() - began).count();
+  const double sweep = std::chrono::duration<double>(Ns{b.master_at.load()} - began).count();
   std::printf(
       "takeover: detection %.3f s (%u polls %u ms apart + %.3f s of SMP timeouts), sweep %.3f s "
       "simulated: %.3f s in all (%.2f s wall); %zu of %zu LIDs changed, %llu LFT blocks read, "
       "%llu sent\n",
-      detect, polls, a.poll_ms, timeouts, sweep, detect + sweep, seconds_since(w0),
+      detect, polls, a.poll_ms, timeouts, sweep, detect + sweep,
+      seconds(Clock::time_point{Clock::duration{b.master_wall.load()}} - w0),
       changed(lids, end_port_lids(*sim)), lids.size(),
       static_cast<unsigned long long>(b.wire->gets.load() - gets0),
       static_cast<unsigned long long>(b.wire->sets.load() - sets0));
 
-  // Where the sweep's fabric time went (programming: the read of what
-  // the switches hold, then the blocks that differ).
-  std::string phases;
-  for (std::size_t i = 0; i < b.phase_began.size(); ++i) {
-    const std::int64_t end =
-        i + 1 < b.phase_began.size() ? b.phase_began[i + 1].load() : sim->now().count();
-    phases += fmt::format(" {} {:.3f} s", daemon::phase_name(static_cast<daemon::Phase>(i)),
-                          static_cast<double>(end - b.phase_began[i].load()) / 1e9);
-  }
-  std::printf("takeover sweep, simulated time by phase:%s\n", phases.c_str());
+  std::printf("takeover sweep, simulated time by phase:%s; failover re-armed with %llu SMPs\n",
+              b.phases(*sim).c_str(),
+              static_cast<unsigned long long>(b.wire->failover_sets.load() - fo_sets0));
 
   // 4. A clean handover to a peer that now outranks us.
   if (!sim->set_peer_sm_alive(peer, true).ok() ||
