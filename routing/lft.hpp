@@ -37,7 +37,8 @@ class Lft {
     std::uint8_t& e = ports_[lid.value];
     if (e != port) {
       e = port;
-      dirty_[lid.value / kLftBlockSize / 64] |= std::uint64_t{1} << (lid.value / kLftBlockSize % 64);
+      dirty_[lid.value / kLftBlockSize / 64] |= std::uint64_t{1}
+                                                << (lid.value / kLftBlockSize % 64);
     }
   }
 
@@ -81,6 +82,10 @@ struct Routes {
   LinkLoad load;
   // Number of virtual lanes the routing needs (1 for up/down-based engines).
   std::uint8_t num_vls = 1;
+  // With num_vls > 1: by LID (0..max_lid), the layer the traffic to it
+  // travels on (its SL, and the VL SL2VL maps it to on every port;
+  // routing/layers.hpp). Empty with one VL.
+  std::vector<std::uint8_t> lid_layer;
   // The up/down orientation the tables obey, for the incremental rerouter
   // (routing/rerouter.hpp): by switch_index, a rank such that the link s->n
   // is "up" iff (updown_rank[n], GUID of n) < (updown_rank[s], GUID of s).

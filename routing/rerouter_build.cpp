@@ -410,6 +410,7 @@ Routes Rerouter::export_routes(WorkerPool& pool) const {
   out.engine = base_->engine;
   out.max_lid = base_->max_lid;
   out.num_vls = base_->num_vls;
+  out.lid_layer = base_->lid_layer;
   out.updown_rank = base_->updown_rank;
   out.notes = base_->notes;
   out.lfts.resize(n_);

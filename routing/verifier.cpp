@@ -208,14 +208,24 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         Errc::kInvalidArgument,
         fmt::format("routes hold {} LFTs, the fabric has {} switches", routes.lfts.size(), n)};
   }
-  if (routes.num_vls != 1) {
-    // Routes carry no per-path SL/VL yet; engines that need VLs will add it
-    // and the dependency marking below will take the VL from there.
-    return Error{
-        Errc::kUnsupported,
-        fmt::format("routes use {} VLs but carry no SL/VL assignment to verify", routes.num_vls)};
+  const std::uint32_t num_vls = routes.num_vls == 0 ? 1 : routes.num_vls;
+  if (num_vls > 1) {
+    // Each destination's traffic on its layer's VL (routing/layers.hpp).
+    if (routes.lid_layer.size() <= g.max_lid().value) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("routes use {} VLs but give a layer for {} of LIDs 0..{}", num_vls,
+                               routes.lid_layer.size(), g.max_lid().value)};
+    }
+    for (std::uint32_t l = 0; l <= g.max_lid().value; ++l) {
+      if (routes.lid_layer[l] >= num_vls) {
+        return Error{Errc::kInvalidArgument, fmt::format("LID {} is on layer {} of {} VLs", l,
+                                                         routes.lid_layer[l], num_vls)};
+      }
+    }
   }
-  const std::uint32_t num_vls = 1;
+  auto vl_of = [&](std::uint32_t lid) -> std::uint32_t {
+    return num_vls > 1 ? routes.lid_layer[lid] : 0;
+  };
   const Checker check(topo, lids, routes, g);
 
   VerifyReport report;
@@ -367,7 +377,9 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     // Switch-major again, once for the whole tile: the dependency each
     // marked hop makes (the next switch and its port come from the copied
     // rows; a hop into the LID's own switch, which delivers it, makes none).
-    w.local.assign(std::size_t{g.max_degree()} * kDepWords, 0);
+    // By (VL, arc of the switch): the tile's LIDs on each VL.
+    const std::size_t local_vl = std::size_t{g.max_degree()} * kDepWords;
+    w.local.assign(local_vl * num_vls, 0);
     for (std::uint32_t s = 0; s < n; ++s) {
       const SwitchIndex sw{s};
       const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
@@ -382,19 +394,24 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
           const std::uint8_t p2 = w.buf[std::size_t{nb.value} * kTile + l];
           if (nb == att[l].sw && p2 == att[l].port) continue;  // leaves the fabric there
           const std::uint32_t a = g.arc_at_port(sw, p) - arc0;
-          w.local[std::size_t{a} * kDepWords + p2 / 64] |= std::uint64_t{1} << (p2 % 64);
+          w.local[vl_of(lid0 + l) * local_vl + std::size_t{a} * kDepWords + p2 / 64] |=
+              std::uint64_t{1} << (p2 % 64);
           any = true;
         }
       }
       if (!any) continue;
       const std::uint32_t degree = g.first_arc(SwitchIndex{s + 1}) - arc0;
-      for (std::size_t i = 0; i < std::size_t{degree} * kDepWords; ++i) {
-        const std::uint64_t bits = w.local[i];
-        if (bits == 0) continue;
-        w.local[i] = 0;
-        std::atomic_ref<std::uint64_t> word(deps[std::size_t{arc0} * kDepWords + i]);
-        if ((word.load(std::memory_order_relaxed) & bits) != bits) {
-          word.fetch_or(bits, std::memory_order_relaxed);
+      for (std::uint32_t vl = 0; vl < num_vls; ++vl) {
+        std::uint64_t* const local = &w.local[vl * local_vl];
+        std::uint64_t* const global = &deps[(std::size_t{vl} * g.num_arcs() + arc0) * kDepWords];
+        for (std::size_t i = 0; i < std::size_t{degree} * kDepWords; ++i) {
+          const std::uint64_t bits = local[i];
+          if (bits == 0) continue;
+          local[i] = 0;
+          std::atomic_ref<std::uint64_t> word(global[i]);
+          if ((word.load(std::memory_order_relaxed) & bits) != bits) {
+            word.fetch_or(bits, std::memory_order_relaxed);
+          }
         }
       }
     }

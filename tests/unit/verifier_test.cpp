@@ -189,11 +189,19 @@ TEST(Verifier, UnreachablePairsAreNotChecked) {
 TEST(Verifier, RejectsMismatchedRoutes) {
   const Fabric f = make_fabric("ring:switches=4,hosts=1");
   Routes r = route_fabric(f, "updn");
-  r.num_vls = 2;
+  r.num_vls = 2;  // and no layer per LID
   auto vls = run_verify(f, r);
   ASSERT_FALSE(vls.ok());
-  EXPECT_EQ(vls.error().code, Errc::kUnsupported);
+  EXPECT_EQ(vls.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(vls.error().message.find("give a layer"), std::string::npos) << vls.error().message;
+  r.lid_layer.assign(f.lids.owner.size() + 64, 0);
+  r.lid_layer[1] = 2;  // beyond the VLs
+  auto beyond = run_verify(f, r);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_NE(beyond.error().message.find("on layer 2 of 2 VLs"), std::string::npos)
+      << beyond.error().message;
   r.num_vls = 1;
+  r.lid_layer.clear();
   r.lfts.pop_back();
   auto size = run_verify(f, r);
   ASSERT_FALSE(size.ok());
