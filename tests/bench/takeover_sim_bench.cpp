@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <map>
 
+#include "discovery/sim/sim_counting.hpp"
 #include "sm_core_rig.hpp"
 
 namespace subnetd::bench {
@@ -44,39 +45,6 @@ struct Args {
   unsigned retries = 3;
 };
 
-// SimWire, counting the LFT blocks the SM writes and reads.
-class Counting final : public discovery::Transport {
- public:
-  explicit Counting(std::unique_ptr<SimWire> w) : w_(std::move(w)) {}
-  Result<void> send(const discovery::Mad& m) override {
-    const auto attr = static_cast<std::uint16_t>((m.data[16] << 8) | m.data[17]);
-    const bool set = m.data[3] == static_cast<std::uint8_t>(discovery::mad::Method::kSet);
-    if (attr == static_cast<std::uint16_t>(discovery::mad::AttrId::kLinearForwardingTable) ||
-        attr == static_cast<std::uint16_t>(discovery::mad::AttrId::kExtLinearForwardingTable)) {
-      (set ? sets : gets)++;
-    } else if (attr >= static_cast<std::uint16_t>(discovery::mad::AttrId::kFailoverInfo) &&
-               attr <= static_cast<std::uint16_t>(discovery::mad::AttrId::kFailoverNotifyConfig)) {
-      (set ? failover_sets : failover_gets)++;
-    }
-    return w_->send(m);
-  }
-  Result<std::optional<discovery::Mad>> receive(std::chrono::microseconds t) override {
-    return w_->receive(t);
-  }
-  std::chrono::nanoseconds now() const override { return w_->now(); }
-  discovery::LocalPort local_port() const override { return w_->local_port(); }
-  int event_fd() const override { return w_->event_fd(); }
-  bool virtual_time() const override { return true; }
-  void watch_event_fd(bool watched) override { w_->watch_event_fd(watched); }
-  std::string name() const override { return "sim"; }
-
-  std::atomic<std::uint64_t> sets{0}, gets{0};                    // LFT blocks
-  std::atomic<std::uint64_t> failover_sets{0}, failover_gets{0};  // fast failover attributes
-
- private:
-  std::unique_ptr<SimWire> w_;
-};
-
 // One SM on the shared simulator, on its own io thread.
 struct Sm {
   daemon::ManualClock clock;
@@ -84,7 +52,7 @@ struct Sm {
   state::EventLog events{0, {}, {}};
   routing::WorkerPool pool;
   boost::asio::io_context io;
-  Counting* wire = nullptr;
+  discovery::sim::CountingTransport* wire = nullptr;  // SimWire, counted; owned by the SM
   std::unique_ptr<daemon::SubnetManager> sm;
   std::thread thread;
   // Transport time at which the last heavy sweep began.
@@ -107,7 +75,7 @@ struct Sm {
     cfg.sm.priority = priority;
     cfg.sm.poll_period = std::chrono::milliseconds{a.poll_ms};
     cfg.sm.poll_retries = a.retries;
-    auto w = std::make_unique<Counting>(std::make_unique<SimWire>(sim));
+    auto w = std::make_unique<discovery::sim::CountingTransport>(std::make_unique<SimWire>(sim));
     wire = w.get();
     daemon::TransportBundle bundle;
     bundle.transport = std::move(w);
@@ -212,7 +180,7 @@ int run(const Args& a) {
       return fail("the first master's bring-up");
     }
     std::printf("old master's bring-up: %.2f s wall, %llu LFT blocks sent; simulated:%s\n",
-                seconds_since(w0), static_cast<unsigned long long>(first.wire->sets.load()),
+                seconds_since(w0), static_cast<unsigned long long>(first.wire->lft_sets.load()),
                 first.phases(*sim).c_str());
   }
   const auto lids = end_port_lids(*sim);
@@ -227,12 +195,12 @@ int run(const Args& a) {
   if (!b.wait_state(state::SmState::kStandby) || !b.wait_idle()) return fail("standing by");
   std::printf("standby: discovery sweep %.3f s simulated, %.2f s wall; %llu LFT blocks sent\n",
               std::chrono::duration<double>(sim->now() - s0).count(), seconds_since(w0),
-              static_cast<unsigned long long>(b.wire->sets.load()));
+              static_cast<unsigned long long>(b.wire->lft_sets.load()));
 
   // 3. kill -9 of the master.
   if (!sim->set_peer_sm_alive(peer, false).ok()) return fail("killing the peer");
   b.master_at = 0;
-  const auto sets0 = b.wire->sets.load(), gets0 = b.wire->gets.load();
+  const auto sets0 = b.wire->lft_sets.load(), gets0 = b.wire->lft_gets.load();
   const auto fo_sets0 = b.wire->failover_sets.load();
   s0 = sim->now();
   w0 = Clock::now();
@@ -256,8 +224,8 @@ int run(const Args& a) {
       detect, polls, a.poll_ms, timeouts, sweep, detect + sweep,
       seconds(Clock::time_point{Clock::duration{b.master_wall.load()}} - w0),
       changed(lids, end_port_lids(*sim)), lids.size(),
-      static_cast<unsigned long long>(b.wire->gets.load() - gets0),
-      static_cast<unsigned long long>(b.wire->sets.load() - sets0));
+      static_cast<unsigned long long>(b.wire->lft_gets.load() - gets0),
+      static_cast<unsigned long long>(b.wire->lft_sets.load() - sets0));
 
   std::printf("takeover sweep, simulated time by phase:%s; failover re-armed with %llu SMPs\n",
               b.phases(*sim).c_str(),
@@ -268,7 +236,7 @@ int run(const Args& a) {
       !sim->set_peer_sm(peer, discovery::sim::PeerSmOptions{12, 2, 1}).ok()) {
     return fail("bringing the peer back");
   }
-  const auto sets1 = b.wire->sets.load();
+  const auto sets1 = b.wire->lft_sets.load();
   w0 = Clock::now();
   s0 = sim->now();
   auto fut = std::make_shared<std::promise<void>>();
@@ -280,7 +248,7 @@ int run(const Args& a) {
   std::printf(
       "handover: sweep + HANDOVER %.3f s simulated (%.2f s wall), %llu LFT blocks sent, peer %s\n",
       std::chrono::duration<double>(sim->now() - s0).count(), seconds_since(w0),
-      static_cast<unsigned long long>(b.wire->sets.load() - sets1),
+      static_cast<unsigned long long>(b.wire->lft_sets.load() - sets1),
       sim->peer_sm(peer)->now.state == 3 ? "MASTER" : "not master");
   std::printf("peak RSS %.0f MiB\n", peak_rss_mib());
   return 0;

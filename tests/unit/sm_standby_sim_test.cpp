@@ -14,6 +14,7 @@
 #include <string>
 
 #include "daemon_test_support.hpp"
+#include "discovery/sim/sim_counting.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -28,35 +29,6 @@ constexpr std::uint8_t kMaster = 3;
 constexpr std::uint32_t kHandover = 1;
 constexpr std::uint32_t kDisable = 3;
 
-// The simulator, counting the LFT blocks an SM writes into it.
-class CountingSim final : public discovery::Transport {
- public:
-  CountingSim(SimFabric& s, std::atomic<std::uint64_t>& lft_sets) : s_(s), lft_sets_(lft_sets) {}
-  Result<void> send(const discovery::Mad& m) override {
-    const auto attr = static_cast<std::uint16_t>((m.data[16] << 8) | m.data[17]);
-    const bool set = m.data[3] == static_cast<std::uint8_t>(discovery::mad::Method::kSet);
-    if (set &&
-        (attr == static_cast<std::uint16_t>(discovery::mad::AttrId::kLinearForwardingTable) ||
-         attr == static_cast<std::uint16_t>(discovery::mad::AttrId::kExtLinearForwardingTable))) {
-      ++lft_sets_;
-    }
-    return s_.send(m);
-  }
-  Result<std::optional<discovery::Mad>> receive(std::chrono::microseconds t) override {
-    return s_.receive(t);
-  }
-  std::chrono::nanoseconds now() const override { return s_.now(); }
-  discovery::LocalPort local_port() const override { return s_.local_port(); }
-  int event_fd() const override { return s_.event_fd(); }
-  bool virtual_time() const override { return true; }
-  void watch_event_fd(bool watched) override { s_.watch_event_fd(watched); }
-  std::string name() const override { return "sim"; }
-
- private:
-  SimFabric& s_;
-  std::atomic<std::uint64_t>& lft_sets_;
-};
-
 // One SubnetManager on a simulator it does not own (a test runs several in
 // turn on one fabric: the first programs it, the next finds it programmed).
 struct SmRun {
@@ -65,7 +37,7 @@ struct SmRun {
   state::EventLog events{0, {}, {}};
   routing::WorkerPool pool{2};
   boost::asio::io_context io;
-  std::atomic<std::uint64_t> lft_sets{0};
+  discovery::sim::CountingTransport* wire = nullptr;  // owned by the SM
   std::unique_ptr<SubnetManager> sm;
   std::thread thread;
 
@@ -76,7 +48,10 @@ struct SmRun {
     cfg.sweep.interval = 0ms;
     cfg.sm.priority = priority;
     TransportBundle bundle;
-    bundle.transport = std::make_unique<CountingSim>(sim, lft_sets);
+    auto counting = std::make_unique<discovery::sim::CountingTransport>(
+        std::make_unique<discovery::sim::BorrowedSim>(sim));
+    wire = counting.get();
+    bundle.transport = std::move(counting);
     sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
                                          std::vector<routing::LidRecord>{}, publisher, events, pool,
                                          SubnetManager::Hooks{}, FastPathOptions{}, &clock);
@@ -184,7 +159,7 @@ TEST_F(SmStandbySim, AHigherMasterIsFollowedAndTakenOverWhenItDiesKeepingEveryth
   // Standing by: the master named, nothing programmed, trap 144 sent to it.
   EXPECT_EQ(sm.now().sm_role.master_guid, peer_view().guid);
   EXPECT_EQ(sm.now().sm_role.master_lid.value, lids.at(sim->topology().port_index(peer.node, 1)));
-  EXPECT_EQ(sm.lft_sets.load(), 0u);
+  EXPECT_EQ(sm.wire->lft_sets.load(), 0u);
   EXPECT_EQ(peer_view().traps, 1u);
   EXPECT_FALSE(sm.sweep().ok) << "a standby refuses to sweep";
 
@@ -200,7 +175,7 @@ TEST_F(SmStandbySim, AHigherMasterIsFollowedAndTakenOverWhenItDiesKeepingEveryth
   ASSERT_TRUE(sm.run_until_state(state::SmState::kMaster, 10));
   EXPECT_TRUE(sm.event_says("3 polls unanswered"));
   EXPECT_EQ(ca_lids(), lids);
-  EXPECT_EQ(sm.lft_sets.load(), 0u);
+  EXPECT_EQ(sm.wire->lft_sets.load(), 0u);
   EXPECT_EQ(sm.now().sm_role.master_guid, sim->local_port().port_guid);
   for (const auto& p : sm.now().sm_role.peers) {
     EXPECT_NE(p.ib_state, kMaster) << "the dead master still shows as master";
@@ -226,7 +201,7 @@ TEST_F(SmStandbySim, APeerThatComesToOutrankUsIsHandedTheSubnet) {
   SmRun sm(*sim, 8);
   ASSERT_TRUE(sm.run_until_state(state::SmState::kMaster, 5));
   const auto lids = ca_lids();
-  const auto blocks = sm.lft_sets.load();
+  const auto blocks = sm.wire->lft_sets.load();
   // The peer restarted with a higher priority; its trap 144 makes us sweep.
   set_peer(12, kStandby);
   sm.sweep();
@@ -236,7 +211,7 @@ TEST_F(SmStandbySim, APeerThatComesToOutrankUsIsHandedTheSubnet) {
   EXPECT_EQ(peer_view().sent, 1u) << "its ACKNOWLEDGE";
   EXPECT_EQ(sm.now().sm_role.master_guid, peer_view().guid);
   EXPECT_EQ(ca_lids(), lids);
-  EXPECT_EQ(sm.lft_sets.load(), blocks);
+  EXPECT_EQ(sm.wire->lft_sets.load(), blocks);
 }
 
 TEST_F(SmStandbySim, SplitBrainEndsWithTheHigherMasterAndNoLidMoved) {
@@ -321,7 +296,7 @@ TEST_F(SmStandbySim, AMasterDisablesAStandbyAndBringsItBack) {
   EXPECT_EQ(peer_view().last_answer_status, 0);
   ASSERT_TRUE(sim->peer_sm_send(peer, 4).ok());  // STANDBY
   ASSERT_TRUE(sm.run_until_state(state::SmState::kStandby, 5));
-  EXPECT_EQ(sm.lft_sets.load(), 0u);
+  EXPECT_EQ(sm.wire->lft_sets.load(), 0u);
 }
 
 TEST_F(SmStandbySim, ThePeerIsPlacedOnlyOnAnotherCaPort) {
