@@ -3,109 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <span>
-#include <unordered_set>
 #include <utility>
 
+#include "routing/ordered_dag.hpp"
 #include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
-namespace {
-
-// One layer's dependency graph on the channels (SwitchGraph arcs), with a
-// topological order kept as dependencies are added: Pearce and Kelly, "A
-// dynamic topological sort algorithm for directed acyclic graphs" (JEA
-// 2006). An edge u->v with ord(u) < ord(v) agrees with the order; one that
-// does not is a cycle iff v reaches u through nodes ordered before u, and
-// otherwise only the nodes between the two are reordered.
-class OrderedDag {
- public:
-  enum class Add { kNew, kKnown, kCycle };
-
-  explicit OrderedDag(std::uint32_t nodes) : ord_(nodes), out_(nodes), in_(nodes), mark_(nodes, 0) {
-    std::iota(ord_.begin(), ord_.end(), 0U);
-  }
-
-  Add add(std::uint32_t u, std::uint32_t v) {
-    if (u == v) return Add::kCycle;
-    const std::uint64_t key = (std::uint64_t{u} << 32) | v;
-    if (edges_.contains(key)) return Add::kKnown;
-    if (ord_[u] > ord_[v] && !reorder(u, v)) return Add::kCycle;
-    edges_.insert(key);
-    out_[u].push_back(v);
-    in_[v].push_back(u);
-    return Add::kNew;
-  }
-  // Takes back edges add() returned kNew for, the last one first (the
-  // order is still topological for fewer edges).
-  void undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added) {
-    for (auto it = added.rbegin(); it != added.rend(); ++it) {
-      out_[it->first].pop_back();
-      in_[it->second].pop_back();
-      edges_.erase((std::uint64_t{it->first} << 32) | it->second);
-    }
-  }
-  std::size_t edges() const { return edges_.size(); }
-  bool empty() const { return edges_.empty(); }
-
- private:
-  // ord(v) < ord(u): false when v reaches u (the edge would close a cycle),
-  // else moves what u is reached from before what v reaches.
-  bool reorder(std::uint32_t u, std::uint32_t v) {
-    const std::uint32_t ub = ord_[u], lb = ord_[v];
-    ++epoch_;
-    fwd_.clear();
-    stack_.assign(1, v);
-    mark_[v] = epoch_;
-    while (!stack_.empty()) {
-      const std::uint32_t x = stack_.back();
-      stack_.pop_back();
-      fwd_.push_back(x);
-      for (const std::uint32_t y : out_[x]) {
-        if (y == u) return false;
-        if (mark_[y] != epoch_ && ord_[y] < ub) {
-          mark_[y] = epoch_;
-          stack_.push_back(y);
-        }
-      }
-    }
-    bwd_.clear();
-    stack_.assign(1, u);
-    mark_[u] = epoch_;
-    while (!stack_.empty()) {
-      const std::uint32_t x = stack_.back();
-      stack_.pop_back();
-      bwd_.push_back(x);
-      for (const std::uint32_t y : in_[x]) {
-        if (mark_[y] != epoch_ && ord_[y] > lb) {
-          mark_[y] = epoch_;
-          stack_.push_back(y);
-        }
-      }
-    }
-    auto by_ord = [this](std::uint32_t a, std::uint32_t b) { return ord_[a] < ord_[b]; };
-    std::sort(fwd_.begin(), fwd_.end(), by_ord);
-    std::sort(bwd_.begin(), bwd_.end(), by_ord);
-    slots_.clear();
-    for (const std::uint32_t x : bwd_) slots_.push_back(ord_[x]);
-    for (const std::uint32_t x : fwd_) slots_.push_back(ord_[x]);
-    std::sort(slots_.begin(), slots_.end());
-    std::size_t i = 0;
-    for (const std::uint32_t x : bwd_) ord_[x] = slots_[i++];
-    for (const std::uint32_t x : fwd_) ord_[x] = slots_[i++];
-    return true;
-  }
-
-  std::vector<std::uint32_t> ord_;  // node -> position in the order
-  std::vector<std::vector<std::uint32_t>> out_, in_;
-  std::unordered_set<std::uint64_t> edges_;
-  std::vector<std::uint32_t> mark_;
-  std::uint32_t epoch_ = 0;
-  std::vector<std::uint32_t> fwd_, bwd_, stack_, slots_;
-};
-
-}  // namespace
 
 Result<LayerAssignment> assign_layers(const Topology& topo, const LidMap& lids,
                                       const Routes& routes, const LayerOptions& opts,

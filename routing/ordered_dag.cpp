@@ -1,0 +1,84 @@
+#include "routing/ordered_dag.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace subnetd::routing {
+
+OrderedDag::OrderedDag(std::uint32_t nodes)
+    : ord_(nodes), out_(nodes), in_(nodes), mark_(nodes, 0) {
+  std::iota(ord_.begin(), ord_.end(), 0U);
+}
+
+OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
+    : ord_(std::move(order_pos)), out_(ord_.size()), in_(ord_.size()), mark_(ord_.size(), 0) {}
+
+OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
+  if (u == v) return Add::kCycle;
+  const std::uint64_t k = key(u, v);
+  if (edges_.contains(k)) return Add::kKnown;
+  if (ord_[u] > ord_[v] && !reorder(u, v)) return Add::kCycle;
+  edges_.insert(k);
+  out_[u].push_back(v);
+  in_[v].push_back(u);
+  return Add::kNew;
+}
+
+void OrderedDag::undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added) {
+  for (auto it = added.rbegin(); it != added.rend(); ++it) {
+    out_[it->first].pop_back();
+    in_[it->second].pop_back();
+    edges_.erase(key(it->first, it->second));
+  }
+}
+
+// ord(v) < ord(u): false when v reaches u (the edge would close a cycle),
+// else moves what u is reached from before what v reaches.
+bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
+  const std::uint32_t ub = ord_[u], lb = ord_[v];
+  ++epoch_;
+  fwd_.clear();
+  stack_.assign(1, v);
+  mark_[v] = epoch_;
+  while (!stack_.empty()) {
+    const std::uint32_t x = stack_.back();
+    stack_.pop_back();
+    fwd_.push_back(x);
+    if (limit_ != 0 && fwd_.size() > limit_) return false;
+    for (const std::uint32_t y : out_[x]) {
+      if (y == u) return false;
+      if (mark_[y] != epoch_ && ord_[y] < ub) {
+        mark_[y] = epoch_;
+        stack_.push_back(y);
+      }
+    }
+  }
+  bwd_.clear();
+  stack_.assign(1, u);
+  mark_[u] = epoch_;
+  while (!stack_.empty()) {
+    const std::uint32_t x = stack_.back();
+    stack_.pop_back();
+    bwd_.push_back(x);
+    if (limit_ != 0 && bwd_.size() > limit_) return false;
+    for (const std::uint32_t y : in_[x]) {
+      if (mark_[y] != epoch_ && ord_[y] > lb) {
+        mark_[y] = epoch_;
+        stack_.push_back(y);
+      }
+    }
+  }
+  auto by_ord = [this](std::uint32_t a, std::uint32_t b) { return ord_[a] < ord_[b]; };
+  std::sort(fwd_.begin(), fwd_.end(), by_ord);
+  std::sort(bwd_.begin(), bwd_.end(), by_ord);
+  slots_.clear();
+  for (const std::uint32_t x : bwd_) slots_.push_back(ord_[x]);
+  for (const std::uint32_t x : fwd_) slots_.push_back(ord_[x]);
+  std::sort(slots_.begin(), slots_.end());
+  std::size_t i = 0;
+  for (const std::uint32_t x : bwd_) ord_[x] = slots_[i++];
+  for (const std::uint32_t x : fwd_) ord_[x] = slots_[i++];
+  return true;
+}
+
+}  // namespace subnetd::routing
