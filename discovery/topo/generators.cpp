@@ -587,6 +587,17 @@ Result<Topology> ring(const Spec& spec) {
               ca_ports);
 }
 
+Result<Topology> hypercube(const Spec& spec) {
+  SUBNETD_TRY(spec.allow_only({"dim", "hosts", "ca_ports"}));
+  std::uint64_t dim = 0, hosts = 0;
+  SUBNETD_TRY_ASSIGN(dim, spec.number("dim", 1, 16));
+  SUBNETD_TRY_ASSIGN(hosts, spec.number_or("hosts", 1, 0, kMaxNodePorts));
+  std::uint32_t ca_ports = 1;
+  SUBNETD_TRY_ASSIGN(ca_ports, read_ca_ports(spec));
+  return grid(spec, std::vector<std::uint32_t>(dim, 2), false, static_cast<std::uint32_t>(hosts),
+              ca_ports);
+}
+
 // The circulant offsets of one group's global slots: full rounds use every
 // offset 1..g-1 once; the last partial round uses pairs (d, g-d) and, for even
 // g, g/2 — so the global graph is regular. Also returns, per slot, the slot of
@@ -741,11 +752,12 @@ Result<routing::Topology> run(const Spec& spec) {
   if (f == "torus") return torus_or_mesh(spec, true);
   if (f == "mesh") return torus_or_mesh(spec, false);
   if (f == "ring") return ring(spec);
+  if (f == "hypercube") return hypercube(spec);
   if (f == "dragonfly") return dragonfly(spec);
   if (f == "random") return random_fabric(spec);
   return Error{Errc::kInvalidArgument,
                fmt::format("unknown topology family '{}' (expected fat-tree, pgft, torus, mesh, "
-                           "ring, dragonfly or random)",
+                           "ring, hypercube, dragonfly or random)",
                            printable(f))};
 }
 

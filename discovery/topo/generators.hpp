@@ -29,6 +29,11 @@
 //       size 1 gets none.
 //   ring:switches=N[,hosts=H][,ca_ports=1|2]
 //       A torus of one dimension.
+//   hypercube:dim=D[,hosts=H][,ca_ports=1|2]
+//       2^D switches ("sw-b-b-...", one bit per dimension), each linked to
+//       the D that differ from it in one bit: a mesh of D dimensions of
+//       size 2, D <= 16 (ports as a mesh's, the "-" port of each dimension
+//       on one end and the "+" port on the other).
 //   dragonfly:a=A,p=P,h=H,g=G[,ca_ports=1|2]
 //       G groups ("sw-gG-S") of A fully connected switches, P CAs per switch,
 //       H global links per switch, G <= A*H+1. Global links follow the
