@@ -6,13 +6,15 @@
 
 #include "routing/engines/auto_engine.hpp"
 #include "routing/engines/ftree.hpp"
+#include "routing/engines/layered.hpp"
 #include "routing/engines/minhop.hpp"
 #include "routing/engines/updn.hpp"
 
 namespace subnetd::routing {
 
 namespace {
-constexpr std::array<std::string_view, 4> kEngineNames = {"minhop", "updn", "auto", "ftree"};
+constexpr std::array<std::string_view, 5> kEngineNames = {"minhop", "updn", "auto", "ftree",
+                                                          "layered"};
 }  // namespace
 
 std::span<const std::string_view> engine_names() {
@@ -24,6 +26,9 @@ Result<std::unique_ptr<RoutingEngine>> make_engine(std::string_view name) {
   if (name == "updn") return std::unique_ptr<RoutingEngine>(std::make_unique<UpdnEngine>());
   if (name == "auto") return std::unique_ptr<RoutingEngine>(std::make_unique<AutoEngine>());
   if (name == "ftree") return std::unique_ptr<RoutingEngine>(std::make_unique<FtreeEngine>());
+  if (name == "layered") {
+    return std::unique_ptr<RoutingEngine>(std::make_unique<LayeredEngine>());
+  }
   return Error{Errc::kInvalidArgument, fmt::format("unknown routing engine \"{}\" (known: {})",
                                                    name, fmt::join(kEngineNames, ", "))};
 }

@@ -15,8 +15,14 @@
 //            automatically chosen roots; deadlock-free with one VL.
 //   ftree  — balanced fat-tree routing (D-mod-K), up/down by levels, so
 //            deadlock-free with one VL; keeps routing degraded trees.
-//   auto   — ftree on fat trees (degraded ones included), updn elsewhere.
+//   layered — balanced shortest-or-near paths on any topology, one VL
+//            layer per destination, each layer's dependencies acyclic;
+//            never needs more VLs than it is given.
+//   auto   — ftree on fat trees (degraded ones included), updn elsewhere
+//            (layered is chosen by name until its time at 2,000 switches
+//            is fixed: issue 18).
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <stop_token>
@@ -37,6 +43,10 @@ struct EngineOptions {
   // Empty: chosen automatically per connected part of the fabric (see
   // routing/engines/updn.hpp). A GUID that is not a switch is an error.
   std::vector<Guid> root_guids;
+  // layered: the data VLs every port offers (the smallest PortInfo
+  // OperationalVLs over switch-to-switch links), 1..15; the engine uses at
+  // most this many layers.
+  std::uint8_t max_vls = 8;
 };
 
 class RoutingEngine {

@@ -1,22 +1,42 @@
-// layers_bench: shortest paths split into VL layers (routing/layers.hpp)
-// next to up*/down*, on one fabric: routes per link (max, mean), VLs used,
-// time to route, to assign the layers and to verify every layer (issue 18).
+// layers_bench: the VL-layered engine (routing/engines/layered.hpp) next to
+// up*/down*, and minhop split into layers after the fact
+// (routing/layers.hpp), on one fabric (issue 18). Per engine:
+//   entries  LFT entries per switch port (Routes::load: the routes a link
+//            carries, as OpenSM's minhop balances them), max and mean;
+//   paths    CA-to-CA paths per directed link (every CA LID as a
+//            destination from every CA), max and mean, next to a lower
+//            bound: the mean over links when every path is a shortest one
+//            (no routing's busiest link carries less);
+//   VLs used, time to route and to verify (every VL's CDG), peak RSS.
 //
-//   layers_bench [SPEC] [threads=2] [vls=8] [lid_bits=16|17|24]
+//   layers_bench [SPEC|NETFILE] [engines=updn,layered,minhop] [vls=8]
+//                [cut=PERCENT] [seed=1] [threads=2] [lid_bits=16|17|24]
+//                [lfts=DUMP] [label=NAME]
 //
-// SPEC defaults to random:switches=200,degree=8,hosts=8,seed=1.
+// SPEC defaults to random:switches=200,degree=8,hosts=8,seed=1; cut removes
+// that share of the switch-to-switch links first (a degraded fabric).
+// lfts= measures another SM's tables on the same fabric instead of running
+// engines: OpenSM's opensm-lfts.dump (or ibroute's output) of a NETFILE
+// that ibsim ran, matched by node and port GUIDs (tests/bench/
+// layers_opensm.py runs OpenSM's nue, dfsssp and lash that way).
 
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
+#include <regex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "bench_util.hpp"
 #include "discovery/topo/generators.hpp"
+#include "discovery/topo/netfile.hpp"
 #include "routing/engine.hpp"
 #include "routing/layers.hpp"
 #include "routing/lid_assigner.hpp"
+#include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
 
 namespace {
@@ -27,61 +47,210 @@ using namespace subnetd::bench;
 
 struct Args {
   std::string spec = "random:switches=200,degree=8,hosts=8,seed=1";
+  std::vector<std::string> engines = {"updn", "layered", "minhop"};
   unsigned threads = 2;
   unsigned vls = 8;
+  double cut = 0;
+  std::uint64_t seed = 1;
   int lid_bits = 16;
+  std::string lfts;   // another SM's LFT dump
+  std::string label;  // its name in the table
 };
 
-int fail(std::string_view what, const Error& e) {
-  std::printf("FAILED %.*s: %s\n", static_cast<int>(what.size()), what.data(), e.message.c_str());
-  return 1;
+Result<Topology> load(const std::string& fabric) {
+  const auto colon = fabric.find(':');
+  const auto slash = fabric.find('/');
+  if (colon != std::string::npos && (slash == std::string::npos || colon < slash)) {
+    return discovery::topo::generate(fabric);
+  }
+  return discovery::topo::read_netfile(fabric);
+}
+
+// Routes in our LID space from an LFT dump ("Unicast lids [..] of switch
+// .. guid 0x..", then "0xLID PORT : (type portguid 0x..: ..)" lines): each
+// of the dump's LIDs is mapped to ours through the port GUID it names (a
+// CA port's LMC range by offset from the lowest LID the dump gives it).
+Result<Routes> read_lft_dump(const std::string& path, const Topology& topo, const LidMap& lids) {
+  std::ifstream in(path);
+  if (!in) return Error{Errc::kNotFound, fmt::format("{}: cannot open", path)};
+  const std::regex header(R"(^Unicast lids .* guid (0x[0-9a-fA-F]+))");
+  const std::regex entry(R"(^(0x[0-9a-fA-F]+)\s+(\d+)\s*:\s*\(.*portguid (0x[0-9a-fA-F]+))");
+  struct Line {
+    std::uint32_t sw;
+    std::uint32_t lid;
+    std::uint8_t port;
+    std::uint64_t port_guid;
+  };
+  std::vector<Line> lines;
+  std::unordered_map<std::uint64_t, std::uint32_t> base;  // port GUID -> lowest dump LID
+  std::uint32_t sw = UINT32_MAX;
+  std::string text;
+  std::smatch m;
+  while (std::getline(in, text)) {
+    if (std::regex_search(text, m, header)) {
+      const auto node = topo.find_by_guid(Guid{std::stoull(m[1].str(), nullptr, 16)});
+      sw = node && topo.node(*node).type == NodeType::kSwitch ? topo.node(*node).switch_index.value
+                                                              : UINT32_MAX;
+      continue;
+    }
+    if (sw == UINT32_MAX || !std::regex_search(text, m, entry)) continue;
+    Line l{sw, static_cast<std::uint32_t>(std::stoul(m[1].str(), nullptr, 16)),
+           static_cast<std::uint8_t>(std::stoul(m[2].str())), std::stoull(m[3].str(), nullptr, 16)};
+    auto [it, fresh] = base.emplace(l.port_guid, l.lid);
+    if (!fresh) it->second = std::min(it->second, l.lid);
+    lines.push_back(l);
+  }
+  Routes r;
+  r.engine = path;
+  r.max_lid = lids.max_lid;
+  r.lfts.resize(topo.num_switches());
+  for (Lft& lft : r.lfts) lft.resize(lids.max_lid);
+  std::size_t mapped = 0;
+  for (const Line& l : lines) {
+    const auto port = topo.find_by_port_guid(Guid{l.port_guid});
+    if (!port) continue;
+    const Lid ours = lids.base_lid(topo, port->node, port->port);
+    if (ours.value == 0) continue;
+    const std::uint32_t lid = ours.value + (l.lid - base[l.port_guid]);
+    if (lid > lids.max_lid.value) continue;
+    r.lfts[l.sw].set(Lid{lid}, l.port);
+    ++mapped;
+  }
+  if (mapped == 0) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("{}: no entry matches this fabric's switches and ports", path)};
+  }
+  return r;
+}
+
+struct PathLoad {
+  std::uint64_t entries_max = 0;  // LFT entries of CA LIDs per switch link
+  double entries_mean = 0;
+  std::uint64_t max = 0;
+  double mean = 0;
+  double bound = 0;  // mean with shortest paths only
+};
+
+// Paths per directed switch link: from every switch, weighted by its CA
+// LIDs, to every CA LID of its part, following the LFTs.
+PathLoad path_load(const SwitchGraph& g, const Routes& routes) {
+  const std::uint32_t n = g.num_switches();
+  std::vector<std::uint64_t> src(n, 0);
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment a = g.attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++src[a.sw.value];
+  }
+  std::vector<std::uint64_t> per_arc(g.num_arcs(), 0), entries(g.num_arcs(), 0);
+  std::uint64_t shortest_total = 0;
+  std::vector<std::uint32_t> dist_cache;
+  std::uint32_t cached_for = UINT32_MAX;
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment a = g.attachment(Lid{l});
+    if (!a.routable() || a.port == 0) continue;
+    if (cached_for != a.sw.value) {
+      const SwitchIndex t = a.sw;
+      dist_cache = hops_to_nearest(g, std::span<const SwitchIndex>(&t, 1));
+      cached_for = a.sw.value;
+    }
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint32_t first = g.arc_at_port(SwitchIndex{s}, routes.lfts[s].get(Lid{l}));
+      if (first != kNoArc) ++entries[first];
+      if (src[s] == 0 || dist_cache[s] == kUnreached) continue;
+      shortest_total += src[s] * dist_cache[s];
+      std::uint32_t cur = s;
+      for (std::uint32_t hops = 0; cur != a.sw.value && hops <= n; ++hops) {
+        const std::uint32_t arc = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{l}));
+        if (arc == kNoArc) break;
+        per_arc[arc] += src[s];
+        cur = g.arc(arc).to.value;
+      }
+    }
+  }
+  PathLoad p;
+  std::uint64_t total = 0;
+  for (const std::uint64_t x : per_arc) {
+    p.max = std::max(p.max, x);
+    total += x;
+  }
+  std::uint64_t entries_total = 0;
+  for (const std::uint64_t x : entries) {
+    p.entries_max = std::max(p.entries_max, x);
+    entries_total += x;
+  }
+  if (g.num_arcs() != 0) {
+    p.entries_mean = static_cast<double>(entries_total) / g.num_arcs();
+    p.mean = static_cast<double>(total) / g.num_arcs();
+    p.bound = static_cast<double>(shortest_total) / g.num_arcs();
+  }
+  return p;
 }
 
 int run(const Args& a) {
-  auto topo = discovery::topo::generate(a.spec);
+  auto topo = load(a.spec);
   if (!topo.ok()) return fail("topology", topo.error());
+  const std::size_t cut = a.cut > 0 ? cut_switch_links(*topo, a.cut, a.seed) : 0;
   LidAssignOptions lopts;
   lopts.space = *LidSpace::from_bits(a.lid_bits);
   auto lids = assign_lids(*topo, lopts);
   if (!lids.ok()) return fail("LIDs", lids.error());
+  auto g = SwitchGraph::build(*topo, lids->map);
+  if (!g.ok()) return fail("switch graph", g.error());
   WorkerPool pool(a.threads);
-  std::printf("layers_bench %s: %zu switches, %zu CAs, vls=%u\n", a.spec.c_str(),
-              topo->num_switches(), topo->num_cas(), a.vls);
-  for (const std::string_view name : {"updn", "minhop"}) {
-    auto engine = make_engine(name);
-    if (!engine.ok()) return fail(name, engine.error());
+  std::printf("layers_bench %s: %zu switches, %zu CAs, %zu links cut, vls=%u\n", a.spec.c_str(),
+              topo->num_switches(), topo->num_cas(), cut, a.vls);
+  std::printf("%-11s %8s %8s %9s %9s %9s %6s %4s %8s %8s  %s\n", "engine", "entr.max", "entr.mean",
+              "paths.max", "paths.mean", "bound", "max/lb", "VLs", "route s", "verify s",
+              "verdict");
+  const std::vector<std::string> runs =
+      a.lfts.empty() ? a.engines : std::vector<std::string>{a.label.empty() ? "dump" : a.label};
+  for (const std::string& name : runs) {
+    reset_peak_rss();
     auto t0 = Clock::now();
-    auto routes = (*engine)->compute(*topo, lids->map, {}, pool, {});
+    Result<Routes> routes = Error{Errc::kInternal, "not routed"};
+    if (!a.lfts.empty()) {
+      routes = read_lft_dump(a.lfts, *topo, lids->map);
+    } else {
+      auto engine = make_engine(name);
+      if (!engine.ok()) return fail(name, engine.error());
+      EngineOptions eopts;
+      eopts.max_vls = static_cast<std::uint8_t>(a.vls);
+      routes = (*engine)->compute(*topo, lids->map, eopts, pool, {});
+    }
     if (!routes.ok()) return fail(name, routes.error());
-    const double t_route = seconds_since(t0);
-    double t_layers = 0;
-    if (name == "minhop") {
-      t0 = Clock::now();
+    const double t_route = a.lfts.empty() ? seconds_since(t0) : 0.0;
+    const double rss = peak_rss_mib();
+    std::string label = name;
+    std::string verdict;
+    if (!a.lfts.empty()) {
+      // Its SLs are not in the dump: no layers, no CDG verdict here.
+      verdict = "balance only (the SM's SLs are not in the dump)";
+    } else if (name == "minhop") {
+      // Shortest paths, split into layers afterwards (first fit).
+      label = "minhop+VLs";
       auto layers = assign_layers(*topo, lids->map, *routes,
                                   LayerOptions{static_cast<std::uint8_t>(a.vls)}, {});
-      t_layers = seconds_since(t0);
-      if (!layers.ok()) {
-        // The balance is still worth seeing; the budget is what failed.
-        std::printf("%-12s max %6llu routes/link, mean %8.1f; layers %.3f s: %s\n", "minhop",
-                    static_cast<unsigned long long>(routes->load.max_routes),
-                    routes->load.mean_routes, t_layers, layers.error().message.c_str());
-        continue;
+      if (layers.ok()) {
+        routes->num_vls = layers->layers;
+        routes->lid_layer = std::move(layers->lid_layer);
+      } else {
+        verdict = layers.error().message;
       }
-      routes->num_vls = layers->layers;
-      routes->lid_layer = std::move(layers->lid_layer);
     }
     t0 = Clock::now();
-    auto v = verify(*topo, lids->map, *routes, pool, {});
+    if (verdict.empty()) {
+      auto v = verify(*topo, lids->map, *routes, pool, {});
+      verdict = v.ok() ? "deadlock-free" : v.error().message;
+    }
     const double t_verify = seconds_since(t0);
-    std::printf(
-        "%-12s max %6llu routes/link, mean %8.1f; %u VL(s); route %.3f s, layers %.3f s, "
-        "verify %.3f s: %s\n",
-        name == "minhop" ? "minhop+VLs" : "updn",
-        static_cast<unsigned long long>(routes->load.max_routes), routes->load.mean_routes,
-        unsigned{routes->num_vls}, t_route, t_layers, t_verify,
-        v.ok() ? "deadlock-free" : v.error().message.c_str());
+    const PathLoad p = path_load(*g, *routes);
+    std::printf("%-11s %8llu %8.1f %9llu %9.1f %9.1f %6.2f %4u %8.3f %8.3f  %s\n", label.c_str(),
+                static_cast<unsigned long long>(p.entries_max), p.entries_mean,
+                static_cast<unsigned long long>(p.max), p.mean, p.bound,
+                p.bound > 0 ? static_cast<double>(p.max) / p.bound : 0.0, unsigned{routes->num_vls},
+                t_route, t_verify, verdict.c_str());
+    for (const std::string& note : routes->notes) std::printf("    %s\n", note.c_str());
+    std::printf("    peak RSS while routing %.0f MiB\n", rss);
   }
-  std::printf("peak RSS %.0f MiB\n", peak_rss_mib());
   return 0;
 }
 
@@ -95,10 +264,21 @@ int main(int argc, char** argv) {
     bool ok = true;
     if (arg.key.empty()) {
       a.spec = arg.value;
+    } else if (arg.key == "engines") {
+      a.engines = split_list(arg.value);
+      ok = !a.engines.empty();
     } else if (arg.key == "threads") {
       ok = parse_value(arg.value, a.threads) && a.threads > 0;
     } else if (arg.key == "vls") {
       ok = parse_value(arg.value, a.vls) && a.vls >= 1 && a.vls <= 15;
+    } else if (arg.key == "cut") {
+      ok = parse_value(arg.value, a.cut) && a.cut >= 0 && a.cut < 100;
+    } else if (arg.key == "seed") {
+      ok = parse_value(arg.value, a.seed);
+    } else if (arg.key == "lfts") {
+      a.lfts = arg.value;
+    } else if (arg.key == "label") {
+      a.label = arg.value;
     } else if (arg.key == "lid_bits") {
       ok = parse_value(arg.value, a.lid_bits);
     } else {

@@ -1,0 +1,176 @@
+// routing/engines/layered.hpp: on every family of fabric the routes are
+// complete and loop-free (the trace oracle of routing_test_support.hpp),
+// every VL's channel dependency graph is acyclic with each LID's traffic on
+// its layer (the verifier, its own code), no more VLs are used than given,
+// and the paths are better balanced than up*/down*'s.
+
+#include "routing/engines/layered.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+
+#include "routing/switch_graph.hpp"
+#include "routing/verifier.hpp"
+#include "routing_test_support.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using testing::cut_links;
+using testing::Fabric;
+using testing::make_fabric;
+using testing::trace_all;
+
+Result<Routes> route_layered(const Fabric& f, std::uint8_t vls) {
+  EngineOptions opts;
+  opts.max_vls = vls;
+  WorkerPool pool(2);
+  return LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
+}
+
+// CA-to-CA paths over the busiest directed switch link: every switch with
+// CAs, weighted by its CA LIDs, to every CA LID, following the LFTs.
+std::uint64_t busiest_link_paths(const Fabric& f, const Routes& r) {
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  EXPECT_TRUE(g.ok());
+  if (!g.ok()) return 0;
+  std::vector<std::uint64_t> src(g->num_switches(), 0), load(g->num_arcs(), 0);
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment a = g->attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++src[a.sw.value];
+  }
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment a = g->attachment(Lid{l});
+    if (!a.routable() || a.port == 0) continue;
+    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+      std::uint32_t cur = s;
+      for (std::uint32_t hops = 0; src[s] != 0 && cur != a.sw.value && hops < 64; ++hops) {
+        const std::uint32_t arc = g->arc_at_port(SwitchIndex{cur}, r.lfts[cur].get(Lid{l}));
+        if (arc == kNoArc) break;
+        load[arc] += src[s];
+        cur = g->arc(arc).to.value;
+      }
+    }
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+struct Case {
+  const char* spec;
+  std::size_t cut;  // switch links removed first (seeded)
+};
+
+const Case kCases[] = {
+    {"ring:switches=6,hosts=1", 0},
+    {"ring:switches=9,hosts=2", 0},
+    {"torus:dims=4x4,hosts=1", 0},
+    {"torus:dims=5x5,hosts=1", 0},
+    {"torus:dims=3x3x3,hosts=1", 0},
+    {"torus:dims=4x4x4,hosts=1", 0},
+    {"mesh:dims=4x4,hosts=1", 0},
+    {"mesh:dims=3x3x2,hosts=2", 0},
+    {"hypercube:dim=4,hosts=1", 0},
+    {"hypercube:dim=5,hosts=2", 3},
+    {"dragonfly:a=4,p=2,h=2,g=5", 0},
+    {"random:switches=32,degree=4,hosts=2,seed=1", 0},
+    {"random:switches=50,degree=6,hosts=1,seed=7", 0},
+    {"random:switches=60,degree=5,hosts=2,seed=3", 6},
+    {"fat-tree:levels=3,k=4", 0},
+    {"fat-tree:levels=3,k=4", 4},
+    {"torus:dims=5x5,hosts=1", 5},
+};
+
+class LayeredTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LayeredTest, CompleteLoopFreeAndAcyclicOnEveryVlWithinTheBudget) {
+  const Case& c = GetParam();
+  Fabric f = make_fabric(c.spec);
+  const auto cut = cut_links(f.topo, c.cut, 11);
+  for (const std::uint8_t budget : {8, 2, 1}) {
+    SCOPED_TRACE(std::string(c.spec) + " cut " + std::to_string(c.cut) + ", " +
+                 std::to_string(budget) + " VL(s)");
+    auto r = route_layered(f, budget);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->engine, "layered");
+    EXPECT_GE(r->num_vls, 1);
+    EXPECT_LE(r->num_vls, budget);
+    if (r->num_vls > 1) {
+      ASSERT_EQ(r->lid_layer.size(), f.lids.max_lid.value + std::size_t{1});
+      const std::uint8_t highest = *std::max_element(r->lid_layer.begin(), r->lid_layer.end());
+      EXPECT_EQ(highest + 1, r->num_vls) << "layers are numbered without gaps";
+    }
+    const auto t = trace_all(f.topo, f.lids, *r);
+    EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+    EXPECT_EQ(t.misrouted, 0U);
+    WorkerPool pool(2);
+    auto v = verify(f.topo, f.lids, *r, pool, {});
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    EXPECT_EQ(v->num_vls, r->num_vls);
+    ASSERT_FALSE(r->notes.empty());
+    if (budget == 8) std::cout << c.spec << " cut " << c.cut << ": " << r->notes.front() << "\n";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, LayeredTest, ::testing::ValuesIn(kCases));
+
+TEST(Layered, BalancesPathsBetterThanUpDownOnARandomGraph) {
+  const Fabric f = make_fabric("random:switches=40,degree=6,hosts=4,seed=2");
+  auto layered = route_layered(f, 4);
+  ASSERT_TRUE(layered.ok()) << layered.error().message;
+  WorkerPool pool(2);
+  auto updn = make_engine("updn");
+  ASSERT_TRUE(updn.ok());
+  auto up = (*updn)->compute(f.topo, f.lids, {}, pool, {});
+  ASSERT_TRUE(up.ok());
+  const std::uint64_t ours = busiest_link_paths(f, *layered);
+  const std::uint64_t theirs = busiest_link_paths(f, *up);
+  std::cout << "busiest link: layered " << ours << " paths, updn " << theirs << "\n";
+  EXPECT_LT(ours * 2, theirs);
+}
+
+TEST(Layered, ARingUsesASecondLayerAndOneLayerStillRoutes) {
+  // On a ring of 8 the shortest paths to all LIDs go both ways round; one
+  // VL cannot hold them all acyclic, so a budget of two uses both, and a
+  // budget of one routes everything in the escape layer, no better
+  // balanced.
+  const Fabric f = make_fabric("ring:switches=8,hosts=1");
+  auto two = route_layered(f, 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->num_vls, 2);
+  auto one = route_layered(f, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->num_vls, 1);
+  EXPECT_TRUE(one->lid_layer.empty());
+  EXPECT_GE(busiest_link_paths(f, *one), busiest_link_paths(f, *two));
+}
+
+TEST(Layered, TheSameInputsGiveTheSameTables) {
+  const Fabric f = make_fabric("random:switches=30,degree=5,hosts=2,seed=4");
+  auto a = route_layered(f, 4);
+  auto b = route_layered(f, 4);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->lfts, b->lfts);
+  EXPECT_EQ(a->lid_layer, b->lid_layer);
+}
+
+TEST(Layered, ABudgetOutsideOneToFifteenIsRefused) {
+  const Fabric f = make_fabric("ring:switches=4,hosts=1");
+  for (const std::uint8_t bad : {0, 16}) {
+    auto r = route_layered(f, bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::kOutOfRange);
+    EXPECT_NE(r.error().message.find("budget"), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(Layered, IsChosenByName) {
+  auto e = make_engine("layered");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->name(), "layered");
+}
+
+}  // namespace
+}  // namespace subnetd::routing
