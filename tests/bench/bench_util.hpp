@@ -29,6 +29,7 @@
 #include "discovery/sim/sim_fabric.hpp"
 #include "discovery/sweeper.hpp"
 #include "discovery/topo/generators.hpp"
+#include "discovery/topo/netfile.hpp"
 #include "routing/engine.hpp"
 #include "routing/ids.hpp"
 #include "routing/lid_assigner.hpp"
@@ -152,6 +153,17 @@ inline bool parse_positive_list(std::string_view text, std::vector<unsigned>& ou
 inline int fail(std::string_view what, const Error& e) {
   fmt::print(stderr, "{}: {}: {}\n", what, errc_name(e.code), e.message);
   return 1;
+}
+
+// A fabric from a generator spec ("torus:dims=4x4") or an ibsim net file
+// (a path: a '/' before any ':', or no ':').
+inline Result<routing::Topology> load_fabric(const std::string& fabric) {
+  const auto colon = fabric.find(':');
+  const auto slash = fabric.find('/');
+  if (colon != std::string::npos && (slash == std::string::npos || colon < slash)) {
+    return discovery::topo::generate(fabric);
+  }
+  return discovery::topo::read_netfile(fabric);
 }
 
 // The switch-to-switch links, each once (named by its end with the smaller

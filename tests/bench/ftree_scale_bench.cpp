@@ -39,15 +39,6 @@ using namespace subnetd;
 using namespace subnetd::routing;
 using namespace subnetd::bench;
 
-Result<Topology> load(const std::string& fabric) {
-  const auto colon = fabric.find(':');
-  const auto slash = fabric.find('/');
-  if (colon != std::string::npos && (slash == std::string::npos || colon < slash)) {
-    return discovery::topo::generate(fabric);
-  }
-  return discovery::topo::read_netfile(fabric);
-}
-
 int lid_bits_for(const Topology& topo, int requested) {
   if (requested != 0) return requested;
   std::size_t ports = 0;
@@ -218,7 +209,7 @@ int main(int argc, char** argv) {
   if (engines.empty()) engines = {"ftree", "updn"};
   for (const std::string& cut : cuts) {
     const auto t0 = Clock::now();
-    auto topo = load(fabric);
+    auto topo = load_fabric(fabric);
     if (!topo.ok()) {
       fmt::print(stderr, "{}: {}\n", fabric, topo.error().message);
       return 1;

@@ -57,15 +57,6 @@ struct Args {
   std::string label;  // its name in the table
 };
 
-Result<Topology> load(const std::string& fabric) {
-  const auto colon = fabric.find(':');
-  const auto slash = fabric.find('/');
-  if (colon != std::string::npos && (slash == std::string::npos || colon < slash)) {
-    return discovery::topo::generate(fabric);
-  }
-  return discovery::topo::read_netfile(fabric);
-}
-
 // Routes in our LID space from an LFT dump ("Unicast lids [..] of switch
 // .. guid 0x..", then "0xLID PORT : (type portguid 0x..: ..)" lines): each
 // of the dump's LIDs is mapped to ours through the port GUID it names (a
@@ -186,7 +177,7 @@ PathLoad path_load(const SwitchGraph& g, const Routes& routes) {
 }
 
 int run(const Args& a) {
-  auto topo = load(a.spec);
+  auto topo = load_fabric(a.spec);
   if (!topo.ok()) return fail("topology", topo.error());
   const std::size_t cut = a.cut > 0 ? cut_switch_links(*topo, a.cut, a.seed) : 0;
   LidAssignOptions lopts;
