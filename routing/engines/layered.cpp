@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -17,18 +18,37 @@ namespace {
 
 using Dep = std::pair<std::uint32_t, std::uint32_t>;
 
-// Channels one dependency may reorder in a layer's CDG before it is
-// refused (0 = no limit). A limit of 256 made a 200-switch random graph's
-// busiest link 10% busier and did not bring a 2,000-switch one under
-// 600 s (the cost there is the failed trees, see routing/README.md).
-constexpr std::uint32_t kSearchLimit = 0;  // none yet: see routing/README.md
+// Switches ranked by breadth-first distance from `root` (ties by index),
+// then those `root` does not reach, by index. `dist` gives the distances
+// (kNoArc when not reached).
+std::vector<std::uint32_t> bfs_rank(const SwitchGraph& g, std::uint32_t root,
+                                    std::vector<std::uint32_t>& dist) {
+  const std::uint32_t n = g.num_switches();
+  dist.assign(n, kNoArc);
+  std::vector<std::uint32_t> queue{root};
+  dist[root] = 0;
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const std::uint32_t v = queue[head];
+    for (const SwitchArc& a : g.arcs(SwitchIndex{v})) {
+      if (dist[a.to.value] == kNoArc) {
+        dist[a.to.value] = dist[v] + 1;
+        queue.push_back(a.to.value);
+      }
+    }
+  }
+  for (std::uint32_t v = 0; v < n; ++v) {
+    if (dist[v] == kNoArc) queue.push_back(v);
+  }
+  std::vector<std::uint32_t> pos(n);
+  for (std::uint32_t i = 0; i < n; ++i) pos[queue[i]] = i;
+  return pos;
+}
 
-// The escape layer's CDG before any tree: every dependency of an up*/down*
-// route (into a switch and on, never down then up), in an order they all
-// agree with: up-channels by their head's position, last first, then
-// down-channels by their head's position (routing/engines/updn.hpp).
-OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                      std::span<const std::uint32_t> rev) {
+// Channels in an up*/down* order for the switch ranking `pos` (lower is
+// nearer the root): up-channels by their head's position, last first, then
+// down-channels by their head's position. Dependencies of up*/down* routes
+// agree with it.
+std::vector<std::uint32_t> updown_order(const SwitchGraph& g, std::span<const std::uint32_t> pos) {
   const std::uint32_t arcs = g.num_arcs();
   auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
   std::vector<std::uint32_t> by(arcs);
@@ -42,7 +62,15 @@ OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
   });
   std::vector<std::uint32_t> order_pos(arcs);
   for (std::uint32_t i = 0; i < arcs; ++i) order_pos[by[i]] = i;
-  OrderedDag dag(std::move(order_pos));
+  return order_pos;
+}
+
+// The escape layer's CDG before any tree: every dependency of an up*/down*
+// route (into a switch and on, never down then up), in updown_order.
+OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
+                      std::span<const std::uint32_t> rev) {
+  auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
+  OrderedDag dag(updown_order(g, pos));
   for (std::uint32_t v = 0; v < g.num_switches(); ++v) {
     const std::uint32_t first = g.first_arc(SwitchIndex{v});
     const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
@@ -58,28 +86,78 @@ OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
   return dag;
 }
 
-// Grows in-trees towards one switch, one destination LID at a time.
+// Grows in-trees towards one switch. A switch two hops from the
+// destination may also keep other channels into the destination's
+// neighbours (kMaxOut in all): the destination's LIDs spread over them, as
+// the last hops are where one tree's traffic converges.
 class TreeGrower {
  public:
-  TreeGrower(const SwitchGraph& g, std::span<const std::uint32_t> rev)
-      : g_(g), rev_(rev), nh_(g.num_switches(), kNoArc), done_(g.num_switches(), 0) {}
+  static constexpr std::uint32_t kMaxOut = 4;
 
-  // Grows the tree towards switch t over channels weighted by `load` (plus
-  // one hop's weight). With a `dag`, a switch joins only through a
-  // dependency the dag takes (those it newly took are appended to `added`).
-  // Returns the switches reached, t first, each after the one it forwards
-  // to; next_arc() gives their channel.
+  TreeGrower(const SwitchGraph& g, std::span<const std::uint32_t> rev)
+      : g_(g),
+        rev_(rev),
+        outs_(std::size_t{g.num_switches()} * kMaxOut, kNoArc),
+        num_outs_(g.num_switches(), 0),
+        cost_(g.num_switches(), 0),
+        done_(g.num_switches(), 0) {}
+
+  // Grows the tree towards switch t over channels weighted by `load` plus
+  // one `hop`. With a `dag`, a switch joins through a channel only if the
+  // dependencies it adds (the channel, then each channel its head forwards
+  // on) keep the dag acyclic (those it newly took are appended to `added`;
+  // those it refused are remembered in `refused` and refused again without
+  // a search). A switch two hops from t also keeps each other channel
+  // into a neighbour of t whose cost is within `slack` of its own, on the
+  // same condition. Returns the switches reached, t first, each after every
+  // switch it forwards to; outs() gives their channels, the tree's first.
   std::span<const std::uint32_t> grow(std::uint32_t t, std::span<const std::uint64_t> load,
-                                      std::uint64_t hop, OrderedDag* dag, std::vector<Dep>& added) {
+                                      std::uint64_t hop, std::uint64_t slack, OrderedDag* dag,
+                                      std::unordered_set<std::uint64_t>* refused,
+                                      std::vector<Dep>& added) {
     ++epoch_;
     reached_.clear();
     heap_ = {};
+    // Adds every dependency of channel `in` onto its head's channels; on a
+    // refusal takes back what it added and returns false.
+    auto take = [&](std::uint32_t in) {
+      if (dag == nullptr) return true;
+      const std::uint32_t v = g_.arc(in).to.value;
+      const std::size_t mark = added.size();
+      for (const std::uint32_t out : outs(v)) {
+        const std::uint64_t key = (std::uint64_t{in} << 32) | out;
+        const OrderedDag::Add r =
+            refused->contains(key) ? OrderedDag::Add::kCycle : dag->add(in, out);
+        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
+        if (r == OrderedDag::Add::kCycle) {
+          refused->insert(key);
+          dag->undo(std::span<const Dep>(added).subspan(mark));
+          added.resize(mark);
+          return false;
+        }
+      }
+      return true;
+    };
+    auto into_t = [&](std::uint32_t w) {
+      return num_outs_[w] != 0 && g_.arc(outs_[std::size_t{w} * kMaxOut]).to.value == t;
+    };
     auto join = [&](std::uint32_t s, std::uint32_t arc, std::uint64_t cost) {
       done_[s] = epoch_;
-      nh_[s] = arc;
+      cost_[s] = cost;
+      num_outs_[s] = 0;
+      if (arc != kNoArc) outs_[std::size_t{s} * kMaxOut + num_outs_[s]++] = arc;
       reached_.push_back(s);
-      for (std::uint32_t o = g_.first_arc(SwitchIndex{s}); o < g_.first_arc(SwitchIndex{s + 1});
-           ++o) {
+      const std::uint32_t first = g_.first_arc(SwitchIndex{s});
+      const std::uint32_t end = g_.first_arc(SwitchIndex{s + 1});
+      if (dag != nullptr && arc != kNoArc && into_t(g_.arc(arc).to.value)) {
+        for (std::uint32_t o = first; o < end && num_outs_[s] < kMaxOut; ++o) {
+          const std::uint32_t w = g_.arc(o).to.value;
+          if (o == arc || done_[w] != epoch_ || !into_t(w)) continue;
+          if (cost_[w] + hop + load[o] > cost + slack) continue;
+          if (take(o)) outs_[std::size_t{s} * kMaxOut + num_outs_[s]++] = o;
+        }
+      }
+      for (std::uint32_t o = first; o < end; ++o) {
         const std::uint32_t in = rev_[o];
         if (in == kNoArc || done_[g_.arc(o).to.value] == epoch_) continue;
         heap_.emplace(cost + hop + load[in], in);
@@ -90,23 +168,21 @@ class TreeGrower {
       const auto [cost, in] = heap_.top();
       heap_.pop();
       const std::uint32_t u = g_.arc_source(in).value;
-      if (done_[u] == epoch_) continue;
-      const std::uint32_t v = g_.arc(in).to.value;
-      if (dag != nullptr && nh_[v] != kNoArc) {
-        const OrderedDag::Add r = dag->add(in, nh_[v]);
-        if (r == OrderedDag::Add::kCycle) continue;
-        if (r == OrderedDag::Add::kNew) added.emplace_back(in, nh_[v]);
-      }
+      if (done_[u] == epoch_ || !take(in)) continue;
       join(u, in, cost);
     }
     return reached_;
   }
-  std::uint32_t next_arc(std::uint32_t s) const { return nh_[s]; }
+  std::span<const std::uint32_t> outs(std::uint32_t s) const {
+    return std::span<const std::uint32_t>(outs_).subspan(std::size_t{s} * kMaxOut, num_outs_[s]);
+  }
 
  private:
   const SwitchGraph& g_;
   std::span<const std::uint32_t> rev_;
-  std::vector<std::uint32_t> nh_;
+  std::vector<std::uint32_t> outs_;
+  std::vector<std::uint8_t> num_outs_;
+  std::vector<std::uint64_t> cost_;
   std::vector<std::uint32_t> done_;
   std::uint32_t epoch_ = 0;
   std::vector<std::uint32_t> reached_;
@@ -153,11 +229,39 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   // one channel: paths stay short while loads are even, and detour by a
   // hop once a channel carries that much more than its alternative.
   const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
+  // A last-hop alternative may cost up to half a hop more than the tree's.
+  const std::uint64_t slack = hop / 2;
 
   std::vector<OrderedDag> layers;
   layers.push_back(updown_cdg(g, escape.updown_rank, rev));
-  layers[0].set_search_limit(kSearchLimit);
   const std::size_t escape_deps = layers[0].edges();
+  std::vector<std::vector<std::uint32_t>> root_dist;  // per free layer
+  // Free layers start in the up*/down* orders of roots spread over the
+  // fabric (each the switch farthest from the roots before it), so a dense
+  // layer still lets routes go up, then down — towards a different root
+  // in each layer — rather than along one arbitrary order.
+  {
+    std::uint32_t root = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (escape.updown_rank[s] == 0) root = s;
+    }
+    std::vector<std::uint32_t> dist, nearest(n, kNoArc);
+    while (layers.size() < opts.max_vls) {
+      const std::vector<std::uint32_t> pos = bfs_rank(g, root, dist);
+      for (std::uint32_t s = 0; s < n; ++s) nearest[s] = std::min(nearest[s], dist[s]);
+      root_dist.push_back(dist);
+      layers.emplace_back(updown_order(g, pos));
+      std::uint32_t far = root;
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (nearest[s] != kNoArc && nearest[s] > nearest[far]) far = s;
+      }
+      root = far;
+    }
+  }
+  std::vector<std::uint32_t> try_order;
+  // Dependencies a layer refused: refused again without a search (it may
+  // have been refused for a tree taken back since; refusing stays safe).
+  std::vector<std::unordered_set<std::uint64_t>> refused(layers.size());
 
   Routes routes;
   routes.engine = std::string(name());
@@ -170,6 +274,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   std::vector<std::uint64_t> subtree(n, 0);
   std::vector<std::uint64_t> entries(arcs, 0);
   TreeGrower grower(g, rev);
+  std::vector<std::uint32_t> pick(n, kNoArc);  // one LID's channel per switch
   std::vector<Dep> added;
   std::uint64_t escaped = 0, data_lids = 0;
 
@@ -181,37 +286,57 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
     }
   };
 
+  // Destinations by switch: its own LID, and its CA/router LIDs, which
+  // share one tree (and layer) and weigh on it together.
+  std::vector<std::uint32_t> own_lid(n, 0);
+  std::vector<std::vector<std::uint32_t>> data_at(n);
   for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
-    if ((lid & 0xFF) == 0 && stop.stop_requested()) {
-      return Error{Errc::kCancelled, "layered: cancelled"};
-    }
     const LidAttachment att = g.attachment(Lid{lid});
     if (!att.routable()) continue;
-    const std::uint32_t t = att.sw.value;
-    const std::uint32_t want = part_size[g.component(att.sw)];
-    if (att.port == 0) {  // a switch's own LID: shortest paths, no load
-      added.clear();
-      for (const std::uint32_t s : grower.grow(t, no_load, 1, nullptr, added)) {
-        write(lid, s, s == t ? 0 : g.arc(grower.next_arc(s)).local_port, false);
-      }
-      continue;
+    if (att.port == 0) {
+      own_lid[att.sw.value] = lid;
+    } else {
+      data_at[att.sw.value].push_back(lid);
     }
-    ++data_lids;
-    // Free layers first (first fit), then the escape layer, then up*/down*.
+  }
+
+  for (std::uint32_t t = 0; t < n; ++t) {
+    if ((t & 0x3F) == 0 && stop.stop_requested()) {
+      return Error{Errc::kCancelled, "layered: cancelled"};
+    }
+    const std::uint32_t want = part_size[g.component(SwitchIndex{t})];
+    if (own_lid[t] != 0) {  // a switch's own LID: shortest paths, no load
+      added.clear();
+      for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
+        write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port, false);
+      }
+    }
+    const std::vector<std::uint32_t>& dlids = data_at[t];
+    if (dlids.empty()) continue;
+    data_lids += dlids.size();
+    // The free layers, nearest root first, then the escape layer, then
+    // up*/down*.
     std::span<const std::uint32_t> tree;
     auto fits = [&](std::uint32_t layer) {
       added.clear();
-      tree = grower.grow(t, load, hop, &layers[layer], added);
+      tree = grower.grow(t, load, hop, slack, &layers[layer], &refused[layer], added);
       if (tree.size() == want) return true;
       layers[layer].undo(added);
       return false;
     };
-    std::uint32_t layer = 1;
-    while (layer < layers.size() && !fits(layer)) ++layer;
-    if (layer == layers.size() && layers.size() < opts.max_vls) {
-      layers.emplace_back(arcs);  // one destination's tree alone is acyclic
-      layers.back().set_search_limit(kSearchLimit);
-      if (!fits(layer)) return Error{Errc::kInternal, "layered: a tree failed an empty layer"};
+    // A destination tries the free layers nearest to it first: near a
+    // layer's root, most of its neighbours reach it going up.
+    std::uint32_t layer = static_cast<std::uint32_t>(layers.size());
+    try_order.clear();
+    for (std::uint32_t k = 1; k < layers.size(); ++k) try_order.push_back(k);
+    std::stable_sort(try_order.begin(), try_order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return root_dist[a - 1][t] < root_dist[b - 1][t];
+    });
+    for (const std::uint32_t k : try_order) {
+      if (fits(k)) {
+        layer = k;
+        break;
+      }
     }
     bool placed = layer < layers.size();
     if (!placed) {
@@ -219,27 +344,50 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
       placed = fits(0);
     }
     if (placed) {
-      for (const std::uint32_t s : tree) {
-        write(lid, s, s == t ? att.port : g.arc(grower.next_arc(s)).local_port, true);
-      }
-      // Weights: every channel gains the sources whose route crosses it.
-      for (auto it = tree.rbegin(); it != tree.rend(); ++it) subtree[*it] = sources[*it];
-      for (auto it = tree.rbegin(); it != tree.rend(); ++it) {
-        const std::uint32_t a = grower.next_arc(*it);
-        if (a == kNoArc) continue;
-        load[a] += subtree[*it];
-        subtree[g.arc(a).to.value] += subtree[*it];
+      // Each LID takes, at every switch, the channel whose load plus the
+      // load of the channel after it is least; every channel gains the
+      // sources whose route to the LID crosses it.
+      for (const std::uint32_t lid : dlids) {
+        for (const std::uint32_t s : tree) {
+          subtree[s] = sources[s];
+          if (s == t) continue;
+          std::uint32_t best = kNoArc;
+          std::uint64_t best_load = 0;
+          for (const std::uint32_t a : grower.outs(s)) {
+            // The channel's load and that of the one after it.
+            const std::uint32_t w = g.arc(a).to.value;
+            const std::uint64_t l = load[a] + (w == t ? 0 : load[pick[w]]);
+            if (best == kNoArc || l < best_load) {
+              best = a;
+              best_load = l;
+            }
+          }
+          pick[s] = best;
+        }
+        for (auto it = tree.rbegin(); it != tree.rend(); ++it) {
+          const std::uint32_t s = *it;
+          if (s == t) {
+            write(lid, s, g.attachment(Lid{lid}).port, true);
+            continue;
+          }
+          const std::uint32_t a = pick[s];
+          write(lid, s, g.arc(a).local_port, true);
+          load[a] += subtree[s];
+          subtree[g.arc(a).to.value] += subtree[s];
+        }
       }
     } else {
       // The escape routes: their dependencies are all in layer 0's CDG.
-      ++escaped;
+      escaped += dlids.size();
       layer = 0;
-      for (std::uint32_t s = 0; s < n; ++s) {
-        if (g.component(SwitchIndex{s}) != g.component(att.sw)) continue;
-        write(lid, s, escape.lfts[s].get(Lid{lid}), true);
+      for (const std::uint32_t lid : dlids) {
+        for (std::uint32_t s = 0; s < n; ++s) {
+          if (g.component(SwitchIndex{s}) != g.component(SwitchIndex{t})) continue;
+          write(lid, s, escape.lfts[s].get(Lid{lid}), true);
+        }
       }
     }
-    lid_layer[lid] = static_cast<std::uint8_t>(layer);
+    for (const std::uint32_t lid : dlids) lid_layer[lid] = static_cast<std::uint8_t>(layer);
   }
 
   // Layers in use, numbered from 0 without gaps (layer 0 may be unused).

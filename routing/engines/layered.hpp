@@ -2,33 +2,43 @@
 // layered: balanced, deadlock-free routing on any topology within the VLs
 // the ports offer (issue 18).
 //
-// Each destination LID gets its own in-tree, grown from the LID's switch by
-// a Dijkstra over the channels (SwitchGraph arcs) whose weights are the
-// traffic already routed over them (DFSSSP's balancing: a channel's weight
-// grows by the number of CA sources whose route to the LID crosses it), and
-// the tree lives on one layer — an SL that SL2VL maps to one VL on every
-// port. Each layer keeps its channel dependency graph (CDG) acyclic while
-// the trees are grown, as Nue does: a switch joins the tree through a
-// neighbour only if the dependency it adds (its channel into the
-// neighbour, then the neighbour's channel onward) keeps the layer's CDG
+// Each destination switch gets an in-tree, grown from it by a Dijkstra over
+// the channels (SwitchGraph arcs) whose weights are the traffic already
+// routed over them (DFSSSP's balancing: a channel's weight grows by the
+// number of CA sources whose route crosses it), shared by its CA/router
+// LIDs and living on one layer — an SL that SL2VL maps to one VL on every
+// port. A switch two hops away may keep more than one channel into the
+// destination's neighbours, and the LIDs spread over them (by the load of
+// those two hops): the last hops are where a tree's traffic converges.
+// Each layer keeps its channel dependency graph (CDG) acyclic while the
+// trees are grown, as Nue does: a switch joins the tree through a
+// neighbour only if the dependencies it adds (its channel into the
+// neighbour, then the neighbour's channels onward) keep the layer's CDG
 // acyclic (routing/ordered_dag.hpp), else it waits for another neighbour.
-// A tree that cannot reach every switch of its part is taken back and tried
+// A dependency a layer refused once is refused again without a search. A
+// tree that cannot reach every switch of its part is taken back and tried
 // on the next layer.
 //
 // Layer 0 is the escape layer: its CDG starts out holding every
 // dependency up*/down* routing may create (routing/engines/updn.hpp), so it
 // can always take a destination — on its up*/down* routes when no balanced
-// tree fits. The other layers start empty and are tried first, in order
-// (first fit, so few VLs are used when few are needed); with a budget of
-// one VL everything is on layer 0. Hence the engine never runs out of VLs:
-// what a small budget costs is balance, and Routes::notes says how many
-// destinations took the escape routes.
+// tree fits. The other layers ("free") are each given a root, spread over
+// the fabric (each the switch farthest from the roots before it), and
+// start in that root's up*/down* order; a destination tries them nearest
+// root first (near a root most neighbours reach it going up), so
+// destinations spread over every free layer and each layer's CDG stays as
+// sparse as it can, which is what keeps the trees straight and balanced.
+// Hence the engine uses the whole budget (EngineOptions::max_vls; cap it
+// with routing.max_vls) and never runs out of VLs: with one VL everything
+// is on layer 0, and Routes::notes says how many destinations took the
+// escape routes.
 //
 // Switch LIDs (management traffic on VL15, outside every CDG) get
 // shortest-path trees on layer 0 and load nothing.
 //
 // Deterministic (no threads inside; the trees depend on each other through
-// the weights and the CDGs, so they are grown one after another).
+// the weights and the CDGs, so they are grown one after another). Time
+// grows about as the cube of the switches: see routing/README.md.
 
 #include "routing/engine.hpp"
 
