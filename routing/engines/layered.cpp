@@ -246,14 +246,16 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
       if (escape.updown_rank[s] == 0) root = s;
     }
     std::vector<std::uint32_t> dist, nearest(n, kNoArc);
-    while (layers.size() < opts.max_vls) {
+    while (n != 0 && layers.size() < opts.max_vls) {
       const std::vector<std::uint32_t> pos = bfs_rank(g, root, dist);
       for (std::uint32_t s = 0; s < n; ++s) nearest[s] = std::min(nearest[s], dist[s]);
       root_dist.push_back(dist);
       layers.emplace_back(updown_order(g, pos));
+      // The next root: the switch farthest from every root so far (one no
+      // root reaches, in another part, first: kNoArc is the largest).
       std::uint32_t far = root;
       for (std::uint32_t s = 0; s < n; ++s) {
-        if (nearest[s] != kNoArc && nearest[s] > nearest[far]) far = s;
+        if (nearest[s] > nearest[far]) far = s;
       }
       root = far;
     }
