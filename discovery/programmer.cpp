@@ -21,7 +21,7 @@ std::string target(const routing::Topology& t, NodeId n, PortNum p) {
 
 PortLinkSettings port_link_settings(const routing::Topology& t,
                                     std::span<const std::array<std::uint8_t, 64>> port_info_read,
-                                    NodeId n, PortNum p) {
+                                    NodeId n, PortNum p, unsigned routing_vls) {
   PortLinkSettings out;
   const std::uint32_t at = t.port_index(n, p);
   if (at < port_info_read.size()) {
@@ -33,8 +33,45 @@ PortLinkSettings port_link_settings(const routing::Topology& t,
   if (p == 0 || !here.connected()) return out;
   const routing::Port& far = t.port(here.remote_node, here.remote_port);
   if (here.mtu_cap != 0 && far.mtu_cap != 0) out.neighbor_mtu = std::min(here.mtu_cap, far.mtu_cap);
-  if (out.vl_cap != 0) out.operational_vls = 1;
+  if (out.vl_cap != 0) {
+    // Both ends of a link run the same VLs: the lesser VLCap of the two
+    // (when the far end's was read), no more than the layers need.
+    std::uint8_t cap = out.vl_cap;
+    const std::uint32_t far_at = t.port_index(here.remote_node, here.remote_port);
+    if (far_at < port_info_read.size()) {
+      const std::uint8_t far_cap = mad::PortInfo::decode(port_info_read[far_at]).vl_cap;
+      if (far_cap != 0) cap = std::min(cap, far_cap);
+    }
+    out.operational_vls = std::min(cap, operational_vls_for(routing_vls));
+  }
   return out;
+}
+
+std::uint8_t operational_vls_for(unsigned vls) {
+  if (vls <= 1) return 1;
+  if (vls == 2) return 2;
+  if (vls <= 4) return 3;
+  if (vls <= 8) return 4;
+  return 5;
+}
+
+unsigned fabric_data_vls(const routing::Topology& t,
+                         std::span<const std::array<std::uint8_t, 64>> port_info_read) {
+  unsigned least = 0;
+  for (const NodeId sw : t.switches()) {
+    for (unsigned pi = 1; pi <= t.node(sw).num_ports; ++pi) {
+      const auto p = static_cast<PortNum>(pi);
+      const routing::Port& port = t.port(sw, p);
+      if (!port.connected() || t.node(port.remote_node).type != NodeType::kSwitch) continue;
+      const std::uint32_t at = t.port_index(sw, p);
+      if (at >= port_info_read.size()) continue;
+      const std::uint8_t cap = mad::PortInfo::decode(port_info_read[at]).vl_cap;
+      if (cap == 0) continue;  // not read
+      const unsigned vls = data_vls(cap);
+      least = least == 0 ? vls : std::min(least, vls);
+    }
+  }
+  return least == 0 ? 1 : least;
 }
 
 const HeldBlocks::Block* HeldBlocks::block(Guid node, unsigned slot, unsigned block) const {
@@ -225,7 +262,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     pi.local_port_num = p;
     pi.port_state = static_cast<std::uint8_t>(state);
     pi.subnet_timeout = opts_.subnet_timeout;
-    const PortLinkSettings link = port_link_settings(t, sweep.port_info, n, p);
+    const PortLinkSettings link = port_link_settings(t, sweep.port_info, n, p, routes.num_vls);
     pi.neighbor_mtu = link.neighbor_mtu;
     pi.vl_cap = link.vl_cap;
     pi.operational_vls = link.operational_vls;
@@ -301,7 +338,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         return smp;
       }
       case Kind::kPortLid:
-      case Kind::kState: {  // with kNoChange: the enforcement bits alone
+      case Kind::kState: {  // with kNoChange: enforcement bits, OperationalVLs
         mad::Smp smp = mad::make_dr_smp(mad::Method::kSet, mad::AttrId::kPortInfo, p,
                                         sweep.path_to_port(n, p), 0);
         port_info(n, p, q.state, q.kind == Kind::kPortLid && reregister(n, p))
@@ -442,7 +479,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     const bool sw = node.type == NodeType::kSwitch;
     const Guid guid = node.guid;
     auto want = [&](PortNum p) {
-      return data_vls(port_link_settings(t, sweep.port_info, n, p).operational_vls);
+      return data_vls(port_link_settings(t, sweep.port_info, n, p, routes.num_vls).operational_vls);
     };
     auto held_now = [&](PortNum p) {
       return live.held_vls != nullptr ? live.held_vls->held(guid, p) : 0U;
@@ -560,8 +597,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     co_await pipeline.drained();
     if (engine.stopped()) co_return stopped();
 
-    // Phase 1b: P_Key tables, then enforcement on the switch ports facing
-    // CAs (after the tables it enforces).
+    // Phase 1b: P_Key tables.
     if (parts != nullptr) {
       for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
         const NodeId n{i};
@@ -587,32 +623,43 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       }
       co_await pipeline.drained();
       if (engine.stopped()) co_return stopped();
-      for (const NodeId n : t.switches()) {
-        for (unsigned pn = 1; pn <= t.node(n).num_ports; ++pn) {
-          const auto p = static_cast<PortNum>(pn);
-          const std::uint32_t at = t.port_index(n, p);
-          // Ports coming up get the bits with their state change (phase 3).
-          if (!t.port(n, p).connected() || t.port(n, p).state != PortState::kActive ||
-              at >= sweep.port_info.size()) {
-            continue;
-          }
-          const auto read = mad::PortInfo::decode(sweep.port_info[at]);
-          const bool want = parts->enforced(at);
-          if (read.partition_enforcement_inbound == want &&
-              read.partition_enforcement_outbound == want) {
-            continue;
-          }
-          ++report.enforcement_sets;
-          issue(Req{Kind::kState, n, p, PortState::kNoChange});
-          if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
-          if (engine.stopped()) co_return stopped();
-        }
-      }
-      co_await pipeline.drained();
-      if (engine.stopped()) co_return stopped();
     }
+    // Phase 1c: one PortInfo Set on each ACTIVE port whose partition
+    // enforcement (switch ports; after the P_Key tables it enforces) or
+    // OperationalVLs (the routing's layers, on both ends of every link;
+    // before the SL2VL and VLArb tables that use them) differ from what the
+    // sweep read. Ports coming up get both with their state change (phase
+    // 3).
+    for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+      const NodeId n{i};
+      const bool sw = t.node(n).type == NodeType::kSwitch;
+      for (unsigned pn = 1; pn <= t.node(n).num_ports; ++pn) {
+        const auto p = static_cast<PortNum>(pn);
+        const std::uint32_t at = t.port_index(n, p);
+        if (!t.port(n, p).connected() || t.port(n, p).state != PortState::kActive ||
+            at >= sweep.port_info.size()) {
+          continue;
+        }
+        const auto read = mad::PortInfo::decode(sweep.port_info[at]);
+        const bool enforce = sw && parts != nullptr && parts->enforced(at);
+        const bool enforcement = sw && parts != nullptr &&
+                                 (read.partition_enforcement_inbound != enforce ||
+                                  read.partition_enforcement_outbound != enforce);
+        const std::uint8_t vls =
+            port_link_settings(t, sweep.port_info, n, p, routes.num_vls).operational_vls;
+        const bool op_vls = vls != 0 && read.operational_vls != vls;
+        if (!enforcement && !op_vls) continue;
+        if (enforcement) ++report.enforcement_sets;
+        if (op_vls) ++report.operational_vls_sets;
+        issue(Req{Kind::kState, n, p, PortState::kNoChange});
+        if (pipeline.pending() >= kQueued) co_await pipeline.drained(kQueued / 2);
+        if (engine.stopped()) co_return stopped();
+      }
+    }
+    co_await pipeline.drained();
+    if (engine.stopped()) co_return stopped();
 
-    // Phase 1c: SL-to-VL and VL arbitration tables (vl_tables.hpp) on the
+    // Phase 1d: SL-to-VL and VL arbitration tables (vl_tables.hpp) on the
     // ports whose data VLs changed or were never written.
     std::vector<Req> vl_reqs;
     for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {

@@ -41,10 +41,12 @@ namespace subnetd::discovery {
 //  - NeighborMTU on a cabled physical port: the lesser MTUCap of the two
 //    ends (IBA 14.2.5.6, the SM's to set), so every link carries the MTU
 //    PathRecords promise;
-//  - OperationalVLs 1 (VL0) on a cabled physical port: the routing needs
-//    one VL, every SL maps to VL0 and no VL arbitration table is
-//    programmed yet (a port with more VLs and empty arbitration tables may
-//    never send VL0);
+//  - OperationalVLs on a cabled physical port: as many data VLs as the
+//    routing's layers need (Routes::num_vls; 1, 2, 4, 8 or 15, no more
+//    than the lesser VLCap of the link's two ends), so SL i maps to VL i
+//    for every layer i on every switch-to-switch link
+//    (vl_tables.hpp) and the arbitration table shares the link among
+//    them; one VL (VL0) for single-layer routing;
 //  - VLCap, and OperationalVLs elsewhere, echoed as the sweep read them
 //    (an SMA may check OperationalVLs against the VLCap of the Set; ibsim
 //    does, and stores whatever OperationalVLs it is sent).
@@ -56,7 +58,15 @@ struct PortLinkSettings {
 };
 PortLinkSettings port_link_settings(const routing::Topology& t,
                                     std::span<const std::array<std::uint8_t, 64>> port_info_read,
-                                    NodeId n, PortNum p);
+                                    NodeId n, PortNum p, unsigned routing_vls);
+// The OperationalVLs code (1 -> 1 VL, 2 -> 2, 3 -> 4, 4 -> 8, 5 -> 15) of
+// the fewest data VLs that hold `vls` layers.
+std::uint8_t operational_vls_for(unsigned vls);
+// The data VLs every switch-to-switch link offers: the least VLCap the
+// sweep read on their ports (data_vls of it), 1 when none was read. What
+// the layered routing engine may use.
+unsigned fabric_data_vls(const routing::Topology& t,
+                         std::span<const std::array<std::uint8_t, 64>> port_info_read);
 
 struct ProgramOptions {
   FlowOptions pipeline;
@@ -161,8 +171,11 @@ struct ProgramReport {
   std::uint64_t lft_blocks_resent = 0;  // ProgramLive::resend
   std::uint64_t pkey_blocks_sent = 0;
   std::uint64_t pkey_blocks_unchanged = 0;
-  std::uint64_t enforcement_sets = 0;    // PortInfo Sets for partition enforcement alone
-  std::uint64_t client_reregisters = 0;  // PortInfo Sets with ClientReregister
+  // PortInfo Sets on ACTIVE switch ports (phase 1c), by what changed (a
+  // Set may count in both).
+  std::uint64_t enforcement_sets = 0;      // partition enforcement
+  std::uint64_t operational_vls_sets = 0;  // OperationalVLs (the routing's layers)
+  std::uint64_t client_reregisters = 0;    // PortInfo Sets with ClientReregister
   std::uint64_t sl2vl_sets = 0;
   std::uint64_t vlarb_sets = 0;
   std::uint64_t vl_ports_unchanged = 0;  // SL2VL and VLArb already held

@@ -103,15 +103,20 @@ void port_info_records(const RecordContext& cx, RecordSet& out) {
       // Whether the Programmer wrote this PortInfo since the sweep read it:
       // it moves every port that was not ACTIVE, and sets an endport whose
       // LID, LMC or MasterSMLID differ; each Set carries its link settings.
+      const discovery::PortLinkSettings link = discovery::port_link_settings(
+          t, read, n, p, st.routes != nullptr ? st.routes->num_vls : 1U);
+      // ... and a switch port whose OperationalVLs the routing's layers
+      // changed (the Programmer's phase 1c).
       const bool written =
           info.port_state != static_cast<std::uint8_t>(routing::PortState::kActive) ||
           (endport && (info.lid != port.lid.value || info.lmc != port.lmc ||
-                       info.master_sm_lid != port.master_sm_lid.value));
+                       info.master_sm_lid != port.master_sm_lid.value)) ||
+          (sw && p != 0 && port.connected() && link.operational_vls != 0 &&
+           link.operational_vls != info.operational_vls);
       if (port.state != routing::PortState::kNoChange) {
         info.port_state = static_cast<std::uint8_t>(port.state);
       }
       if (written) {
-        const discovery::PortLinkSettings link = discovery::port_link_settings(t, read, n, p);
         info.neighbor_mtu = link.neighbor_mtu != 0 ? link.neighbor_mtu : info.neighbor_mtu;
         info.operational_vls = link.operational_vls;
       }

@@ -27,8 +27,10 @@ std::optional<PortVls> port_vls(const state::FabricState& st, NodeId n, PortNum 
   if (at >= st.port_info->size() || (*st.port_info)[at] == kNotRead) return std::nullopt;
   PortVls out;
   out.read = discovery::mad::PortInfo::decode((*st.port_info)[at]);
-  out.vls =
-      discovery::data_vls(discovery::port_link_settings(t, *st.port_info, n, p).operational_vls);
+  out.vls = discovery::data_vls(
+      discovery::port_link_settings(t, *st.port_info, n, p,
+                                    st.routes != nullptr ? st.routes->num_vls : 1U)
+          .operational_vls);
   return out;
 }
 

@@ -169,6 +169,7 @@ PortView SimCore::port_view(PortRef ref) const {
   }
   v.pkey_enforced = ps.pkey_enforce_in && ps.pkey_enforce_out;
   v.client_reregisters = ps.client_reregisters;
+  v.operational_vls = ps.operational_vls;
   const std::vector<std::uint16_t>& t = pkeys_[ref.node.value];
   if (t.empty()) {
     v.pkeys = {0xFFFF};

@@ -69,6 +69,7 @@ struct PortView {
   std::vector<std::uint16_t> pkeys;
   bool pkey_enforced = false;
   std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister (CA ports)
+  std::uint8_t operational_vls = 1;      // PortInfo:OperationalVLs code the port runs
 };
 
 class SimCore {

@@ -174,5 +174,114 @@ TEST(VlTables, EveryPortHoldsThemAndOnlyChangesAreSent) {
   EXPECT_GT(again.vlarb_sets, 0U);
 }
 
+// Layered routing on a torus: the routing's layers run on every link (both
+// ends, OperationalVLs for as many data VLs as layers), SL i maps to VL i
+// between every pair of switch ports, and the SA's PathRecords give the
+// destination's layer as SL. A bring-up onto ACTIVE ports that ran one VL
+// changes them in place (phase 1c), and a second pass changes nothing.
+TEST(VlTables, LayeredRoutingRunsItsLayersOnEveryLink) {
+  auto truth = daemon::load_topology("torus:dims=4x4,hosts=1");
+  ASSERT_TRUE(truth.ok());
+  auto made = sim::SimFabric::create(std::move(truth).value(), {});
+  ASSERT_TRUE(made.ok());
+  Up up;
+  up.sim = std::move(made).value();
+  routing::WorkerPool pool(1);
+  daemon::BringUpOptions o;
+  o.engine = "updn";
+  auto first = daemon::BringUp::run_blocking(*up.sim, pool, o, nullptr);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->routes->num_vls, 1);
+  EXPECT_EQ(first->program.operational_vls_sets, 0U);
+
+  o.engine = "layered";
+  auto r = daemon::BringUp::run_blocking(*up.sim, pool, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  up.r = std::move(r).value();
+  const routing::Topology& t = up.r.sweep.topology;
+  const unsigned layers = up.r.routes->num_vls;
+  ASSERT_GE(layers, 2U) << "a torus needs more than one layer to balance";
+  const std::uint8_t want = operational_vls_for(layers);
+  ASSERT_GE(data_vls(want), layers);
+  auto sim_node = [&](NodeId n) { return *up.sim->node_by_guid(t.node(n).guid); };
+  std::uint64_t cabled = 0;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId n{i};
+    const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
+      if (!t.port(n, static_cast<PortNum>(p)).connected()) continue;
+      ++cabled;
+      const auto v = up.sim->port_view({sim_node(n), static_cast<PortNum>(p)});
+      ASSERT_TRUE(v.ok());
+      EXPECT_EQ(v->operational_vls, want) << t.label(n) << " port " << p;
+      if (!sw) continue;
+      for (unsigned in = 1; in <= t.node(n).num_ports; ++in) {
+        if (in == p || !t.port(n, static_cast<PortNum>(in)).connected()) continue;
+        const auto table = up.sim->sl2vl(sim_node(n), static_cast<PortNum>(p), (in << 8) | p);
+        ASSERT_TRUE(table.ok());
+        for (unsigned sl = 0; sl < layers; ++sl) {
+          EXPECT_EQ(table->vl[sl], sl) << t.label(n) << " " << in << "->" << p << " SL " << sl;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(up.r.program.operational_vls_sets, cabled) << "every ACTIVE port changed in place";
+  EXPECT_EQ(up.r.program.ports_armed, 0U);
+
+  // Once more: nothing left to change.
+  auto again = daemon::BringUp::run_blocking(*up.sim, pool, o, nullptr);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->routes->num_vls, layers);
+  EXPECT_EQ(again->program.operational_vls_sets, 0U);
+}
+
+// The VLs the layered engine may use: the least VLCap of the switch links.
+TEST(VlTables, FabricDataVlsIsTheLeastSwitchLinkCap) {
+  const routing::Topology t = routing::testing::make_fabric("torus:dims=3x3,hosts=1").topo;
+  std::vector<std::array<std::uint8_t, 64>> read(t.num_ports_total());
+  EXPECT_EQ(fabric_data_vls(t, read), 1U) << "nothing read";
+  auto set_cap = [&](NodeId n, PortNum p, std::uint8_t cap) {
+    mad::PortInfo pi;
+    pi.vl_cap = cap;
+    pi.encode(read[t.port_index(n, p)]);
+  };
+  NodeId ca;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId n{i};
+    const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+    if (!sw) ca = n;
+    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
+      set_cap(n, static_cast<PortNum>(p), sw ? 4 : 1);  // 8 data VLs; CAs 1
+    }
+  }
+  EXPECT_EQ(fabric_data_vls(t, read), 8U) << "CA links do not count";
+  const NodeId sw0 = t.switch_node(SwitchIndex{0});
+  PortNum linked{};
+  for (unsigned p = 1; p <= t.node(sw0).num_ports; ++p) {
+    const routing::Port& port = t.port(sw0, static_cast<PortNum>(p));
+    if (port.connected() && t.node(port.remote_node).type == routing::NodeType::kSwitch) {
+      linked = static_cast<PortNum>(p);
+      break;
+    }
+  }
+  ASSERT_NE(linked, 0);
+  set_cap(sw0, linked, 2);  // 2 data VLs on one switch link
+  EXPECT_EQ(fabric_data_vls(t, read), 2U);
+  // Both ends of a link run the lesser cap's VLs, no more than the layers
+  // need.
+  const routing::Port& far = t.port(sw0, linked);
+  EXPECT_EQ(port_link_settings(t, read, far.remote_node, far.remote_port, 8).operational_vls, 2);
+  EXPECT_EQ(port_link_settings(t, read, sw0, linked, 1).operational_vls, 1);
+  EXPECT_EQ(operational_vls_for(1), 1);
+  EXPECT_EQ(operational_vls_for(2), 2);
+  EXPECT_EQ(operational_vls_for(3), 3);
+  EXPECT_EQ(operational_vls_for(5), 4);
+  EXPECT_EQ(operational_vls_for(9), 5);
+  // A CA port's link: the CA's cap.
+  const routing::Port& ca_port = t.port(ca, PortNum{1});
+  EXPECT_EQ(
+      port_link_settings(t, read, ca_port.remote_node, ca_port.remote_port, 8).operational_vls, 1);
+}
+
 }  // namespace
 }  // namespace subnetd::discovery
