@@ -86,6 +86,10 @@ struct Routes {
   // travels on (its SL, and the VL SL2VL maps it to on every port;
   // routing/layers.hpp). Empty with one VL.
   std::vector<std::uint8_t> lid_layer;
+  // The layer (SL) of the traffic to `l`: 0 with one VL.
+  std::uint8_t layer(Lid l) const {
+    return num_vls > 1 && l.value < lid_layer.size() ? lid_layer[l.value] : 0;
+  }
   // The up/down orientation the tables obey, for the incremental rerouter
   // (routing/rerouter.hpp): by switch_index, a rank such that the link s->n
   // is "up" iff (updown_rank[n], GUID of n) < (updown_rank[s], GUID of s).

@@ -107,6 +107,7 @@ Result<PathProperties> path_properties(const FabricState& st, PortRef source, Po
     speed = speed == 0 ? g : std::min(speed, g);
   }
   p.mtu = mtu == 0 ? kMtu2048 : mtu;
+  p.sl = st.routes->layer(dlid);  // SL2VL maps SL i to VL i (vl_tables.hpp)
   // A path that crosses no cable (a switch to itself) runs at its port's rate.
   if (speed == 0) speed = link_gbps10(t.port(source.node, source.port));
   p.rate = rate_code(speed);
@@ -216,6 +217,7 @@ void PathIndex::walk_many(const FabricState& st, std::span<const PathQuery> quer
         l.speed != 0 ? l.speed : link_gbps10(t.port(p.source.node, p.source.port));
     p.rate = rate_code(speed);
     p.gbps10 = gbps10_of(p.rate);
+    p.sl = st.routes->layer(p.dlid);
   };
   // The walk's first step, up to the first switch: nullopt when the walk
   // ended there (out[job] holds its answer), else the lane to continue.

@@ -8,8 +8,9 @@
 // port to the destination LID (routing::trace_path). Its MTU is the smallest
 // MTUCap of the ports it leaves and enters (2048 when no port's MTUCap was
 // read), its rate the slowest link, each link at the lesser of its two
-// ends' width x speed. SL 0 and the default P_Key until QoS and partitions
-// exist.
+// ends' width x speed. Its SL is the layer of dlid's traffic when the
+// routing uses VL layers (Routes::lid_layer), else 0; its P_Key one that
+// both ends share.
 //
 // Pure function of its arguments: callable from any thread.
 

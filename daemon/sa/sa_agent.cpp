@@ -392,8 +392,7 @@ class Answer {
     } else {
       for_each_endport(st_, [&](PortRef end, Lid lid) { dsts.emplace_back(end, lid); });
     }
-    // What the query asks of the path.
-    if (has(kPrSl) && field(kPrSl) != 0) return;
+    // What the query asks of the path (its SL is its layer's: emit_path).
     auto selector = [&](unsigned sel_bit, unsigned value_bit) {
       if (!has(value_bit)) return -1;
       return has(sel_bit) ? static_cast<int>(field(sel_bit)) : static_cast<int>(kSelExactly);
@@ -500,6 +499,9 @@ class Answer {
     // The SA speaks IBA's 16-bit LIDs: a path to or from an extended LID
     // (subnetd's simulator-only addressing) has no PathRecord.
     if (slid.value > 0xFFFF || dlid.value > 0xFFFF) return;
+    // The SL is the routing's (the layer dlid's traffic is on, 0 without
+    // layers): a path on another SL would not be deadlock-free.
+    if (has(kPrSl) && field(kPrSl) != path->sl) return;
     if (ask_.mtu_sel >= 0 &&
         !selected(path->mtu, static_cast<unsigned>(ask_.mtu_sel), ask_.want_mtu))
       return;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <vector>
@@ -32,7 +33,7 @@ struct Fabric {
   }
 };
 
-Fabric make(const char* spec, std::uint8_t lmc) {
+Fabric make(const char* spec, std::uint8_t lmc, const char* engine_name = "updn") {
   Fabric f;
   auto topo = discovery::topo::generate(spec);
   EXPECT_TRUE(topo.ok());
@@ -42,7 +43,7 @@ Fabric make(const char* spec, std::uint8_t lmc) {
   auto lids = routing::assign_lids(*f.topo, lo);
   EXPECT_TRUE(lids.ok());
   f.lids = std::make_shared<routing::LidMap>(std::move(lids->map));
-  auto engine = routing::make_engine("updn");
+  auto engine = routing::make_engine(engine_name);
   EXPECT_TRUE(engine.ok());
   routing::WorkerPool pool(1);
   auto routes = (*engine)->compute(*f.topo, *f.lids, {}, pool, {});
@@ -94,6 +95,8 @@ std::size_t compare_all(const Fabric& f) {
         EXPECT_EQ(fast->gbps10, general->gbps10);
         EXPECT_EQ(fast->switch_hops, general->switch_hops)
             << f.topo->label(src.node) << " -> LID " << dlid.value;
+        EXPECT_EQ(fast->sl, general->sl);
+        EXPECT_EQ(fast->sl, f.routes->layer(dlid));
       }
     }
   }
@@ -105,6 +108,35 @@ TEST(PathIndex, AgreesWithTheTraceOnAHealthyFabric) {
   const std::size_t n = endports(f).size();
   // Every pair, every LID of the LMC range (switches have one).
   EXPECT_GT(compare_all(f), n * n);
+}
+
+// With VL layers a path's SL is its destination's layer, so traffic stays
+// on the VL whose CDG the engine kept acyclic.
+TEST(PathIndex, SlIsTheDestinationsLayer) {
+  const Fabric f = make("torus:dims=4x4,hosts=2", 0, "layered");
+  ASSERT_GT(f.routes->num_vls, 1) << "the test needs routes on several layers";
+  const std::size_t n = endports(f).size();
+  EXPECT_GT(compare_all(f), n * (n - 1));
+  const FabricState st = f.state();
+  std::vector<bool> seen(f.routes->num_vls, false);
+  for (const PortRef dst : endports(f)) {
+    if (f.topo->node(dst.node).type == routing::NodeType::kSwitch) continue;
+    const Lid dlid = f.lids->base_lid(*f.topo, dst.node, dst.port);
+    const std::uint8_t layer = f.routes->lid_layer.at(dlid.value);
+    ASSERT_LT(layer, f.routes->num_vls);
+    seen[layer] = true;
+    for (const PortRef src : endports(f)) {
+      auto p = path_properties(st, src, dst, dlid);
+      if (p.ok()) {
+        EXPECT_EQ(p->sl, layer);
+      }
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), true), f.routes->num_vls);
+  // Without layers, SL 0.
+  const Fabric one = make("torus:dims=4x4,hosts=2", 0, "updn");
+  EXPECT_EQ(one.routes->num_vls, 1);
+  EXPECT_EQ(one.routes->layer(Lid{1}), 0);
 }
 
 TEST(PathIndex, AgreesWithTheTraceOnBrokenTablesAndMixedLinks) {
