@@ -512,8 +512,8 @@ int main(int argc, char** argv) {
   CliOverrides overrides;
   overrides.dump_dir = dump_dir;
   if (!engine.empty()) {
-    for (EngineKind k :
-         {EngineKind::kAuto, EngineKind::kMinhop, EngineKind::kUpdn, EngineKind::kFtree}) {
+    for (EngineKind k : {EngineKind::kAuto, EngineKind::kMinhop, EngineKind::kUpdn,
+                         EngineKind::kFtree, EngineKind::kLayered}) {
       if (to_string(k) == engine) overrides.engine = k;
     }
     if (!overrides.engine) {

@@ -51,14 +51,37 @@ Result<routing::LidAssignment> lids_step(const discovery::SweepResult& sweep,
   return lids;
 }
 
-Result<std::shared_ptr<const routing::Routes>> route_step(const routing::Topology& topo,
+Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::SweepResult& sweep,
                                                           const routing::LidMap& lids,
                                                           const BringUpOptions& opts,
                                                           routing::WorkerPool& pool,
                                                           std::stop_token stop) {
-  auto engine = routing::make_engine(opts.engine);
-  if (!engine.ok()) return phase_error(Phase::kRoute, engine.error());
-  auto routes = (*engine)->compute(topo, lids, opts.engine_options, pool, stop);
+  const routing::Topology& topo = sweep.topology;
+  routing::EngineOptions eopts = opts.engine_options;
+  const unsigned offered = discovery::fabric_data_vls(topo, sweep.port_info);
+  eopts.max_vls = static_cast<std::uint8_t>(
+      std::clamp(opts.max_vls != 0 ? std::min<unsigned>(opts.max_vls, offered) : offered, 1U, 15U));
+  auto run = [&](const std::string& name) -> Result<routing::Routes> {
+    auto engine = routing::make_engine(name);
+    if (!engine.ok()) return engine.error();
+    return (*engine)->compute(topo, lids, eopts, pool, stop);
+  };
+  auto routes = run(opts.engine);
+  if (!routes.ok() && routes.error().code != Errc::kCancelled && !opts.fallback_engine.empty() &&
+      opts.fallback_engine != opts.engine) {
+    const std::string why = routes.error().message;
+    routes = run(opts.fallback_engine);
+    if (routes.ok()) {
+      routes->notes.insert(routes->notes.begin(),
+                           fmt::format("engine {} could not route ({}); routed with the fallback "
+                                       "engine {} (routing.fallback)",
+                                       opts.engine, why, opts.fallback_engine));
+    } else {
+      routes = Error{routes.error().code,
+                     fmt::format("engine {}: {}; fallback engine {}: {}", opts.engine, why,
+                                 opts.fallback_engine, routes.error().message)};
+    }
+  }
   if (!routes.ok()) return phase_error(Phase::kRoute, routes.error());
   return std::make_shared<const routing::Routes>(std::move(routes).value());
 }
@@ -149,7 +172,7 @@ boost::asio::awaitable<Result<BringUpResult>> BringUp::run(const BringUpOptions&
   out.times.lids = Steady::now() - t;
 
   t = Steady::now();
-  auto route = [&] { return route_step(out.sweep.topology, out.lids.map, opts, pool_, {}); };
+  auto route = [&] { return route_step(out.sweep, out.lids.map, opts, pool_, {}); };
   auto routes = co_await compute_.run(route);
   if (!routes.ok()) co_return failed(Phase::kRoute, routes.error());
   out.routes = std::move(routes).value();
@@ -203,6 +226,8 @@ BringUpOptions bring_up_options(const Config& cfg) {
   o.lmc = cfg.addressing.lmc;
   o.engine = std::string(to_string(cfg.routing.engine));
   o.engine_options.root_guids = cfg.routing.root_guids;
+  o.fallback_engine = std::string(to_string(cfg.routing.fallback));
+  o.max_vls = cfg.routing.max_vls;
   o.partitions = cfg.partitions;
   return o;
 }

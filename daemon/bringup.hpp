@@ -43,6 +43,12 @@ struct BringUpOptions {
   routing::LidSpace space;
   std::uint8_t lmc = 0;
   std::string engine = "auto";
+  // Routes with this engine when `engine` fails (empty: none), and says so
+  // in Routes::notes.
+  std::string fallback_engine;
+  // engine_options.max_vls is set per route from the sweep: the data VLs
+  // every switch-to-switch port offers, capped by this (0 = no cap).
+  std::uint8_t max_vls = 0;
   routing::EngineOptions engine_options;
   std::vector<routing::LidRecord> remembered_lids;  // from the store
   std::vector<routing::PartitionSpec> partitions;   // the default partition alone if empty
@@ -84,7 +90,9 @@ boost::asio::awaitable<Result<discovery::SweepResult>> sweep_step(discovery::Mad
                                                                   const BringUpOptions& opts);
 Result<routing::LidAssignment> lids_step(const discovery::SweepResult& sweep,
                                          const BringUpOptions& opts);
-Result<std::shared_ptr<const routing::Routes>> route_step(const routing::Topology& topo,
+// Routes with opts.engine within the VLs the sweep found every switch link
+// to offer (and opts.max_vls); on an error, with opts.fallback_engine.
+Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::SweepResult& sweep,
                                                           const routing::LidMap& lids,
                                                           const BringUpOptions& opts,
                                                           routing::WorkerPool& pool,

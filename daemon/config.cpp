@@ -41,6 +41,8 @@ std::string_view to_string(EngineKind e) {
       return "updn";
     case EngineKind::kFtree:
       return "ftree";
+    case EngineKind::kLayered:
+      return "layered";
   }
   return "?";
 }
@@ -148,6 +150,8 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("addressing.lid_bits", addressing.lid_bits, always<&kAddressingAtStart>),
     SUBNETD_KEY("addressing.lmc", addressing.lmc, always<&kAddressingAtStart>),
     SUBNETD_KEY("routing.engine", routing.engine, kApplies),
+    SUBNETD_KEY("routing.fallback", routing.fallback, kApplies),
+    SUBNETD_KEY("routing.max_vls", routing.max_vls, kApplies),
     SUBNETD_KEY("routing.root_guids", routing.root_guids, kApplies),
     SUBNETD_KEY("routing.threads", routing.threads, always<&kPoolAtStart>),
     SUBNETD_KEY("routing.fast_failover", routing.fast_failover, kApplies),
@@ -202,6 +206,8 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
   }
   plan.reroute =
       !(running.routing.engine == next.routing.engine) ||
+      !(running.routing.fallback == next.routing.fallback) ||
+      running.routing.max_vls != next.routing.max_vls ||
       running.routing.root_guids != next.routing.root_guids ||
       running.routing.fast_failover != next.routing.fast_failover ||
       running.routing.failover_require_coverage != next.routing.failover_require_coverage;
@@ -255,7 +261,8 @@ constexpr EnumName<TransportKind> kTransports[] = {{"sim", TransportKind::kSim},
 constexpr EnumName<EngineKind> kEngines[] = {{"auto", EngineKind::kAuto},
                                              {"minhop", EngineKind::kMinhop},
                                              {"updn", EngineKind::kUpdn},
-                                             {"ftree", EngineKind::kFtree}};
+                                             {"ftree", EngineKind::kFtree},
+                                             {"layered", EngineKind::kLayered}};
 constexpr EnumName<LogLevel> kLevels[] = {{"trace", LogLevel::kTrace},
                                           {"debug", LogLevel::kDebug},
                                           {"info", LogLevel::kInfo},
@@ -370,6 +377,16 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        [&](const YAML::Node& n, const std::string& path) {
          if (auto v = p.enumeration<EngineKind>(n, path, "engine", kEngines))
            cfg.routing.engine = *v;
+       }},
+      {"fallback",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.enumeration<EngineKind>(n, path, "engine", kEngines))
+           cfg.routing.fallback = *v;
+       }},
+      {"max_vls",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.integer(n, path, 0, 15))
+           cfg.routing.max_vls = static_cast<std::uint8_t>(*v);
        }},
       {"root_guids",
        [&](const YAML::Node& n, const std::string& path) {

@@ -33,7 +33,7 @@
 namespace subnetd::daemon {
 
 enum class TransportKind : std::uint8_t { kSim, kUmad };
-enum class EngineKind : std::uint8_t { kAuto, kMinhop, kUpdn, kFtree };
+enum class EngineKind : std::uint8_t { kAuto, kMinhop, kUpdn, kFtree, kLayered };
 enum class LogLevel : std::uint8_t { kTrace, kDebug, kInfo, kWarn, kError };
 
 std::string_view to_string(TransportKind t);
@@ -71,6 +71,14 @@ struct AddressingConfig {
 
 struct RoutingConfig {
   EngineKind engine = EngineKind::kAuto;
+  // The engine routing falls back on when `engine` cannot route the fabric
+  // (an error, not a verdict: the verifier still refuses what is unsafe).
+  // The fallback is logged and shown in status (routing notes).
+  EngineKind fallback = EngineKind::kUpdn;
+  // The most data VLs the layered engine may use; 0 = what every
+  // switch-to-switch port offers (the least PortInfo:VLCap read), and
+  // never more than that.
+  std::uint8_t max_vls = 0;
   // Roots for updn/ftree. Empty = the engine picks (e.g. top-level switches).
   std::vector<Guid> root_guids;
   // Routing worker threads; 0 = one per hardware thread.

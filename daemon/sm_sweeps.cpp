@@ -330,7 +330,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
         paths = discovery::bfs_paths(r->sweep.topology, r->sweep.sm_node, r->sweep.sm_port, {},
                                      &reached);
       }
-      return route_step(r->sweep.topology, r->lids.map, opts, pool_, stop);
+      return route_step(r->sweep, r->lids.map, opts, pool_, stop);
     };
     auto routes = co_await compute_.run(route);
     if (gone()) co_return state::SweepReply{false, 0, "cancelled: subnetd is stopping", {}};

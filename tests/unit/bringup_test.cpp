@@ -203,6 +203,66 @@ TEST(BringUp, MinhopOnARingNamesTheCycle) {
   expect_untouched(*sim, truth, {});
 }
 
+// An engine that cannot route the fabric (ftree on a ring) hands it to
+// routing.fallback, and the routes say so; without a fallback the error
+// names the engine and nothing is programmed.
+TEST(BringUp, FallbackEngineRoutesWhatTheEngineCannot) {
+  const Topology truth = load("ring:switches=5,hosts=1");
+  auto sim = make_sim(truth);
+  ASSERT_TRUE(sim);
+  routing::WorkerPool pool(1);
+  Phase failed_phase{};
+  auto none = BringUp::run_blocking(*sim, pool, options("ftree"), nullptr, &failed_phase);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(failed_phase, Phase::kRoute) << none.error().message;
+  expect_untouched(*sim, truth, {});
+
+  BringUpOptions o = options("ftree");
+  o.fallback_engine = "updn";
+  auto r = BringUp::run_blocking(*sim, pool, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->routes->engine, "updn");
+  ASSERT_FALSE(r->routes->notes.empty());
+  const std::string& note = r->routes->notes.front();
+  EXPECT_EQ(note.rfind("engine ftree could not route (", 0), 0U) << note;
+  EXPECT_NE(note.find("routed with the fallback engine updn (routing.fallback)"), std::string::npos)
+      << note;
+  expect_complete(*sim, truth, *r);
+
+  // A fallback that fails too: both errors, named.
+  o.fallback_engine = "lash";
+  auto both = BringUp::run_blocking(*sim, pool, o, nullptr, &failed_phase);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(failed_phase, Phase::kRoute);
+  EXPECT_NE(both.error().message.find("engine ftree: "), std::string::npos) << both.error().message;
+  EXPECT_NE(both.error().message.find("; fallback engine lash: "), std::string::npos)
+      << both.error().message;
+}
+
+// The VL budget is what every switch link offers (the simulator's VLCap: 8
+// data VLs), capped by BringUpOptions::max_vls; with 1 the layered engine
+// routes everything on its escape layer.
+TEST(BringUp, LayeredStaysWithinTheVlBudget) {
+  const Topology truth = load("torus:dims=4x4,hosts=1");
+  auto sim = make_sim(truth);
+  ASSERT_TRUE(sim);
+  routing::WorkerPool pool(1);
+  for (const std::uint8_t cap : {0, 2, 1}) {
+    BringUpOptions o = options("layered");
+    o.max_vls = cap;
+    auto r = BringUp::run_blocking(*sim, pool, o, nullptr);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->routes->engine, "layered");
+    EXPECT_LE(r->routes->num_vls, cap == 0 ? 8 : cap) << "cap " << int{cap};
+    if (cap == 1) {
+      EXPECT_EQ(r->routes->num_vls, 1);
+    } else {
+      EXPECT_GE(r->routes->num_vls, 2) << "cap " << int{cap};
+    }
+    expect_complete(*sim, truth, *r);
+  }
+}
+
 // ------------------------------------------------------------------ LID stability
 
 std::map<std::uint64_t, std::uint32_t> lids_by_port_guid(const BringUpResult& r) {

@@ -42,6 +42,8 @@ TEST(ConfigParse, MinimalSimConfigGetsDefaults) {
   EXPECT_EQ(c.addressing.lid_bits, 16);
   EXPECT_EQ(c.addressing.lmc, 0);
   EXPECT_EQ(c.routing.engine, EngineKind::kAuto);
+  EXPECT_EQ(c.routing.fallback, EngineKind::kUpdn);
+  EXPECT_EQ(c.routing.max_vls, 0);
   EXPECT_TRUE(c.routing.root_guids.empty());
   EXPECT_EQ(c.routing.threads, 0u);
   EXPECT_EQ(c.sweep.interval, milliseconds{10'000});
@@ -68,6 +70,8 @@ fabric:
 addressing: {lid_bits: 24, lmc: 2}
 routing:
   engine: ftree
+  fallback: minhop
+  max_vls: 4
   root_guids: [0x10, "0x0002C90000000020", 48]
   threads: 3
   fast_failover: false
@@ -104,6 +108,8 @@ log:
   EXPECT_EQ(c.addressing.lid_bits, 24);
   EXPECT_EQ(c.addressing.lmc, 2);
   EXPECT_EQ(c.routing.engine, EngineKind::kFtree);
+  EXPECT_EQ(c.routing.fallback, EngineKind::kMinhop);
+  EXPECT_EQ(c.routing.max_vls, 4);
   ASSERT_EQ(c.routing.root_guids.size(), 3u);
   EXPECT_EQ(c.routing.root_guids[0].value, 0x10u);
   EXPECT_EQ(c.routing.root_guids[1].value, 0x0002c90000000020u);
@@ -172,8 +178,8 @@ TEST(ConfigErrors, UnknownTopLevelKey) {
 TEST(ConfigErrors, UnknownNestedKey) {
   expect_error(std::string(kSim) + "routing:\n  engine: updn\n  enigne: ftree\n", "5:3",
                "routing.enigne",
-               "unknown key (expected one of: engine, root_guids, threads, fast_failover, "
-               "failover_require_coverage)");
+               "unknown key (expected one of: engine, fallback, max_vls, root_guids, threads, "
+               "fast_failover, failover_require_coverage)");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -183,7 +189,9 @@ TEST(ConfigErrors, DuplicateKey) {
 
 TEST(ConfigErrors, UnknownEnumValues) {
   expect_error(std::string(kSim) + "routing:\n  engine: fastest\n", "4:11", "routing.engine",
-               "unknown engine \"fastest\" (expected auto, minhop, updn, ftree)");
+               "unknown engine \"fastest\" (expected auto, minhop, updn, ftree, layered)");
+  expect_error(std::string(kSim) + "routing:\n  fallback: nue\n", "4:13", "routing.fallback",
+               "unknown engine \"nue\" (expected auto, minhop, updn, ftree, layered)");
   expect_error("fabric:\n  transport: verbs\n", "2:14", "fabric.transport",
                "unknown transport \"verbs\" (expected sim, umad)");
   expect_error(std::string(kSim) + "log:\n  level: loud\n", "4:10", "log.level",
@@ -224,6 +232,8 @@ TEST(ConfigErrors, OutOfRangeNumbers) {
                "4097 is out of range (1..4096)", Errc::kOutOfRange);
   expect_error(std::string(kSim) + "sweep:\n  retries: 11\n", "4:12", "sweep.retries",
                "11 is out of range (0..10)", Errc::kOutOfRange);
+  expect_error(std::string(kSim) + "routing:\n  max_vls: 16\n", "4:12", "routing.max_vls",
+               "16 is out of range (0..15)", Errc::kOutOfRange);
   expect_error(std::string(kSim) + "sm:\n  priority: 16\n", "4:13", "sm.priority",
                "16 is out of range (0..15)", Errc::kOutOfRange);
   expect_error(std::string(kSim) + "sm:\n  key: 0xfeedbeefz\n", "4:8", "sm.key",
