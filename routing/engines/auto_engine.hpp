@@ -3,13 +3,21 @@
 //
 // ftree where the topology is a fat tree (fat_tree_shape in ftree.hpp: CA
 // switches at level 0, every link between adjacent levels; degraded trees
-// included), updn everywhere else (deadlock-free on any topology).
-// Routes::engine names the engine that produced the tables, so a log shows
-// which one auto chose.
+// included); elsewhere layered when the switch links offer two data VLs or
+// more (EngineOptions::max_vls; balanced, deadlock-free on any topology)
+// and the fabric has at most kAutoLayeredMaxSwitches switches (layered's
+// time grows about as the cube of the switches: 13 s at 1,000, 95 s at
+// 2,000 on a 2-core VM), else updn (deadlock-free with one VL, funnels
+// traffic to its roots). Layered routes carry no up/down order, so the
+// fast path and fast failover hand them to a full routing (they say so).
+// Routes::engine names the engine that produced the tables, and the first
+// of Routes::notes says why auto chose it.
 
 #include "routing/engine.hpp"
 
 namespace subnetd::routing {
+
+inline constexpr std::uint32_t kAutoLayeredMaxSwitches = 1024;
 
 class AutoEngine final : public RoutingEngine {
  public:

@@ -227,7 +227,7 @@ TEST(FtreeShape, DegradedTreesStayFatTrees) {
   }
 }
 
-TEST(FtreeAuto, PicksFtreeOnFatTreesAndUpdnElsewhere) {
+TEST(FtreeAuto, PicksFtreeOnFatTreesAndLayeredElsewhere) {
   for (const char* spec :
        {"fat-tree:levels=2,radix=8", "fat-tree:levels=3,k=6", "pgft:h=3,m=4.4.4,w=1.4.2,p=1.2.1"}) {
     const Fabric f = make_fabric(spec);
@@ -239,7 +239,7 @@ TEST(FtreeAuto, PicksFtreeOnFatTreesAndUpdnElsewhere) {
   for (const char* spec : {"torus:dims=4x4", "random:switches=16,degree=4,hosts=2,seed=1",
                            "dragonfly:a=4,p=2,h=2,g=5"}) {
     const Fabric f = make_fabric(spec);
-    EXPECT_EQ(route(f, "auto").engine, "updn") << spec;
+    EXPECT_EQ(route(f, "auto").engine, "layered") << spec;  // 8 VLs (EngineOptions)
   }
 }
 

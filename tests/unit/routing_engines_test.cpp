@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "routing/engine.hpp"
+#include "routing/engines/auto_engine.hpp"
 #include "routing/engines/updn.hpp"
 #include "routing/hop_table.hpp"
 #include "routing/switch_graph.hpp"
@@ -202,9 +203,15 @@ TEST_P(FamilyTest, VerdictAndReachability) {
   ASSERT_EQ(r.lfts.size(), f.topo.num_switches());
   const std::string_view spec(fc.spec);
   const bool fat_tree = spec.starts_with("fat-tree") || spec.starts_with("pgft");
+  // auto: ftree on fat trees, else layered (EngineOptions::max_vls is 8).
   EXPECT_EQ(r.engine, engine == "minhop"             ? "minhop"
                       : engine == "auto" && fat_tree ? "ftree"
+                      : engine == "auto"             ? "layered"
                                                      : "updn");
+  if (engine == "auto") {
+    ASSERT_FALSE(r.notes.empty());
+    EXPECT_TRUE(r.notes.front().starts_with("auto: " + r.engine + ", ")) << r.notes.front();
+  }
 
   // Reachability against the oracle, whatever the deadlock verdict.
   const auto trace = trace_all(f.topo, f.lids, r);
@@ -519,13 +526,43 @@ TEST(Updn, ConfiguredRoots) {
   EXPECT_NE(missing.error().message.find("0x00000000deadbeef"), std::string::npos);
 }
 
-TEST(Auto, IsUpdnForNow) {
+TEST(Auto, LayeredOffFatTreesWithTwoVls) {
   const Fabric f = make_fabric("dragonfly:a=4,p=2,h=2,g=5");
-  const Routes a = route(f, "auto");
-  const Routes u = route(f, "updn");
+  EngineOptions opts;
+  opts.max_vls = 2;
+  const Routes a = route(f, "auto", 2, opts);
+  const Routes l = route(f, "layered", 2, opts);
+  EXPECT_EQ(a.engine, "layered");
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_EQ(a.notes.front(),
+            "auto: layered, the fabric is no fat tree and its switch links offer 2 data VLs");
+  EXPECT_LE(a.num_vls, 2);
+  ASSERT_EQ(a.lfts.size(), l.lfts.size());
+  for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == l.lfts[s]);
+}
+
+TEST(Auto, UpdnWithOneVl) {
+  const Fabric f = make_fabric("dragonfly:a=4,p=2,h=2,g=5");
+  EngineOptions opts;
+  opts.max_vls = 1;
+  const Routes a = route(f, "auto", 2, opts);
+  const Routes u = route(f, "updn", 2, opts);
   EXPECT_EQ(a.engine, "updn");
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_NE(a.notes.front().find("offers a single data VL"), std::string::npos) << a.notes.front();
   ASSERT_EQ(a.lfts.size(), u.lfts.size());
   for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == u.lfts[s]);
+}
+
+TEST(Auto, UpdnAboveTheLayeredSizeLimit) {
+  const Fabric f = make_fabric("torus:dims=33x32,hosts=1");
+  ASSERT_GT(f.topo.num_switches(), kAutoLayeredMaxSwitches);
+  const Routes a = route(f, "auto");
+  EXPECT_EQ(a.engine, "updn");
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_NE(a.notes.front().find(fmt::format("has {} switches", f.topo.num_switches())),
+            std::string::npos)
+      << a.notes.front();
 }
 
 // ---------------------------------------------------------------------------
