@@ -159,6 +159,10 @@ grpc::ServerUnaryReactor* SubnetManagerService::GetStatus(grpc::CallbackServerCo
     fill_sweep_summary(*view, resp->mutable_last_sweep());
   }
   resp->set_routing_engine(s.engine);
+  if (s.routes != nullptr) {
+    resp->set_routing_vls(s.routes->num_vls);
+    for (const std::string& note : s.routes->notes) resp->add_routing_notes(note);
+  }
   resp->set_sm_lid(s.sm_lid.value);
   resp->set_last_routing_us(us(s.last_bringup.route));
   resp->set_last_reroute_us(us(s.last_reroute));

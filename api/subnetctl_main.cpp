@@ -72,11 +72,12 @@ Outcome cmd_status(Client& c) {
                                                    r.master_lid()),
                                  r.sm_peers_size())});
   t.add({"Routing",
-         fmt::format("{}, full routing {}, last reroute {} ({} reroutes)",
-                     r.routing_engine().empty() ? "-" : r.routing_engine(),
+         fmt::format("{}, {} VL(s), full routing {}, last reroute {} ({} reroutes)",
+                     r.routing_engine().empty() ? "-" : r.routing_engine(), r.routing_vls(),
                      cli::format_duration_us(r.last_routing_us()),
                      r.last_reroute_us() ? cli::format_duration_us(r.last_reroute_us()) : "-",
                      r.reroutes())});
+  for (const std::string& note : r.routing_notes()) t.add({"", note});
   if (r.has_last_sweep()) {
     const auto& sw = r.last_sweep();
     std::string phases;

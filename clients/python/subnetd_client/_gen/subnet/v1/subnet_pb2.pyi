@@ -268,7 +268,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ["cas", "generation", "last_event_id", "last_reroute_us", "last_routing_us", "last_sweep", "lid_bits", "lids", "links", "lmc", "master_guid", "master_lid", "message", "nodes", "ports", "reroutes", "routers", "routing_engine", "sa", "sm_lid", "sm_peers", "sm_port_guid", "sm_priority", "started_at", "state", "sweeps", "switches", "verdict", "verdict_message", "version"]
+    __slots__ = ["cas", "generation", "last_event_id", "last_reroute_us", "last_routing_us", "last_sweep", "lid_bits", "lids", "links", "lmc", "master_guid", "master_lid", "message", "nodes", "ports", "reroutes", "routers", "routing_engine", "routing_notes", "routing_vls", "sa", "sm_lid", "sm_peers", "sm_port_guid", "sm_priority", "started_at", "state", "sweeps", "switches", "verdict", "verdict_message", "version"]
     CAS_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     LAST_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -287,6 +287,8 @@ class GetStatusResponse(_message.Message):
     REROUTES_FIELD_NUMBER: _ClassVar[int]
     ROUTERS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_ENGINE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_NOTES_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_VLS_FIELD_NUMBER: _ClassVar[int]
     SA_FIELD_NUMBER: _ClassVar[int]
     SM_LID_FIELD_NUMBER: _ClassVar[int]
     SM_PEERS_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +319,8 @@ class GetStatusResponse(_message.Message):
     reroutes: int
     routers: int
     routing_engine: str
+    routing_notes: _containers.RepeatedScalarFieldContainer[str]
+    routing_vls: int
     sa: SaStatus
     sm_lid: int
     sm_peers: _containers.RepeatedCompositeFieldContainer[SmPeer]
@@ -329,7 +333,7 @@ class GetStatusResponse(_message.Message):
     verdict: Verdict
     verdict_message: str
     version: str
-    def __init__(self, state: _Optional[_Union[SmState, str]] = ..., generation: _Optional[int] = ..., version: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., message: _Optional[str] = ..., nodes: _Optional[int] = ..., switches: _Optional[int] = ..., cas: _Optional[int] = ..., routers: _Optional[int] = ..., ports: _Optional[int] = ..., links: _Optional[int] = ..., lids: _Optional[int] = ..., lid_bits: _Optional[int] = ..., lmc: _Optional[int] = ..., routing_engine: _Optional[str] = ..., sm_port_guid: _Optional[int] = ..., sm_lid: _Optional[int] = ..., last_sweep: _Optional[_Union[SweepSummary, _Mapping]] = ..., last_routing_us: _Optional[int] = ..., last_reroute_us: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_message: _Optional[str] = ..., last_event_id: _Optional[int] = ..., sweeps: _Optional[int] = ..., reroutes: _Optional[int] = ..., sa: _Optional[_Union[SaStatus, _Mapping]] = ..., sm_priority: _Optional[int] = ..., master_guid: _Optional[int] = ..., master_lid: _Optional[int] = ..., sm_peers: _Optional[_Iterable[_Union[SmPeer, _Mapping]]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[SmState, str]] = ..., generation: _Optional[int] = ..., version: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., message: _Optional[str] = ..., nodes: _Optional[int] = ..., switches: _Optional[int] = ..., cas: _Optional[int] = ..., routers: _Optional[int] = ..., ports: _Optional[int] = ..., links: _Optional[int] = ..., lids: _Optional[int] = ..., lid_bits: _Optional[int] = ..., lmc: _Optional[int] = ..., routing_engine: _Optional[str] = ..., sm_port_guid: _Optional[int] = ..., sm_lid: _Optional[int] = ..., last_sweep: _Optional[_Union[SweepSummary, _Mapping]] = ..., last_routing_us: _Optional[int] = ..., last_reroute_us: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_message: _Optional[str] = ..., last_event_id: _Optional[int] = ..., sweeps: _Optional[int] = ..., reroutes: _Optional[int] = ..., sa: _Optional[_Union[SaStatus, _Mapping]] = ..., sm_priority: _Optional[int] = ..., master_guid: _Optional[int] = ..., master_lid: _Optional[int] = ..., sm_peers: _Optional[_Iterable[_Union[SmPeer, _Mapping]]] = ..., routing_vls: _Optional[int] = ..., routing_notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Hop(_message.Message):
     __slots__ = ["in_port", "lid", "node_guid", "node_name", "node_type", "out_port"]
