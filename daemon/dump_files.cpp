@@ -244,6 +244,31 @@ std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables
   return fmt::to_string(out);
 }
 
+std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
+                           const routing::Routes& routes) {
+  std::vector<Guid> sources;         // CA/router nodes, once per port
+  std::vector<std::uint32_t> dlids;  // their LIDs (every LMC LID)
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId n{i};
+    if (t.node(n).type == routing::NodeType::kSwitch) continue;
+    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
+      const auto port = static_cast<PortNum>(p);
+      const Lid base = lids.base_lid(t, n, port);
+      if (!base.valid()) continue;
+      sources.push_back(t.node(n).guid);  // ibdmchk finds sources by node GUID
+      for (std::uint32_t k = 0; k < lids.lids_per_port(t, n); ++k) dlids.push_back(base.value + k);
+    }
+  }
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  for (const Guid guid : sources) {
+    for (const std::uint32_t d : dlids) {
+      fmt::format_to(it, "0x{:016x} {} {}\n", guid.value, d, routes.layer(Lid{d}));
+    }
+  }
+  return fmt::to_string(out);
+}
+
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,
                               NodeId sm_node, const routing::McastTables* multicast) {
@@ -254,6 +279,11 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
   SUBNETD_TRY(write_atomically(d / "opensm-subnet.lst", format_subnet_lst(t, lids, sm_node)));
   SUBNETD_TRY(write_atomically(d / "opensm.fdbs", format_fdbs(t, lids, routes)));
   SUBNETD_TRY(write_atomically(d / "opensm.mcfdbs", format_mcfdbs(t, multicast)));
+  if (routes.num_vls > 1) {
+    SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", format_path_sl(t, lids, routes)));
+  } else {
+    std::filesystem::remove(d / "opensm-path-sl.dump", ec);
+  }
   return {};
 }
 

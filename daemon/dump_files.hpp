@@ -9,6 +9,12 @@
 //   opensm.mcfdbs      multicast FDBs (OpenSM's dump_mcast_routes format:
 //                      per switch "Switch 0x<guid>", then "0xC000 : 0x001
 //                      0x003 " per MLID), what ibdmchk -m parses
+//   opensm-path-sl.dump only when the routing uses VL layers: one line
+//                      "0x<source node GUID> <DLID> <SL>" per CA/router
+//                      port and CA/router LID, the SL of its layer, what
+//                      ibdmchk -c parses (SL2VL: ibdmchk's default, the
+//                      identity, is ours between switch ports). Its size is
+//                      CA ports x CA LIDs lines: a small fabric's check.
 // Formats: tests/opensm/README.md and OpenSM 3.3's osm_dump.c. The SM's own
 // node is marked CA-SM / SW-SM when `sm_node` is given. Only meaningful for
 // 16-bit LIDs (ibdmchk is an IBA tool); wider LIDs get more hex digits.
@@ -28,8 +34,11 @@ std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap&
 std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
                         const routing::Routes& routes);
 std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables* multicast);
+std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
+                           const routing::Routes& routes);
 
-// Writes the three files into `dir` (created if missing). Each file is written
+// Writes the files into `dir` (created if missing; a path-SL file left from
+// layered routing is removed when the routing has one layer). Each file is written
 // to a temporary name and renamed, so a reader never sees half a file.
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,

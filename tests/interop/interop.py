@@ -216,6 +216,9 @@ def check_portinfo(env, fab, args, sm_lid, where, fails):
 
 def check_ibdmchk(dump, fab, where, fails):
     args = ["ibdmchk", "-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", "opensm.mcfdbs"]
+    if os.path.exists(os.path.join(dump, "opensm-path-sl.dump")):
+        # Layered routing: each SL's (VL's) dependency graph checked on its own.
+        args += ["-c", "opensm-path-sl.dump"]
     try:
         p = subprocess.run(args, cwd=dump, capture_output=True, text=True, timeout=600)
         out = p.stdout + p.stderr
