@@ -27,7 +27,8 @@ import re
 import subprocess
 import sys
 
-RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "opensm", "opensm_runner.py")
+import opensm_call
+
 ROUTE = re.compile(r"^\s+(\S+)\s+route\s+([0-9.]+) s\s+verify\s+([0-9.]+) s.*?max (\d+) mean ([0-9.]+)"
                    r" ideal ([0-9.]+)\s+(\S.*)$")
 
@@ -56,12 +57,10 @@ def ours(bench, net, engine, repeat):
 
 
 def opensm(net, engine, outdir, netfile_tool):
-    p = subprocess.run([sys.executable, RUNNER, net, "-R", engine, "--outdir", outdir, "--cycles", "0",
-                        "--netfile-tool", netfile_tool], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("opensm_runner.py (rc %d): %s" % (p.returncode, (p.stdout + p.stderr).strip()[-400:]))
-    with open(os.path.join(outdir, "result.json")) as f:
-        return json.load(f)
+    res, err = opensm_call.route(net, engine, outdir, ["--netfile-tool", netfile_tool])
+    if err:
+        sys.exit(err)
+    return res
 
 
 def main():
