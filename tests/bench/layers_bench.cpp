@@ -58,14 +58,17 @@ struct Args {
 };
 
 // Routes in our LID space from an LFT dump ("Unicast lids [..] of switch
-// .. guid 0x..", then "0xLID PORT : (type portguid 0x..: ..)" lines): each
+// .. guid 0x..", then "0xLID PORT : (type portguid 0x..: ..)" or "0xLID
+// PORT # type portguid 0x..: .." lines): each
 // of the dump's LIDs is mapped to ours through the port GUID it names (a
 // CA port's LMC range by offset from the lowest LID the dump gives it).
 Result<Routes> read_lft_dump(const std::string& path, const Topology& topo, const LidMap& lids) {
   std::ifstream in(path);
   if (!in) return Error{Errc::kNotFound, fmt::format("{}: cannot open", path)};
   const std::regex header(R"(^Unicast lids .* guid (0x[0-9a-fA-F]+))");
-  const std::regex entry(R"(^(0x[0-9a-fA-F]+)\s+(\d+)\s*:\s*\(.*portguid (0x[0-9a-fA-F]+))");
+  // ibroute: "0x0003 013 : (Switch portguid 0x..: 'rsw1')"; OpenSM's
+  // opensm-lfts.dump: "0x0003 013 # Switch portguid 0x..: 'rsw1'".
+  const std::regex entry(R"(^(0x[0-9a-fA-F]+)\s+(\d+)\s*[:#].*portguid (0x[0-9a-fA-F]+))");
   struct Line {
     std::uint32_t sw;
     std::uint32_t lid;
