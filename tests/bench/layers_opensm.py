@@ -105,6 +105,10 @@ def main():
         for name, res in e["opensm"].items():
             b = res.get("balance") or {}
             loops = res.get("creditloops_up")
+            if isinstance(loops, dict):
+                # ibdmchk reads no SLs of OpenSM's: every path on one VL.
+                loops = ("found (all SLs as one VL)" if loops.get("credit_loops")
+                         else "none" if loops.get("credit_loops") is False else "no verdict")
             print("| `%s` | OpenSM %s | %s | %s | %s | %s | - | %s | %s |" % (
                 e["spec"], name, res.get("engine_used", "-"), b.get("paths_max", "-"),
                 "%.2f" % b["ratio"] if b else "-", b.get("entries_max", "-"),
