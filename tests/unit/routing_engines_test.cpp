@@ -526,32 +526,28 @@ TEST(Updn, ConfiguredRoots) {
   EXPECT_NE(missing.error().message.find("0x00000000deadbeef"), std::string::npos);
 }
 
-TEST(Auto, LayeredOffFatTreesWithTwoVls) {
+// Off fat trees auto is layered with two VLs or more, updn with one; the
+// same tables as the engine it names, and its first note says why.
+TEST(Auto, LayeredOffFatTreesWithTwoVlsUpdnWithOne) {
   const Fabric f = make_fabric("dragonfly:a=4,p=2,h=2,g=5");
-  EngineOptions opts;
-  opts.max_vls = 2;
-  const Routes a = route(f, "auto", 2, opts);
-  const Routes l = route(f, "layered", 2, opts);
-  EXPECT_EQ(a.engine, "layered");
-  ASSERT_FALSE(a.notes.empty());
-  EXPECT_EQ(a.notes.front(),
-            "auto: layered, the fabric is no fat tree and its switch links offer 2 data VLs");
-  EXPECT_LE(a.num_vls, 2);
-  ASSERT_EQ(a.lfts.size(), l.lfts.size());
-  for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == l.lfts[s]);
-}
-
-TEST(Auto, UpdnWithOneVl) {
-  const Fabric f = make_fabric("dragonfly:a=4,p=2,h=2,g=5");
-  EngineOptions opts;
-  opts.max_vls = 1;
-  const Routes a = route(f, "auto", 2, opts);
-  const Routes u = route(f, "updn", 2, opts);
-  EXPECT_EQ(a.engine, "updn");
-  ASSERT_FALSE(a.notes.empty());
-  EXPECT_NE(a.notes.front().find("offers a single data VL"), std::string::npos) << a.notes.front();
-  ASSERT_EQ(a.lfts.size(), u.lfts.size());
-  for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == u.lfts[s]);
+  for (const std::uint8_t vls : {2, 1}) {
+    SCOPED_TRACE(vls);
+    EngineOptions opts;
+    opts.max_vls = vls;
+    const std::string want = vls > 1 ? "layered" : "updn";
+    const Routes a = route(f, "auto", 2, opts);
+    const Routes same = route(f, want, 2, opts);
+    EXPECT_EQ(a.engine, want);
+    ASSERT_FALSE(a.notes.empty());
+    EXPECT_EQ(a.notes.front().rfind("auto: " + want + ", the fabric is no fat tree ", 0), 0U)
+        << a.notes.front();
+    EXPECT_NE(a.notes.front().find(vls > 1 ? "offer 2 data VLs" : "offers a single data VL"),
+              std::string::npos)
+        << a.notes.front();
+    EXPECT_LE(a.num_vls, vls);
+    ASSERT_EQ(a.lfts.size(), same.lfts.size());
+    for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == same.lfts[s]);
+  }
 }
 
 TEST(Auto, UpdnAboveTheLayeredSizeLimit) {
