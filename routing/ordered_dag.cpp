@@ -44,7 +44,6 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
     const std::uint32_t x = stack_.back();
     stack_.pop_back();
     fwd_.push_back(x);
-    if (limit_ != 0 && fwd_.size() > limit_) return false;
     for (const std::uint32_t y : out_[x]) {
       if (y == u) return false;
       if (mark_[y] != epoch_ && ord_[y] < ub) {
@@ -60,7 +59,6 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
     const std::uint32_t x = stack_.back();
     stack_.pop_back();
     bwd_.push_back(x);
-    if (limit_ != 0 && bwd_.size() > limit_) return false;
     for (const std::uint32_t y : in_[x]) {
       if (mark_[y] != epoch_ && ord_[y] > lb) {
         mark_[y] = epoch_;

@@ -32,10 +32,6 @@ class OrderedDag {
 
   // Adds u->v unless it closes a cycle (kCycle: the graph is unchanged).
   Add add(std::uint32_t u, std::uint32_t v);
-  // The most nodes one add() may search before it gives up and answers
-  // kCycle (0 = no limit): refusing an edge is always safe, and it bounds
-  // the cost of an edge against a large, dense order.
-  void set_search_limit(std::uint32_t nodes) { limit_ = nodes; }
   // Takes back edges add() returned kNew for, in the order they were added
   // (the last one first).
   void undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added);
@@ -55,7 +51,6 @@ class OrderedDag {
   std::unordered_set<std::uint64_t> edges_;
   std::vector<std::uint32_t> mark_;
   std::uint32_t epoch_ = 0;
-  std::uint32_t limit_ = 0;
   std::vector<std::uint32_t> fwd_, bwd_, stack_, slots_;
 };
 
