@@ -1,0 +1,54 @@
+#pragma once
+// GridShape: a torus, mesh or hypercube recognised in the switch graph — a
+// Cartesian product of rings and paths — with every switch's coordinates,
+// for dimension-order routing (routing/engines/dor.hpp).
+//
+// A fabric carries no coordinates (OpenSM's torus-2QoS is told them in a
+// file); its graph carries enough. From a switch of least degree (a corner
+// of every path dimension), two neighbours that share no other neighbour
+// lie in one dimension (its two directions), two that close a square lie in
+// two. Each dimension's line is walked straight on (the next switch shares
+// no neighbour with the one before, but the current one) until it ends (a
+// path) or comes back (a ring); every other switch is the corner that
+// closes a square of switches already placed. Then every link must join
+// coordinate neighbours and the links must be as many as the product has:
+// anything else (a missing or extra link, a fat tree, a random graph) is
+// no grid, and the error says why. Parallel links between two switches
+// count as one link of the grid.
+//
+// A ring of four switches is found as two paths of two (the same graph), so
+// a 4x4x4 torus is found as a 6-cube, which dimension-order routing routes
+// on one VL.
+//
+// Pure computation on a SwitchGraph; O(switches x degree^2).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "routing/ids.hpp"
+#include "routing/result.hpp"
+#include "routing/switch_graph.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::routing {
+
+struct GridShape {
+  std::vector<std::uint32_t> size;   // per dimension, >= 2
+  std::vector<std::uint8_t> wrap;    // per dimension: 1 = a ring (size >= 3), 0 = a path
+  std::vector<std::uint32_t> coord;  // by switch_index * dims() + dimension
+
+  std::uint32_t dims() const { return static_cast<std::uint32_t>(size.size()); }
+  std::uint32_t at(SwitchIndex s, std::uint32_t d) const {
+    return coord[std::size_t{s.value} * dims() + d];
+  }
+  // "8x8x8 torus", "4x4 mesh", "2x2x2 mesh" (a cube), "8x3 grid (ring x
+  // path)" when the dimensions differ in kind, "ring of 16", "line of 3".
+  std::string describe() const;
+};
+
+// The grid the switches of g form, or kNotFound saying why they form none
+// (naming switches by their topo labels).
+Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g);
+
+}  // namespace subnetd::routing
