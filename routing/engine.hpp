@@ -17,10 +17,11 @@
 //            deadlock-free with one VL; keeps routing degraded trees.
 //   layered — balanced shortest-or-near paths on any topology, one VL
 //            layer per destination, each layer's dependencies acyclic;
-//            never needs more VLs than it is given.
-//   auto   — ftree on fat trees (degraded ones included), updn elsewhere
-//            (layered is chosen by name until its time at 2,000 switches
-//            is fixed: issue 18).
+//            never needs more VLs than it is given. Tori, meshes and
+//            hypercubes get dimension-order routes (engines/dor.hpp).
+//   auto   — ftree on fat trees (degraded ones included), layered on grids
+//            and on other fabrics up to kAutoLayeredMaxSwitches switches
+//            with two data VLs or more, else updn (engines/auto_engine.hpp).
 
 #include <cstdint>
 #include <memory>

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "routing/engines/dor.hpp"
 #include "routing/engines/updn.hpp"
+#include "routing/grid_shape.hpp"
 #include "routing/ordered_dag.hpp"
 #include "routing/switch_graph.hpp"
 
@@ -192,18 +194,18 @@ class TreeGrower {
 
 }  // namespace
 
-Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
+Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
-                                      std::stop_token stop) const {
+                                      std::stop_token stop) {
   if (opts.max_vls < 1 || opts.max_vls > 15) {
     return Error{Errc::kOutOfRange,
                  fmt::format("layered: a budget of {} data VLs (1-15)", opts.max_vls)};
   }
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
   // The escape routes, and the order that defines them.
   Routes escape;
   SUBNETD_TRY_ASSIGN(escape, UpdnEngine{}.compute(topo, lids, opts, pool, stop));
-  SwitchGraph g;
-  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
   const std::uint32_t n = g.num_switches();
   const std::uint32_t arcs = g.num_arcs();
   if (escape.updown_rank.size() != n) {
@@ -266,7 +268,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   std::vector<std::unordered_set<std::uint64_t>> refused(layers.size());
 
   Routes routes;
-  routes.engine = std::string(name());
+  routes.engine = "layered";
   routes.max_lid = g.max_lid();
   routes.lfts.resize(n);
   for (Lft& lft : routes.lfts) lft.resize(routes.max_lid);
@@ -422,6 +424,41 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
       "{} channel dependencies ({} of them up*/down*)",
       routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps));
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
+  return routes;
+}
+
+Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
+                                      const EngineOptions& opts, WorkerPool& pool,
+                                      std::stop_token stop) const {
+  if (opts.max_vls < 1 || opts.max_vls > 15) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("layered: a budget of {} data VLs (1-15)", opts.max_vls)};
+  }
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  // Tori, meshes and hypercubes: dimension-order routes, when their layers
+  // fit the budget.
+  std::string grid_note;
+  if (const Result<GridShape> shape = grid_shape(topo, g); shape.ok()) {
+    const std::uint32_t need = dor_layers(*shape);
+    if (need <= opts.max_vls) {
+      Routes routes;
+      SUBNETD_TRY_ASSIGN(routes, dor_routes(g, *shape, stop));
+      routes.engine = std::string(name());
+      routes.notes.push_back(fmt::format(
+          "layered: the switches form a {}: dimension-order routes on {} of {} data VL(s)",
+          shape->describe(), routes.num_vls, opts.max_vls));
+      for (const std::string& note : g.notes()) routes.notes.push_back(note);
+      return routes;
+    }
+    grid_note = fmt::format(
+        "layered: the switches form a {}, whose dimension-order routes need {} data VLs, more "
+        "than the {} given: routed as any other topology",
+        shape->describe(), need, opts.max_vls);
+  }
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(routes, layered_general_routes(topo, lids, opts, pool, stop));
+  if (!grid_note.empty()) routes.notes.push_back(grid_note);
   return routes;
 }
 

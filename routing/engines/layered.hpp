@@ -33,6 +33,11 @@
 // is on layer 0, and Routes::notes says how many destinations took the
 // escape routes.
 //
+// Switches that form a torus, mesh or hypercube (routing/grid_shape.hpp)
+// get dimension-order routes instead (routing/engines/dor.hpp: shortest,
+// even on a torus, 2^rings layers), when those layers fit the budget; else
+// the note says so and they are routed as above.
+//
 // Switch LIDs (management traffic on VL15, outside every CDG) get
 // shortest-path trees on layer 0 and load nothing.
 //
@@ -43,6 +48,13 @@
 #include "routing/engine.hpp"
 
 namespace subnetd::routing {
+
+// The engine without the grid specialisation: what it gives any topology
+// (for tests and tests/bench/layers_bench, which set it beside the
+// dimension-order routes of a grid). Routes::engine is "layered".
+Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
+                                      const EngineOptions& opts, WorkerPool& pool,
+                                      std::stop_token stop);
 
 class LayeredEngine final : public RoutingEngine {
  public:

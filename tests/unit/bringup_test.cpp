@@ -243,7 +243,9 @@ TEST(BringUp, FallbackEngineRoutesWhatTheEngineCannot) {
 // data VLs), capped by BringUpOptions::max_vls; with 1 the layered engine
 // routes everything on its escape layer.
 TEST(BringUp, LayeredStaysWithinTheVlBudget) {
-  const Topology truth = load("torus:dims=4x4,hosts=1");
+  // Rings of five: dimension-order routes on two layers (a ring of four
+  // would be two paths of two, one layer).
+  const Topology truth = load("torus:dims=5x4,hosts=1");
   auto sim = make_sim(truth);
   ASSERT_TRUE(sim);
   routing::WorkerPool pool(1);

@@ -189,7 +189,7 @@ TEST(Ibdmchk, MinhopOnARingAndATorusLoops) {
 TEST(Ibdmchk, LayeredRoutesAreLoopFreePerSl) {
   if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
   for (const char* spec :
-       {"torus:dims=4x4,hosts=1", "random:switches=16,degree=4,hosts=1,seed=7"}) {
+       {"torus:dims=5x5,hosts=1", "random:switches=16,degree=4,hosts=1,seed=7"}) {
     SCOPED_TRACE(spec);
     Direct d;
     route_directly(spec, "layered", d);

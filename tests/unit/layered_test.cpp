@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
@@ -24,10 +25,14 @@ using testing::Fabric;
 using testing::make_fabric;
 using testing::trace_all;
 
-Result<Routes> route_layered(const Fabric& f, std::uint8_t vls) {
+// `general`: without the grid specialisation (dimension-order routes on
+// tori, meshes and hypercubes: grid_routing_test.cpp), so that grids test
+// the general engine too.
+Result<Routes> route_layered(const Fabric& f, std::uint8_t vls, bool general = false) {
   EngineOptions opts;
   opts.max_vls = vls;
   WorkerPool pool(2);
+  if (general) return layered_general_routes(f.topo, f.lids, opts, pool, {});
   return LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
 }
 
@@ -89,10 +94,11 @@ TEST_P(LayeredTest, CompleteLoopFreeAndAcyclicOnEveryVlWithinTheBudget) {
   const Case& c = GetParam();
   Fabric f = make_fabric(c.spec);
   const auto cut = cut_links(f.topo, c.cut, 11);
-  for (const std::uint8_t budget : {8, 2, 1}) {
+  for (const auto& [budget, general] :
+       {std::pair<std::uint8_t, bool>{8, false}, {8, true}, {2, false}, {2, true}, {1, true}}) {
     SCOPED_TRACE(std::string(c.spec) + " cut " + std::to_string(c.cut) + ", " +
-                 std::to_string(budget) + " VL(s)");
-    auto r = route_layered(f, budget);
+                 std::to_string(budget) + " VL(s)" + (general ? ", general" : ""));
+    auto r = route_layered(f, budget, general);
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->engine, "layered");
     EXPECT_GE(r->num_vls, 1);
@@ -110,7 +116,10 @@ TEST_P(LayeredTest, CompleteLoopFreeAndAcyclicOnEveryVlWithinTheBudget) {
     ASSERT_TRUE(v.ok()) << v.error().message;
     EXPECT_EQ(v->num_vls, r->num_vls);
     ASSERT_FALSE(r->notes.empty());
-    if (budget == 8) std::cout << c.spec << " cut " << c.cut << ": " << r->notes.front() << "\n";
+    if (budget == 8) {
+      std::cout << c.spec << " cut " << c.cut << (general ? " (general)" : "") << ": "
+                << r->notes.front() << "\n";
+    }
   }
 }
 

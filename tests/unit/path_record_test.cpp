@@ -113,7 +113,7 @@ TEST(PathIndex, AgreesWithTheTraceOnAHealthyFabric) {
 // With VL layers a path's SL is its destination's layer, so traffic stays
 // on the VL whose CDG the engine kept acyclic.
 TEST(PathIndex, SlIsTheDestinationsLayer) {
-  const Fabric f = make("torus:dims=4x4,hosts=2", 0, "layered");
+  const Fabric f = make("torus:dims=5x5,hosts=2", 0, "layered");
   ASSERT_GT(f.routes->num_vls, 1) << "the test needs routes on several layers";
   const std::size_t n = endports(f).size();
   EXPECT_GT(compare_all(f), n * (n - 1));

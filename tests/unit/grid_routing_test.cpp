@@ -1,0 +1,298 @@
+// routing/grid_shape.hpp and routing/engines/dor.hpp: tori, meshes and
+// hypercubes are recognised from their cabling alone (and nothing else
+// is); their dimension-order routes are complete, shortest, deadlock-free
+// on the layers they name (the verifier's own check), use as many layers as
+// the shape needs and no more, and load every link of a torus alike.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "routing/engines/dor.hpp"
+#include "routing/engines/layered.hpp"
+#include "routing/grid_shape.hpp"
+#include "routing/switch_graph.hpp"
+#include "routing/verifier.hpp"
+#include "routing_test_support.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using testing::cut_links;
+using testing::Fabric;
+using testing::lids_for;
+using testing::make_fabric;
+using testing::trace_all;
+
+struct ShapeCase {
+  const char* spec;
+  std::vector<std::uint32_t> sizes;  // sorted
+  std::uint32_t rings;
+  std::uint32_t layers;  // dor_layers, and the layers the routes use
+};
+
+const ShapeCase kShapes[] = {
+    {"torus:dims=8x8x8,hosts=1", {8, 8, 8}, 3, 8},
+    // A ring of four is two paths of two: a 4x4x4 torus is a 6-cube.
+    {"torus:dims=4x4x4,hosts=1", {2, 2, 2, 2, 2, 2}, 0, 1},
+    {"torus:dims=5x3,hosts=1", {3, 5}, 2, 2},
+    {"torus:dims=6x2,hosts=2", {2, 6}, 1, 2},  // size 2: one link, a path
+    {"torus:dims=6x6,hosts=2", {6, 6}, 2, 4},
+    {"mesh:dims=5x3,hosts=2", {3, 5}, 0, 1},
+    {"mesh:dims=3x3x2,hosts=1", {2, 3, 3}, 0, 1},
+    {"mesh:dims=6,hosts=1", {6}, 0, 1},
+    {"hypercube:dim=5,hosts=1", {2, 2, 2, 2, 2}, 0, 1},
+    {"ring:switches=7,hosts=2", {7}, 1, 2},
+    {"ring:switches=3,hosts=1", {3}, 1, 1},
+};
+
+class GridShapeTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(GridShapeTest, FindsTheDimensionsAndCoordinatesThatFitEveryLink) {
+  const ShapeCase& c = GetParam();
+  const Fabric f = make_fabric(c.spec);
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  auto shape = grid_shape(f.topo, *g);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  std::vector<std::uint32_t> sizes = shape->size;
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, c.sizes) << shape->describe();
+  EXPECT_EQ(std::count(shape->wrap.begin(), shape->wrap.end(), 1), c.rings) << shape->describe();
+  EXPECT_EQ(dor_layers(*shape), c.layers);
+  // Coordinates: one grid point per switch, and every link one step in one
+  // dimension (checked here, not by the code under test).
+  std::set<std::vector<std::uint32_t>> points;
+  for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+    std::vector<std::uint32_t> p;
+    for (std::uint32_t d = 0; d < shape->dims(); ++d) {
+      p.push_back(shape->at(SwitchIndex{s}, d));
+      EXPECT_LT(p.back(), shape->size[d]);
+    }
+    EXPECT_TRUE(points.insert(p).second) << "two switches at one grid point";
+    for (const SwitchArc& a : g->arcs(SwitchIndex{s})) {
+      std::uint32_t steps = 0;
+      for (std::uint32_t d = 0; d < shape->dims(); ++d) {
+        const std::uint32_t x = shape->at(SwitchIndex{s}, d), y = shape->at(a.to, d);
+        const std::uint32_t k = shape->size[d];
+        if (x == y) continue;
+        const std::uint32_t gap = x > y ? x - y : y - x;
+        EXPECT_TRUE(gap == 1 || (shape->wrap[d] != 0 && gap == k - 1))
+            << f.topo.switch_label(SwitchIndex{s}) << " - " << f.topo.switch_label(a.to);
+        ++steps;
+      }
+      EXPECT_EQ(steps, 1U);
+    }
+  }
+}
+
+// Hops from every switch to every other (BFS), for the shortest-path check.
+std::vector<std::vector<std::uint32_t>> all_hops(const SwitchGraph& g) {
+  std::vector<std::vector<std::uint32_t>> hops;
+  for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+    const SwitchIndex src[] = {SwitchIndex{s}};
+    hops.push_back(hops_to_nearest(g, src));
+  }
+  return hops;
+}
+
+Result<Routes> route_layered(const Fabric& f, std::uint8_t vls) {
+  EngineOptions opts;
+  opts.max_vls = vls;
+  WorkerPool pool(2);
+  return LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
+}
+
+TEST_P(GridShapeTest, DimensionOrderRoutesAreShortestAndDeadlockFreeOnTheirLayers) {
+  const ShapeCase& c = GetParam();
+  const Fabric f = make_fabric(c.spec);
+  auto r = route_layered(f, 8);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->engine, "layered");
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.front().find("dimension-order routes"), std::string::npos) << r->notes.front();
+  EXPECT_EQ(r->num_vls, c.layers);
+  const auto t = trace_all(f.topo, f.lids, *r);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->num_vls, c.layers);
+
+  // Every route is a shortest one.
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  const auto hops = all_hops(*g);
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment att = g->attachment(Lid{l});
+    if (!att.routable()) continue;
+    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+      std::uint32_t cur = s, taken = 0;
+      while (cur != att.sw.value && taken <= g->num_switches()) {
+        const std::uint32_t a = g->arc_at_port(SwitchIndex{cur}, r->lfts[cur].get(Lid{l}));
+        ASSERT_NE(a, kNoArc);
+        cur = g->arc(a).to.value;
+        ++taken;
+      }
+      ASSERT_EQ(taken, hops[s][att.sw.value]) << "LID " << l << " from switch " << s;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, GridShapeTest, ::testing::ValuesIn(kShapes));
+
+// CA-to-CA paths per directed switch link, following the tables.
+std::vector<std::uint64_t> path_loads(const Fabric& f, const Routes& r) {
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  EXPECT_TRUE(g.ok());
+  if (!g.ok()) return {};
+  std::vector<std::uint64_t> src(g->num_switches(), 0), load(g->num_arcs(), 0);
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment a = g->attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++src[a.sw.value];
+  }
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment a = g->attachment(Lid{l});
+    if (!a.routable() || a.port == 0) continue;
+    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+      for (std::uint32_t cur = s, hops = 0; src[s] != 0 && cur != a.sw.value && hops < 64; ++hops) {
+        const std::uint32_t arc = g->arc_at_port(SwitchIndex{cur}, r.lfts[cur].get(Lid{l}));
+        if (arc == kNoArc) break;
+        load[arc] += src[s];
+        cur = g->arc(arc).to.value;
+      }
+    }
+  }
+  return load;
+}
+
+// On a torus every link carries the same CA-to-CA paths: with two CAs per
+// switch, the destinations exactly half-way round a ring of even size go
+// either way in equal numbers.
+TEST(Dor, EveryLinkOfATorusCarriesTheSamePaths) {
+  for (const char* spec : {"torus:dims=6x6,hosts=2", "torus:dims=8x8x8,hosts=2",
+                           "ring:switches=9,hosts=2", "hypercube:dim=6,hosts=1"}) {
+    const Fabric f = make_fabric(spec);
+    auto r = route_layered(f, 8);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::vector<std::uint64_t> load = path_loads(f, *r);
+    ASSERT_FALSE(load.empty());
+    EXPECT_EQ(*std::min_element(load.begin(), load.end()),
+              *std::max_element(load.begin(), load.end()))
+        << spec;
+  }
+}
+
+// The layers are what makes the routes deadlock-free: on one VL the same
+// tables close a credit loop round the rings.
+TEST(Dor, OnOneVlTheSameTablesLoop) {
+  const Fabric f = make_fabric("torus:dims=5x5,hosts=1");
+  auto r = route_layered(f, 8);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->num_vls, 4);
+  r->num_vls = 1;
+  r->lid_layer.clear();
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, Errc::kCdgCycle) << v.error().message;
+}
+
+// Parallel cables between neighbours are one grid link; the routes spread
+// over them.
+TEST(Dor, ParallelCablesShareTheTraffic) {
+  Topology t;
+  constexpr std::uint32_t kRing = 6;
+  std::vector<NodeId> sw;
+  for (std::uint32_t i = 0; i < kRing; ++i) {
+    sw.push_back(t.add_node(NodeType::kSwitch, Guid{0x100 + i}, 6, "sw-" + std::to_string(i)));
+  }
+  for (std::uint32_t i = 0; i < kRing; ++i) {
+    const NodeId next = sw[(i + 1) % kRing];
+    ASSERT_TRUE(t.connect({sw[i], 1}, {next, 3}).ok());
+    ASSERT_TRUE(t.connect({sw[i], 2}, {next, 4}).ok());
+    for (std::uint8_t h = 0; h < 2; ++h) {
+      const NodeId ca =
+          t.add_node(NodeType::kCa, Guid{0x1000 + 2 * i + h}, 1, "h-" + std::to_string(2 * i + h));
+      ASSERT_TRUE(t.connect({sw[i], static_cast<PortNum>(5 + h)}, {ca, 1}).ok());
+    }
+  }
+  Fabric f;
+  f.topo = std::move(t);
+  f.lids = lids_for(f.topo);
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  auto shape = grid_shape(f.topo, *g);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(shape->describe(), "ring of 6");
+  auto r = route_layered(f, 8);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->num_vls, 2);
+  const auto trace = trace_all(f.topo, f.lids, *r);
+  EXPECT_EQ(trace.delivered, trace.reachable_pairs) << trace.first_failure;
+  for (const std::uint64_t l : path_loads(f, *r)) EXPECT_GT(l, 0U) << "an idle parallel cable";
+}
+
+// Anything but a whole grid is routed as any other topology, and the
+// shape says why it is none.
+TEST(GridShape, NoGridIsFoundWhereThereIsNone) {
+  for (const char* spec :
+       {"torus:dims=5x5,hosts=1", "mesh:dims=4x3,hosts=1", "random:switches=30,degree=4,seed=2",
+        "fat-tree:levels=3,k=4", "dragonfly:a=4,p=2,h=2,g=5"}) {
+    Fabric f = make_fabric(spec);
+    const bool whole =
+        std::string_view(spec).starts_with("torus") || std::string_view(spec).starts_with("mesh");
+    if (whole) cut_links(f.topo, 1, 3);
+    SCOPED_TRACE(std::string(spec) + (whole ? ", one link cut" : ""));
+    auto g = SwitchGraph::build(f.topo, f.lids);
+    ASSERT_TRUE(g.ok());
+    auto shape = grid_shape(f.topo, *g);
+    ASSERT_FALSE(shape.ok()) << shape->describe();
+    EXPECT_EQ(shape.error().code, Errc::kNotFound);
+    EXPECT_TRUE(shape.error().message.starts_with("no torus or mesh: ")) << shape.error().message;
+    auto r = route_layered(f, 8);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->notes.front().find("dimension-order"), std::string::npos) << r->notes.front();
+  }
+}
+
+TEST(GridShape, TwoSeparatePartsAreNoGrid) {
+  Fabric f = make_fabric("ring:switches=6,hosts=1");
+  // Cut the ring twice: two lines of three, not one grid.
+  f.topo.disconnect({f.topo.switch_node(SwitchIndex{0}), 2});
+  f.topo.disconnect({f.topo.switch_node(SwitchIndex{3}), 2});
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->num_components(), 2U);
+  auto shape = grid_shape(f.topo, *g);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.error().message.find("more than one part"), std::string::npos)
+      << shape.error().message;
+}
+
+// A torus whose dimension-order layers do not fit the budget is routed by
+// the general engine within it, and the notes say why.
+TEST(Dor, ATorusNeedingMoreVlsThanGivenIsRoutedInGeneral) {
+  const Fabric f = make_fabric("torus:dims=5x5x5,hosts=1");
+  auto r = route_layered(f, 4);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_LE(r->num_vls, 4);
+  bool said = false;
+  for (const std::string& n : r->notes) {
+    said |= n.find(
+                "5x5x5 torus, whose dimension-order routes need 8 data VLs, more than the 4 "
+                "given") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  const auto t = trace_all(f.topo, f.lids, *r);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
+
+}  // namespace
+}  // namespace subnetd::routing
