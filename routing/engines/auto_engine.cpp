@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "routing/engines/dor.hpp"
 #include "routing/engines/ftree.hpp"
 #include "routing/engines/layered.hpp"
 #include "routing/engines/updn.hpp"
+#include "routing/grid_shape.hpp"
 #include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
@@ -20,6 +22,13 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
   if (shape.fat_tree) {
     routes = ftree_routes(topo, g, std::move(shape), pool, stop);
     why = "auto: ftree, the fabric is a fat tree";
+  } else if (const Result<GridShape> grid = grid_shape(topo, g);
+             grid.ok() && dor_layers(*grid) <= opts.max_vls) {
+    routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);
+    why = fmt::format(
+        "auto: layered, the switches form a {}, whose dimension-order routes need {} of the {} "
+        "data VL(s) the switch links offer",
+        grid->describe(), dor_layers(*grid), opts.max_vls);
   } else if (opts.max_vls >= 2 && g.num_switches() <= kAutoLayeredMaxSwitches) {
     routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);
     why = fmt::format(

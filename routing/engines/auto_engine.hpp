@@ -3,7 +3,9 @@
 //
 // ftree where the topology is a fat tree (fat_tree_shape in ftree.hpp: CA
 // switches at level 0, every link between adjacent levels; degraded trees
-// included); elsewhere layered when the switch links offer two data VLs or
+// included); layered on a torus, mesh or hypercube whose dimension-order
+// routes fit the data VLs (routing/engines/dor.hpp: any size, one VL for
+// meshes and hypercubes); elsewhere layered when the switch links offer two data VLs or
 // more (EngineOptions::max_vls; balanced, deadlock-free on any topology)
 // and the fabric has at most kAutoLayeredMaxSwitches switches (layered's
 // time grows about as the cube of the switches: 13 s at 1,000, 95 s at

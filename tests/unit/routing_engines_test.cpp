@@ -526,6 +526,23 @@ TEST(Updn, ConfiguredRoots) {
   EXPECT_NE(missing.error().message.find("0x00000000deadbeef"), std::string::npos);
 }
 
+// On a mesh (or hypercube) dimension-order routes need one VL: auto takes
+// layered there even with one.
+TEST(Auto, LayeredOnAMeshWithOneVl) {
+  const Fabric f = make_fabric("mesh:dims=4x3,hosts=2");
+  EngineOptions opts;
+  opts.max_vls = 1;
+  const Routes a = route(f, "auto", 2, opts);
+  EXPECT_EQ(a.engine, "layered");
+  EXPECT_EQ(a.num_vls, 1);
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_TRUE(a.notes.front().starts_with("auto: layered, the switches form a "))
+      << a.notes.front();
+  EXPECT_NE(a.notes.front().find(" mesh, whose dimension-order routes need 1 of the 1 data VL(s)"),
+            std::string::npos)
+      << a.notes.front();
+}
+
 // Off fat trees auto is layered with two VLs or more, updn with one; the
 // same tables as the engine it names, and its first note says why.
 TEST(Auto, LayeredOffFatTreesWithTwoVlsUpdnWithOne) {
@@ -550,9 +567,22 @@ TEST(Auto, LayeredOffFatTreesWithTwoVlsUpdnWithOne) {
   }
 }
 
-TEST(Auto, UpdnAboveTheLayeredSizeLimit) {
-  const Fabric f = make_fabric("torus:dims=33x32,hosts=1");
+// Above the size limit auto is updn, unless the switches form a grid:
+// dimension-order routes take no time at any size.
+TEST(Auto, UpdnAboveTheLayeredSizeLimitUnlessTheSwitchesFormAGrid) {
+  Fabric f = make_fabric("torus:dims=33x32,hosts=1");
   ASSERT_GT(f.topo.num_switches(), kAutoLayeredMaxSwitches);
+  const Routes grid = route(f, "auto");
+  EXPECT_EQ(grid.engine, "layered");
+  ASSERT_FALSE(grid.notes.empty());
+  EXPECT_TRUE(grid.notes.front().starts_with("auto: layered, the switches form a 3"))
+      << grid.notes.front();
+  EXPECT_NE(grid.notes.front().find(
+                " torus, whose dimension-order routes need 4 of the 8 data VL(s) the switch links "
+                "offer"),
+            std::string::npos)
+      << grid.notes.front();
+  cut_links(f.topo, 1, 5);  // a degraded torus is no grid
   const Routes a = route(f, "auto");
   EXPECT_EQ(a.engine, "updn");
   ASSERT_FALSE(a.notes.empty());
