@@ -13,6 +13,9 @@
 //                [cut=PERCENT] [seed=1] [threads=2] [lid_bits=16|17|24]
 //                [lfts=DUMP] [label=NAME]
 //
+// engines= takes any engine name, and layered-general (shown as
+// "lay.general"): the layered engine without its grid specialisation
+// (dimension-order routes on tori, meshes and hypercubes), to compare.
 // SPEC defaults to random:switches=200,degree=8,hosts=8,seed=1; cut removes
 // that share of the switch-to-switch links first (a degraded fabric).
 // lfts= measures another SM's tables on the same fabric instead of running
@@ -34,6 +37,7 @@
 #include "discovery/topo/generators.hpp"
 #include "discovery/topo/netfile.hpp"
 #include "routing/engine.hpp"
+#include "routing/engines/layered.hpp"
 #include "routing/layers.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/switch_graph.hpp"
@@ -204,16 +208,20 @@ int run(const Args& a) {
     if (!a.lfts.empty()) {
       routes = read_lft_dump(a.lfts, *topo, lids->map);
     } else {
-      auto engine = make_engine(name);
-      if (!engine.ok()) return fail(name, engine.error());
       EngineOptions eopts;
       eopts.max_vls = static_cast<std::uint8_t>(a.vls);
-      routes = (*engine)->compute(*topo, lids->map, eopts, pool, {});
+      if (name == "layered-general") {
+        routes = layered_general_routes(*topo, lids->map, eopts, pool, {});
+      } else {
+        auto engine = make_engine(name);
+        if (!engine.ok()) return fail(name, engine.error());
+        routes = (*engine)->compute(*topo, lids->map, eopts, pool, {});
+      }
     }
     if (!routes.ok()) return fail(name, routes.error());
     const double t_route = a.lfts.empty() ? seconds_since(t0) : 0.0;
     const double rss = peak_rss_mib();
-    std::string label = name;
+    std::string label = name == "layered-general" ? "lay.general" : name;
     std::string verdict;
     if (!a.lfts.empty()) {
       // Its SLs are not in the dump: no layers, no CDG verdict here.
