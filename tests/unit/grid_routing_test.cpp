@@ -25,6 +25,7 @@ using testing::cut_links;
 using testing::Fabric;
 using testing::lids_for;
 using testing::make_fabric;
+using testing::path_loads;
 using testing::trace_all;
 
 struct ShapeCase {
@@ -143,31 +144,6 @@ TEST_P(GridShapeTest, DimensionOrderRoutesAreShortestAndDeadlockFreeOnTheirLayer
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, GridShapeTest, ::testing::ValuesIn(kShapes));
-
-// CA-to-CA paths per directed switch link, following the tables.
-std::vector<std::uint64_t> path_loads(const Fabric& f, const Routes& r) {
-  auto g = SwitchGraph::build(f.topo, f.lids);
-  EXPECT_TRUE(g.ok());
-  if (!g.ok()) return {};
-  std::vector<std::uint64_t> src(g->num_switches(), 0), load(g->num_arcs(), 0);
-  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
-    const LidAttachment a = g->attachment(Lid{l});
-    if (a.routable() && a.port != 0) ++src[a.sw.value];
-  }
-  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
-    const LidAttachment a = g->attachment(Lid{l});
-    if (!a.routable() || a.port == 0) continue;
-    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
-      for (std::uint32_t cur = s, hops = 0; src[s] != 0 && cur != a.sw.value && hops < 64; ++hops) {
-        const std::uint32_t arc = g->arc_at_port(SwitchIndex{cur}, r.lfts[cur].get(Lid{l}));
-        if (arc == kNoArc) break;
-        load[arc] += src[s];
-        cur = g->arc(arc).to.value;
-      }
-    }
-  }
-  return load;
-}
 
 // On a torus every link carries the same CA-to-CA paths: with two CAs per
 // switch, the destinations exactly half-way round a ring of even size go

@@ -23,6 +23,7 @@ namespace {
 using testing::cut_links;
 using testing::Fabric;
 using testing::make_fabric;
+using testing::path_loads;
 using testing::trace_all;
 
 // `general`: without the grid specialisation (dimension-order routes on
@@ -36,31 +37,10 @@ Result<Routes> route_layered(const Fabric& f, std::uint8_t vls, bool general = f
   return LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
 }
 
-// CA-to-CA paths over the busiest directed switch link: every switch with
-// CAs, weighted by its CA LIDs, to every CA LID, following the LFTs.
+// CA-to-CA paths over the busiest directed switch link.
 std::uint64_t busiest_link_paths(const Fabric& f, const Routes& r) {
-  auto g = SwitchGraph::build(f.topo, f.lids);
-  EXPECT_TRUE(g.ok());
-  if (!g.ok()) return 0;
-  std::vector<std::uint64_t> src(g->num_switches(), 0), load(g->num_arcs(), 0);
-  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
-    const LidAttachment a = g->attachment(Lid{l});
-    if (a.routable() && a.port != 0) ++src[a.sw.value];
-  }
-  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
-    const LidAttachment a = g->attachment(Lid{l});
-    if (!a.routable() || a.port == 0) continue;
-    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
-      std::uint32_t cur = s;
-      for (std::uint32_t hops = 0; src[s] != 0 && cur != a.sw.value && hops < 64; ++hops) {
-        const std::uint32_t arc = g->arc_at_port(SwitchIndex{cur}, r.lfts[cur].get(Lid{l}));
-        if (arc == kNoArc) break;
-        load[arc] += src[s];
-        cur = g->arc(arc).to.value;
-      }
-    }
-  }
-  return *std::max_element(load.begin(), load.end());
+  const std::vector<std::uint64_t> load = path_loads(f, r);
+  return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
 }
 
 struct Case {

@@ -21,6 +21,7 @@
 #include "routing/lft.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/lid_map.hpp"
+#include "routing/switch_graph.hpp"
 #include "routing/topology.hpp"
 #include "routing/worker_pool.hpp"
 
@@ -236,6 +237,32 @@ inline TraceOutcome trace_all(const Topology& topo, const LidMap& lids, const Ro
     }
   }
   return out;
+}
+
+// CA-to-CA paths per directed switch link (by SwitchGraph arc), following
+// the tables: every switch with CAs, weighted by its CA LIDs, to every CA LID.
+inline std::vector<std::uint64_t> path_loads(const Fabric& f, const Routes& r) {
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  EXPECT_TRUE(g.ok());
+  if (!g.ok()) return {};
+  std::vector<std::uint64_t> src(g->num_switches(), 0), load(g->num_arcs(), 0);
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment a = g->attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++src[a.sw.value];
+  }
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment a = g->attachment(Lid{l});
+    if (!a.routable() || a.port == 0) continue;
+    for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
+      for (std::uint32_t cur = s, hops = 0; src[s] != 0 && cur != a.sw.value && hops < 64; ++hops) {
+        const std::uint32_t arc = g->arc_at_port(SwitchIndex{cur}, r.lfts[cur].get(Lid{l}));
+        if (arc == kNoArc) break;
+        load[arc] += src[s];
+        cur = g->arc(arc).to.value;
+      }
+    }
+  }
+  return load;
 }
 
 }  // namespace subnetd::routing::testing
