@@ -95,8 +95,11 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
   GridShape shape;
   std::vector<std::vector<std::uint32_t>> lines;
   std::uint64_t product = 1;
+  std::vector<std::uint32_t> on_line(n, UINT32_MAX);  // the dimension whose line holds it
   for (const std::vector<std::uint32_t>& dir : dims) {
+    const auto dim = static_cast<std::uint32_t>(lines.size());
     std::vector<std::uint32_t> line{seed, dir[0]};
+    on_line[dir[0]] = dim;
     bool closed = false;
     while (!closed) {
       const std::uint32_t prev = line[line.size() - 2];
@@ -113,11 +116,12 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
       if (next == UINT32_MAX) break;  // the end of a path
       if (next == seed) {
         closed = true;
-      } else if (line.size() >= n || std::find(line.begin(), line.end(), next) != line.end()) {
+      } else if (on_line[next] == dim) {
         return none(fmt::format("the line from switch {} through switch {} closes on itself",
                                 name(seed), name(dir[0])));
       } else {
         line.push_back(next);
+        on_line[next] = dim;
       }
     }
     // Two directions make a ring ending next to the seed; one, a path.

@@ -192,15 +192,21 @@ class TreeGrower {
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap_;
 };
 
+// The VL budget both the general engine and dimension order obey.
+Result<void> check_budget(const EngineOptions& opts) {
+  if (opts.max_vls < 1 || opts.max_vls > 15) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("layered: a budget of {} data VLs (1-15)", opts.max_vls)};
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
                                       std::stop_token stop) {
-  if (opts.max_vls < 1 || opts.max_vls > 15) {
-    return Error{Errc::kOutOfRange,
-                 fmt::format("layered: a budget of {} data VLs (1-15)", opts.max_vls)};
-  }
+  SUBNETD_TRY(check_budget(opts));
   SwitchGraph g;
   SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
   // The escape routes, and the order that defines them.
@@ -430,10 +436,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
 Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
                                       std::stop_token stop) const {
-  if (opts.max_vls < 1 || opts.max_vls > 15) {
-    return Error{Errc::kOutOfRange,
-                 fmt::format("layered: a budget of {} data VLs (1-15)", opts.max_vls)};
-  }
+  SUBNETD_TRY(check_budget(opts));
   SwitchGraph g;
   SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
   // Tori, meshes and hypercubes: dimension-order routes, when their layers
