@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace subnetd::routing {
@@ -51,8 +52,11 @@ std::string GridShape::describe() const {
   std::string kinds;
   bool rings = false, paths = false;
   for (std::uint32_t d = 0; d < dims(); ++d) {
-    dims_text += (d == 0 ? "" : "x") + fmt::to_string(size[d]);
-    kinds += std::string(d == 0 ? "" : " x ") + (wrap[d] != 0 ? "ring" : "path");
+    // fmt::format_to, not `"x" + to_string(...)`: GCC 12 at -O3 reports a
+    // false -Wrestrict on operator+(const char*, string&&).
+    fmt::format_to(std::back_inserter(dims_text), "{}{}", d == 0 ? "" : "x", size[d]);
+    fmt::format_to(std::back_inserter(kinds), "{}{}", d == 0 ? "" : " x ",
+                   wrap[d] != 0 ? "ring" : "path");
     (wrap[d] != 0 ? rings : paths) = true;
   }
   if (dims() == 1) return fmt::format("{} of {}", rings ? "ring" : "line", size[0]);
