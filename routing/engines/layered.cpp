@@ -20,6 +20,9 @@ namespace {
 
 using Dep = std::pair<std::uint32_t, std::uint32_t>;
 
+// Passes of rip-up-and-reroute after every tree is placed.
+constexpr std::uint32_t kRefinePasses = 1;
+
 // Switches ranked by breadth-first distance from `root` (ties by index),
 // then those `root` does not reach, by index. `dist` gives the distances
 // (kNoArc when not reached).
@@ -288,12 +291,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   std::vector<Dep> added;
   std::uint64_t escaped = 0, data_lids = 0;
 
-  auto write = [&](std::uint32_t lid, std::uint32_t s, std::uint8_t port, bool data) {
+  auto write = [&](std::uint32_t lid, std::uint32_t s, std::uint8_t port) {
     routes.lfts[s].data()[lid] = port;
-    if (data && port != 0) {
-      const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, port);
-      if (a != kNoArc) ++entries[a];
-    }
   };
 
   // Destinations by switch: its own LID, and its CA/router LIDs, which
@@ -310,6 +309,65 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
   }
 
+  // Each LID of t takes, at every switch of `tree`, the channel whose
+  // load plus the load of the channel after it is least; every channel
+  // gains the sources whose route to the LID crosses it.
+  auto place = [&](std::uint32_t t, std::span<const std::uint32_t> tree) {
+    for (const std::uint32_t lid : data_at[t]) {
+      for (const std::uint32_t s : tree) {
+        subtree[s] = sources[s];
+        if (s == t) continue;
+        std::uint32_t best = kNoArc;
+        std::uint64_t best_load = 0;
+        for (const std::uint32_t a : grower.outs(s)) {
+          const std::uint32_t w = g.arc(a).to.value;
+          const std::uint64_t l = load[a] + (w == t ? 0 : load[pick[w]]);
+          if (best == kNoArc || l < best_load) {
+            best = a;
+            best_load = l;
+          }
+        }
+        pick[s] = best;
+      }
+      for (auto it = tree.rbegin(); it != tree.rend(); ++it) {
+        const std::uint32_t s = *it;
+        if (s == t) {
+          write(lid, s, g.attachment(Lid{lid}).port);
+          continue;
+        }
+        const std::uint32_t a = pick[s];
+        write(lid, s, g.arc(a).local_port);
+        load[a] += subtree[s];
+        subtree[g.arc(a).to.value] += subtree[s];
+      }
+    }
+  };
+  // Adds (sign +1) or takes off (-1) the load of the routes to t's LIDs as
+  // the LFTs hold them (sign 0: neither); returns the largest load on a
+  // channel they cross.
+  auto weigh = [&](std::uint32_t t, int sign) {
+    const std::uint32_t part = g.component(SwitchIndex{t});
+    std::uint64_t busiest = 0;
+    for (const std::uint32_t lid : data_at[t]) {
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (sources[s] == 0 || s == t || g.component(SwitchIndex{s}) != part) continue;
+        for (std::uint32_t cur = s, hops = 0; cur != t && hops < n; ++hops) {
+          const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{lid}));
+          if (a == kNoArc) break;
+          if (sign > 0) load[a] += sources[s];
+          if (sign < 0) load[a] -= sources[s];
+          busiest = std::max(busiest, load[a]);
+          cur = g.arc(a).to.value;
+        }
+      }
+    }
+    return busiest;
+  };
+
+  // The layer each destination switch's tree is on (kNoLayer: none, or on
+  // the escape routes).
+  constexpr std::uint32_t kNoLayer = ~0U;
+  std::vector<std::uint32_t> tree_layer(n, kNoLayer);
   for (std::uint32_t t = 0; t < n; ++t) {
     if (stop.stop_requested()) {  // a tree takes up to ~50 ms at 2,000 switches
       return Error{Errc::kCancelled, "layered: cancelled"};
@@ -318,7 +376,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     if (own_lid[t] != 0) {  // a switch's own LID: shortest paths, no load
       added.clear();
       for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
-        write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port, false);
+        write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
       }
     }
     const std::vector<std::uint32_t>& dlids = data_at[t];
@@ -354,38 +412,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       placed = fits(0);
     }
     if (placed) {
-      // Each LID takes, at every switch, the channel whose load plus the
-      // load of the channel after it is least; every channel gains the
-      // sources whose route to the LID crosses it.
-      for (const std::uint32_t lid : dlids) {
-        for (const std::uint32_t s : tree) {
-          subtree[s] = sources[s];
-          if (s == t) continue;
-          std::uint32_t best = kNoArc;
-          std::uint64_t best_load = 0;
-          for (const std::uint32_t a : grower.outs(s)) {
-            // The channel's load and that of the one after it.
-            const std::uint32_t w = g.arc(a).to.value;
-            const std::uint64_t l = load[a] + (w == t ? 0 : load[pick[w]]);
-            if (best == kNoArc || l < best_load) {
-              best = a;
-              best_load = l;
-            }
-          }
-          pick[s] = best;
-        }
-        for (auto it = tree.rbegin(); it != tree.rend(); ++it) {
-          const std::uint32_t s = *it;
-          if (s == t) {
-            write(lid, s, g.attachment(Lid{lid}).port, true);
-            continue;
-          }
-          const std::uint32_t a = pick[s];
-          write(lid, s, g.arc(a).local_port, true);
-          load[a] += subtree[s];
-          subtree[g.arc(a).to.value] += subtree[s];
-        }
-      }
+      place(t, tree);
+      tree_layer[t] = layer;
     } else {
       // The escape routes: their dependencies are all in layer 0's CDG.
       escaped += dlids.size();
@@ -393,11 +421,66 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       for (const std::uint32_t lid : dlids) {
         for (std::uint32_t s = 0; s < n; ++s) {
           if (g.component(SwitchIndex{s}) != g.component(SwitchIndex{t})) continue;
-          write(lid, s, escape.lfts[s].get(Lid{lid}), true);
+          write(lid, s, escape.lfts[s].get(Lid{lid}));
         }
       }
     }
     for (const std::uint32_t lid : dlids) lid_layer[lid] = static_cast<std::uint8_t>(layer);
+  }
+
+  // Rip up and reroute: each tree was grown knowing only the trees before
+  // it. Grown again on its layer, with every other tree's load known, it
+  // may move off the channels that became the busiest; it is kept if the
+  // busiest channel it crosses carries no more than before (so no channel
+  // ends up busier than the busiest was). Its old dependencies stay in the
+  // layer's CDG (a superset of the routes' is still acyclic), so the old
+  // tree still fits; a new one that does not is taken back.
+  std::uint64_t regrown = 0;
+  std::vector<std::uint8_t> old_ports;
+  for (std::uint32_t pass = 0; pass < kRefinePasses; ++pass) {
+    for (std::uint32_t t = 0; t < n; ++t) {
+      if (tree_layer[t] == kNoLayer) continue;
+      if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};
+      const std::uint64_t before = weigh(t, 0);
+      weigh(t, -1);
+      added.clear();
+      const std::uint32_t k = tree_layer[t];
+      const std::span<const std::uint32_t> tree =
+          grower.grow(t, load, hop, slack, &layers[k], &refused[k], added);
+      if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
+        layers[k].undo(added);
+        weigh(t, +1);
+        continue;
+      }
+      old_ports.clear();
+      for (const std::uint32_t lid : data_at[t]) {
+        for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(routes.lfts[s].get(Lid{lid}));
+      }
+      place(t, tree);
+      if (weigh(t, 0) <= before) {
+        ++regrown;
+        continue;
+      }
+      weigh(t, -1);
+      std::size_t i = 0;
+      for (const std::uint32_t lid : data_at[t]) {
+        for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
+      }
+      weigh(t, +1);
+      layers[k].undo(added);
+    }
+  }
+
+  // LFT entries of data LIDs per channel.
+  for (std::uint32_t t = 0; t < n; ++t) {
+    for (const std::uint32_t lid : data_at[t]) {
+      for (std::uint32_t s = 0; s < n; ++s) {
+        const std::uint8_t port = routes.lfts[s].get(Lid{lid});
+        if (port == 0) continue;
+        const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, port);
+        if (a != kNoArc) ++entries[a];
+      }
+    }
   }
 
   // Layers in use, numbered from 0 without gaps (layer 0 may be unused).
@@ -427,8 +510,10 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   for (const OrderedDag& d : layers) deps += d.edges();
   routes.notes.push_back(fmt::format(
       "layered: {} of {} data VL(s) used; {} of {} destination LIDs on up*/down* escape routes; "
-      "{} channel dependencies ({} of them up*/down*)",
-      routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps));
+      "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
+      "channels",
+      routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown,
+      n - static_cast<std::uint32_t>(std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
   return routes;
 }
