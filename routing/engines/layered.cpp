@@ -22,6 +22,11 @@ using Dep = std::pair<std::uint32_t, std::uint32_t>;
 
 // Passes of rip-up-and-reroute after every tree is placed.
 constexpr std::uint32_t kRefinePasses = 1;
+// Trees x switches the engine allows itself before it gives several LIDs
+// of a switch one tree (random graphs with 8 CAs per switch: 200 switches,
+// a tree per LID, 0.3 s on the 2-core bench VM; 600, trees of two LIDs,
+// 6 s; 1,000, of four, 18 s; 2,000, one tree per switch).
+constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 21;
 
 // Switches ranked by breadth-first distance from `root` (ties by index),
 // then those `root` does not reach, by index. `dist` gives the distances
@@ -308,12 +313,35 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       data_at[att.sw.value].push_back(lid);
     }
   }
+  // Trees ("units"): a switch's CA/router LIDs, up to lids_per_tree per
+  // tree. A tree per LID balances best (a fat tree's leaf spreads its LIDs
+  // over every uplink of every other leaf only so), but a tree costs about
+  // as much as the switches times their CDGs' density: trees x switches is
+  // held to kTreeWork, and a switch gets one tree when even that is too
+  // many.
+  const std::uint64_t target_trees = std::max<std::uint64_t>(
+      {1, n, std::min<std::uint64_t>(total_sources, kTreeWork / std::max(n, 1U))});
+  const std::uint64_t lids_per_tree =
+      std::max<std::uint64_t>(1, (total_sources + target_trees - 1) / target_trees);
+  std::vector<std::uint32_t> unit_sw;
+  std::vector<std::vector<std::uint32_t>> unit_lids;
+  for (std::uint32_t t = 0; t < n; ++t) {
+    const std::vector<std::uint32_t>& d = data_at[t];
+    for (std::size_t i = 0; i < d.size(); i += lids_per_tree) {
+      unit_sw.push_back(t);
+      unit_lids.emplace_back(d.begin() + static_cast<std::ptrdiff_t>(i),
+                             d.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min<std::size_t>(i + lids_per_tree, d.size())));
+    }
+  }
+  const auto units = static_cast<std::uint32_t>(unit_sw.size());
 
   // Each LID of t takes, at every switch of `tree`, the channel whose
   // load plus the load of the channel after it is least; every channel
   // gains the sources whose route to the LID crosses it.
-  auto place = [&](std::uint32_t t, std::span<const std::uint32_t> tree) {
-    for (const std::uint32_t lid : data_at[t]) {
+  auto place = [&](std::uint32_t u, std::span<const std::uint32_t> tree) {
+    const std::uint32_t t = unit_sw[u];
+    for (const std::uint32_t lid : unit_lids[u]) {
       for (const std::uint32_t s : tree) {
         subtree[s] = sources[s];
         if (s == t) continue;
@@ -345,10 +373,11 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // Adds (sign +1) or takes off (-1) the load of the routes to t's LIDs as
   // the LFTs hold them (sign 0: neither); returns the largest load on a
   // channel they cross.
-  auto weigh = [&](std::uint32_t t, int sign) {
+  auto weigh = [&](std::uint32_t u, int sign) {
+    const std::uint32_t t = unit_sw[u];
     const std::uint32_t part = g.component(SwitchIndex{t});
     std::uint64_t busiest = 0;
-    for (const std::uint32_t lid : data_at[t]) {
+    for (const std::uint32_t lid : unit_lids[u]) {
       for (std::uint32_t s = 0; s < n; ++s) {
         if (sources[s] == 0 || s == t || g.component(SwitchIndex{s}) != part) continue;
         for (std::uint32_t cur = s, hops = 0; cur != t && hops < n; ++hops) {
@@ -364,23 +393,25 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     return busiest;
   };
 
-  // The layer each destination switch's tree is on (kNoLayer: none, or on
-  // the escape routes).
-  constexpr std::uint32_t kNoLayer = ~0U;
-  std::vector<std::uint32_t> tree_layer(n, kNoLayer);
+  // A switch's own LID: shortest paths, no load, layer 0.
   for (std::uint32_t t = 0; t < n; ++t) {
+    if (own_lid[t] == 0) continue;
+    added.clear();
+    for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
+      write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
+    }
+  }
+
+  // The layer each tree is on (kNoLayer: on the escape routes).
+  constexpr std::uint32_t kNoLayer = ~0U;
+  std::vector<std::uint32_t> tree_layer(units, kNoLayer);
+  for (std::uint32_t u = 0; u < units; ++u) {
     if (stop.stop_requested()) {  // a tree takes up to ~50 ms at 2,000 switches
       return Error{Errc::kCancelled, "layered: cancelled"};
     }
+    const std::uint32_t t = unit_sw[u];
     const std::uint32_t want = part_size[g.component(SwitchIndex{t})];
-    if (own_lid[t] != 0) {  // a switch's own LID: shortest paths, no load
-      added.clear();
-      for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
-        write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
-      }
-    }
-    const std::vector<std::uint32_t>& dlids = data_at[t];
-    if (dlids.empty()) continue;
+    const std::vector<std::uint32_t>& dlids = unit_lids[u];
     data_lids += dlids.size();
     // The free layers, nearest root first, then the escape layer, then
     // up*/down*.
@@ -412,8 +443,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       placed = fits(0);
     }
     if (placed) {
-      place(t, tree);
-      tree_layer[t] = layer;
+      place(u, tree);
+      tree_layer[u] = layer;
     } else {
       // The escape routes: their dependencies are all in layer 0's CDG.
       escaped += dlids.size();
@@ -438,35 +469,36 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   std::uint64_t regrown = 0;
   std::vector<std::uint8_t> old_ports;
   for (std::uint32_t pass = 0; pass < kRefinePasses; ++pass) {
-    for (std::uint32_t t = 0; t < n; ++t) {
-      if (tree_layer[t] == kNoLayer) continue;
+    for (std::uint32_t u = 0; u < units; ++u) {
+      if (tree_layer[u] == kNoLayer) continue;
       if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};
-      const std::uint64_t before = weigh(t, 0);
-      weigh(t, -1);
+      const std::uint32_t t = unit_sw[u];
+      const std::uint64_t before = weigh(u, 0);
+      weigh(u, -1);
       added.clear();
-      const std::uint32_t k = tree_layer[t];
+      const std::uint32_t k = tree_layer[u];
       const std::span<const std::uint32_t> tree =
           grower.grow(t, load, hop, slack, &layers[k], &refused[k], added);
       if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
         layers[k].undo(added);
-        weigh(t, +1);
+        weigh(u, +1);
         continue;
       }
       old_ports.clear();
-      for (const std::uint32_t lid : data_at[t]) {
+      for (const std::uint32_t lid : unit_lids[u]) {
         for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(routes.lfts[s].get(Lid{lid}));
       }
-      place(t, tree);
-      if (weigh(t, 0) <= before) {
+      place(u, tree);
+      if (weigh(u, 0) <= before) {
         ++regrown;
         continue;
       }
-      weigh(t, -1);
+      weigh(u, -1);
       std::size_t i = 0;
-      for (const std::uint32_t lid : data_at[t]) {
+      for (const std::uint32_t lid : unit_lids[u]) {
         for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
       }
-      weigh(t, +1);
+      weigh(u, +1);
       layers[k].undo(added);
     }
   }
@@ -513,7 +545,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
       "channels",
       routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown,
-      n - static_cast<std::uint32_t>(std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
+      units -
+          static_cast<std::uint32_t>(std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
   return routes;
 }

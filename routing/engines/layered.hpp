@@ -2,12 +2,14 @@
 // layered: balanced, deadlock-free routing on any topology within the VLs
 // the ports offer (issue 18).
 //
-// Each destination switch gets an in-tree, grown from it by a Dijkstra over
-// the channels (SwitchGraph arcs) whose weights are the traffic already
-// routed over them (DFSSSP's balancing: a channel's weight grows by the
-// number of CA sources whose route crosses it), shared by its CA/router
-// LIDs and living on one layer — an SL that SL2VL maps to one VL on every
-// port. A switch two hops away may keep more than one channel into the
+// The CA/router LIDs of each switch get in-trees, grown from the switch by a
+// Dijkstra over the channels (SwitchGraph arcs) whose weights are the
+// traffic already routed over them (DFSSSP's balancing: a channel's weight
+// grows by the number of CA sources whose route crosses it), each tree
+// living on one layer — an SL that SL2VL maps to one VL on every port. A
+// tree per LID on small fabrics; as the fabric grows, a tree serves two,
+// four, then all LIDs of its switch (trees x switches is bounded), since a
+// tree's cost grows with the switches. A switch two hops away may keep more than one channel into the
 // destination's neighbours, and the LIDs spread over them (by the load of
 // those two hops): the last hops are where a tree's traffic converges.
 // Each layer keeps its channel dependency graph (CDG) acyclic while the

@@ -11,13 +11,15 @@
 //
 //   layers_bench [SPEC|NETFILE] [engines=updn,layered,minhop] [vls=8]
 //                [cut=PERCENT] [seed=1] [threads=2] [lid_bits=16|17|24]
-//                [lfts=DUMP] [label=NAME]
+//                [lfts=DUMP] [label=NAME] [save=NET]
 //
 // engines= takes any engine name, and layered-general (shown as
 // "lay.general"): the layered engine without its grid specialisation
 // (dimension-order routes on tori, meshes and hypercubes), to compare.
 // SPEC defaults to random:switches=200,degree=8,hosts=8,seed=1; cut removes
 // that share of the switch-to-switch links first (a degraded fabric).
+// save= writes the fabric (after cut) as an ibsim net file first, so that
+// another SM can route the same degraded fabric (layers_opensm.py --cut).
 // lfts= measures another SM's tables on the same fabric instead of running
 // engines: OpenSM's opensm-lfts.dump (or ibroute's output) of a NETFILE
 // that ibsim ran, matched by node and port GUIDs (tests/bench/
@@ -59,6 +61,7 @@ struct Args {
   int lid_bits = 16;
   std::string lfts;   // another SM's LFT dump
   std::string label;  // its name in the table
+  std::string save;   // net file to write the fabric to
 };
 
 // Routes in our LID space from an LFT dump ("Unicast lids [..] of switch
@@ -187,6 +190,11 @@ int run(const Args& a) {
   auto topo = load_fabric(a.spec);
   if (!topo.ok()) return fail("topology", topo.error());
   const std::size_t cut = a.cut > 0 ? cut_switch_links(*topo, a.cut, a.seed) : 0;
+  if (!a.save.empty()) {
+    if (auto saved = discovery::topo::save_netfile(*topo, a.save); !saved.ok()) {
+      return fail("save", saved.error());
+    }
+  }
   LidAssignOptions lopts;
   lopts.space = *LidSpace::from_bits(a.lid_bits);
   auto lids = assign_lids(*topo, lopts);
@@ -281,6 +289,8 @@ int main(int argc, char** argv) {
       a.lfts = arg.value;
     } else if (arg.key == "label") {
       a.label = arg.value;
+    } else if (arg.key == "save") {
+      a.save = arg.value;
     } else if (arg.key == "lid_bits") {
       ok = parse_value(arg.value, a.lid_bits);
     } else {

@@ -3,11 +3,13 @@
 OpenSM's nue, dfsssp and lash, on the same net files (issue 18).
 
   layers_opensm.py --build BUILD_DIR [--fabric SPEC ...] [--engines nue,dfsssp,lash]
-                   [--vls 8] [--outdir DIR] [--skip-opensm]
+                   [--vls 8] [--cut PERCENT] [--outdir DIR] [--skip-opensm]
 
 For every fabric (default: a 200-switch random graph, a 4x4x4 torus, a
 dragonfly): `interop_netfile SPEC OUT/TAG.net` writes it as an ibsim net
-file. subnetd: `layers_bench NET engines=updn,layered vls=V` routes it and
+file (with --cut, `layers_bench SPEC cut=PERCENT save=NET` writes it with
+that share of the switch-to-switch links removed: a degraded fabric).
+subnetd: `layers_bench NET engines=updn,layered,auto vls=V` routes it and
 prints routes per link (LFT entries, and CA-to-CA paths next to their lower
 bound), VLs, times. OpenSM, per engine: tests/opensm/opensm_runner.py NET -R
 ENGINE --cycles 0 --creditloops (ibsim + OpenSM under umad2sim; nue gets
@@ -62,6 +64,8 @@ def main():
     ap.add_argument("--fabric", action="append", help="generator spec (repeatable)")
     ap.add_argument("--engines", default="nue,dfsssp,lash", help="OpenSM's engines")
     ap.add_argument("--vls", type=int, default=8)
+    ap.add_argument("--cut", type=float, default=0,
+                    help="remove this %% of the switch-to-switch links first")
     ap.add_argument("--outdir", default="run/bench/layers_opensm")
     ap.add_argument("--skip-opensm", action="store_true")
     a = ap.parse_args()
@@ -73,12 +77,17 @@ def main():
     os.makedirs(a.outdir, exist_ok=True)
     results = []
     for spec in a.fabric or DEFAULT_FABRICS:
-        tag = re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-")
+        tag = re.sub(r"[^A-Za-z0-9]+", "-", spec + ("-cut%g" % a.cut if a.cut else "")).strip("-")
         net = os.path.abspath(os.path.join(a.outdir, tag + ".net"))
-        subprocess.run([netfile_tool, spec, net], check=True, capture_output=True, text=True)
-        rows, text = bench_rows(bench, [net, "engines=updn,layered", "vls=%d" % a.vls])
+        if a.cut:
+            subprocess.run([bench, spec, "cut=%g" % a.cut, "save=" + net, "engines=updn"],
+                           check=True, capture_output=True, text=True)
+        else:
+            subprocess.run([netfile_tool, spec, net], check=True, capture_output=True, text=True)
+        rows, text = bench_rows(bench, [net, "engines=updn,layered,auto", "vls=%d" % a.vls])
         print(text, flush=True)
-        entry = {"spec": spec, "subnetd": rows, "opensm": {}}
+        entry = {"spec": spec, "cut": " minus %g%% of links" % a.cut if a.cut else "",
+                 "subnetd": rows, "opensm": {}}
         for engine in ([] if a.skip_opensm else a.engines.split(",")):
             outdir = os.path.abspath(os.path.join(a.outdir, "%s-%s" % (tag, engine)))
             res = opensm(net, engine, outdir, a.vls)
@@ -96,11 +105,11 @@ def main():
           "| VLs | routing time | credit loops |")
     print("|---|---|---|---|---|---|---|---|---|")
     for e in results:
-        for name in ("updn", "layered"):
+        for name in ("updn", "layered", "auto"):
             r = e["subnetd"].get(name)
             if r:
-                print("| `%s` | subnetd %s | %s | %d | %.2f | %d | %d | %.3f s | %s |" % (
-                    e["spec"], name, name, r["paths_max"], r["ratio"], r["entries_max"], r["vls"],
+                print("| `%s`%s | subnetd %s | %s | %d | %.2f | %d | %d | %.3f s | %s |" % (
+                    e["spec"], e["cut"], name, name, r["paths_max"], r["ratio"], r["entries_max"], r["vls"],
                     r["route_s"], "none (verifier)" if r["verdict"] == "deadlock-free" else r["verdict"]))
         for name, res in e["opensm"].items():
             b = res.get("balance") or {}
@@ -109,8 +118,8 @@ def main():
                 # ibdmchk reads no SLs of OpenSM's: every path on one VL.
                 loops = ("found (all SLs as one VL)" if loops.get("credit_loops")
                          else "none" if loops.get("credit_loops") is False else "no verdict")
-            print("| `%s` | OpenSM %s | %s | %s | %s | %s | - | %s | %s |" % (
-                e["spec"], name, res.get("engine_used", "-"), b.get("paths_max", "-"),
+            print("| `%s`%s | OpenSM %s | %s | %s | %s | %s | - | %s | %s |" % (
+                e["spec"], e["cut"], name, res.get("engine_used", "-"), b.get("paths_max", "-"),
                 "%.2f" % b["ratio"] if b else "-", b.get("entries_max", "-"),
                 "%.3f s" % res["route_s"] if res.get("route_s") else "-",
                 loops if loops is not None else "; ".join(res.get("errors", []))[:120] or "-"))
