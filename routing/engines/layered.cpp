@@ -119,18 +119,30 @@ class TreeGrower {
   // those it refused are remembered in `refused` and refused again without
   // a search). A switch two hops from t also keeps each other channel
   // into a neighbour of t whose cost is within `slack` of its own, on the
-  // same condition. Returns the switches reached, t first, each after every
-  // switch it forwards to; outs() gives their channels, the tree's first.
+  // same condition. With an `updown` ranking instead (dag, refused and
+  // added unused), the condition is up*/down*'s: no channel that goes down
+  // (to a switch ranked after its source) is followed by one that goes up.
+  // Returns the switches reached, t first, each after every switch it
+  // forwards to; outs() gives their channels, the tree's first.
   std::span<const std::uint32_t> grow(std::uint32_t t, std::span<const std::uint64_t> load,
                                       std::uint64_t hop, std::uint64_t slack, OrderedDag* dag,
                                       std::unordered_set<std::uint64_t>* refused,
-                                      std::vector<Dep>& added) {
+                                      std::vector<Dep>& added,
+                                      std::span<const std::uint32_t> updown = {}) {
     ++epoch_;
     reached_.clear();
     heap_ = {};
+    auto up = [&](std::uint32_t a) {
+      return updown[g_.arc(a).to.value] < updown[g_.arc_source(a).value];
+    };
     // Adds every dependency of channel `in` onto its head's channels; on a
     // refusal takes back what it added and returns false.
     auto take = [&](std::uint32_t in) {
+      if (!updown.empty()) {
+        if (up(in)) return true;
+        const auto outs_in = outs(g_.arc(in).to.value);
+        return std::none_of(outs_in.begin(), outs_in.end(), up);
+      }
       if (dag == nullptr) return true;
       const std::uint32_t v = g_.arc(in).to.value;
       const std::size_t mark = added.size();
@@ -159,7 +171,8 @@ class TreeGrower {
       reached_.push_back(s);
       const std::uint32_t first = g_.first_arc(SwitchIndex{s});
       const std::uint32_t end = g_.first_arc(SwitchIndex{s + 1});
-      if (dag != nullptr && arc != kNoArc && into_t(g_.arc(arc).to.value)) {
+      const bool constrained = dag != nullptr || !updown.empty();
+      if (constrained && arc != kNoArc && into_t(g_.arc(arc).to.value)) {
         for (std::uint32_t o = first; o < end && num_outs_[s] < kMaxOut; ++o) {
           const std::uint32_t w = g_.arc(o).to.value;
           if (o == arc || done_[w] != epoch_ || !into_t(w)) continue;
@@ -249,7 +262,13 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   const std::uint64_t slack = hop / 2;
 
   std::vector<OrderedDag> layers;
-  layers.push_back(updown_cdg(g, escape.updown_rank, rev));
+  // One VL: layer 0 alone, its trees kept to up*/down* turns (checked per
+  // turn, no CDG needed): balanced up*/down* routes.
+  const bool updown_only = opts.max_vls == 1;
+  const std::span<const std::uint32_t> static_order =
+      updown_only ? std::span<const std::uint32_t>(escape.updown_rank)
+                  : std::span<const std::uint32_t>();
+  layers.push_back(updown_only ? OrderedDag(arcs) : updown_cdg(g, escape.updown_rank, rev));
   const std::size_t escape_deps = layers[0].edges();
   std::vector<std::vector<std::uint32_t>> root_dist;  // per free layer
   // Free layers start in the up*/down* orders of roots spread over the
@@ -418,7 +437,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     std::span<const std::uint32_t> tree;
     auto fits = [&](std::uint32_t layer) {
       added.clear();
-      tree = grower.grow(t, load, hop, slack, &layers[layer], &refused[layer], added);
+      tree = grower.grow(t, load, hop, slack, &layers[layer], &refused[layer], added, static_order);
       if (tree.size() == want) return true;
       layers[layer].undo(added);
       return false;
@@ -478,7 +497,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       added.clear();
       const std::uint32_t k = tree_layer[u];
       const std::span<const std::uint32_t> tree =
-          grower.grow(t, load, hop, slack, &layers[k], &refused[k], added);
+          grower.grow(t, load, hop, slack, &layers[k], &refused[k], added, static_order);
       if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
         layers[k].undo(added);
         weigh(u, +1);
@@ -540,13 +559,25 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       arcs == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(arcs);
   std::uint64_t deps = 0;
   for (const OrderedDag& d : layers) deps += d.edges();
-  routes.notes.push_back(fmt::format(
-      "layered: {} of {} data VL(s) used; {} of {} destination LIDs on up*/down* escape routes; "
-      "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
-      "channels",
-      routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown,
-      units -
-          static_cast<std::uint32_t>(std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
+  if (updown_only) {
+    // The routes obey updn's order, but the rerouter is not given it: its
+    // repairs were only ever checked on minimal up*/down* tables (updn,
+    // ftree), and on these it left a forwarding loop (a 40-switch random
+    // graph, rerouter_test). Failures get a full routing.
+    routes.notes.push_back(fmt::format(
+        "layered: one data VL: balanced up*/down* routes in updn's order ({} of {} destination "
+        "LIDs on updn's own routes; {} of {} trees regrown off the busiest channels)",
+        escaped, data_lids, regrown,
+        units - static_cast<std::uint32_t>(
+                    std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
+  } else
+    routes.notes.push_back(fmt::format(
+        "layered: {} of {} data VL(s) used; {} of {} destination LIDs on up*/down* escape routes; "
+        "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
+        "channels",
+        routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown,
+        units - static_cast<std::uint32_t>(
+                    std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
   return routes;
 }

@@ -23,9 +23,7 @@ using testing::Fabric;
 using testing::make_fabric;
 
 Routes route(const Fabric& f, std::string_view engine, WorkerPool& pool) {
-  auto e = make_engine(engine);
-  EXPECT_TRUE(e.ok());
-  auto r = (*e)->compute(f.topo, f.lids, EngineOptions{}, pool, {});
+  auto r = testing::route_engine(f.topo, f.lids, engine, pool);
   EXPECT_TRUE(r.ok()) << f.spec << ": " << (r.ok() ? "" : r.error().message);
   if (!r.ok()) return Routes{};
   auto v = verify(f.topo, f.lids, *r, pool, {});

@@ -120,6 +120,29 @@ TEST(Layered, BalancesPathsBetterThanUpDownOnARandomGraph) {
   EXPECT_LT(ours * 2, theirs);
 }
 
+TEST(Layered, OneVlIsBalancedUpDownAndBeatsFtreeOnADegradedFatTree) {
+  // One VL: every tree keeps to up*/down* turns in updn's order (the
+  // CDG is updn's own, so nothing to search) and the trees balance by
+  // load. On a fat tree with links cut, ftree's D-mod-K funnels the
+  // traffic of a lost link onto the one next to it; the trees spread it.
+  Fabric f = make_fabric("fat-tree:levels=3,k=8");
+  cut_links(f.topo, 12, 5);
+  auto one = route_layered(f, 1);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->num_vls, 1);
+  EXPECT_NE(one->notes.front().find("balanced up*/down*"), std::string::npos) << one->notes.front();
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *one, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  const Routes ftree = testing::route_fabric(f, "ftree");
+  const Routes updn = testing::route_fabric(f, "updn");
+  const std::uint64_t ours = busiest_link_paths(f, *one);
+  std::cout << "busiest link: layered on 1 VL " << ours << " paths, ftree "
+            << busiest_link_paths(f, ftree) << ", updn " << busiest_link_paths(f, updn) << "\n";
+  EXPECT_LT(ours, busiest_link_paths(f, ftree));
+  EXPECT_LT(ours, busiest_link_paths(f, updn));
+}
+
 TEST(Layered, ARingUsesASecondLayerAndOneLayerStillRoutes) {
   // On a ring of 8 the shortest paths to all LIDs go both ways round; one
   // VL cannot hold them all acyclic, so a budget of two uses both, and a

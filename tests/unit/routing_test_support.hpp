@@ -66,14 +66,25 @@ inline Fabric make_fabric(std::string_view spec) {
   return f;
 }
 
-// The tables `engine` computes for `f`; fails the current test (and
-// returns empty Routes) when it cannot.
-inline Routes route_fabric(const Fabric& f, std::string_view engine) {
+// An engine name, or "NAME@V": that engine given V data VLs
+// (EngineOptions::max_vls; "layered@1" is balanced up*/down*).
+inline Result<Routes> route_engine(const Topology& topo, const LidMap& lids,
+                                   std::string_view engine, WorkerPool& pool) {
+  EngineOptions opts;
+  if (const auto at = engine.find('@'); at != std::string_view::npos) {
+    opts.max_vls = static_cast<std::uint8_t>(std::stoi(std::string(engine.substr(at + 1))));
+    engine = engine.substr(0, at);
+  }
   auto e = make_engine(engine);
-  EXPECT_TRUE(e.ok());
-  if (!e.ok()) return Routes{};
+  if (!e.ok()) return e.error();
+  return (*e)->compute(topo, lids, opts, pool, {});
+}
+
+// The tables `engine` (a route_engine name) computes for `f`; fails the
+// current test (and returns empty Routes) when it cannot.
+inline Routes route_fabric(const Fabric& f, std::string_view engine) {
   WorkerPool pool(2);
-  auto r = (*e)->compute(f.topo, f.lids, {}, pool, {});
+  auto r = route_engine(f.topo, f.lids, engine, pool);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   return r.ok() ? std::move(r).value() : Routes{};
 }
