@@ -224,6 +224,12 @@ Result<void> check_budget(const EngineOptions& opts) {
 
 }  // namespace
 
+std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids) {
+  const std::uint64_t target_trees = std::max<std::uint64_t>(
+      {1, switches, std::min<std::uint64_t>(lids, kTreeWork / std::max(switches, 1U))});
+  return std::max<std::uint64_t>(1, (lids + target_trees - 1) / target_trees);
+}
+
 Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
                                       std::stop_token stop) {
@@ -263,7 +269,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
 
   std::vector<OrderedDag> layers;
   // One VL: layer 0 alone, its trees kept to up*/down* turns (checked per
-  // turn, no CDG needed): balanced up*/down* routes.
+  // turn, no CDG needed): balanced up*/down* routes, with updn's order
+  // exported for the rerouter and fast failover.
   const bool updown_only = opts.max_vls == 1;
   const std::span<const std::uint32_t> static_order =
       updown_only ? std::span<const std::uint32_t>(escape.updown_rank)
@@ -338,10 +345,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // as much as the switches times their CDGs' density: trees x switches is
   // held to kTreeWork, and a switch gets one tree when even that is too
   // many.
-  const std::uint64_t target_trees = std::max<std::uint64_t>(
-      {1, n, std::min<std::uint64_t>(total_sources, kTreeWork / std::max(n, 1U))});
-  const std::uint64_t lids_per_tree =
-      std::max<std::uint64_t>(1, (total_sources + target_trees - 1) / target_trees);
+  const std::uint64_t lids_per_tree = layered_lids_per_tree(n, total_sources);
   std::vector<std::uint32_t> unit_sw;
   std::vector<std::vector<std::uint32_t>> unit_lids;
   for (std::uint32_t t = 0; t < n; ++t) {
@@ -412,9 +416,15 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     return busiest;
   };
 
-  // A switch's own LID: shortest paths, no load, layer 0.
+  // A switch's own LID: shortest paths, no load, layer 0 (on one VL,
+  // updn's own routes: the rerouter keeps switch LIDs up*/down* too).
   for (std::uint32_t t = 0; t < n; ++t) {
     if (own_lid[t] == 0) continue;
+    if (updown_only) {
+      for (std::uint32_t s = 0; s < n; ++s)
+        write(own_lid[t], s, escape.lfts[s].get(Lid{own_lid[t]}));
+      continue;
+    }
     added.clear();
     for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
       write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
@@ -560,10 +570,10 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   std::uint64_t deps = 0;
   for (const OrderedDag& d : layers) deps += d.edges();
   if (updown_only) {
-    // The routes obey updn's order, but the rerouter is not given it: its
-    // repairs were only ever checked on minimal up*/down* tables (updn,
-    // ftree), and on these it left a forwarding loop (a 40-switch random
-    // graph, rerouter_test). Failures get a full routing.
+    // Every CA/router route is up*/down* in updn's order and switch LIDs
+    // take updn's own routes: the promise of Routes::updown_rank, so the
+    // rerouter and fast failover repair these tables in place.
+    routes.updown_rank = escape.updown_rank;
     routes.notes.push_back(fmt::format(
         "layered: one data VL: balanced up*/down* routes in updn's order ({} of {} destination "
         "LIDs on updn's own routes; {} of {} trees regrown off the busiest channels)",

@@ -9,17 +9,14 @@
 // living on one layer — an SL that SL2VL maps to one VL on every port. A
 // tree per LID on small fabrics; as the fabric grows, a tree serves two,
 // four, then all LIDs of its switch (trees x switches is bounded), since a
-// tree's cost grows with the switches. A switch two hops away may keep more than one channel into the
-// destination's neighbours, and the LIDs spread over them (by the load of
-// those two hops): the last hops are where a tree's traffic converges.
-// Each layer keeps its channel dependency graph (CDG) acyclic while the
-// trees are grown, as Nue does: a switch joins the tree through a
-// neighbour only if the dependencies it adds (its channel into the
-// neighbour, then the neighbour's channels onward) keep the layer's CDG
-// acyclic (routing/ordered_dag.hpp), else it waits for another neighbour.
-// A dependency a layer refused once is refused again without a search. A
-// tree that cannot reach every switch of its part is taken back and tried
-// on the next layer.
+// tree's cost grows with the switches. A switch two hops away may keep more than one channel into
+// the destination's neighbours, and the LIDs spread over them (by the load of those two hops): the
+// last hops are where a tree's traffic converges. Each layer keeps its channel dependency graph
+// (CDG) acyclic while the trees are grown, as Nue does: a switch joins the tree through a neighbour
+// only if the dependencies it adds (its channel into the neighbour, then the neighbour's channels
+// onward) keep the layer's CDG acyclic (routing/ordered_dag.hpp), else it waits for another
+// neighbour. A dependency a layer refused once is refused again without a search. A tree that
+// cannot reach every switch of its part is taken back and tried on the next layer.
 //
 // Once every tree is placed, each is grown once more on its layer (rip up
 // and reroute), now knowing the load of every other tree, and kept if the
@@ -42,6 +39,12 @@
 // is on layer 0, and Routes::notes says how many destinations took the
 // escape routes.
 //
+// With one VL (EngineOptions::max_vls == 1) every tree keeps to up*/down*
+// turns in updn's order (checked per turn, no CDG) and switch LIDs take
+// updn's own routes: balanced up*/down*, which exports the order
+// (Routes::updown_rank), so the rerouter and fast failover repair it in
+// place. auto takes it on degraded fat trees (auto_engine.hpp).
+//
 // Switches that form a torus, mesh or hypercube (routing/grid_shape.hpp)
 // get dimension-order routes instead (routing/engines/dor.hpp: shortest,
 // even on a torus, 2^rings layers), when those layers fit the budget; else
@@ -57,6 +60,11 @@
 #include "routing/engine.hpp"
 
 namespace subnetd::routing {
+
+// The CA/router LIDs one tree serves on a fabric of `switches` switches
+// with `lids` of them (trees x switches is bounded, see above): 1 on small
+// fabrics, more as they grow.
+std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids);
 
 // The engine without the grid specialisation: what it gives any topology
 // (for tests and tests/bench/layers_bench, which set it beside the

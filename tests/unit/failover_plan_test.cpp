@@ -70,7 +70,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"fat-tree:levels=3,k=6,hosts_per_edge=2", "updn", 0, true},
                       Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "ftree", 6, false},
                       Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "updn", 6, false},
+                      Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "layered@1", 6, false},
                       Case{"random:switches=40,degree=6,hosts=2,seed=3", "updn", 0, false},
+                      Case{"random:switches=40,degree=6,hosts=2,seed=3", "layered@1", 0, false},
                       Case{"torus:dims=4x4x3,hosts=1", "updn", 0, false},
                       Case{"ring:switches=8,hosts=1", "updn", 0, false}));
 
