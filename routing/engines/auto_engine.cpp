@@ -10,6 +10,32 @@
 #include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
+namespace {
+
+// "" for a complete fat tree, else what is missing: the switches below the
+// top with fewer up-links than the most any switch of their level has.
+std::string fat_tree_gaps(const Topology& topo, const SwitchGraph& g, const FatTreeShape& shape) {
+  std::uint32_t short_switches = 0;
+  std::string first;
+  for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+    const std::uint32_t level = shape.level[s];
+    if (level + 1 >= shape.num_levels) continue;
+    std::uint32_t up = 0;
+    for (const SwitchArc& a : g.arcs(SwitchIndex{s})) {
+      if (shape.level[a.to.value] == level + 1) ++up;
+    }
+    if (up >= shape.up_width[level]) continue;
+    if (short_switches++ == 0) {
+      first = fmt::format("{} has {} of {} up-links", topo.switch_label(SwitchIndex{s}), up,
+                          shape.up_width[level]);
+    }
+  }
+  if (short_switches == 0) return {};
+  return short_switches == 1 ? first
+                             : fmt::format("{}, and {} more switches", first, short_switches - 1);
+}
+
+}  // namespace
 
 Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
                                    const EngineOptions& opts, WorkerPool& pool,
@@ -19,9 +45,29 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
   FatTreeShape shape = fat_tree_shape(topo, g);
   Result<Routes> routes = Error{Errc::kInternal, "auto: no engine ran"};
   std::string why;
-  if (shape.fat_tree) {
+  std::string missing;
+  if (shape.fat_tree) missing = fat_tree_gaps(topo, g, shape);
+  std::uint64_t ca_lids = 0;
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment a = g.attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++ca_lids;
+  }
+  if (shape.fat_tree && !missing.empty() &&
+      layered_lids_per_tree(g.num_switches(), ca_lids) <= kAutoBalancedMaxLidsPerTree) {
+    EngineOptions one = opts;
+    one.max_vls = 1;
+    routes = LayeredEngine{}.compute(topo, lids, one, pool, stop);
+    why = fmt::format(
+        "auto: layered on one VL (balanced up*/down*), the fabric is a fat tree with links "
+        "missing ({}): ftree's D-mod-K funnels their traffic onto their neighbours",
+        missing);
+  } else if (shape.fat_tree) {
     routes = ftree_routes(topo, g, std::move(shape), pool, stop);
-    why = "auto: ftree, the fabric is a fat tree";
+    why = missing.empty() ? "auto: ftree, the fabric is a fat tree"
+                          : fmt::format(
+                                "auto: ftree, the fabric is a fat tree with links missing "
+                                "({}), too large for balanced trees per LID",
+                                missing);
   } else if (const Result<GridShape> grid = grid_shape(topo, g);
              grid.ok() && dor_layers(*grid) <= opts.max_vls) {
     routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);

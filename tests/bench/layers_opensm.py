@@ -13,10 +13,11 @@ subnetd: `layers_bench NET engines=updn,layered,auto vls=V` routes it and
 prints routes per link (LFT entries, and CA-to-CA paths next to their lower
 bound), VLs, times. OpenSM, per engine: tests/opensm/opensm_runner.py NET -R
 ENGINE --cycles 0 --creditloops (ibsim + OpenSM under umad2sim; nue gets
-nue_max_num_vls V); its routing time and the engine that really configured
-the tables (a fallback to minhop shows) come from its log, ibdmchk's
-credit-loop verdict from its dumps, and its balance from `layers_bench NET
-lfts=OUT/.../opensm-lfts.dump`: the same measure on OpenSM's own tables.
+nue_max_num_vls V and QoS on, without which it routes on one VL); its
+routing time and the engine that really configured the tables (a fallback
+to minhop shows) come from its log, ibdmchk's credit-loop verdict from its
+dumps, and its balance from `layers_bench NET lfts=OUT/.../opensm-lfts.dump`:
+the same measure on OpenSM's own tables.
 Prints a Markdown table and writes OUTDIR/results.json. Run it on an
 otherwise quiet machine.
 """
@@ -50,8 +51,12 @@ def bench_rows(bench, args):
 
 
 def opensm(net, engine, outdir, vls):
-    res, err = opensm_call.route(net, engine, outdir,
-                                 ["--creditloops", "--conf", "nue_max_num_vls=%d" % vls])
+    # nue uses more than one VL only with QoS on (else it logs NUE48 and
+    # routes on one); dfsssp and lash take the VLs the ports offer.
+    extra = ["--creditloops", "--conf", "nue_max_num_vls=%d" % vls]
+    if engine == "nue":
+        extra += ["--conf", "qos=TRUE"]
+    res, err = opensm_call.route(net, engine, outdir, extra)
     if err:
         res.setdefault("errors", []).append(err)
     return res

@@ -14,6 +14,7 @@
 
 #include "routing/engine.hpp"
 #include "routing/engines/auto_engine.hpp"
+#include "routing/engines/layered.hpp"
 #include "routing/engines/updn.hpp"
 #include "routing/hop_table.hpp"
 #include "routing/switch_graph.hpp"
@@ -565,6 +566,37 @@ TEST(Auto, LayeredOffFatTreesWithTwoVlsUpdnWithOne) {
     ASSERT_EQ(a.lfts.size(), same.lfts.size());
     for (std::size_t s = 0; s < a.lfts.size(); ++s) EXPECT_TRUE(a.lfts[s] == same.lfts[s]);
   }
+}
+
+// A complete fat tree gets ftree; one with links missing gets layered on
+// one VL (balanced up*/down*), which exports an up/down order for fast
+// failover and the note names a switch short of up-links; a large one
+// (trees of more than two LIDs) keeps ftree, and says why.
+TEST(Auto, FtreeOnFatTreesBalancedUpDownWhereLinksAreMissing) {
+  Fabric f = make_fabric("fat-tree:levels=3,k=8");
+  const Routes whole = route(f, "auto");
+  EXPECT_EQ(whole.engine, "ftree");
+  ASSERT_FALSE(whole.notes.empty());
+  EXPECT_EQ(whole.notes.front(), "auto: ftree, the fabric is a fat tree");
+
+  cut_links(f.topo, 6, 3);
+  const Routes a = route(f, "auto");
+  EXPECT_EQ(a.engine, "layered");
+  EXPECT_EQ(a.num_vls, 1);
+  EXPECT_EQ(a.updown_rank.size(), f.topo.num_switches());
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_TRUE(
+      a.notes.front().starts_with("auto: layered on one VL (balanced up*/down*), the fabric is a "
+                                  "fat tree with links missing ("))
+      << a.notes.front();
+  EXPECT_NE(a.notes.front().find(" up-links"), std::string::npos) << a.notes.front();
+  auto v = verify_routes(f, a);
+  EXPECT_TRUE(v.ok()) << v.error().message;
+
+  // 2,048 CA LIDs on 320 switches: a tree per LID; 16,384 on 1,280: more
+  // than two per tree.
+  EXPECT_EQ(layered_lids_per_tree(320, 2048), 1U);
+  EXPECT_GT(layered_lids_per_tree(1280, 16384), kAutoBalancedMaxLidsPerTree);
 }
 
 // Above the size limit auto is updn, unless the switches form a grid:
