@@ -22,10 +22,10 @@ using Dep = std::pair<std::uint32_t, std::uint32_t>;
 
 // Passes of rip-up-and-reroute after every tree is placed.
 constexpr std::uint32_t kRefinePasses = 1;
-// Trees x switches the engine allows itself before it gives several LIDs
-// of a switch one tree (random graphs with 8 CAs per switch: 200 switches,
-// a tree per LID, 0.3 s on the 2-core bench VM; 600, trees of two LIDs,
-// 6 s; 1,000, of four, 18 s; 2,000, one tree per switch).
+// Trees x switches the engine allows itself before it gives more LIDs of
+// a switch one tree (random graphs with 8 CAs per switch: 200 and 600
+// switches, trees of two LIDs, 0.2 and 6 s on the 2-core bench VM; 1,000,
+// of four, 18 s; 2,000, one tree per switch).
 constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 21;
 
 // Switches ranked by breadth-first distance from `root` (ties by index),
@@ -224,10 +224,22 @@ Result<void> check_budget(const EngineOptions& opts) {
 
 }  // namespace
 
-std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids) {
+std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
+                                    std::uint32_t ca_switches, std::uint8_t vls) {
   const std::uint64_t target_trees = std::max<std::uint64_t>(
       {1, switches, std::min<std::uint64_t>(lids, kTreeWork / std::max(switches, 1U))});
-  return std::max<std::uint64_t>(1, (lids + target_trees - 1) / target_trees);
+  // On several VLs, where the switches with CAs have four LIDs or more
+  // (on average), a tree serves
+  // two at least: every tree adds its dependencies to a layer, and half as
+  // many trees leave the layers sparser, which balanced as well or better
+  // in half the time (dragonfly g=16, 4 CAs per switch: 1.60 in 0.058 s
+  // against 1.57 in 0.088 s; random 200, 8 CAs: 1.16 against 1.22;
+  // degraded fat tree k=16: 2.03 against 2.18). With two CAs per switch
+  // that is a tree per switch, which balanced worse (torus 8x8x8 minus 2%:
+  // 6.61 against 6.15). On one VL (no CDG) spreading each LID is what
+  // balances: 1.78 against 2.02 on the fat tree.
+  const std::uint64_t least = vls > 1 && lids >= 4 * std::uint64_t{ca_switches} ? 2 : 1;
+  return std::max<std::uint64_t>(least, (lids + target_trees - 1) / target_trees);
 }
 
 Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
@@ -345,7 +357,10 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // as much as the switches times their CDGs' density: trees x switches is
   // held to kTreeWork, and a switch gets one tree when even that is too
   // many.
-  const std::uint64_t lids_per_tree = layered_lids_per_tree(n, total_sources);
+  const auto ca_switches =
+      static_cast<std::uint32_t>(n - std::count(sources.begin(), sources.end(), 0U));
+  const std::uint64_t lids_per_tree =
+      layered_lids_per_tree(n, total_sources, ca_switches, opts.max_vls);
   std::vector<std::uint32_t> unit_sw;
   std::vector<std::vector<std::uint32_t>> unit_lids;
   for (std::uint32_t t = 0; t < n; ++t) {

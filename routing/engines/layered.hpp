@@ -9,14 +9,17 @@
 // living on one layer — an SL that SL2VL maps to one VL on every port. A
 // tree per LID on small fabrics; as the fabric grows, a tree serves two,
 // four, then all LIDs of its switch (trees x switches is bounded), since a
-// tree's cost grows with the switches. A switch two hops away may keep more than one channel into
-// the destination's neighbours, and the LIDs spread over them (by the load of those two hops): the
-// last hops are where a tree's traffic converges. Each layer keeps its channel dependency graph
-// (CDG) acyclic while the trees are grown, as Nue does: a switch joins the tree through a neighbour
-// only if the dependencies it adds (its channel into the neighbour, then the neighbour's channels
-// onward) keep the layer's CDG acyclic (routing/ordered_dag.hpp), else it waits for another
-// neighbour. A dependency a layer refused once is refused again without a search. A tree that
-// cannot reach every switch of its part is taken back and tried on the next layer.
+// tree's cost grows with the switches (several VLs and four LIDs or more
+// per CA switch: trees of two LIDs at least, which leave the layers
+// sparser). A switch two hops away
+// may keep more than one channel into the destination's neighbours, and the LIDs spread over them
+// (by the load of those two hops): the last hops are where a tree's traffic converges. Each layer
+// keeps its channel dependency graph (CDG) acyclic while the trees are grown, as Nue does: a switch
+// joins the tree through a neighbour only if the dependencies it adds (its channel into the
+// neighbour, then the neighbour's channels onward) keep the layer's CDG acyclic
+// (routing/ordered_dag.hpp), else it waits for another neighbour. A dependency a layer refused once
+// is refused again without a search. A tree that cannot reach every switch of its part is taken
+// back and tried on the next layer.
 //
 // Once every tree is placed, each is grown once more on its layer (rip up
 // and reroute), now knowing the load of every other tree, and kept if the
@@ -61,10 +64,12 @@
 
 namespace subnetd::routing {
 
-// The CA/router LIDs one tree serves on a fabric of `switches` switches
-// with `lids` of them (trees x switches is bounded, see above): 1 on small
-// fabrics, more as they grow.
-std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids);
+// The CA/router LIDs one tree serves on a fabric of `switches` switches,
+// `ca_switches` of them with the `lids`, routed on `vls` data VLs (trees x
+// switches is bounded, see above): 1 or 2 on small fabrics, more as they
+// grow.
+std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
+                                    std::uint32_t ca_switches, std::uint8_t vls);
 
 // The engine without the grid specialisation: what it gives any topology
 // (for tests and tests/bench/layers_bench, which set it beside the

@@ -595,8 +595,10 @@ TEST(Auto, FtreeOnFatTreesBalancedUpDownWhereLinksAreMissing) {
 
   // 2,048 CA LIDs on 320 switches: a tree per LID; 16,384 on 1,280: more
   // than two per tree.
-  EXPECT_EQ(layered_lids_per_tree(320, 2048), 1U);
-  EXPECT_GT(layered_lids_per_tree(1280, 16384), kAutoBalancedMaxLidsPerTree);
+  EXPECT_EQ(layered_lids_per_tree(320, 2048, 128, 1), 1U);
+  EXPECT_EQ(layered_lids_per_tree(320, 2048, 128, 8), 2U);  // 16 CAs per edge switch
+  EXPECT_EQ(layered_lids_per_tree(512, 1024, 512, 8), 1U);  // 2 CAs per switch
+  EXPECT_GT(layered_lids_per_tree(1280, 16384, 512, 1), kAutoBalancedMaxLidsPerTree);
 }
 
 // Above the size limit auto is updn, unless the switches form a grid:
