@@ -229,15 +229,13 @@ std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
   const std::uint64_t target_trees = std::max<std::uint64_t>(
       {1, switches, std::min<std::uint64_t>(lids, kTreeWork / std::max(switches, 1U))});
   // On several VLs, where the switches with CAs have four LIDs or more
-  // (on average), a tree serves
-  // two at least: every tree adds its dependencies to a layer, and half as
-  // many trees leave the layers sparser, which balanced as well or better
-  // in half the time (dragonfly g=16, 4 CAs per switch: 1.60 in 0.058 s
-  // against 1.57 in 0.088 s; random 200, 8 CAs: 1.16 against 1.22;
-  // degraded fat tree k=16: 2.03 against 2.18). With two CAs per switch
-  // that is a tree per switch, which balanced worse (torus 8x8x8 minus 2%:
-  // 6.61 against 6.15). On one VL (no CDG) spreading each LID is what
-  // balances: 1.78 against 2.02 on the fat tree.
+  // (on average), a tree serves two at least: every tree adds its
+  // dependencies to a layer, and half as many trees leave the layers
+  // sparser, which balanced as well or better in half the time (dragonfly g=16, 4 CAs per
+  // switch: 1.60 in 0.058 s against 1.57 in 0.088 s; random 200, 8 CAs: 1.16 against 1.22; degraded
+  // fat tree k=16: 2.03 against 2.18). With two CAs per switch that is a tree per switch, which
+  // balanced worse (torus 8x8x8 minus 2%: 6.61 against 6.15). On one VL (no CDG) spreading each LID
+  // is what balances: 1.78 against 2.02 on the fat tree.
   const std::uint64_t least = vls > 1 && lids >= 4 * std::uint64_t{ca_switches} ? 2 : 1;
   return std::max<std::uint64_t>(least, (lids + target_trees - 1) / target_trees);
 }
@@ -352,11 +350,10 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
   }
   // Trees ("units"): a switch's CA/router LIDs, up to lids_per_tree per
-  // tree. A tree per LID balances best (a fat tree's leaf spreads its LIDs
-  // over every uplink of every other leaf only so), but a tree costs about
-  // as much as the switches times their CDGs' density: trees x switches is
-  // held to kTreeWork, and a switch gets one tree when even that is too
-  // many.
+  // tree. Small trees spread a switch's LIDs far from it (a fat tree's
+  // leaf over every uplink of every other leaf), but a tree costs about as
+  // much as the switches times their CDGs' density: trees x switches is
+  // held to kTreeWork (layered_lids_per_tree).
   const auto ca_switches =
       static_cast<std::uint32_t>(n - std::count(sources.begin(), sources.end(), 0U));
   const std::uint64_t lids_per_tree =
@@ -436,8 +433,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   for (std::uint32_t t = 0; t < n; ++t) {
     if (own_lid[t] == 0) continue;
     if (updown_only) {
-      for (std::uint32_t s = 0; s < n; ++s)
+      for (std::uint32_t s = 0; s < n; ++s) {
         write(own_lid[t], s, escape.lfts[s].get(Lid{own_lid[t]}));
+      }
       continue;
     }
     added.clear();
@@ -584,6 +582,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       arcs == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(arcs);
   std::uint64_t deps = 0;
   for (const OrderedDag& d : layers) deps += d.edges();
+  const auto trees = static_cast<std::uint32_t>(
+      units - std::count(tree_layer.begin(), tree_layer.end(), kNoLayer));
   if (updown_only) {
     // Every CA/router route is up*/down* in updn's order and switch LIDs
     // take updn's own routes: the promise of Routes::updown_rank, so the
@@ -592,17 +592,14 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     routes.notes.push_back(fmt::format(
         "layered: one data VL: balanced up*/down* routes in updn's order ({} of {} destination "
         "LIDs on updn's own routes; {} of {} trees regrown off the busiest channels)",
-        escaped, data_lids, regrown,
-        units - static_cast<std::uint32_t>(
-                    std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
-  } else
+        escaped, data_lids, regrown, trees));
+  } else {
     routes.notes.push_back(fmt::format(
         "layered: {} of {} data VL(s) used; {} of {} destination LIDs on up*/down* escape routes; "
         "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
         "channels",
-        routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown,
-        units - static_cast<std::uint32_t>(
-                    std::count(tree_layer.begin(), tree_layer.end(), kNoLayer))));
+        routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown, trees));
+  }
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
   return routes;
 }
