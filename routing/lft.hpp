@@ -96,9 +96,13 @@ struct Routes {
   // Promise: for every CA/router LID, every switch that has an up*down*
   // route to the LID's switch routes it up*down* (so the channel dependency
   // graph of data traffic is acyclic with one VL), and no such route passes
-  // a switch that has none. Exempt: switch LIDs (management traffic, VL15),
-  // and entries of switches with no up*down* route to the LID (ftree gives
-  // them down-then-up entries that no CA traffic enters). updn and ftree
+  // a switch that has none. Exempt: entries of switches with no up*down*
+  // route to the LID (ftree gives them down-then-up entries that no CA
+  // traffic enters). Switch LIDs (management traffic, VL15) need no
+  // up*/down* route for deadlock freedom, but the rerouter repairs their
+  // entries by the same rules: give them up*/down* routes where one exists
+  // (updn's, as ftree and layered on one VL do), or a repair can leave a
+  // forwarding loop (found with shortest-path switch LIDs, rerouter_test). updn and ftree
   // export their placement order (distinct values: the GUID never decides).
   // Empty: the engine gives no such guarantee (minhop); failures are then
   // repaired by a full recompute only.
