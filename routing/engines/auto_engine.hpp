@@ -13,7 +13,7 @@
 // meshes and hypercubes); elsewhere layered when the switch links offer two data VLs or
 // more (EngineOptions::max_vls; balanced, deadlock-free on any topology)
 // and the fabric has at most kAutoLayeredMaxSwitches switches (layered's
-// time grows about as the cube of the switches: 13 s at 1,000, 95 s at
+// time grows about as the cube of the switches: 18-26 s at 1,000, 110 s at
 // 2,000 on a 2-core VM), else updn (deadlock-free with one VL, funnels
 // traffic to its roots). Layered routes on several VLs carry no up/down
 // order, so the fast path and fast failover hand them to a full routing
