@@ -47,18 +47,8 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
   std::string why;
   std::string missing;
   if (shape.fat_tree) missing = fat_tree_gaps(topo, g, shape);
-  std::uint64_t ca_lids = 0;
-  std::uint32_t ca_switches = 0;
-  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
-    const LidAttachment a = g.attachment(Lid{l});
-    if (a.routable() && a.port != 0) ++ca_lids;
-  }
-  for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
-    if (g.has_endpoints(SwitchIndex{s})) ++ca_switches;
-  }
   if (shape.fat_tree && !missing.empty() &&
-      layered_lids_per_tree(g.num_switches(), ca_lids, ca_switches, 1) <=
-          kAutoBalancedMaxLidsPerTree) {
+      layered_lids_per_tree(g, 1) <= kAutoBalancedMaxLidsPerTree) {
     EngineOptions one = opts;
     one.max_vls = 1;
     routes = LayeredEngine{}.compute(topo, lids, one, pool, stop);

@@ -240,6 +240,19 @@ std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
   return std::max<std::uint64_t>(least, (lids + target_trees - 1) / target_trees);
 }
 
+std::uint64_t layered_lids_per_tree(const SwitchGraph& g, std::uint8_t vls) {
+  std::uint64_t lids = 0;
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment a = g.attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++lids;
+  }
+  std::uint32_t ca_switches = 0;
+  for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+    if (g.has_endpoints(SwitchIndex{s})) ++ca_switches;
+  }
+  return layered_lids_per_tree(g.num_switches(), lids, ca_switches, vls);
+}
+
 Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
                                       std::stop_token stop) {

@@ -61,6 +61,7 @@
 // grows about as the cube of the switches: see routing/README.md.
 
 #include "routing/engine.hpp"
+#include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
 
@@ -70,6 +71,8 @@ namespace subnetd::routing {
 // grow.
 std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
                                     std::uint32_t ca_switches, std::uint8_t vls);
+// The same for the switches and CA/router LIDs of `g`.
+std::uint64_t layered_lids_per_tree(const SwitchGraph& g, std::uint8_t vls);
 
 // The engine without the grid specialisation: what it gives any topology
 // (for tests and tests/bench/layers_bench, which set it beside the
