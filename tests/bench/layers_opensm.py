@@ -31,8 +31,8 @@ import sys
 
 import opensm_call
 
-ROW = re.compile(r"^(\S+)\s+(\d+)\s+([0-9.]+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\d+)"
-                 r"\s+([0-9.]+)\s+([0-9.]+)\s+(.*)$")
+ROW = re.compile(r"^(\S+)\s+(\d+)\s+([0-9.]+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)"
+                 r"\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+(.*)$")
 DEFAULT_FABRICS = ["random:switches=200,degree=8,hosts=8,seed=1", "torus:dims=4x4x4,hosts=2",
                    "dragonfly:a=8,p=4,h=4,g=16"]
 
@@ -44,9 +44,10 @@ def bench_rows(bench, args):
         m = ROW.match(line)
         if m:
             rows[m.group(1)] = {"entries_max": int(m.group(2)), "paths_max": int(m.group(4)),
-                                "paths_mean": float(m.group(5)), "bound": float(m.group(6)),
-                                "ratio": float(m.group(7)), "vls": int(m.group(8)),
-                                "route_s": float(m.group(9)), "verdict": m.group(11).strip()}
+                                "paths_mean": float(m.group(5)),
+                                "bound": max(float(m.group(6)), float(m.group(7))),
+                                "ratio": float(m.group(8)), "vls": int(m.group(9)),
+                                "route_s": float(m.group(10)), "verdict": m.group(12).strip()}
     return rows, out
 
 
