@@ -6,12 +6,16 @@
 namespace subnetd::routing {
 
 OrderedDag::OrderedDag(std::uint32_t nodes)
-    : ord_(nodes), out_(nodes), in_(nodes), mark_(nodes, 0) {
+    : ord_(nodes), out_(nodes), in_(nodes), mark_(nodes, 0), back_mark_(nodes, 0) {
   std::iota(ord_.begin(), ord_.end(), 0U);
 }
 
 OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
-    : ord_(std::move(order_pos)), out_(ord_.size()), in_(ord_.size()), mark_(ord_.size(), 0) {}
+    : ord_(std::move(order_pos)),
+      out_(ord_.size()),
+      in_(ord_.size()),
+      mark_(ord_.size(), 0),
+      back_mark_(ord_.size(), 0) {}
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
   if (u == v) return Add::kCycle;
@@ -33,36 +37,44 @@ void OrderedDag::undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> a
 }
 
 // ord(v) < ord(u): false when v reaches u (the edge would close a cycle),
-// else moves what u is reached from before what v reaches.
+// else moves what u is reached from before what v reaches. The search goes
+// forward from v (through nodes ordered before u) and backward from u
+// (through nodes ordered after v) a node at a time each: a node both reach
+// is a cycle, found where the two meet, long before either side has seen
+// all it reaches (most searches in a dense CDG end in a cycle). Without a
+// meeting each side runs to its end, as the reordering needs both.
 bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
   const std::uint32_t ub = ord_[u], lb = ord_[v];
   ++epoch_;
   fwd_.clear();
+  bwd_.clear();
   stack_.assign(1, v);
+  back_stack_.assign(1, u);
   mark_[v] = epoch_;
-  while (!stack_.empty()) {
-    const std::uint32_t x = stack_.back();
-    stack_.pop_back();
-    fwd_.push_back(x);
-    for (const std::uint32_t y : out_[x]) {
-      if (y == u) return false;
-      if (mark_[y] != epoch_ && ord_[y] < ub) {
-        mark_[y] = epoch_;
-        stack_.push_back(y);
+  back_mark_[u] = epoch_;
+  while (!stack_.empty() || !back_stack_.empty()) {
+    if (!stack_.empty()) {
+      const std::uint32_t x = stack_.back();
+      stack_.pop_back();
+      fwd_.push_back(x);
+      for (const std::uint32_t y : out_[x]) {
+        if (back_mark_[y] == epoch_) return false;
+        if (mark_[y] != epoch_ && ord_[y] < ub) {
+          mark_[y] = epoch_;
+          stack_.push_back(y);
+        }
       }
     }
-  }
-  bwd_.clear();
-  stack_.assign(1, u);
-  mark_[u] = epoch_;
-  while (!stack_.empty()) {
-    const std::uint32_t x = stack_.back();
-    stack_.pop_back();
-    bwd_.push_back(x);
-    for (const std::uint32_t y : in_[x]) {
-      if (mark_[y] != epoch_ && ord_[y] > lb) {
-        mark_[y] = epoch_;
-        stack_.push_back(y);
+    if (!back_stack_.empty()) {
+      const std::uint32_t x = back_stack_.back();
+      back_stack_.pop_back();
+      bwd_.push_back(x);
+      for (const std::uint32_t y : in_[x]) {
+        if (mark_[y] == epoch_) return false;
+        if (back_mark_[y] != epoch_ && ord_[y] > lb) {
+          back_mark_[y] = epoch_;
+          back_stack_.push_back(y);
+        }
       }
     }
   }

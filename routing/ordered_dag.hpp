@@ -49,9 +49,9 @@ class OrderedDag {
   std::vector<std::uint32_t> ord_;  // node -> position in the order
   std::vector<std::vector<std::uint32_t>> out_, in_;
   std::unordered_set<std::uint64_t> edges_;
-  std::vector<std::uint32_t> mark_;
+  std::vector<std::uint32_t> mark_, back_mark_;  // reached forward, backward
   std::uint32_t epoch_ = 0;
-  std::vector<std::uint32_t> fwd_, bwd_, stack_, slots_;
+  std::vector<std::uint32_t> fwd_, bwd_, stack_, back_stack_, slots_;
 };
 
 }  // namespace subnetd::routing
