@@ -231,11 +231,12 @@ std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
   // On several VLs, where the switches with CAs have four LIDs or more
   // (on average), a tree serves two at least: every tree adds its
   // dependencies to a layer, and half as many trees leave the layers
-  // sparser, which balanced as well or better in half the time (dragonfly g=16, 4 CAs per
-  // switch: 1.60 in 0.058 s against 1.57 in 0.088 s; random 200, 8 CAs: 1.16 against 1.22; degraded
-  // fat tree k=16: 2.03 against 2.18). With two CAs per switch that is a tree per switch, which
-  // balanced worse (torus 8x8x8 minus 2%: 6.61 against 6.15). On one VL (no CDG) spreading each LID
-  // is what balances: 1.78 against 2.02 on the fat tree.
+  // sparser, which balanced as well or better in half the time (busiest link over layers_bench's
+  // lower bound: dragonfly g=16, 4 CAs per switch: 1.47 in 0.058 s against 1.44 in 0.088 s; random
+  // 200, 8 CAs: 1.16 against 1.22; degraded fat tree k=16: 1.56 against 1.67). With two CAs per
+  // switch that is a tree per switch, which balanced worse (torus 8x8x8 minus 2%: 6.61 against
+  // 6.15). On one VL (no CDG) spreading each LID is what balances: 1.37 against 1.55 on the fat
+  // tree.
   const std::uint64_t least = vls > 1 && lids >= 4 * std::uint64_t{ca_switches} ? 2 : 1;
   return std::max<std::uint64_t>(least, (lids + target_trees - 1) / target_trees);
 }

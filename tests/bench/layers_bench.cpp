@@ -4,9 +4,11 @@
 //   entries  LFT entries per switch port (Routes::load: the routes a link
 //            carries, as OpenSM's minhop balances them), max and mean;
 //   paths    CA-to-CA paths per directed link (every CA LID as a
-//            destination from every CA), max and mean, next to a lower
-//            bound: the mean over links when every path is a shortest one
-//            (no routing's busiest link carries less);
+//            destination from every CA), max and mean, next to two lower
+//            bounds no routing's busiest link beats: lb.mean, the mean over
+//            links when every path is a shortest one, and lb.cut, the
+//            paths out of a switch or a clique around it over the links
+//            leaving it (cut_bound); max/lb divides by the larger;
 //   VLs used, time to route and to verify (every VL's CDG), peak RSS.
 //
 //   layers_bench [SPEC|NETFILE] [engines=updn,layered,minhop] [vls=8]
