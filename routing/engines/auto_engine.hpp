@@ -7,13 +7,14 @@
 // which keeps fast failover (it exports updn's order) and spreads the
 // traffic of the missing links where ftree's D-mod-K funnels it (k=16
 // minus 5% of links: 1.37x the lower bound against ftree's 2.26) — while its
-// trees serve at most kAutoBalancedMaxLidsPerTree LIDs each (above ~700
-// switches ftree balances better); layered on a torus, mesh or hypercube whose dimension-order
+// trees serve at most kAutoBalancedMaxLidsPerTree LIDs each (up to ~1,000
+// switches of 8 CAs: k=28 minus 5%, 1.56 against ftree's 2.13 in 5.3 s;
+// beyond, k=32, ftree balances better); layered on a torus, mesh or hypercube whose dimension-order
 // routes fit the data VLs (routing/engines/dor.hpp: any size, one VL for
 // meshes and hypercubes); elsewhere layered when the switch links offer two data VLs or
 // more (EngineOptions::max_vls; balanced, deadlock-free on any topology)
 // and the fabric has at most kAutoLayeredMaxSwitches switches (layered's
-// time grows about as the cube of the switches: 18 s at 1,000, 92 s at
+// time grows about as the cube of the switches: 25 s at 1,000, 92 s at
 // 2,000 on a 2-core VM), else updn (deadlock-free with one VL, funnels
 // traffic to its roots). Layered routes on several VLs carry no up/down
 // order, so the fast path and fast failover hand them to a full routing

@@ -23,10 +23,11 @@ using Dep = std::pair<std::uint32_t, std::uint32_t>;
 // Passes of rip-up-and-reroute after every tree is placed.
 constexpr std::uint32_t kRefinePasses = 1;
 // Trees x switches the engine allows itself before it gives more LIDs of
-// a switch one tree (random graphs with 8 CAs per switch: 200 and 600
-// switches, trees of two LIDs, 0.2 and 6 s on the 2-core bench VM; 1,000,
-// of four, 18 s; 2,000, one tree per switch).
-constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 21;
+// a switch one tree (random graphs with 8 CAs per switch: 200, 600 and
+// 1,000 switches, trees of two LIDs, 0.2, 6 and 25 s on the 2-core bench
+// VM — at 2^21, 1,000 switches got trees of four: 1.60x the lower bound in
+// 18 s against 1.28 now; 2,000, one tree per switch, 92 s).
+constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 22;
 
 // Switches ranked by breadth-first distance from `root` (ties by index),
 // then those `root` does not reach, by index. `dist` gives the distances

@@ -593,11 +593,12 @@ TEST(Auto, FtreeOnFatTreesBalancedUpDownWhereLinksAreMissing) {
   auto v = verify_routes(f, a);
   EXPECT_TRUE(v.ok()) << v.error().message;
 
-  // 2,048 CA LIDs on 320 switches: a tree per LID; 16,384 on 1,280: more
-  // than two per tree.
+  // 2,048 CA LIDs on 320 switches: a tree per LID; 5,488 on 980 (k=28):
+  // two; 16,384 on 1,280: more than two per tree.
   EXPECT_EQ(layered_lids_per_tree(320, 2048, 128, 1), 1U);
   EXPECT_EQ(layered_lids_per_tree(320, 2048, 128, 8), 2U);  // 16 CAs per edge switch
   EXPECT_EQ(layered_lids_per_tree(512, 1024, 512, 8), 1U);  // 2 CAs per switch
+  EXPECT_EQ(layered_lids_per_tree(980, 5488, 392, 1), kAutoBalancedMaxLidsPerTree);
   EXPECT_GT(layered_lids_per_tree(1280, 16384, 512, 1), kAutoBalancedMaxLidsPerTree);
 }
 
