@@ -52,7 +52,7 @@ Result<MulticastResult> multicast_step(const routing::Topology& topo, const rout
   const std::vector<routing::McastGroupIn> in = mcast_inputs(topo, groups, &out.members_absent);
   auto tables = routing::compute_multicast(topo, routes, in, pool, stop);
   if (!tables.ok()) return tables.error();
-  auto checked = routing::verify_multicast(topo, *tables, in, routes.updown_rank);
+  auto checked = routing::verify_multicast(topo, *tables, in, routes.multicast_rank());
   if (!checked.ok()) {
     return Error{checked.error().code, fmt::format("multicast trees: {}; nothing was programmed",
                                                    checked.error().message)};

@@ -107,6 +107,19 @@ struct Routes {
   // Empty: the engine gives no such guarantee (minhop); failures are then
   // repaired by a full recompute only.
   std::vector<std::uint32_t> updown_rank;
+  // Routes on several VLs share VL 0 with multicast (SL 0): the order the
+  // multicast trees must climb and descend in (routing/mcast.hpp) so that
+  // VL 0 stays acyclic, where updown_rank does not say. Layered routes keep
+  // their escape layer on VL 0, whose CDG holds every up*/down* dependency
+  // of this order (ranks as updown_rank's: distinct values). Empty: VL 0
+  // carries no unicast whose order matters (dimension order leaves it to
+  // multicast) or updown_rank rules it.
+  std::vector<std::uint32_t> vl0_rank;
+  // The order multicast trees follow: updown_rank, else vl0_rank (either
+  // may be empty).
+  const std::vector<std::uint32_t>& multicast_rank() const {
+    return updown_rank.empty() ? vl0_rank : updown_rank;
+  }
   // What the engine wants the operator to know (a fallback it took, parts of
   // the fabric it could not route), one line each, for the log.
   std::vector<std::string> notes;

@@ -45,11 +45,12 @@ struct Adjacency {
   }
 };
 
-// The up/down order: Routes::updown_rank, or hops from the lowest-GUID
-// switch of each connected part.
+// The up/down order: Routes::multicast_rank() (updown_rank, or the order of
+// layered routes' VL 0), or hops from the lowest-GUID switch of each
+// connected part.
 std::vector<std::uint32_t> order_of(const Topology& t, const Routes& routes, const Adjacency& adj) {
   const std::size_t s_count = t.num_switches();
-  if (routes.updown_rank.size() == s_count) return routes.updown_rank;
+  if (routes.multicast_rank().size() == s_count) return routes.multicast_rank();
   std::vector<std::uint32_t> by_guid(s_count);
   std::iota(by_guid.begin(), by_guid.end(), 0U);
   std::sort(by_guid.begin(), by_guid.end(), [&](std::uint32_t a, std::uint32_t b) {

@@ -7,8 +7,10 @@
 // the dependencies the tree adds to the unicast routes' must not close a
 // credit loop.
 //
-// The trees follow the unicast routes' up/down order (Routes::updown_rank,
-// or, for engines without one, an up/down order computed here): a tree is
+// The trees follow the unicast routes' up/down order on VL 0
+// (Routes::multicast_rank(): updown_rank, or the escape order of layered
+// routes on several VLs; for engines without one, an up/down order
+// computed here — dimension order leaves VL 0 to multicast alone): a tree is
 // grown from a top switch (one with no up-link) down the down-links only,
 // then cut to the branches that lead to members, and its top trimmed while
 // it forwards to a single branch. Every switch of a tree then has at most

@@ -13,12 +13,17 @@ bool splits(const GridShape& shape, std::uint32_t d) {
   return shape.wrap[d] != 0 && shape.size[d] >= 5;
 }
 
+// Unicast layers: one per combination of halves.
+std::uint32_t unicast_layers(const GridShape& shape) {
+  std::uint32_t bits = 0;
+  for (std::uint32_t d = 0; d < shape.dims(); ++d) bits += splits(shape, d) ? 1 : 0;
+  return bits >= 31 ? UINT32_MAX / 2 : std::uint32_t{1} << bits;
+}
+
 }  // namespace
 
 std::uint32_t dor_layers(const GridShape& shape) {
-  std::uint32_t bits = 0;
-  for (std::uint32_t d = 0; d < shape.dims(); ++d) bits += splits(shape, d) ? 1 : 0;
-  return bits >= 32 ? UINT32_MAX : std::uint32_t{1} << bits;
+  return 1 + unicast_layers(shape);
 }
 
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::stop_token stop) {
@@ -30,7 +35,8 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::sto
   if (dor_layers(shape) > 15) {
     return Error{
         Errc::kOutOfRange,
-        fmt::format("dor: the {} needs more layers than the 15 data VLs", shape.describe())};
+        fmt::format("dor: the {} needs more VLs (its layers and multicast's) than the 15 data VLs",
+                    shape.describe())};
   }
   // Channels per (switch, dimension, direction: 0 = +, 1 = -); parallel
   // links are several channels of one direction.
@@ -63,7 +69,7 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::sto
   routes.lfts.resize(n);
   for (Lft& lft : routes.lfts) lft.resize(routes.max_lid);
   std::vector<std::uint8_t> lid_layer(std::size_t{max_lid} + 1, 0);
-  std::vector<std::uint8_t> used(dor_layers(shape), 0);
+  std::vector<std::uint8_t> used(unicast_layers(shape), 0);
   std::vector<std::uint32_t> rank(n, 0);  // data LIDs seen per switch
   std::vector<std::uint64_t> entries(g.num_arcs(), 0);
 
@@ -110,15 +116,18 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::sto
     }
   }
 
-  // Layers in use, numbered from 0 without gaps.
+  // Layers in use, numbered from 1 without gaps (VL 0: multicast).
   std::vector<std::uint8_t> renum(used.size(), 0);
-  std::uint32_t num = 0;
+  std::uint32_t num = 1;
   for (std::size_t k = 0; k < used.size(); ++k) {
     if (used[k] != 0) renum[k] = static_cast<std::uint8_t>(num++);
   }
-  for (std::uint8_t& l : lid_layer) l = renum[l];
-  routes.num_vls = static_cast<std::uint8_t>(std::max<std::uint32_t>(1, num));
-  if (routes.num_vls > 1) routes.lid_layer = std::move(lid_layer);
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (att.routable() && att.port != 0) lid_layer[lid] = renum[lid_layer[lid]];
+  }
+  routes.num_vls = static_cast<std::uint8_t>(std::max<std::uint32_t>(2, num));
+  routes.lid_layer = std::move(lid_layer);
 
   std::uint64_t total = 0;
   for (const std::uint64_t e : entries) {

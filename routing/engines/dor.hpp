@@ -20,6 +20,12 @@
 // layered route). Rings of three carry no dependency within the ring (one
 // hop at most), and rings of four are found as two paths of two.
 //
+// VL 0 is left to multicast (SL 0): no spanning tree of a ring can share a
+// VL with these routes — the routes of one half of a ring break their
+// dependency chain at a different link in each direction, and a tree can
+// leave out only one — so the layers are numbered from 1, and a grid needs
+// one VL more than its layers (dor_layers counts it).
+//
 // Switch LIDs (VL15) take dimension-order routes too, on layer 0.
 
 #include <cstdint>
@@ -32,12 +38,13 @@
 
 namespace subnetd::routing {
 
-// The layers dimension-order routes on `shape` need: 2^(rings of 5 or more).
+// The data VLs dimension-order routes on `shape` need: VL 0 for multicast
+// and 2^(rings of 5 or more) layers.
 std::uint32_t dor_layers(const GridShape& shape);
 
 // Dimension-order routes over g's switches, which form `shape`: one layer
-// per combination of halves (dor_layers), the layers in use numbered from
-// 0. Routes::engine is left empty for the caller.
+// per combination of halves, the layers in use numbered from 1 (VL 0:
+// multicast). Routes::engine is left empty for the caller.
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::stop_token stop);
 
 }  // namespace subnetd::routing

@@ -572,8 +572,12 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
   }
 
-  // Layers in use, numbered from 0 without gaps (layer 0 may be unused).
+  // Layers in use, numbered from 0 without gaps. The escape layer stays
+  // VL 0 even when no tree uses it: multicast rides VL 0, its trees
+  // climbing and descending in the escape order, and layer 0's CDG holds
+  // every dependency of such paths (mcast.hpp, Routes::vl0_rank).
   std::vector<std::uint8_t> used(layers.size(), 0);
+  used[0] = 1;
   for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
     const LidAttachment att = g.attachment(Lid{lid});
     if (att.routable() && att.port != 0) used[lid_layer[lid]] = 1;
@@ -609,8 +613,10 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         "LIDs on updn's own routes; {} of {} trees regrown off the busiest channels)",
         escaped, data_lids, regrown, trees));
   } else {
+    routes.vl0_rank = escape.updown_rank;
     routes.notes.push_back(fmt::format(
-        "layered: {} of {} data VL(s) used; {} of {} destination LIDs on up*/down* escape routes; "
+        "layered: {} of {} data VL(s) used (VL 0: the up*/down* escape layer, with multicast); {} "
+        "of {} destination LIDs on up*/down* escape routes; "
         "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
         "channels",
         routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown, trees));
@@ -635,13 +641,15 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
       SUBNETD_TRY_ASSIGN(routes, dor_routes(g, *shape, stop));
       routes.engine = std::string(name());
       routes.notes.push_back(fmt::format(
-          "layered: the switches form a {}: dimension-order routes on {} of {} data VL(s)",
+          "layered: the switches form a {}: dimension-order routes on {} of {} data VL(s) (VL 0: "
+          "multicast only)",
           shape->describe(), routes.num_vls, opts.max_vls));
       for (const std::string& note : g.notes()) routes.notes.push_back(note);
       return routes;
     }
     grid_note = fmt::format(
-        "layered: the switches form a {}, whose dimension-order routes need {} data VLs, more "
+        "layered: the switches form a {}, whose dimension-order routes need {} data VLs (one for "
+        "multicast), more "
         "than the {} given: routed as any other topology",
         shape->describe(), need, opts.max_vls);
   }

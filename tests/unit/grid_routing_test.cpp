@@ -32,22 +32,22 @@ struct ShapeCase {
   const char* spec;
   std::vector<std::uint32_t> sizes;  // sorted
   std::uint32_t rings;
-  std::uint32_t layers;  // dor_layers, and the layers the routes use
+  std::uint32_t vls;  // dor_layers, and the VLs the routes use (VL 0: multicast)
 };
 
 const ShapeCase kShapes[] = {
-    {"torus:dims=8x8x8,hosts=1", {8, 8, 8}, 3, 8},
+    {"torus:dims=8x8x8,hosts=1", {8, 8, 8}, 3, 9},
     // A ring of four is two paths of two: a 4x4x4 torus is a 6-cube.
-    {"torus:dims=4x4x4,hosts=1", {2, 2, 2, 2, 2, 2}, 0, 1},
-    {"torus:dims=5x3,hosts=1", {3, 5}, 2, 2},
-    {"torus:dims=6x2,hosts=2", {2, 6}, 1, 2},  // size 2: one link, a path
-    {"torus:dims=6x6,hosts=2", {6, 6}, 2, 4},
-    {"mesh:dims=5x3,hosts=2", {3, 5}, 0, 1},
-    {"mesh:dims=3x3x2,hosts=1", {2, 3, 3}, 0, 1},
-    {"mesh:dims=6,hosts=1", {6}, 0, 1},
-    {"hypercube:dim=5,hosts=1", {2, 2, 2, 2, 2}, 0, 1},
-    {"ring:switches=7,hosts=2", {7}, 1, 2},
-    {"ring:switches=3,hosts=1", {3}, 1, 1},
+    {"torus:dims=4x4x4,hosts=1", {2, 2, 2, 2, 2, 2}, 0, 2},
+    {"torus:dims=5x3,hosts=1", {3, 5}, 2, 3},
+    {"torus:dims=6x2,hosts=2", {2, 6}, 1, 3},  // size 2: one link, a path
+    {"torus:dims=6x6,hosts=2", {6, 6}, 2, 5},
+    {"mesh:dims=5x3,hosts=2", {3, 5}, 0, 2},
+    {"mesh:dims=3x3x2,hosts=1", {2, 3, 3}, 0, 2},
+    {"mesh:dims=6,hosts=1", {6}, 0, 2},
+    {"hypercube:dim=5,hosts=1", {2, 2, 2, 2, 2}, 0, 2},
+    {"ring:switches=7,hosts=2", {7}, 1, 3},
+    {"ring:switches=3,hosts=1", {3}, 1, 2},
 };
 
 class GridShapeTest : public ::testing::TestWithParam<ShapeCase> {};
@@ -63,7 +63,7 @@ TEST_P(GridShapeTest, FindsTheDimensionsAndCoordinatesThatFitEveryLink) {
   std::sort(sizes.begin(), sizes.end());
   EXPECT_EQ(sizes, c.sizes) << shape->describe();
   EXPECT_EQ(std::count(shape->wrap.begin(), shape->wrap.end(), 1), c.rings) << shape->describe();
-  EXPECT_EQ(dor_layers(*shape), c.layers);
+  EXPECT_EQ(dor_layers(*shape), c.vls);
   // Coordinates: one grid point per switch, and every link one step in one
   // dimension (checked here, not by the code under test).
   std::set<std::vector<std::uint32_t>> points;
@@ -110,18 +110,24 @@ Result<Routes> route_layered(const Fabric& f, std::uint8_t vls) {
 TEST_P(GridShapeTest, DimensionOrderRoutesAreShortestAndDeadlockFreeOnTheirLayers) {
   const ShapeCase& c = GetParam();
   const Fabric f = make_fabric(c.spec);
-  auto r = route_layered(f, 8);
+  auto r = route_layered(f, 15);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->engine, "layered");
   ASSERT_FALSE(r->notes.empty());
   EXPECT_NE(r->notes.front().find("dimension-order routes"), std::string::npos) << r->notes.front();
-  EXPECT_EQ(r->num_vls, c.layers);
+  EXPECT_EQ(r->num_vls, c.vls);
+  // VL 0 is multicast's: no CA/router LID on it.
+  for (std::uint32_t l = 1; l < r->lid_layer.size(); ++l) {
+    const PortRef owner = f.lids.owner_of(Lid{l});
+    if (!owner.node.valid() || r->layer(Lid{l}) != 0) continue;
+    EXPECT_EQ(f.topo.node(owner.node).type, NodeType::kSwitch) << "LID " << l << " on VL 0";
+  }
   const auto t = trace_all(f.topo, f.lids, *r);
   EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
   WorkerPool pool(2);
   auto v = verify(f.topo, f.lids, *r, pool, {});
   ASSERT_TRUE(v.ok()) << v.error().message;
-  EXPECT_EQ(v->num_vls, c.layers);
+  EXPECT_EQ(v->num_vls, c.vls);
 
   // Every route is a shortest one.
   auto g = SwitchGraph::build(f.topo, f.lids);
@@ -152,7 +158,7 @@ TEST(Dor, EveryLinkOfATorusCarriesTheSamePaths) {
   for (const char* spec : {"torus:dims=6x6,hosts=2", "torus:dims=8x8x8,hosts=2",
                            "ring:switches=9,hosts=2", "hypercube:dim=6,hosts=1"}) {
     const Fabric f = make_fabric(spec);
-    auto r = route_layered(f, 8);
+    auto r = route_layered(f, 9);
     ASSERT_TRUE(r.ok()) << r.error().message;
     const std::vector<std::uint64_t> load = path_loads(f, *r);
     ASSERT_FALSE(load.empty());
@@ -168,7 +174,7 @@ TEST(Dor, OnOneVlTheSameTablesLoop) {
   const Fabric f = make_fabric("torus:dims=5x5,hosts=1");
   auto r = route_layered(f, 8);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  ASSERT_EQ(r->num_vls, 4);
+  ASSERT_EQ(r->num_vls, 5);
   r->num_vls = 1;
   r->lid_layer.clear();
   WorkerPool pool(2);
@@ -206,7 +212,7 @@ TEST(Dor, ParallelCablesShareTheTraffic) {
   EXPECT_EQ(shape->describe(), "ring of 6");
   auto r = route_layered(f, 8);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->num_vls, 2);
+  EXPECT_EQ(r->num_vls, 3);
   const auto trace = trace_all(f.topo, f.lids, *r);
   EXPECT_EQ(trace.delivered, trace.reachable_pairs) << trace.first_failure;
   for (const std::uint64_t l : path_loads(f, *r)) EXPECT_GT(l, 0U) << "an idle parallel cable";
@@ -259,8 +265,8 @@ TEST(Dor, ATorusNeedingMoreVlsThanGivenIsRoutedInGeneral) {
   bool said = false;
   for (const std::string& n : r->notes) {
     said |= n.find(
-                "5x5x5 torus, whose dimension-order routes need 8 data VLs, more than the 4 "
-                "given") != std::string::npos;
+                "5x5x5 torus, whose dimension-order routes need 9 data VLs (one for multicast), "
+                "more than the 4 given") != std::string::npos;
   }
   EXPECT_TRUE(said);
   const auto t = trace_all(f.topo, f.lids, *r);

@@ -61,6 +61,43 @@ TEST_P(McastOnEngines, EveryGroupIsOneVerifiedTree) {
 
 INSTANTIATE_TEST_SUITE_P(Engines, McastOnEngines, ::testing::Values("ftree", "updn", "minhop"));
 
+// Layered routes on several VLs: multicast rides VL 0 with layer 0's
+// unicast routes, whose CDG holds every up*/down* dependency of the escape
+// order. Trees that climb and descend in that order add nothing to it;
+// trees in any other order can close a loop with its routes. Dimension
+// order (the torus) leaves VL 0 to multicast alone. Many groups over
+// irregular fabrics, checked by the plain verifier with the trees.
+class McastOnLayered : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(McastOnLayered, TreesKeepVlZeroAcyclic) {
+  const Fabric f = make_fabric(GetParam());
+  const Routes routes = route_fabric(f, "layered@8");
+  ASSERT_GT(routes.num_vls, 1) << "the case needs layers";
+  const auto cas = testing::cabled_ca_ports(f.topo);
+  ASSERT_GE(cas.size(), 8U);
+  std::vector<McastGroupIn> groups;
+  groups.push_back({Lid{0xC000}, cas});
+  // Every (i, i + k) pair for a spread of strides: trees topped all over.
+  std::uint32_t mlid = 0xC001;
+  for (std::size_t k = 1; k < cas.size() && mlid < 0xC040; k += 3) {
+    for (std::size_t i = 0; i + k < cas.size() && mlid < 0xC040; i += 5) {
+      groups.push_back({Lid{mlid++}, {cas[i], cas[i + k]}});
+    }
+  }
+  WorkerPool pool(2);
+  auto t = compute_multicast(f.topo, routes, groups, pool);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  VerifyOptions vo;
+  vo.multicast = &*t;
+  auto full = verify(f.topo, f.lids, routes, vo, pool, {});
+  ASSERT_TRUE(full.ok()) << full.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics, McastOnLayered,
+                         ::testing::Values("random:switches=24,degree=4,hosts=2,seed=3",
+                                           "random:switches=40,degree=5,hosts=2,seed=7",
+                                           "dragonfly:a=4,p=2,h=2,g=5", "torus:dims=5x5,hosts=1"));
+
 TEST(Mcast, GroupsTakeTheirTopsInTurn) {
   const Fabric f = make_fabric("fat-tree:levels=2,radix=8");
   const Routes routes = route_fabric(f, "ftree");

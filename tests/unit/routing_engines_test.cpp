@@ -527,21 +527,26 @@ TEST(Updn, ConfiguredRoots) {
   EXPECT_NE(missing.error().message.find("0x00000000deadbeef"), std::string::npos);
 }
 
-// On a mesh (or hypercube) dimension-order routes need one VL: auto takes
-// layered there even with one.
-TEST(Auto, LayeredOnAMeshWithOneVl) {
+// On a mesh (or hypercube) dimension-order routes need one VL, and
+// multicast one of its own (no spanning tree is safe beside them on one):
+// auto takes layered there with two VLs, and updn with one.
+TEST(Auto, LayeredOnAMeshWithTwoVlsUpdnWithOne) {
   const Fabric f = make_fabric("mesh:dims=4x3,hosts=2");
   EngineOptions opts;
-  opts.max_vls = 1;
+  opts.max_vls = 2;
   const Routes a = route(f, "auto", 2, opts);
   EXPECT_EQ(a.engine, "layered");
-  EXPECT_EQ(a.num_vls, 1);
+  EXPECT_EQ(a.num_vls, 2);
   ASSERT_FALSE(a.notes.empty());
   EXPECT_TRUE(a.notes.front().starts_with("auto: layered, the switches form a "))
       << a.notes.front();
-  EXPECT_NE(a.notes.front().find(" mesh, whose dimension-order routes need 1 of the 1 data VL(s)"),
+  EXPECT_NE(a.notes.front().find(" mesh, whose dimension-order routes need 2 of the 2 data VL(s)"),
             std::string::npos)
       << a.notes.front();
+  opts.max_vls = 1;
+  const Routes one = route(f, "auto", 2, opts);
+  EXPECT_EQ(one.engine, "updn");
+  EXPECT_EQ(one.num_vls, 1);
 }
 
 // Off fat trees auto is layered with two VLs or more, updn with one; the
@@ -613,8 +618,8 @@ TEST(Auto, UpdnAboveTheLayeredSizeLimitUnlessTheSwitchesFormAGrid) {
   EXPECT_TRUE(grid.notes.front().starts_with("auto: layered, the switches form a 3"))
       << grid.notes.front();
   EXPECT_NE(grid.notes.front().find(
-                " torus, whose dimension-order routes need 4 of the 8 data VL(s) the switch links "
-                "offer"),
+                " torus, whose dimension-order routes need 5 of the 8 data VL(s) the switch links "
+                "offer (VL 0 for multicast)"),
             std::string::npos)
       << grid.notes.front();
   cut_links(f.topo, 1, 5);  // a degraded torus is no grid
