@@ -10,17 +10,14 @@
 // trees serve at most kAutoBalancedMaxLidsPerTree LIDs each (up to ~1,000
 // switches of 8 CAs: k=28 minus 5%, 1.56 against ftree's 2.13 in 5.3 s;
 // beyond, k=32, ftree balances better); layered on a torus, mesh or hypercube whose dimension-order
-// routes fit the data VLs (routing/engines/dor.hpp: any size, one VL for
-// meshes and hypercubes); elsewhere layered when the switch links offer two data VLs or
-// more (EngineOptions::max_vls; balanced, deadlock-free on any topology)
-// and the fabric has at most kAutoLayeredMaxSwitches switches (layered's
-// time grows about as the cube of the switches: 25 s at 1,000, 92 s at
-// 2,000 on a 2-core VM), else updn (deadlock-free with one VL, funnels
-// traffic to its roots). Layered routes on several VLs carry no up/down
-// order, so the fast path and fast failover hand them to a full routing
-// (they say so).
-// Routes::engine names the engine that produced the tables, and the first
-// of Routes::notes says why auto chose it.
+// routes fit the data VLs (routing/engines/dor.hpp: any size, two VLs for
+// meshes and hypercubes, one of them multicast's); elsewhere layered when the switch links offer
+// two data VLs or more (EngineOptions::max_vls; balanced, deadlock-free on any topology) and the
+// fabric has at most kAutoLayeredMaxSwitches switches (layered's time grows about as the cube of
+// the switches: 25 s at 1,000, 92 s at 2,000 on a 2-core VM), else updn (deadlock-free with one VL,
+// funnels traffic to its roots). Layered routes on several VLs carry no up/down order, so the fast
+// path and fast failover hand them to a full routing (they say so). Routes::engine names the engine
+// that produced the tables, and the first of Routes::notes says why auto chose it.
 
 #include "routing/engine.hpp"
 
