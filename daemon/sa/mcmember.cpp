@@ -271,6 +271,13 @@ class McRequest {
       n.rate = chosen(kRateSel, kRate, 3);
       n.packet_life_time = opts_.packet_life_time;
       n.sl = static_cast<std::uint8_t>(has(kSl) ? field(kSl) : 0);
+      // With VL layers SL i is VL i, and multicast's trees are kept
+      // deadlock-free on VL 0 only (routing/mcast.hpp): another SL would
+      // put the group's traffic in a unicast layer its trees never joined.
+      if (n.sl != 0 && st_.routes != nullptr && st_.routes->num_vls > 1) {
+        fail(mad::status::kReqInvalid);
+        return;
+      }
       n.flow_label = static_cast<std::uint32_t>(has(kFlowLabel) ? field(kFlowLabel) : 0);
       n.tclass = static_cast<std::uint8_t>(has(kTClass) ? field(kTClass) : 0);
       n.hop_limit = static_cast<std::uint8_t>(has(kHopLimit) ? field(kHopLimit) : 0);

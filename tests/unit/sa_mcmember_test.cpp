@@ -11,7 +11,15 @@
 namespace subnetd::daemon::sa {
 namespace {
 
-enum : unsigned { kMgid = 0, kPortGid = 1, kQKey = 2, kMlid = 3, kPKey = 7, kJoinState = 16 };
+enum : unsigned {
+  kMgid = 0,
+  kPortGid = 1,
+  kQKey = 2,
+  kMlid = 3,
+  kPKey = 7,
+  kSl = 12,
+  kJoinState = 16
+};
 
 class SaMcMemberTest : public SaAgentTest {
  protected:
@@ -103,6 +111,28 @@ TEST_F(SaMcMemberTest, AJoinCreatesAGroupAndTheLastLeaveEndsIt) {
   EXPECT_EQ(send(mc(Method::kDelete, mgid, a, state::kJoinFull), a).first, 0);
   EXPECT_EQ(send(mc(Method::kDelete, mgid, b, state::kJoinNon), b).first, 0);
   EXPECT_FALSE(registry_.find(mgid));
+}
+
+// With VL layers multicast is deadlock-free on SL 0 (VL 0) only: a group
+// created on another SL is refused; with one VL any SL is taken.
+TEST_F(SaMcMemberTest, OnLayeredRoutesAGroupIsCreatedOnSlZeroOnly) {
+  const PortRef a = ca_ports_[0];
+  auto create = [&](std::uint8_t last, std::uint64_t sl) {
+    state::Mgid mgid{0xff, 0x12, 0x60, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, last};
+    auto q = mc(Method::kSet, mgid, a, state::kJoinFull,
+                (1ULL << kQKey) | (1ULL << kPKey) | (1ULL << kSl));
+    set(q, "Q_Key", 0x1111);
+    set(q, "P_Key", 0xFFFF);
+    set(q, "SL", sl);
+    return send(q, a).first;
+  };
+  EXPECT_EQ(create(0x50, 3), 0) << "one VL: every SL maps to VL 0";
+  routing::Routes layered = *state_.routes;
+  layered.num_vls = 2;
+  layered.lid_layer.assign(std::size_t{layered.max_lid.value} + 1, 1);
+  state_.routes = std::make_shared<const routing::Routes>(std::move(layered));
+  EXPECT_EQ(create(0x51, 3), mad::status::kReqInvalid);
+  EXPECT_EQ(create(0x52, 0), 0);
 }
 
 TEST_F(SaMcMemberTest, RefusesWhatItMustNotDo) {
