@@ -5,40 +5,18 @@
 // and the simulator's calls. Set-up, queries and health:
 // api_service_test.cpp; waiting calls: api_concurrency_test.cpp.
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <google/protobuf/util/time_util.h>
-#include <grp.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <future>
-#include <set>
-#include <sstream>
 #include <thread>
 
-#include "api/auth.hpp"
 #include "api/server.hpp"
 #include "api_test_support.hpp"
-#include "discovery/topo/generators.hpp"
-#include "routing/engine.hpp"
-#include "routing/lid_assigner.hpp"
-#include "routing/path_trace.hpp"
 #include "routing/text.hpp"
-#include "routing/worker_pool.hpp"
 #include "subnet/v1/subnet.grpc.pb.h"
 
 namespace subnetd::api {

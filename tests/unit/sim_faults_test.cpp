@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
-#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -22,10 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace simtest;
-using mad::AttrId;
-using mad::Method;
-using routing::NodeType;
-using routing::PortState;
 // ------------------------------------------------------------------ traps and faults
 
 TEST(SimTraps, LinkDownSendsTrap128UntilRepressed) {

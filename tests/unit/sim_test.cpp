@@ -6,16 +6,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-
-#include <functional>
-#include <random>
-#include <set>
-#include <thread>
 
 #include "discovery/mad/smp.hpp"
 #include "discovery/sim/sim_fabric.hpp"
-#include "discovery/topo/generators.hpp"
 #include "sim_test_support.hpp"
 
 namespace subnetd::discovery::sim {
@@ -23,10 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace simtest;
-using mad::AttrId;
-using mad::Method;
-using routing::NodeType;
-using routing::PortState;
 
 // ------------------------------------------------------------------ directed route
 
