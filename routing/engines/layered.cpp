@@ -3,13 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
-#include <queue>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "routing/engines/dor.hpp"
+#include "routing/engines/tree_grower.hpp"
 #include "routing/engines/updn.hpp"
 #include "routing/grid_shape.hpp"
 #include "routing/ordered_dag.hpp"
@@ -17,8 +16,6 @@
 
 namespace subnetd::routing {
 namespace {
-
-using Dep = std::pair<std::uint32_t, std::uint32_t>;
 
 // Passes of rip-up-and-reroute after every tree is placed.
 constexpr std::uint32_t kRefinePasses = 1;
@@ -54,165 +51,6 @@ std::vector<std::uint32_t> bfs_rank(const SwitchGraph& g, std::uint32_t root,
   for (std::uint32_t i = 0; i < n; ++i) pos[queue[i]] = i;
   return pos;
 }
-
-// Channels in an up*/down* order for the switch ranking `pos` (lower is
-// nearer the root): up-channels by their head's position, last first, then
-// down-channels by their head's position. Dependencies of up*/down* routes
-// agree with it.
-std::vector<std::uint32_t> updown_order(const SwitchGraph& g, std::span<const std::uint32_t> pos) {
-  const std::uint32_t arcs = g.num_arcs();
-  auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
-  std::vector<std::uint32_t> by(arcs);
-  for (std::uint32_t a = 0; a < arcs; ++a) by[a] = a;
-  std::sort(by.begin(), by.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const bool ua = up(a), ub = up(b);
-    if (ua != ub) return ua;
-    const std::uint32_t ha = pos[g.arc(a).to.value], hb = pos[g.arc(b).to.value];
-    if (ha != hb) return ua ? ha > hb : ha < hb;
-    return a < b;
-  });
-  std::vector<std::uint32_t> order_pos(arcs);
-  for (std::uint32_t i = 0; i < arcs; ++i) order_pos[by[i]] = i;
-  return order_pos;
-}
-
-// The escape layer's CDG before any tree: every dependency of an up*/down*
-// route (into a switch and on, never down then up), in updown_order.
-OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                      std::span<const std::uint32_t> rev) {
-  auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
-  OrderedDag dag(updown_order(g, pos));
-  for (std::uint32_t v = 0; v < g.num_switches(); ++v) {
-    const std::uint32_t first = g.first_arc(SwitchIndex{v});
-    const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
-    for (std::uint32_t out = first; out < end; ++out) {
-      for (std::uint32_t o = first; o < end; ++o) {
-        const std::uint32_t in = rev[o];  // into v from o's neighbour
-        if (in == kNoArc || o == out) continue;
-        if (!up(in) && up(out)) continue;  // down, then up
-        dag.add(in, out);
-      }
-    }
-  }
-  return dag;
-}
-
-// Grows in-trees towards one switch. A switch two hops from the
-// destination may also keep other channels into the destination's
-// neighbours (kMaxOut in all): the destination's LIDs spread over them, as
-// the last hops are where one tree's traffic converges.
-class TreeGrower {
- public:
-  static constexpr std::uint32_t kMaxOut = 4;
-
-  TreeGrower(const SwitchGraph& g, std::span<const std::uint32_t> rev)
-      : g_(g),
-        rev_(rev),
-        outs_(std::size_t{g.num_switches()} * kMaxOut, kNoArc),
-        num_outs_(g.num_switches(), 0),
-        cost_(g.num_switches(), 0),
-        done_(g.num_switches(), 0) {}
-
-  // Grows the tree towards switch t over channels weighted by `load` plus
-  // one `hop`. With a `dag`, a switch joins through a channel only if the
-  // dependencies it adds (the channel, then each channel its head forwards
-  // on) keep the dag acyclic (those it newly took are appended to `added`;
-  // those it refused are remembered in `refused` and refused again without
-  // a search). A switch two hops from t also keeps each other channel
-  // into a neighbour of t whose cost is within `slack` of its own, on the
-  // same condition. With an `updown` ranking instead (dag, refused and
-  // added unused), the condition is up*/down*'s: no channel that goes down
-  // (to a switch ranked after its source) is followed by one that goes up.
-  // Returns the switches reached, t first, each after every switch it
-  // forwards to; outs() gives their channels, the tree's first.
-  std::span<const std::uint32_t> grow(std::uint32_t t, std::span<const std::uint64_t> load,
-                                      std::uint64_t hop, std::uint64_t slack, OrderedDag* dag,
-                                      std::unordered_set<std::uint64_t>* refused,
-                                      std::vector<Dep>& added,
-                                      std::span<const std::uint32_t> updown = {}) {
-    ++epoch_;
-    reached_.clear();
-    heap_ = {};
-    auto up = [&](std::uint32_t a) {
-      return updown[g_.arc(a).to.value] < updown[g_.arc_source(a).value];
-    };
-    // Adds every dependency of channel `in` onto its head's channels; on a
-    // refusal takes back what it added and returns false.
-    auto take = [&](std::uint32_t in) {
-      if (!updown.empty()) {
-        if (up(in)) return true;
-        const auto outs_in = outs(g_.arc(in).to.value);
-        return std::none_of(outs_in.begin(), outs_in.end(), up);
-      }
-      if (dag == nullptr) return true;
-      const std::uint32_t v = g_.arc(in).to.value;
-      const std::size_t mark = added.size();
-      for (const std::uint32_t out : outs(v)) {
-        const std::uint64_t key = (std::uint64_t{in} << 32) | out;
-        const OrderedDag::Add r =
-            refused->contains(key) ? OrderedDag::Add::kCycle : dag->add(in, out);
-        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
-        if (r == OrderedDag::Add::kCycle) {
-          refused->insert(key);
-          dag->undo(std::span<const Dep>(added).subspan(mark));
-          added.resize(mark);
-          return false;
-        }
-      }
-      return true;
-    };
-    auto into_t = [&](std::uint32_t w) {
-      return num_outs_[w] != 0 && g_.arc(outs_[std::size_t{w} * kMaxOut]).to.value == t;
-    };
-    auto join = [&](std::uint32_t s, std::uint32_t arc, std::uint64_t cost) {
-      done_[s] = epoch_;
-      cost_[s] = cost;
-      num_outs_[s] = 0;
-      if (arc != kNoArc) outs_[std::size_t{s} * kMaxOut + num_outs_[s]++] = arc;
-      reached_.push_back(s);
-      const std::uint32_t first = g_.first_arc(SwitchIndex{s});
-      const std::uint32_t end = g_.first_arc(SwitchIndex{s + 1});
-      const bool constrained = dag != nullptr || !updown.empty();
-      if (constrained && arc != kNoArc && into_t(g_.arc(arc).to.value)) {
-        for (std::uint32_t o = first; o < end && num_outs_[s] < kMaxOut; ++o) {
-          const std::uint32_t w = g_.arc(o).to.value;
-          if (o == arc || done_[w] != epoch_ || !into_t(w)) continue;
-          if (cost_[w] + hop + load[o] > cost + slack) continue;
-          if (take(o)) outs_[std::size_t{s} * kMaxOut + num_outs_[s]++] = o;
-        }
-      }
-      for (std::uint32_t o = first; o < end; ++o) {
-        const std::uint32_t in = rev_[o];
-        if (in == kNoArc || done_[g_.arc(o).to.value] == epoch_) continue;
-        heap_.emplace(cost + hop + load[in], in);
-      }
-    };
-    join(t, kNoArc, 0);
-    while (!heap_.empty()) {
-      const auto [cost, in] = heap_.top();
-      heap_.pop();
-      const std::uint32_t u = g_.arc_source(in).value;
-      if (done_[u] == epoch_ || !take(in)) continue;
-      join(u, in, cost);
-    }
-    return reached_;
-  }
-  std::span<const std::uint32_t> outs(std::uint32_t s) const {
-    return std::span<const std::uint32_t>(outs_).subspan(std::size_t{s} * kMaxOut, num_outs_[s]);
-  }
-
- private:
-  const SwitchGraph& g_;
-  std::span<const std::uint32_t> rev_;
-  std::vector<std::uint32_t> outs_;
-  std::vector<std::uint8_t> num_outs_;
-  std::vector<std::uint64_t> cost_;
-  std::vector<std::uint32_t> done_;
-  std::uint32_t epoch_ = 0;
-  std::vector<std::uint32_t> reached_;
-  using Item = std::pair<std::uint64_t, std::uint32_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap_;
-};
 
 // The VL budget both the general engine and dimension order obey.
 Result<void> check_budget(const EngineOptions& opts) {
@@ -269,10 +107,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   if (escape.updown_rank.size() != n) {
     return Error{Errc::kInternal, "layered: updn gave no up/down order"};
   }
-  std::vector<std::uint32_t> rev(arcs, kNoArc);
-  for (std::uint32_t a = 0; a < arcs; ++a) {
-    rev[a] = g.arc_at_port(g.arc(a).to, g.arc(a).remote_port);
-  }
+  const std::vector<std::uint32_t> rev = reverse_arcs(g);
 
   // Sources: CA/router LIDs per switch; switches per part.
   const std::uint32_t max_lid = g.max_lid().value;
@@ -386,38 +221,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   }
   const auto units = static_cast<std::uint32_t>(unit_sw.size());
 
-  // Each LID of t takes, at every switch of `tree`, the channel whose
-  // load plus the load of the channel after it is least; every channel
-  // gains the sources whose route to the LID crosses it.
   auto place = [&](std::uint32_t u, std::span<const std::uint32_t> tree) {
-    const std::uint32_t t = unit_sw[u];
     for (const std::uint32_t lid : unit_lids[u]) {
-      for (const std::uint32_t s : tree) {
-        subtree[s] = sources[s];
-        if (s == t) continue;
-        std::uint32_t best = kNoArc;
-        std::uint64_t best_load = 0;
-        for (const std::uint32_t a : grower.outs(s)) {
-          const std::uint32_t w = g.arc(a).to.value;
-          const std::uint64_t l = load[a] + (w == t ? 0 : load[pick[w]]);
-          if (best == kNoArc || l < best_load) {
-            best = a;
-            best_load = l;
-          }
-        }
-        pick[s] = best;
-      }
-      for (auto it = tree.rbegin(); it != tree.rend(); ++it) {
-        const std::uint32_t s = *it;
-        if (s == t) {
-          write(lid, s, g.attachment(Lid{lid}).port);
-          continue;
-        }
-        const std::uint32_t a = pick[s];
-        write(lid, s, g.arc(a).local_port);
-        load[a] += subtree[s];
-        subtree[g.arc(a).to.value] += subtree[s];
-      }
+      place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
     }
   };
   // Adds (sign +1) or takes off (-1) the load of the routes to t's LIDs as
