@@ -1,0 +1,482 @@
+#include "routing/engines/layered_repair.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <queue>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "routing/engines/tree_grower.hpp"
+#include "routing/switch_graph.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+constexpr std::uint8_t kNoLayer = 0xFF;
+
+// The channel dependencies of one layer as bits: dependency (a, b), where
+// b leaves a's head, is bit base[a] + (b - first arc of that head).
+class DepBits {
+ public:
+  explicit DepBits(const SwitchGraph& g) : g_(g), base_(g.num_arcs() + 1, 0) {
+    for (std::uint32_t a = 0; a < g.num_arcs(); ++a) {
+      const SwitchIndex h = g.arc(a).to;
+      base_[a + 1] = base_[a] + (g.first_arc(SwitchIndex{h.value + 1}) - g.first_arc(h));
+    }
+  }
+  void set(std::vector<std::uint64_t>& bits, std::uint32_t a, std::uint32_t b) const {
+    const std::uint64_t i = index(a, b);
+    bits[i / 64] |= std::uint64_t{1} << (i % 64);
+  }
+  bool test(const std::vector<std::uint64_t>& bits, std::uint32_t a, std::uint32_t b) const {
+    const std::uint64_t i = index(a, b);
+    return ((bits[i / 64] >> (i % 64)) & 1U) != 0;
+  }
+  std::size_t words() const { return static_cast<std::size_t>(base_.back() / 64 + 1); }
+
+ private:
+  std::uint64_t index(std::uint32_t a, std::uint32_t b) const {
+    return base_[a] + (b - g_.first_arc(g_.arc(a).to));
+  }
+  const SwitchGraph& g_;
+  std::vector<std::uint64_t> base_;
+};
+
+// The layer's CDG as an OrderedDag: a topological order of its channels
+// (Kahn), then every dependency, which then agrees with it. kCdgCycle when
+// the dependencies close a cycle.
+Result<OrderedDag> dag_of(const SwitchGraph& g, const DepBits& db,
+                          const std::vector<std::uint64_t>& bits, unsigned layer) {
+  const std::uint32_t arcs = g.num_arcs();
+  auto outs = [&](std::uint32_t a, auto&& fn) {
+    const SwitchIndex h = g.arc(a).to;
+    for (std::uint32_t b = g.first_arc(h); b < g.first_arc(SwitchIndex{h.value + 1}); ++b) {
+      if (db.test(bits, a, b)) fn(b);
+    }
+  };
+  std::vector<std::uint32_t> indeg(arcs, 0);
+  for (std::uint32_t a = 0; a < arcs; ++a) outs(a, [&](std::uint32_t b) { ++indeg[b]; });
+  std::vector<std::uint32_t> queue;
+  queue.reserve(arcs);
+  for (std::uint32_t a = 0; a < arcs; ++a) {
+    if (indeg[a] == 0) queue.push_back(a);
+  }
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    outs(queue[head], [&](std::uint32_t b) {
+      if (--indeg[b] == 0) queue.push_back(b);
+    });
+  }
+  if (queue.size() != arcs) {
+    return Error{Errc::kCdgCycle,
+                 fmt::format("layer {}: the dependencies of the routes kept close a cycle on "
+                             "the fabric as it is now",
+                             layer)};
+  }
+  std::vector<std::uint32_t> pos(arcs);
+  for (std::uint32_t i = 0; i < arcs; ++i) pos[queue[i]] = i;
+  OrderedDag dag(std::move(pos));
+  for (std::uint32_t a = 0; a < arcs; ++a) outs(a, [&](std::uint32_t b) { dag.add(a, b); });
+  return dag;
+}
+
+}  // namespace
+
+Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
+                              const Topology& previous_topo, const Routes& previous,
+                              const EngineOptions& opts, std::stop_token stop,
+                              LayeredRepairStats* stats) {
+  if (previous.num_vls < 2 || previous.lid_layer.empty()) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("layered repair: the previous routes ({}) are not layered on "
+                             "several VLs",
+                             previous.engine)};
+  }
+  if (opts.max_vls < previous.num_vls) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("layered repair: the ports offer {} data VL(s), the layers need {}",
+                             opts.max_vls, previous.num_vls)};
+  }
+  if (previous.lfts.size() != previous_topo.num_switches()) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("layered repair: {} tables for {} switches", previous.lfts.size(),
+                             previous_topo.num_switches())};
+  }
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t arcs = g.num_arcs();
+  const std::uint32_t max_lid = g.max_lid().value;
+  const std::uint8_t num_layers = previous.num_vls;
+  const std::vector<std::uint32_t> rev = reverse_arcs(g);
+  LayeredRepairStats st;
+
+  Routes routes;
+  routes.engine = previous.engine;
+  routes.max_lid = g.max_lid();
+  routes.num_vls = num_layers;
+  routes.lfts.resize(n);
+  routes.lid_layer.assign(std::size_t{max_lid} + 1, kNoLayer);
+  for (std::uint32_t l = 0; l <= max_lid && l < previous.lid_layer.size(); ++l) {
+    routes.lid_layer[l] = previous.lid_layer[l] < num_layers ? previous.lid_layer[l] : kNoLayer;
+  }
+  // Each switch's previous table (matched by GUID; none for a new switch),
+  // and multicast's order carried over, new switches ranked after the rest.
+  std::uint32_t next_rank = 0;
+  for (const std::uint32_t r : previous.vl0_rank) next_rank = std::max(next_rank, r + 1);
+  if (!previous.vl0_rank.empty()) routes.vl0_rank.assign(n, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    Lft& lft = routes.lfts[s];
+    lft.resize(routes.max_lid);
+    const Guid guid = topo.node(topo.switch_node(SwitchIndex{s})).guid;
+    const std::optional<NodeId> was = previous_topo.find_by_guid(guid);
+    const SwitchIndex ps = was ? previous_topo.node(*was).switch_index : kNoSwitch;
+    if (ps.valid() && ps.value < previous.lfts.size()) {
+      const Lft& old = previous.lfts[ps.value];
+      std::memcpy(lft.data(), old.data(), std::min(lft.size(), old.size()));
+      if (!routes.vl0_rank.empty()) routes.vl0_rank[s] = previous.vl0_rank.at(ps.value);
+    } else if (!routes.vl0_rank.empty()) {
+      routes.vl0_rank[s] = next_rank++;
+    }
+  }
+
+  std::vector<std::uint64_t> sources(n, 0);
+  std::vector<std::uint32_t> part_size(g.num_components(), 0);
+  for (std::uint32_t s = 0; s < n; ++s) ++part_size[g.component(SwitchIndex{s})];
+  std::uint64_t total_sources = 0;
+  for (std::uint32_t l = 1; l <= max_lid; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (att.routable() && att.port != 0) {
+      ++sources[att.sw.value];
+      ++total_sources;
+    }
+  }
+
+  // Per LID, the switches of its part whose entries still lead to its
+  // switch over live links (resolved == epoch; depth: hops), as the
+  // classification of classify() left them.
+  const DepBits db(g);
+  std::vector<std::vector<std::uint64_t>> deps(num_layers,
+                                               std::vector<std::uint64_t>(db.words(), 0));
+  std::vector<std::uint64_t> load(arcs, 0), subtree(n, 0);
+  std::vector<std::uint32_t> depth(n, 0), resolved(n, 0), on_path(n, 0), path, order, count;
+  std::uint32_t epoch = 0;
+  auto next_arc = [&](std::uint32_t s, std::uint32_t lid) {
+    return g.arc_at_port(SwitchIndex{s}, routes.lfts[s].get(Lid{lid}));
+  };
+  // Returns how many switches of the part do not reach the LID (its own
+  // switch's entry is set to its port first: a CA that moved ports).
+  auto classify = [&](std::uint32_t lid, const LidAttachment& att) {
+    ++epoch;
+    const std::uint32_t t = att.sw.value;
+    routes.lfts[t].data()[lid] = att.port;
+    resolved[t] = epoch;
+    depth[t] = 0;
+    const std::uint32_t part = g.component(att.sw);
+    std::uint32_t cut_off = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (resolved[s] == epoch || on_path[s] == epoch || g.component(SwitchIndex{s}) != part) {
+        continue;
+      }
+      path.clear();
+      std::uint32_t cur = s;
+      bool ok = false;
+      // Until a switch known to reach t; one on this path or known not to
+      // (on_path without resolved), or a dead entry, ends it.
+      while (on_path[cur] != epoch) {
+        if (resolved[cur] == epoch) {
+          ok = true;
+          break;
+        }
+        on_path[cur] = epoch;
+        path.push_back(cur);
+        const std::uint32_t a = next_arc(cur, lid);
+        if (a == kNoArc) break;
+        cur = g.arc(a).to.value;
+      }
+      if (resolved[cur] == epoch) ok = true;
+      if (!ok) {
+        cut_off += static_cast<std::uint32_t>(path.size());
+        continue;
+      }
+      for (std::size_t i = path.size(); i-- > 0;) {
+        depth[path[i]] = depth[cur] + static_cast<std::uint32_t>(path.size() - i);
+        resolved[path[i]] = epoch;
+      }
+    }
+    return cut_off;
+  };
+  // The dependencies of the LID's routes from the switches that reach it.
+  auto add_deps = [&](std::uint32_t lid, std::uint32_t t, std::vector<std::uint64_t>& bits) {
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (resolved[s] != epoch || s == t) continue;
+      const std::uint32_t a = next_arc(s, lid);
+      const std::uint32_t w = g.arc(a).to.value;
+      if (w != t) db.set(bits, a, next_arc(w, lid));
+    }
+  };
+  // The LID's sources onto the load of the channels they cross (every
+  // switch of the part reaches it).
+  auto add_load = [&](std::uint32_t lid, std::uint32_t t) {
+    std::uint32_t deepest = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (resolved[s] == epoch) deepest = std::max(deepest, depth[s]);
+    }
+    count.assign(std::size_t{deepest} + 1, 0);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (resolved[s] == epoch && s != t) ++count[depth[s]];
+    }
+    // Deepest first (a counting sort): a switch's subtree is complete when
+    // it is passed on.
+    std::uint32_t at = 0;
+    for (std::uint32_t d = deepest; d >= 1; --d) {
+      const std::uint32_t c = count[d];
+      count[d] = at;
+      at += c;
+    }
+    order.resize(at);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      subtree[s] = sources[s];
+      if (resolved[s] == epoch && s != t) order[count[depth[s]]++] = s;
+    }
+    for (const std::uint32_t s : order) {
+      const std::uint32_t a = next_arc(s, lid);
+      load[a] += subtree[s];
+      subtree[g.arc(a).to.value] += subtree[s];
+    }
+  };
+
+  // Every kept route's dependencies and load; the broken ones bring theirs
+  // one at a time below (the part that stands, then the re-attached
+  // switches), each with a whole new tree in its layer to fall back on.
+  // Switch LIDs apart.
+  std::vector<std::uint32_t> broken, broken_switch_lids;
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    if ((lid & 0xFFF) == 0 && stop.stop_requested()) {
+      return Error{Errc::kCancelled, "layered repair: cancelled"};
+    }
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (!att.routable()) continue;
+    const std::uint32_t cut_off = classify(lid, att);
+    if (att.port == 0) {
+      if (cut_off != 0) broken_switch_lids.push_back(lid);
+      continue;
+    }
+    const std::uint8_t layer = routes.lid_layer[lid];
+    if (cut_off == 0 && layer != kNoLayer) {
+      add_deps(lid, att.sw.value, deps[layer]);
+      add_load(lid, att.sw.value);
+      ++st.lids_kept;
+    } else {
+      broken.push_back(lid);
+    }
+  }
+
+  // Layer 0 also holds every up*/down* dependency of multicast's order.
+  if (!routes.vl0_rank.empty()) {
+    const std::span<const std::uint32_t> pos(routes.vl0_rank);
+    auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
+    for (std::uint32_t v = 0; v < n; ++v) {
+      const std::uint32_t first = g.first_arc(SwitchIndex{v});
+      const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
+      for (std::uint32_t o = first; o < end; ++o) {
+        const std::uint32_t in = rev[o];
+        if (in == kNoArc) continue;
+        for (std::uint32_t out = first; out < end; ++out) {
+          if (out != o && (up(in) || !up(out))) db.set(deps[0], in, out);
+        }
+      }
+    }
+  }
+  std::vector<OrderedDag> layers;
+  for (unsigned k = 0; k < num_layers; ++k) {
+    Result<OrderedDag> dag = dag_of(g, db, deps[k], k);
+    if (!dag.ok()) {
+      return Error{dag.error().code, "layered repair: " + dag.error().message};
+    }
+    layers.push_back(std::move(dag).value());
+  }
+
+  // Each broken LID: the switches cut off from it join the switches that
+  // reach it (the entries of those stay), one at a time, the cheapest
+  // first: hops to the LID's switch (a hop weighs as in the engine:
+  // engines/layered.cpp) plus the load of the channel taken; a switch joins
+  // through a channel only if its dependency on the next hop's channel
+  // keeps the layer's CDG acyclic.
+  const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
+  std::vector<std::unordered_set<std::uint64_t>> refused(num_layers);
+  std::vector<Dep> added;
+  using Item = std::pair<std::uint64_t, std::uint32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  std::vector<std::uint8_t> old_ports(n);
+  std::vector<std::uint32_t> pick(n, kNoArc);
+  TreeGrower grower(g, rev);
+  // The dependencies of the routes from the switches that still reach the
+  // LID, into the layer's CDG (false: they close a cycle with what the
+  // layer took since; what was added is in `added`).
+  auto add_intact = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag,
+                        std::unordered_set<std::uint64_t>& cache) {
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (resolved[s] != epoch || s == t) continue;
+      const std::uint32_t a = next_arc(s, lid);
+      const std::uint32_t w = g.arc(a).to.value;
+      if (w == t) continue;
+      const std::uint32_t out = next_arc(w, lid);
+      const OrderedDag::Add r = dag.add(a, out);
+      if (r == OrderedDag::Add::kCycle) {
+        cache.insert((std::uint64_t{a} << 32) | out);
+        return false;
+      }
+      if (r == OrderedDag::Add::kNew) added.emplace_back(a, out);
+    }
+    return true;
+  };
+  auto attach = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag,
+                    std::unordered_set<std::uint64_t>& cache) {
+    heap = {};
+    const std::uint32_t part = g.component(SwitchIndex{t});
+    auto push_into = [&](std::uint32_t x, std::uint64_t cost) {
+      for (std::uint32_t o = g.first_arc(SwitchIndex{x}); o < g.first_arc(SwitchIndex{x + 1});
+           ++o) {
+        const std::uint32_t in = rev[o];
+        if (in != kNoArc && resolved[g.arc(o).to.value] != epoch) {
+          heap.emplace(cost + hop + load[in], in);
+        }
+      }
+    };
+    std::uint32_t missing = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (g.component(SwitchIndex{s}) != part) continue;
+      if (resolved[s] == epoch) {
+        push_into(s, hop * depth[s]);
+      } else {
+        ++missing;
+      }
+    }
+    while (missing != 0 && !heap.empty()) {
+      const auto [cost, in] = heap.top();
+      heap.pop();
+      const std::uint32_t b = g.arc_source(in).value;
+      const std::uint32_t x = g.arc(in).to.value;
+      if (resolved[b] == epoch) continue;
+      if (x != t) {
+        const std::uint32_t out = next_arc(x, lid);
+        const std::uint64_t key = (std::uint64_t{in} << 32) | out;
+        const OrderedDag::Add r = cache.contains(key) ? OrderedDag::Add::kCycle : dag.add(in, out);
+        if (r == OrderedDag::Add::kCycle) {
+          cache.insert(key);
+          continue;
+        }
+        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
+      }
+      routes.lfts[b].data()[lid] = g.arc(in).local_port;
+      resolved[b] = epoch;
+      depth[b] = depth[x] + 1;
+      --missing;
+      push_into(b, cost);
+    }
+    return missing == 0;
+  };
+  for (const std::uint32_t lid : broken) {
+    if (stop.stop_requested()) return Error{Errc::kCancelled, "layered repair: cancelled"};
+    const LidAttachment att = g.attachment(Lid{lid});
+    const std::uint32_t t = att.sw.value;
+    const std::uint8_t had = routes.lid_layer[lid];
+    // A LID with no layer yet tries the free layers, then the escape layer.
+    std::vector<std::uint8_t> candidates;
+    if (had != kNoLayer) {
+      candidates.push_back(had);
+    } else {
+      for (std::uint8_t k = 1; k < num_layers; ++k) candidates.push_back(k);
+      candidates.push_back(0);
+    }
+    // Failing that, a whole new tree in the layer (as the engine grows
+    // one; the old tree's dependencies stay in the CDG).
+    std::uint8_t layer = kNoLayer;
+    bool placed = false;
+    for (const std::uint8_t k : candidates) {
+      const std::uint32_t cut_off = classify(lid, att);
+      for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = routes.lfts[s].get(Lid{lid});
+      added.clear();
+      if (add_intact(lid, t, layers[k], refused[k]) && attach(lid, t, layers[k], refused[k])) {
+        st.entries_rewritten += cut_off;
+        layer = k;
+        break;
+      }
+      layers[k].undo(added);
+      for (std::uint32_t s = 0; s < n; ++s) routes.lfts[s].data()[lid] = old_ports[s];
+      added.clear();
+      const std::span<const std::uint32_t> tree =
+          grower.grow(t, load, hop, hop / 2, &layers[k], &refused[k], added);
+      if (tree.size() == part_size[g.component(SwitchIndex{t})]) {
+        place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
+        st.entries_rewritten += tree.size();
+        ++st.trees_regrown;
+        layer = k;
+        placed = true;
+        break;
+      }
+      layers[k].undo(added);
+    }
+    if (layer == kNoLayer) {
+      return Error{Errc::kCdgCycle,
+                   had != kNoLayer
+                       ? fmt::format("layered repair: the routes to LID {:#x} (switch {}) fit "
+                                     "their layer {} no longer",
+                                     lid, topo.switch_label(SwitchIndex{t}), had)
+                       : fmt::format("layered repair: the new LID {:#x} (switch {}) fits no layer",
+                                     lid, topo.switch_label(SwitchIndex{t}))};
+    }
+    if (!placed) {
+      classify(lid, att);
+      add_load(lid, t);
+    }
+    routes.lid_layer[lid] = layer;
+    ++(had != kNoLayer ? st.lids_regrown : st.lids_placed);
+  }
+  // Switch LIDs: shortest paths (management traffic; no CDG).
+  const std::vector<std::uint64_t> no_load(arcs, 0);
+  for (const std::uint32_t lid : broken_switch_lids) {
+    const std::uint32_t t = g.attachment(Lid{lid}).sw.value;
+    added.clear();
+    for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
+      routes.lfts[s].data()[lid] = s == t ? 0 : g.arc(grower.outs(s).front()).local_port;
+    }
+    ++st.switch_lids_rerouted;
+  }
+  for (std::uint8_t& l : routes.lid_layer) {
+    if (l == kNoLayer) l = 0;
+  }
+
+  // LFT entries of CA/router LIDs per channel, as the engine counts them.
+  std::vector<std::uint64_t> entries(arcs, 0);
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (!att.routable() || att.port == 0) continue;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const std::uint32_t a = next_arc(s, lid);
+      if (a != kNoArc) ++entries[a];
+    }
+  }
+  std::uint64_t total = 0;
+  for (const std::uint64_t e : entries) {
+    total += e;
+    routes.load.max_routes = std::max(routes.load.max_routes, e);
+  }
+  routes.load.links = arcs;
+  routes.load.mean_routes =
+      arcs == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(arcs);
+  routes.notes.push_back(fmt::format(
+      "layered repair: every destination LID kept its layer (SL): {} kept as they were, {} "
+      "re-attached in their own layer ({} of them on a new tree; {} entries rewritten), {} new "
+      "given a layer; {} switch LID(s) re-routed",
+      st.lids_kept, st.lids_regrown, st.trees_regrown, st.entries_rewritten, st.lids_placed,
+      st.switch_lids_rerouted));
+  if (stats != nullptr) *stats = st;
+  return routes;
+}
+
+}  // namespace subnetd::routing

@@ -1,0 +1,67 @@
+#pragma once
+// Layer-stable repair of layered routes (issue 18, item 5): when the fabric
+// changes under routes the layered engine put on several VLs, every
+// destination LID keeps its layer, and only the trees the change broke are
+// grown again, each in its own layer.
+//
+// Why not route again: a host keeps the SL of the PathRecord it resolved
+// (RDMA CM, IPoIB's path cache, MPI's connection tables) for as long as its
+// connections last, and the SL names the layer. A full recompute moves a
+// destination to another layer as soon as the trees before it change, so
+// old connections send on one VL along routes whose dependencies were
+// checked on another: the credit-loop freedom the verifier proved no longer
+// holds for them. Keeping each LID's layer keeps every SL a host holds
+// right.
+//
+// The previous tables are matched by switch GUID. A destination LID is
+// kept as it was when, from every switch of its part of the fabric, its
+// entries still lead over live links to the switch and port that now
+// deliver it; its routes' dependencies then make up its layer's channel
+// dependency graph (CDG) again, with layer 0 also holding every up*/down*
+// dependency of Routes::vl0_rank (multicast's order: new switches rank
+// after the old ones). Each broken destination switch's LIDs of one layer
+// then get a new in-tree grown in that layer's CDG against the load of the
+// kept routes (the engine's TreeGrower, engines/tree_grower.hpp); LIDs
+// that had no layer (a new port) take the first layer, nearest the free
+// ones first, that fits them. Switch LIDs (management traffic) whose routes
+// broke take shortest paths again.
+//
+// Refused (an Error; the caller routes afresh and says why): previous
+// routes that are not layered on several VLs, fewer VLs offered now than
+// the layers need, a layer whose kept dependencies close a cycle on the
+// new fabric (a link that came back can do that in layer 0), or a tree that
+// fits its layer no longer (kCdgCycle).
+//
+// Pure computation, single-threaded: const inputs, no I/O. Cost: the
+// previous tables read once per LID (LIDs x switches), then a tree per
+// broken destination switch and layer — the engine's cost for the trees
+// the change broke, not for all of them.
+
+#include <cstdint>
+#include <stop_token>
+
+#include "routing/engine.hpp"
+#include "routing/lft.hpp"
+#include "routing/lid_map.hpp"
+#include "routing/result.hpp"
+#include "routing/topology.hpp"
+
+namespace subnetd::routing {
+
+struct LayeredRepairStats {
+  std::uint64_t lids_kept = 0;          // CA/router LIDs whose routes stand as they were
+  std::uint64_t lids_regrown = 0;       // ... whose cut-off switches were re-attached
+  std::uint64_t lids_placed = 0;        // ... that had no layer and were given one
+  std::uint64_t entries_rewritten = 0;  // CA/router LID entries re-attached
+  std::uint64_t trees_regrown = 0;      // LIDs given a whole new tree in their layer
+  std::uint64_t switch_lids_rerouted = 0;
+};
+
+// `previous` was computed for `previous_topo` (its lfts by that topology's
+// switch_index); `topo` and `lids` are the fabric now.
+Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
+                              const Topology& previous_topo, const Routes& previous,
+                              const EngineOptions& opts, std::stop_token stop,
+                              LayeredRepairStats* stats = nullptr);
+
+}  // namespace subnetd::routing
