@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "routing/engines/layered_repair.hpp"
+
 namespace subnetd::daemon {
 namespace {
 
@@ -11,6 +13,34 @@ using Steady = std::chrono::steady_clock;
 
 double ms(std::chrono::nanoseconds d) {
   return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// Whether `now` has only switches `before` had, and only switch-to-switch
+// links it had (same ports, same neighbours); else a description of the
+// first that is new.
+std::string new_in(const routing::Topology& before, const routing::Topology& now) {
+  for (const NodeId sw : now.switches()) {
+    const routing::Node& node = now.node(sw);
+    const std::optional<NodeId> was = before.find_by_guid(node.guid);
+    if (!was || before.node(*was).type != routing::NodeType::kSwitch) {
+      return fmt::format("switch {} is new", now.label(sw));
+    }
+    for (unsigned p = 1; p <= node.num_ports; ++p) {
+      const auto pn = static_cast<PortNum>(p);
+      const routing::Port& port = now.port(sw, pn);
+      if (!port.connected() || now.node(port.remote_node).type != routing::NodeType::kSwitch) {
+        continue;
+      }
+      const routing::Port& old =
+          p <= before.node(*was).num_ports ? before.port(*was, pn) : routing::Port{};
+      if (!old.connected() ||
+          before.node(old.remote_node).guid != now.node(port.remote_node).guid ||
+          old.remote_port != port.remote_port) {
+        return fmt::format("the link at {} port {} is new", now.label(sw), p);
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -66,7 +96,34 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
     if (!engine.ok()) return engine.error();
     return (*engine)->compute(topo, lids, eopts, pool, stop);
   };
+  // Layered routes on several VLs: repaired in their layers if the fabric
+  // only lost links.
+  std::string repair_note;
+  const routing::Routes* prev = opts.previous_routes.get();
+  if (prev != nullptr && opts.previous_topology && prev->num_vls > 1 && !prev->lid_layer.empty() &&
+      (opts.engine == "layered" || opts.engine == "auto")) {
+    const std::string grown = new_in(*opts.previous_topology, topo);
+    if (grown.empty()) {
+      auto repaired =
+          routing::repair_layered(topo, lids, *opts.previous_topology, *prev, eopts, stop);
+      if (repaired.ok())
+        return std::make_shared<const routing::Routes>(std::move(repaired).value());
+      if (repaired.error().code == Errc::kCancelled) {
+        return phase_error(Phase::kRoute, repaired.error());
+      }
+      repair_note = fmt::format(
+          "{}: routed afresh, and LIDs may change layer: a host must resolve its PathRecord "
+          "(SL) again",
+          repaired.error().message);
+    } else {
+      repair_note = fmt::format(
+          "layered routes routed afresh to use what the fabric gained ({}): LIDs may change "
+          "layer, and a host must resolve its PathRecord (SL) again",
+          grown);
+    }
+  }
   auto routes = run(opts.engine);
+  if (routes.ok() && !repair_note.empty()) routes->notes.insert(routes->notes.begin(), repair_note);
   if (!routes.ok() && routes.error().code != Errc::kCancelled && !opts.fallback_engine.empty() &&
       opts.fallback_engine != opts.engine) {
     const std::string why = routes.error().message;

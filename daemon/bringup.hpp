@@ -52,6 +52,14 @@ struct BringUpOptions {
   routing::EngineOptions engine_options;
   std::vector<routing::LidRecord> remembered_lids;  // from the store
   std::vector<routing::PartitionSpec> partitions;   // the default partition alone if empty
+  // The routes programmed now and the fabric they were computed for (the
+  // daemon's last heavy sweep; null: none). Layered routes on several VLs
+  // are repaired in their layers while the fabric has only lost switch
+  // links (or CAs came and went), so that every LID keeps the SL hosts
+  // hold (routing/engines/layered_repair.hpp); a fabric that gained
+  // switches or links is routed afresh, which uses them.
+  std::shared_ptr<const routing::Routes> previous_routes;
+  std::shared_ptr<const routing::Topology> previous_topology;
   // BringUp::run calls it once the LIDs are assigned, before anything is
   // programmed; an error fails the bring-up (LIDs must be durable before a
   // port carries them). The daemon persists through its own step instead.
@@ -92,6 +100,9 @@ Result<routing::LidAssignment> lids_step(const discovery::SweepResult& sweep,
                                          const BringUpOptions& opts);
 // Routes with opts.engine within the VLs the sweep found every switch link
 // to offer (and opts.max_vls); on an error, with opts.fallback_engine.
+// With previous layered routes (opts.previous_routes), repairs them in
+// their layers first where it may, and routes afresh if the repair is
+// refused; Routes::notes says which and why.
 Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::SweepResult& sweep,
                                                           const routing::LidMap& lids,
                                                           const BringUpOptions& opts,

@@ -224,6 +224,16 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   ctx->seq0 = seq0;
   BringUpOptions opts = bring_up_options(cfg_);
   opts.remembered_lids = remembered_;
+  // The tables on the switches now (after any repairs) and their fabric:
+  // layered routes are repaired in their layers from them (route_step).
+  if (routes_now_ && topology_now_) {
+    opts.previous_routes = routes_now_;
+    opts.previous_topology = topology_now_;
+  } else if (current_) {
+    opts.previous_routes = current_->routes;
+    opts.previous_topology =
+        std::shared_ptr<const routing::Topology>(current_, &current_->sweep.topology);
+  }
   auto r = std::make_shared<BringUpResult>();
   ctx->result = r;
 

@@ -1,0 +1,70 @@
+// daemon/bringup.hpp route_step with the routes programmed before: on
+// layered routes, a sweep that finds a switch link lost repairs them in
+// their layers (every LID keeps its SL), and one that finds a link gained
+// routes afresh and says that SLs may change.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "daemon/bringup.hpp"
+#include "daemon/transport_factory.hpp"
+#include "discovery/sim/sim_fabric.hpp"
+
+namespace subnetd::daemon {
+namespace {
+
+namespace sim = discovery::sim;
+
+TEST(LayeredResweep, ALostLinkIsRepairedInTheLayersAndAGainedOneRoutedAfresh) {
+  auto truth = load_topology("torus:dims=5x5,hosts=1");
+  ASSERT_TRUE(truth.ok());
+  auto made = sim::SimFabric::create(std::move(truth).value(), {});
+  ASSERT_TRUE(made.ok());
+  std::unique_ptr<sim::SimFabric> fabric = std::move(made).value();
+  routing::WorkerPool pool(1);
+  BringUpOptions o;
+  o.engine = "layered";
+  auto first = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_GT(first->routes->num_vls, 1);
+
+  // One switch-to-switch link goes down.
+  const routing::Topology& t = first->sweep.topology;
+  const NodeId sw = t.switch_node(SwitchIndex{0});
+  PortNum cut = 0;
+  for (unsigned p = 1; p <= t.node(sw).num_ports && cut == 0; ++p) {
+    const routing::Port& port = t.port(sw, static_cast<PortNum>(p));
+    if (port.connected() && t.node(port.remote_node).type == routing::NodeType::kSwitch) {
+      cut = static_cast<PortNum>(p);
+    }
+  }
+  ASSERT_NE(cut, 0);
+  ASSERT_TRUE(fabric->link_down(t.node(sw).description, cut).ok());
+  o.previous_routes = first->routes;
+  o.previous_topology = std::make_shared<const routing::Topology>(t);
+  auto second = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_FALSE(second->routes->notes.empty());
+  EXPECT_NE(second->routes->notes.front().find("layered repair"), std::string::npos)
+      << second->routes->notes.front();
+  EXPECT_EQ(second->routes->num_vls, first->routes->num_vls);
+  for (std::uint32_t l = 1; l <= second->lids.map.max_lid.value; ++l) {
+    EXPECT_EQ(second->routes->layer(Lid{l}), first->routes->layer(Lid{l})) << "LID " << l;
+  }
+
+  // It comes back: routed afresh, to use it.
+  ASSERT_TRUE(fabric->link_up(t.node(sw).description, cut).ok());
+  o.previous_routes = second->routes;
+  o.previous_topology = std::make_shared<const routing::Topology>(second->sweep.topology);
+  auto third = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  ASSERT_FALSE(third->routes->notes.empty());
+  EXPECT_NE(third->routes->notes.front().find("routed afresh to use what the fabric gained"),
+            std::string::npos)
+      << third->routes->notes.front();
+}
+
+}  // namespace
+}  // namespace subnetd::daemon
