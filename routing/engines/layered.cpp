@@ -176,7 +176,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   std::vector<std::uint64_t> load(arcs, 0);
   const std::vector<std::uint64_t> no_load(arcs, 0);
   std::vector<std::uint64_t> subtree(n, 0);
-  std::vector<std::uint64_t> entries(arcs, 0);
   TreeGrower grower(g, rev);
   std::vector<std::uint32_t> pick(n, kNoArc);  // one LID's channel per switch
   std::vector<Dep> added;
@@ -366,18 +365,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
   }
 
-  // LFT entries of data LIDs per channel.
-  for (std::uint32_t t = 0; t < n; ++t) {
-    for (const std::uint32_t lid : data_at[t]) {
-      for (std::uint32_t s = 0; s < n; ++s) {
-        const std::uint8_t port = routes.lfts[s].get(Lid{lid});
-        if (port == 0) continue;
-        const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, port);
-        if (a != kNoArc) ++entries[a];
-      }
-    }
-  }
-
   // Layers in use, numbered from 0 without gaps. The escape layer stays
   // VL 0 even when no tree uses it: multicast rides VL 0, its trees
   // climbing and descending in the escape order, and layer 0's CDG holds
@@ -397,14 +384,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   routes.num_vls = std::max<std::uint8_t>(1, num);
   if (routes.num_vls > 1) routes.lid_layer = std::move(lid_layer);
 
-  std::uint64_t total = 0;
-  for (const std::uint64_t e : entries) {
-    total += e;
-    routes.load.max_routes = std::max(routes.load.max_routes, e);
-  }
-  routes.load.links = arcs;
-  routes.load.mean_routes =
-      arcs == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(arcs);
+  routes.load = entry_load(g, routes.lfts);
   std::uint64_t deps = 0;
   for (const OrderedDag& d : layers) deps += d.edges();
   const auto trees = static_cast<std::uint32_t>(

@@ -451,24 +451,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     if (l == kNoLayer) l = 0;
   }
 
-  // LFT entries of CA/router LIDs per channel, as the engine counts them.
-  std::vector<std::uint64_t> entries(arcs, 0);
-  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
-    const LidAttachment att = g.attachment(Lid{lid});
-    if (!att.routable() || att.port == 0) continue;
-    for (std::uint32_t s = 0; s < n; ++s) {
-      const std::uint32_t a = next_arc(s, lid);
-      if (a != kNoArc) ++entries[a];
-    }
-  }
-  std::uint64_t total = 0;
-  for (const std::uint64_t e : entries) {
-    total += e;
-    routes.load.max_routes = std::max(routes.load.max_routes, e);
-  }
-  routes.load.links = arcs;
-  routes.load.mean_routes =
-      arcs == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(arcs);
+  routes.load = entry_load(g, routes.lfts);
   routes.notes.push_back(fmt::format(
       "layered repair: every destination LID kept its layer (SL): {} kept as they were, {} "
       "re-attached in their own layer ({} of them on a new tree; {} entries rewritten), {} new "

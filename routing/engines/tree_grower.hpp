@@ -234,4 +234,28 @@ inline void place_lid(const SwitchGraph& g, const TreeGrower& grower,
   }
 }
 
+// LFT entries of CA/router LIDs per channel (switch-to-switch arc): the
+// busiest and the mean over the arcs (Routes::load).
+inline LinkLoad entry_load(const SwitchGraph& g, const std::vector<Lft>& lfts) {
+  std::vector<std::uint64_t> entries(g.num_arcs(), 0);
+  for (std::uint32_t lid = 1; lid <= g.max_lid().value; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (!att.routable() || att.port == 0) continue;
+    for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+      const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, lfts[s].get(Lid{lid}));
+      if (a != kNoArc) ++entries[a];
+    }
+  }
+  LinkLoad load;
+  std::uint64_t total = 0;
+  for (const std::uint64_t e : entries) {
+    total += e;
+    load.max_routes = std::max(load.max_routes, e);
+  }
+  load.links = g.num_arcs();
+  load.mean_routes =
+      entries.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(entries.size());
+  return load;
+}
+
 }  // namespace subnetd::routing
