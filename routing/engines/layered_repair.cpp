@@ -385,18 +385,26 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     const LidAttachment att = g.attachment(Lid{lid});
     const std::uint32_t t = att.sw.value;
     const std::uint8_t had = routes.lid_layer[lid];
-    // A LID with no layer yet tries the free layers, then the escape layer.
+    // Its own layer first; then (its SL changes) the free layers, then the
+    // escape layer, where multicast's order rules VL 0.
     std::vector<std::uint8_t> candidates;
-    if (had != kNoLayer) {
-      candidates.push_back(had);
-    } else {
-      for (std::uint8_t k = 1; k < num_layers; ++k) candidates.push_back(k);
-      candidates.push_back(0);
+    if (had != kNoLayer) candidates.push_back(had);
+    for (std::uint8_t k = 1; k < num_layers; ++k) {
+      if (k != had) candidates.push_back(k);
     }
-    // Failing that, a whole new tree in the layer (as the engine grows
-    // one; the old tree's dependencies stay in the CDG).
+    if (had != 0 && !routes.vl0_rank.empty()) candidates.push_back(0);
+    // In each: the switches cut off re-attached; failing that, a whole new
+    // tree (as the engine grows one; the old tree's dependencies stay).
     std::uint8_t layer = kNoLayer;
     bool placed = false;
+    auto place = [&](std::span<const std::uint32_t> tree, std::uint8_t k) {
+      place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
+      st.entries_rewritten += tree.size();
+      ++st.trees_regrown;
+      layer = k;
+      placed = true;
+    };
+    const std::uint32_t want = part_size[g.component(SwitchIndex{t})];
     for (const std::uint8_t k : candidates) {
       const std::uint32_t cut_off = classify(lid, att);
       for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = routes.lfts[s].get(Lid{lid});
@@ -411,21 +419,25 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       added.clear();
       const std::span<const std::uint32_t> tree =
           grower.grow(t, load, hop, hop / 2, &layers[k], &refused[k], added);
-      if (tree.size() == part_size[g.component(SwitchIndex{t})]) {
-        place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
-        st.entries_rewritten += tree.size();
-        ++st.trees_regrown;
-        layer = k;
-        placed = true;
+      if (tree.size() == want) {
+        place(tree, k);
         break;
       }
       layers[k].undo(added);
+    }
+    // Last, up*/down* routes in multicast's order: the escape layer holds
+    // every dependency they can have.
+    if (layer == kNoLayer && !routes.vl0_rank.empty()) {
+      added.clear();
+      const std::span<const std::uint32_t> tree =
+          grower.grow(t, load, hop, hop / 2, &layers[0], &refused[0], added, routes.vl0_rank);
+      if (tree.size() == want) place(tree, 0);
     }
     if (layer == kNoLayer) {
       return Error{Errc::kCdgCycle,
                    had != kNoLayer
                        ? fmt::format("layered repair: the routes to LID {:#x} (switch {}) fit "
-                                     "their layer {} no longer",
+                                     "their layer {} no longer, nor any other",
                                      lid, topo.switch_label(SwitchIndex{t}), had)
                        : fmt::format("layered repair: the new LID {:#x} (switch {}) fits no layer",
                                      lid, topo.switch_label(SwitchIndex{t}))};
@@ -436,6 +448,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     routes.lid_layer[lid] = layer;
     ++(had != kNoLayer ? st.lids_regrown : st.lids_placed);
+    if (had != kNoLayer && layer != had) ++st.lids_moved;
   }
   // Switch LIDs: shortest paths (management traffic; no CDG).
   const std::vector<std::uint64_t> no_load(arcs, 0);
@@ -453,11 +466,12 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
 
   routes.load = entry_load(g, routes.lfts);
   routes.notes.push_back(fmt::format(
-      "layered repair: every destination LID kept its layer (SL): {} kept as they were, {} "
-      "re-attached in their own layer ({} of them on a new tree; {} entries rewritten), {} new "
-      "given a layer; {} switch LID(s) re-routed",
+      "layered repair: {} destination LIDs kept as they were, {} re-attached ({} of them on a new "
+      "tree; {} entries rewritten), {} new given a layer; {} moved to another layer (SL: hosts "
+      "must resolve their PathRecords to them again), every other LID kept its layer; {} switch "
+      "LID(s) re-routed",
       st.lids_kept, st.lids_regrown, st.trees_regrown, st.entries_rewritten, st.lids_placed,
-      st.switch_lids_rerouted));
+      st.lids_moved, st.switch_lids_rerouted));
   if (stats != nullptr) *stats = st;
   return routes;
 }

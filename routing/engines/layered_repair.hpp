@@ -1,8 +1,8 @@
 #pragma once
 // Layer-stable repair of layered routes (issue 18, item 5): when the fabric
-// changes under routes the layered engine put on several VLs, every
-// destination LID keeps its layer, and only the trees the change broke are
-// grown again, each in its own layer.
+// changes under routes the layered engine put on several VLs, the
+// destination LIDs keep their layers, and only the routes the change broke
+// are mended, each in its own layer where it fits.
 //
 // Why not route again: a host keeps the SL of the PathRecord it resolved
 // (RDMA CM, IPoIB's path cache, MPI's connection tables) for as long as its
@@ -10,8 +10,7 @@
 // destination to another layer as soon as the trees before it change, so
 // old connections send on one VL along routes whose dependencies were
 // checked on another: the credit-loop freedom the verifier proved no longer
-// holds for them. Keeping each LID's layer keeps every SL a host holds
-// right.
+// holds for them. Keeping each LID's layer keeps the SLs hosts hold right.
 //
 // The previous tables are matched by switch GUID. A destination LID is
 // kept as it was when, from every switch of its part of the fabric, its
@@ -19,22 +18,30 @@
 // deliver it; its routes' dependencies then make up its layer's channel
 // dependency graph (CDG) again, with layer 0 also holding every up*/down*
 // dependency of Routes::vl0_rank (multicast's order: new switches rank
-// after the old ones). Each broken destination switch's LIDs of one layer
-// then get a new in-tree grown in that layer's CDG against the load of the
-// kept routes (the engine's TreeGrower, engines/tree_grower.hpp); LIDs
-// that had no layer (a new port) take the first layer, nearest the free
-// ones first, that fits them. Switch LIDs (management traffic) whose routes
-// broke take shortest paths again.
+// after the old ones). Then each broken LID in turn: the dependencies of
+// its routes from the switches that still reach it join its layer's CDG,
+// and the switches cut off re-attach, the cheapest first (hops, then the
+// load of the kept routes), each through a channel whose dependency on the
+// next hop keeps the CDG acyclic; failing that, the LID gets a whole new
+// tree in its layer (the engine's TreeGrower, engines/tree_grower.hpp).
+// A LID that fits its layer no longer — a dense layer may have no room for
+// the detour — moves: to the first free layer, then the escape layer (VL
+// 0, which the general engine shares with multicast; up*/down* routes in
+// multicast's order always fit it), where it fits; Routes::notes and
+// LayeredRepairStats::lids_moved count those, whose hosts must resolve
+// their PathRecords again (the SA answers the new SL at once). LIDs that
+// had no layer (a port that was not there) are placed the same way.
+// Switch LIDs (management traffic) whose routes broke take shortest paths.
 //
 // Refused (an Error; the caller routes afresh and says why): previous
 // routes that are not layered on several VLs, fewer VLs offered now than
 // the layers need, a layer whose kept dependencies close a cycle on the
-// new fabric (a link that came back can do that in layer 0), or a tree that
-// fits its layer no longer (kCdgCycle).
+// new fabric (a link that came back can do that in layer 0), or a LID
+// that fits no layer (kCdgCycle).
 //
 // Pure computation, single-threaded: const inputs, no I/O. Cost: the
-// previous tables read once per LID (LIDs x switches), then a tree per
-// broken destination switch and layer — the engine's cost for the trees
+// previous tables read once per LID (LIDs x switches), then per broken LID
+// a search over its part of the fabric — the engine's cost for the routes
 // the change broke, not for all of them.
 
 #include <cstdint>
@@ -53,7 +60,8 @@ struct LayeredRepairStats {
   std::uint64_t lids_regrown = 0;       // ... whose cut-off switches were re-attached
   std::uint64_t lids_placed = 0;        // ... that had no layer and were given one
   std::uint64_t entries_rewritten = 0;  // CA/router LID entries re-attached
-  std::uint64_t trees_regrown = 0;      // LIDs given a whole new tree in their layer
+  std::uint64_t trees_regrown = 0;      // LIDs given a whole new tree
+  std::uint64_t lids_moved = 0;         // re-attached ones that fit their layer no longer
   std::uint64_t switch_lids_rerouted = 0;
 };
 
