@@ -16,11 +16,11 @@
 // kept as it was when, from every switch of its part of the fabric, its
 // entries still lead over live links to the switch and port that now
 // deliver it; its routes' dependencies then make up its layer's channel
-// dependency graph (CDG) again, with layer 0 also holding every up*/down*
-// dependency of Routes::vl0_rank (multicast's order: new switches rank
-// after the old ones). Then each broken LID in turn: the dependencies of
-// its routes from the switches that still reach it join its layer's CDG,
-// and the switches cut off re-attach, the cheapest first (hops, then the
+// dependency graph (CDG) again, with the dependencies of a broken LID's
+// routes from the switches that still reach it, and layer 0 also holding
+// every up*/down* dependency of Routes::vl0_rank (multicast's order: new
+// switches rank after the old ones). Then each broken LID in turn: the
+// switches cut off re-attach, the cheapest first (hops, then the
 // load of the kept routes), each through a channel whose dependency on the
 // next hop keeps the CDG acyclic; failing that, the LID gets a whole new
 // tree in its layer (the engine's TreeGrower, engines/tree_grower.hpp).
