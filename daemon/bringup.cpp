@@ -106,8 +106,9 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
     if (grown.empty()) {
       auto repaired =
           routing::repair_layered(topo, lids, *opts.previous_topology, *prev, eopts, stop);
-      if (repaired.ok())
+      if (repaired.ok()) {
         return std::make_shared<const routing::Routes>(std::move(repaired).value());
+      }
       if (repaired.error().code == Errc::kCancelled) {
         return phase_error(Phase::kRoute, repaired.error());
       }

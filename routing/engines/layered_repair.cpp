@@ -105,6 +105,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                  fmt::format("layered repair: {} tables for {} switches", previous.lfts.size(),
                              previous_topo.num_switches())};
   }
+  if (!previous.vl0_rank.empty() && previous.vl0_rank.size() != previous.lfts.size()) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("layered repair: a multicast order of {} switches for {} tables",
+                             previous.vl0_rank.size(), previous.lfts.size())};
+  }
   SwitchGraph g;
   SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
   const std::uint32_t n = g.num_switches();
@@ -178,9 +183,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     const std::uint32_t part = g.component(att.sw);
     std::uint32_t cut_off = 0;
     for (std::uint32_t s = 0; s < n; ++s) {
-      if (resolved[s] == epoch || on_path[s] == epoch || g.component(SwitchIndex{s}) != part) {
+      if (g.component(SwitchIndex{s}) != part) {
+        routes.lfts[s].data()[lid] = kDropPort;  // not reachable from there
         continue;
       }
+      if (resolved[s] == epoch || on_path[s] == epoch) continue;
       path.clear();
       std::uint32_t cur = s;
       bool ok = false;
@@ -262,7 +269,10 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       return Error{Errc::kCancelled, "layered repair: cancelled"};
     }
     const LidAttachment att = g.attachment(Lid{lid});
-    if (!att.routable()) continue;
+    if (!att.routable()) {  // its port is gone: dropped, as the engine leaves it
+      for (std::uint32_t s = 0; s < n; ++s) routes.lfts[s].data()[lid] = kDropPort;
+      continue;
+    }
     const std::uint32_t cut_off = classify(lid, att);
     if (att.port == 0) {
       if (cut_off != 0) broken_switch_lids.push_back(lid);

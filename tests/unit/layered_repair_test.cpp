@@ -239,6 +239,49 @@ TEST(LayeredRepair, RefusesWhatItCannotKeepInLayers) {
   r = repair_layered(f.topo, f.lids, other.topo, eight, opts, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::kInvalidArgument);
+  // A multicast order that does not cover the tables.
+  Routes short_order = eight;
+  short_order.vl0_rank.pop_back();
+  r = repair_layered(f.topo, f.lids, f.topo, short_order, opts, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("multicast order"), std::string::npos) << r.error().message;
+}
+
+TEST(LayeredRepair, AFabricThatSplitsKeepsEachPartRoutedAndDropsTheRest) {
+  // Two links of a ring: two lines, each routed within itself; the
+  // entries toward the other part are dropped, not left to wander.
+  Fabric f = make_fabric("ring:switches=8,hosts=1");
+  const Topology ring = f.topo;
+  const Routes prev = route_layered(ring, f.lids, 8);
+  ASSERT_GT(prev.num_vls, 1);
+  const NodeId a = ring.switch_node(SwitchIndex{0});
+  const NodeId b = ring.switch_node(SwitchIndex{4});
+  for (const NodeId sw : {a, b}) {
+    for (unsigned p = 1; p <= ring.node(sw).num_ports; ++p) {
+      const Port& port = f.topo.port(sw, static_cast<PortNum>(p));
+      if (port.connected() && f.topo.node(port.remote_node).type == NodeType::kSwitch) {
+        f.topo.disconnect({sw, static_cast<PortNum>(p)});
+        break;
+      }
+    }
+  }
+  const SwitchGraph g = SwitchGraph::build(f.topo, f.lids).value();
+  ASSERT_EQ(g.num_components(), 2U);
+  EngineOptions opts;
+  opts.max_vls = 8;
+  auto r = repair_layered(f.topo, f.lids, ring, prev, opts, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  expect_deadlock_free(f.topo, f.lids, *r);
+  for (std::uint32_t l = 1; l <= f.lids.max_lid.value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (!att.routable()) continue;
+    for (std::uint32_t s = 0; s < f.topo.num_switches(); ++s) {
+      if (g.component(SwitchIndex{s}) != g.component(att.sw)) {
+        EXPECT_EQ(r->lfts[s].get(Lid{l}), kDropPort) << "LID " << l << " at switch " << s;
+      }
+    }
+  }
 }
 
 TEST(LayeredRepair, NothingBrokenChangesNothing) {
