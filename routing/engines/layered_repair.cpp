@@ -290,19 +290,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
 
   // Layer 0 also holds every up*/down* dependency of multicast's order.
   if (!routes.vl0_rank.empty()) {
-    const std::span<const std::uint32_t> pos(routes.vl0_rank);
-    auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
-    for (std::uint32_t v = 0; v < n; ++v) {
-      const std::uint32_t first = g.first_arc(SwitchIndex{v});
-      const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
-      for (std::uint32_t o = first; o < end; ++o) {
-        const std::uint32_t in = rev[o];
-        if (in == kNoArc) continue;
-        for (std::uint32_t out = first; out < end; ++out) {
-          if (out != o && (up(in) || !up(out))) db.set(deps[0], in, out);
-        }
-      }
-    }
+    for_each_updown_dep(g, routes.vl0_rank, rev,
+                        [&](std::uint32_t in, std::uint32_t out) { db.set(deps[0], in, out); });
   }
   std::vector<OrderedDag> layers;
   for (unsigned k = 0; k < num_layers; ++k) {

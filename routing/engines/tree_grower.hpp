@@ -57,12 +57,13 @@ inline std::vector<std::uint32_t> updown_order(const SwitchGraph& g,
   return order_pos;
 }
 
-// The escape layer's CDG before any tree: every dependency of an up*/down*
-// route (into a switch and on, never down then up), in updown_order.
-inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                             std::span<const std::uint32_t> rev) {
+// Calls fn(in, out) for every dependency an up*/down* route in the
+// ranking `pos` (lower is nearer the root) may create: into a switch and
+// on, never down then up.
+template <class Fn>
+void for_each_updown_dep(const SwitchGraph& g, std::span<const std::uint32_t> pos,
+                         std::span<const std::uint32_t> rev, Fn&& fn) {
   auto up = [&](std::uint32_t a) { return pos[g.arc(a).to.value] < pos[g.arc_source(a).value]; };
-  OrderedDag dag(updown_order(g, pos));
   for (std::uint32_t v = 0; v < g.num_switches(); ++v) {
     const std::uint32_t first = g.first_arc(SwitchIndex{v});
     const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
@@ -71,10 +72,18 @@ inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t
         const std::uint32_t in = rev[o];  // into v from o's neighbour
         if (in == kNoArc || o == out) continue;
         if (!up(in) && up(out)) continue;  // down, then up
-        dag.add(in, out);
+        fn(in, out);
       }
     }
   }
+}
+
+// The escape layer's CDG before any tree: every dependency of an up*/down*
+// route, in updown_order.
+inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
+                             std::span<const std::uint32_t> rev) {
+  OrderedDag dag(updown_order(g, pos));
+  for_each_updown_dep(g, pos, rev, [&](std::uint32_t in, std::uint32_t out) { dag.add(in, out); });
   return dag;
 }
 
