@@ -64,6 +64,11 @@
 // Deterministic (no threads inside; the trees depend on each other through
 // the weights and the CDGs, so they are grown one after another). Time
 // grows about as the cube of the switches: see routing/README.md.
+//
+// Routing afresh moves LIDs between layers, i.e. changes the SLs hosts
+// hold: after a failure the daemon repairs these routes in their layers
+// instead (engines/layered_repair.hpp), with the same tree step
+// (engines/tree_grower.hpp).
 
 #include "routing/engine.hpp"
 #include "routing/switch_graph.hpp"
