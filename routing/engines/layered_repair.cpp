@@ -317,8 +317,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   std::vector<std::uint32_t> pick(n, kNoArc);
   TreeGrower grower(g, rev);
   // The dependencies of the routes from the switches that still reach the
-  // LID, into the layer's CDG (already there for its own layer; false:
-  // they close a cycle; what was added is in `added`).
+  // LID, into another layer's CDG (false: they close a cycle; what was
+  // added is in `added`).
   auto add_intact = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag,
                         std::unordered_set<std::uint64_t>& cache) {
     for (std::uint32_t s = 0; s < n; ++s) {
@@ -411,7 +411,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       const std::uint32_t cut_off = classify(lid, att);
       for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = routes.lfts[s].get(Lid{lid});
       added.clear();
-      if (add_intact(lid, t, layers[k], refused[k]) && attach(lid, t, layers[k], refused[k])) {
+      // (In its own layer the standing part is reserved already.)
+      if ((k == had || add_intact(lid, t, layers[k], refused[k])) &&
+          attach(lid, t, layers[k], refused[k])) {
         st.entries_rewritten += cut_off;
         layer = k;
         break;
