@@ -9,6 +9,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "routing/cdg.hpp"
+#include "routing/engines/tree_grower.hpp"
 #include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
@@ -73,10 +75,13 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
                                          std::stop_token stop) {
   const auto t0 = Clock::now();
   const auto n = static_cast<std::uint32_t>(topo.num_switches());
+  if (routes.updown_rank.empty() && routes.num_vls > 1 && !routes.lid_layer.empty()) {
+    return build_layered(topo, lids, routes, pool, stop);
+  }
   if (routes.updown_rank.empty()) {
     return Error{Errc::kUnsupported,
-                 fmt::format("routes of engine {} carry no up/down order; fast failover groups "
-                             "need one (ftree, updn)",
+                 fmt::format("routes of engine {} carry neither an up/down order nor layers; fast "
+                             "failover groups need one (ftree, updn, layered)",
                              routes.engine)};
   }
   if (routes.updown_rank.size() != n || routes.lfts.size() != n) {
@@ -246,31 +251,313 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
   });
   if (stop.stop_requested()) return Error{Errc::kCancelled, "failover plan cancelled"};
 
-  plan.group_first_.assign(std::size_t{n} + 1, 0);
-  for (std::uint32_t s = 0; s < n; ++s) {
-    plan.group_first_[s + 1] =
-        plan.group_first_[s] + static_cast<std::uint32_t>(per_switch[s].size());
-    plan.stats_.max_groups =
-        std::max(plan.stats_.max_groups, static_cast<std::uint32_t>(per_switch[s].size() - 1));
-    plan.stats_.groups += static_cast<std::uint32_t>(per_switch[s].size() - 1);
+  plan.classes_ = n;
+  plan.class_switch_.resize(n);
+  std::iota(plan.class_switch_.begin(), plan.class_switch_.end(), 0U);
+  plan.class_layer_.assign(n, 0);
+  plan.lid_class_.resize(plan.home_.size());
+  for (std::size_t l = 0; l < plan.home_.size(); ++l) {
+    plan.lid_class_[l] = plan.home_[l] == kNoSwitch.value ? kNoClass : plan.home_[l];
   }
-  plan.masks_.reserve(plan.group_first_[n]);
-  for (auto& v : per_switch) plan.masks_.insert(plan.masks_.end(), v.begin(), v.end());
-  plan.notify_.assign(n, PortMask{});
-  for (std::uint32_t a = 0; a < g.num_arcs(); ++a) {
-    plan.notify_[g.arc_source(a).value].set(g.arc(a).local_port);
-  }
-
-  plan.stats_.switches = n;
+  plan.finish(g, std::move(per_switch));
   plan.stats_.destinations = static_cast<std::uint32_t>(dests.size());
+  plan.stats_.classes = static_cast<std::uint32_t>(dests.size());
   plan.stats_.pairs_grouped = grouped.load();
   plan.stats_.pairs_with_alternative = alternative.load();
   plan.stats_.pairs_narrowed = narrowed.load();
-  plan.stats_.memory_bytes = plan.gid_.size() + plan.masks_.size() * sizeof(PortMask) +
-                             plan.notify_.size() * sizeof(PortMask) + plan.home_.size() * 4 +
-                             plan.group_first_.size() * 4;
   plan.stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return plan;
+}
+
+Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const LidMap& lids,
+                                                 const Routes& routes, WorkerPool& pool,
+                                                 std::stop_token stop) {
+  const auto t0 = Clock::now();
+  const auto n = static_cast<std::uint32_t>(topo.num_switches());
+  if (routes.lfts.size() != n || (!routes.vl0_rank.empty() && routes.vl0_rank.size() != n)) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("routes of engine {} are for {} switches (multicast order for {}), "
+                             "the fabric has {}",
+                             routes.engine, routes.lfts.size(), routes.vl0_rank.size(), n)};
+  }
+  auto built = SwitchGraph::build(topo, lids);
+  if (!built.ok()) return built.error();
+  const SwitchGraph& g = *built;
+  const std::uint32_t arcs = g.num_arcs();
+  const std::uint8_t layers = routes.num_vls;
+  const std::span<const LidAttachment> attach = g.attachments();
+
+  // Classes: (switch, layer) pairs that deliver some CA/router LID.
+  FailoverPlan plan;
+  plan.n_ = n;
+  plan.layers_ = layers;
+  plan.home_.resize(attach.size());
+  plan.lid_class_.assign(attach.size(), kNoClass);
+  std::vector<std::uint32_t> class_of(std::size_t{n} * layers, kNoClass);
+  std::vector<std::uint8_t> is_dest(n, 0);
+  for (std::size_t l = 0; l < attach.size(); ++l) {
+    plan.home_[l] = l == 0 ? kNoSwitch.value : attach[l].sw.value;
+    if (l == 0 || !attach[l].routable() || attach[l].port == 0) continue;
+    const std::uint8_t k = routes.layer(Lid{static_cast<std::uint32_t>(l)});
+    if (k >= layers) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("routes of engine {} put LID {:#x} on layer {} of {}", routes.engine,
+                               l, k, layers)};
+    }
+    std::uint32_t& c = class_of[std::size_t{attach[l].sw.value} * layers + k];
+    if (c == kNoClass) {
+      c = plan.classes_++;
+      plan.class_switch_.push_back(attach[l].sw.value);
+      plan.class_layer_.push_back(k);
+      is_dest[attach[l].sw.value] = 1;
+    }
+    plan.lid_class_[l] = c;
+  }
+  const std::uint32_t classes = plan.classes_;
+  std::vector<std::uint32_t> lid_first(std::size_t{classes} + 1, 0), lid_list;
+  for (const std::uint32_t c : plan.lid_class_) {
+    if (c != kNoClass) ++lid_first[c + 1];
+  }
+  for (std::uint32_t c = 0; c < classes; ++c) lid_first[c + 1] += lid_first[c];
+  lid_list.resize(lid_first[classes]);
+  {
+    std::vector<std::uint32_t> fill(lid_first.begin(), lid_first.end() - 1);
+    for (std::size_t l = 0; l < attach.size(); ++l) {
+      if (plan.lid_class_[l] != kNoClass) {
+        lid_list[fill[plan.lid_class_[l]]++] = static_cast<std::uint32_t>(l);
+      }
+    }
+  }
+  // The arc of switch x's entry for `lid` (kNoArc: it delivers or drops).
+  auto entry_arc = [&](std::uint32_t x, std::uint32_t lid) {
+    return g.arc_at_port(SwitchIndex{x}, routes.lfts[x].get(Lid{lid}));
+  };
+
+  // Each layer's CDG as the routes stand (LID by LID), then a topological
+  // order of it.
+  const std::size_t layer_words = std::size_t{arcs} * kCdgDepWords;
+  std::vector<std::vector<std::uint64_t>> slot_deps(pool.size());
+  pool.parallel_for(classes, 4, [&](std::size_t b, std::size_t e, unsigned slot) {
+    std::vector<std::uint64_t>& dep = slot_deps[slot];
+    if (dep.empty()) dep.assign(layer_words * layers, 0);
+    for (std::size_t ci = b; ci < e && !stop.stop_requested(); ++ci) {
+      const auto c = static_cast<std::uint32_t>(ci);
+      const std::uint32_t t = plan.class_switch_[c];
+      const std::uint32_t part = g.component(SwitchIndex{t});
+      std::uint64_t* layer_dep = &dep[layer_words * plan.class_layer_[c]];
+      for (std::uint32_t i = lid_first[c]; i < lid_first[c + 1]; ++i) {
+        const std::uint32_t lid = lid_list[i];
+        for (std::uint32_t x = 0; x < n; ++x) {
+          if (x == t || g.component(SwitchIndex{x}) != part) continue;
+          const std::uint32_t a = entry_arc(x, lid);
+          if (a == kNoArc || g.arc(a).to.value == t) continue;
+          const std::uint32_t o = entry_arc(g.arc(a).to.value, lid);
+          if (o == kNoArc) continue;
+          const PortNum p = g.arc(o).local_port;
+          layer_dep[std::size_t{a} * kCdgDepWords + p / 64] |= std::uint64_t{1} << (p % 64);
+        }
+      }
+    }
+  });
+  if (stop.stop_requested()) return Error{Errc::kCancelled, "failover plan cancelled"};
+  std::vector<std::uint64_t> deps(layer_words * layers, 0);
+  for (const auto& d : slot_deps) {
+    for (std::size_t i = 0; i < d.size(); ++i) deps[i] |= d[i];
+  }
+  slot_deps.clear();
+  if (!routes.vl0_rank.empty()) {  // multicast's dependencies on VL 0
+    const std::vector<std::uint32_t> rev = reverse_arcs(g);
+    for_each_updown_dep(g, routes.vl0_rank, rev, [&](std::uint32_t in, std::uint32_t out) {
+      const PortNum p = g.arc(out).local_port;
+      deps[std::size_t{in} * kCdgDepWords + p / 64] |= std::uint64_t{1} << (p % 64);
+    });
+  }
+  // pos[k * arcs + a]: channel a's place in layer k's order (Kahn's, FIFO).
+  std::vector<std::uint32_t> pos(std::size_t{arcs} * layers, 0);
+  {
+    std::vector<std::uint32_t> indeg(arcs), queue;
+    for (std::uint8_t k = 0; k < layers; ++k) {
+      const std::uint64_t* dep = &deps[layer_words * k];
+      auto for_deps = [&](std::uint32_t a, auto&& fn) {
+        for (std::uint32_t i = 0; i < kCdgDepWords; ++i) {
+          for (std::uint64_t w = dep[std::size_t{a} * kCdgDepWords + i]; w != 0; w &= w - 1) {
+            const auto p = static_cast<PortNum>(i * 64 + std::countr_zero(w));
+            fn(g.arc_at_port(g.arc(a).to, p));
+          }
+        }
+      };
+      std::fill(indeg.begin(), indeg.end(), 0U);
+      for (std::uint32_t a = 0; a < arcs; ++a) {
+        for_deps(a, [&](std::uint32_t o) { ++indeg[o]; });
+      }
+      queue.clear();
+      for (std::uint32_t a = 0; a < arcs; ++a) {
+        if (indeg[a] == 0) queue.push_back(a);
+      }
+      for (std::size_t q = 0; q < queue.size(); ++q) {
+        pos[std::size_t{k} * arcs + queue[q]] = static_cast<std::uint32_t>(q);
+        for_deps(queue[q], [&](std::uint32_t o) {
+          if (--indeg[o] == 0) queue.push_back(o);
+        });
+      }
+      if (queue.size() != arcs) {
+        return Error{Errc::kCdgCycle,
+                     fmt::format("routes of engine {}: the dependencies of layer {} close a "
+                                 "cycle; no failover groups",
+                                 routes.engine, k)};
+      }
+    }
+  }
+
+  // Groups, class by class, in each layer's CDG kept acyclic online
+  // (OrderedDag, starting from the order above with the routes' own
+  // dependencies): a channel s->w joins s's group for the class when the
+  // dependencies it adds keep the layer acyclic: from every channel the
+  // class may arrive at s by (entries and groups of s's neighbours), and
+  // into every channel w may send it on (w's entries and group). The
+  // switch's own entries are tried like any other channel (another LID of
+  // the class may take them), nearest the class's switch first.
+  std::vector<OrderedDag> dags;
+  dags.reserve(layers);
+  for (std::uint8_t k = 0; k < layers; ++k) {
+    dags.emplace_back(std::vector<std::uint32_t>(pos.begin() + std::ptrdiff_t{k} * arcs,
+                                                 pos.begin() + std::ptrdiff_t{k + 1} * arcs));
+    const std::uint64_t* dep = &deps[layer_words * k];
+    for (std::uint32_t a = 0; a < arcs; ++a) {
+      for (std::uint32_t i = 0; i < kCdgDepWords; ++i) {
+        for (std::uint64_t w = dep[std::size_t{a} * kCdgDepWords + i]; w != 0; w &= w - 1) {
+          const auto p = static_cast<PortNum>(i * 64 + std::countr_zero(w));
+          (void)dags[k].add(a, g.arc_at_port(g.arc(a).to, p));
+        }
+      }
+    }
+  }
+  deps.clear();
+  deps.shrink_to_fit();
+  const std::vector<std::uint32_t> rev = reverse_arcs(g);
+  plan.gid_.assign(std::size_t{n} * classes, 0);
+  std::vector<GroupTable> tables(n);
+  std::vector<PortMask> h(n);  // entries and group: every port the class may leave by
+  std::vector<PortMask> grp(n);
+  std::vector<std::uint32_t> order, dist(n), cand;
+  std::vector<Dep> added;
+  std::uint64_t grouped = 0, alternative = 0, narrowed = 0;
+  for (std::uint32_t c = 0; c < classes; ++c) {
+    if ((c & 15U) == 0 && stop.stop_requested()) {
+      return Error{Errc::kCancelled, "failover plan cancelled"};
+    }
+    const std::uint32_t t = plan.class_switch_[c];
+    const std::uint32_t part = g.component(SwitchIndex{t});
+    OrderedDag& dag = dags[plan.class_layer_[c]];
+    std::fill(h.begin(), h.end(), PortMask{});
+    std::fill(grp.begin(), grp.end(), PortMask{});
+    for (std::uint32_t x = 0; x < n; ++x) {
+      if (x == t || g.component(SwitchIndex{x}) != part) continue;
+      for (std::uint32_t i = lid_first[c]; i < lid_first[c + 1]; ++i) {
+        const std::uint32_t a = entry_arc(x, lid_list[i]);
+        if (a != kNoArc) h[x].set(g.arc(a).local_port);
+      }
+    }
+    // Nearest the class's switch first: where its traffic converges.
+    std::fill(dist.begin(), dist.end(), kNoArc);
+    order.assign(1, t);
+    dist[t] = 0;
+    for (std::size_t q = 0; q < order.size(); ++q) {
+      const std::uint32_t v = order[q];
+      for (const SwitchArc& a : g.arcs(SwitchIndex{v})) {
+        if (dist[a.to.value] == kNoArc) {
+          dist[a.to.value] = dist[v] + 1;
+          order.push_back(a.to.value);
+        }
+      }
+    }
+    // Takes channel a (s->w) into the layer for the class, or nothing.
+    auto take = [&](std::uint32_t s, std::uint32_t a) {
+      const std::uint32_t w = g.arc(a).to.value;
+      added.clear();
+      auto add = [&](std::uint32_t u, std::uint32_t v) {
+        const OrderedDag::Add r = dag.add(u, v);
+        if (r == OrderedDag::Add::kNew) added.emplace_back(u, v);
+        return r != OrderedDag::Add::kCycle;
+      };
+      bool ok = true;
+      for (std::uint32_t o = g.first_arc(SwitchIndex{s}); ok && o < g.first_arc(SwitchIndex{s + 1});
+           ++o) {
+        const std::uint32_t in = rev[o];  // from o's neighbour into s
+        if (in != kNoArc && h[g.arc(o).to.value].test(g.arc(in).local_port)) ok = add(in, a);
+      }
+      if (ok && w != t) {
+        h[w].for_each([&](PortNum p) {
+          if (ok) ok = add(a, g.arc_at_port(SwitchIndex{w}, p));
+        });
+      }
+      if (!ok) dag.undo(added);
+      return ok;
+    };
+    for (const std::uint32_t s : order) {
+      if (s == t || h[s].none()) continue;
+      cand.clear();
+      for (std::uint32_t a = g.first_arc(SwitchIndex{s}); a < g.first_arc(SwitchIndex{s + 1});
+           ++a) {
+        const std::uint32_t w = g.arc(a).to.value;
+        if (w == t || !h[w].none()) cand.push_back(a);
+      }
+      // Entries first, then nearer the class's switch first.
+      std::stable_sort(cand.begin(), cand.end(), [&](std::uint32_t x, std::uint32_t y) {
+        const bool ex = h[s].test(g.arc(x).local_port), ey = h[s].test(g.arc(y).local_port);
+        if (ex != ey) return ex;
+        return dist[g.arc(x).to.value] < dist[g.arc(y).to.value];
+      });
+      for (const std::uint32_t a : cand) {
+        if (take(s, a)) grp[s].set(g.arc(a).local_port);
+      }
+      h[s] |= grp[s];
+    }
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (s == t || grp[s].none()) continue;
+      const auto [id, narrow] = tables[s].id_of(grp[s]);
+      plan.gid_[std::size_t{s} * classes + c] = id;
+      if (id != 0) {
+        ++grouped;
+        if (tables[s].masks()[id].count() >= 2) ++alternative;
+      }
+      if (narrow) ++narrowed;
+    }
+  }
+  std::vector<std::vector<PortMask>> per_switch(n);
+  for (std::uint32_t s = 0; s < n; ++s) per_switch[s] = std::move(tables[s].masks());
+  plan.finish(g, std::move(per_switch));
+  plan.stats_.destinations =
+      static_cast<std::uint32_t>(std::count(is_dest.begin(), is_dest.end(), 1));
+  plan.stats_.classes = classes;
+  plan.stats_.pairs_grouped = grouped;
+  plan.stats_.pairs_with_alternative = alternative;
+  plan.stats_.pairs_narrowed = narrowed;
+  plan.stats_.memory_bytes += std::size_t{arcs} * layers * 4;
+  plan.stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return plan;
+}
+
+void FailoverPlan::finish(const SwitchGraph& g, std::vector<std::vector<PortMask>> per_switch) {
+  const std::uint32_t n = n_;
+  group_first_.assign(std::size_t{n} + 1, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    group_first_[s + 1] = group_first_[s] + static_cast<std::uint32_t>(per_switch[s].size());
+    stats_.max_groups =
+        std::max(stats_.max_groups, static_cast<std::uint32_t>(per_switch[s].size() - 1));
+    stats_.groups += static_cast<std::uint32_t>(per_switch[s].size() - 1);
+  }
+  masks_.reserve(group_first_[n]);
+  for (auto& v : per_switch) masks_.insert(masks_.end(), v.begin(), v.end());
+  notify_.assign(n, PortMask{});
+  for (std::uint32_t a = 0; a < g.num_arcs(); ++a) {
+    notify_[g.arc_source(a).value].set(g.arc(a).local_port);
+  }
+  stats_.switches = n;
+  stats_.layers = layers_;
+  stats_.memory_bytes = gid_.size() + masks_.size() * sizeof(PortMask) +
+                        notify_.size() * sizeof(PortMask) + home_.size() * 4 +
+                        group_first_.size() * 4 + lid_class_.size() * 4 + class_switch_.size() * 5;
 }
 
 }  // namespace subnetd::routing

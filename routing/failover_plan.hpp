@@ -1,7 +1,9 @@
 #pragma once
 // FailoverPlan: the port groups an SM arms on switches for switch-local fast
 // failover (issue 14; discovery/README.md, "Fast failover"), computed from
-// routes that obey an up/down order (Routes::updown_rank: ftree, updn).
+// routes that obey an up/down order (Routes::updown_rank: ftree, updn), or
+// from routes on several VLs (Routes::lid_layer: layered, dimension order;
+// "Routes on several VLs" below).
 //
 // A switch forwards a LID by its LFT port while that port lives; when it
 // dies, by a live port of the LID's group; with none left it notifies its
@@ -34,10 +36,32 @@
 // Notifications go to every switch neighbour (a receiver that does not send
 // the destination through the sender ignores it).
 //
-// Memory: S x S bytes of group ids (64 MB at 8,000 switches), up to 255 x 32
-// bytes of masks per switch, 4 bytes per LID; 2 x S x S bits of closures and
-// S x S bits of "descends" while it is built.
-// Pure computation (no I/O); build() runs on the caller's thread and `pool`.
+// Routes on several VLs: traffic to a LID stays on its layer's VL, so a
+// group may only add dependencies to that layer's channel dependency graph.
+// A destination is then a "class": one switch's CA/router LIDs on one layer
+// (switch LIDs have none: management traffic is not under failover). Per
+// layer the plan starts from the CDG of the routes as they are (every
+// switch's entries, LID by LID, plus on layer 0 every up*/down* dependency
+// of Routes::vl0_rank, which multicast may use), kept acyclic online
+// (routing/ordered_dag.hpp). Class by class, each switch (nearest the
+// class's switch first) tries each channel s->w, its own entries first,
+// then the rest nearest first: the channel joins s's group if the
+// dependencies it adds keep the layer acyclic: from every channel the
+// class may arrive at s by (neighbours' entries and groups), and into every
+// channel w may send it on (w's entries and group; none when w is the
+// class's switch). A LID whose entry died leaves by its group, never by
+// another LID's entry outside it, so every state's dependencies are in the
+// layer's graph: no credit loop on any VL and no forwarding loop. Classes
+// planned first get the room a dense layer has left; stats() count the
+// pairs with an alternative. Switches keep their notification state per
+// destination switch (discovery/sim/sim_failover.cpp): a switch stranded
+// for one class of t tells its neighbours about t, and they drop the port
+// for all of t's classes, a subset of each group, which stays safe.
+//
+// Memory: S x S bytes of group ids (S x classes on several VLs) (64 MB at 8,000 switches), up to
+// 255 x 32 bytes of masks per switch, 4 bytes per LID; 2 x S x S bits of closures and S x S bits of
+// "descends" while it is built. Pure computation (no I/O); build() runs on the caller's thread and
+// `pool`.
 
 #include <cstdint>
 #include <span>
@@ -54,10 +78,14 @@
 
 namespace subnetd::routing {
 
+class SwitchGraph;
+
 struct FailoverPlanStats {
   std::uint32_t switches = 0;
   std::uint32_t destinations = 0;            // switches that deliver some LID
-  std::uint64_t pairs_grouped = 0;           // (switch, destination) pairs with a group
+  std::uint32_t classes = 0;                 // destination classes (several VLs)
+  std::uint8_t layers = 1;                   // VLs the classes are on
+  std::uint64_t pairs_grouped = 0;           // (switch, class) pairs with a group
   std::uint64_t pairs_with_alternative = 0;  // ... whose group has two ports or more
   std::uint64_t pairs_narrowed = 0;          // group table full: a smaller group used
   std::uint32_t groups = 0;                  // group ids in use, all switches
@@ -70,23 +98,38 @@ class FailoverPlan {
  public:
   static constexpr unsigned kMaxGroups = 255;
 
-  // kUnsupported when the routes carry no up/down order (minhop);
-  // kInvalidArgument when they do not fit the topology.
+  // kUnsupported when the routes carry neither an up/down order nor
+  // layers (minhop); kInvalidArgument when they do not fit the topology;
+  // kCdgCycle when a layer of routes on several VLs is not acyclic.
   static Result<FailoverPlan> build(const Topology& topo, const LidMap& lids, const Routes& routes,
                                     WorkerPool& pool, std::stop_token stop = {});
 
   std::uint32_t num_switches() const { return n_; }
+  // Destination classes. One VL: class t is switch t. Several: a switch's
+  // CA/router LIDs on one layer.
+  static constexpr std::uint32_t kNoClass = ~0U;
+  std::uint32_t num_classes() const { return classes_; }
+  std::uint8_t num_layers() const { return layers_; }
+  // The class of a LID's traffic (kNoClass: not under failover).
+  std::uint32_t lid_class(Lid l) const {
+    return l.value < lid_class_.size() ? lid_class_[l.value] : kNoClass;
+  }
+  SwitchIndex class_switch(std::uint32_t c) const { return SwitchIndex{class_switch_[c]}; }
+  std::uint8_t class_layer(std::uint32_t c) const { return class_layer_[c]; }
+  std::uint8_t class_group_id(SwitchIndex s, std::uint32_t c) const {
+    return gid_[std::size_t{s.value} * classes_ + c];
+  }
+  const PortMask& class_group(SwitchIndex s, std::uint32_t c) const {
+    return masks_[group_first_[s.value] + class_group_id(s, c)];
+  }
   // Groups of switch s by id; [0] is the empty "none".
   std::span<const PortMask> groups(SwitchIndex s) const {
     return std::span<const PortMask>(masks_).subspan(
         group_first_[s.value], group_first_[s.value + 1] - group_first_[s.value]);
   }
-  std::uint8_t group_id(SwitchIndex s, SwitchIndex t) const {
-    return gid_[std::size_t{s.value} * n_ + t.value];
-  }
-  const PortMask& group(SwitchIndex s, SwitchIndex t) const {
-    return masks_[group_first_[s.value] + group_id(s, t)];
-  }
+  // One VL only (class t is switch t): the group of (s, destination t).
+  std::uint8_t group_id(SwitchIndex s, SwitchIndex t) const { return class_group_id(s, t.value); }
+  const PortMask& group(SwitchIndex s, SwitchIndex t) const { return class_group(s, t.value); }
   // Highest LID the plan covers (the LidMap's).
   Lid max_lid() const { return Lid{static_cast<std::uint32_t>(home_.size()) - 1}; }
   // The switch that delivers a LID (kNoSwitch: none).
@@ -95,7 +138,8 @@ class FailoverPlan {
   }
   std::uint8_t lid_group(SwitchIndex s, Lid l) const {
     const SwitchIndex t = home(l);
-    return t.valid() && t != s ? group_id(s, t) : 0;
+    const std::uint32_t c = lid_class(l);
+    return t.valid() && t != s && c != kNoClass ? class_group_id(s, c) : 0;
   }
   const PortMask& notify(SwitchIndex s) const { return notify_[s.value]; }
   const FailoverPlanStats& stats() const { return stats_; }
@@ -106,9 +150,21 @@ class FailoverPlan {
   }
 
  private:
+  static Result<FailoverPlan> build_layered(const Topology& topo, const LidMap& lids,
+                                            const Routes& routes, WorkerPool& pool,
+                                            std::stop_token stop);
+  // Lays out every switch's numbered groups (per_switch[s][id]), the
+  // notify ports (every switch link) and the statistics they give.
+  void finish(const SwitchGraph& g, std::vector<std::vector<PortMask>> per_switch);
+
   std::uint32_t n_ = 0;
-  std::vector<std::uint8_t> gid_;           // S x S
-  std::vector<std::uint32_t> group_first_;  // S + 1 offsets into masks_
+  std::uint32_t classes_ = 0;
+  std::uint8_t layers_ = 1;
+  std::vector<std::uint32_t> lid_class_;     // by LID
+  std::vector<std::uint32_t> class_switch_;  // by class
+  std::vector<std::uint8_t> class_layer_;    // by class
+  std::vector<std::uint8_t> gid_;            // S x classes
+  std::vector<std::uint32_t> group_first_;   // S + 1 offsets into masks_
   std::vector<PortMask> masks_;
   std::vector<PortMask> notify_;
   std::vector<std::uint32_t> home_;  // by LID: delivering switch index

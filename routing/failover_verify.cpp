@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "routing/cdg.hpp"
+#include "routing/engines/tree_grower.hpp"
 #include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
@@ -25,43 +26,70 @@ class Checker {
   Checker(const Topology& topo, const Routes& routes, const FailoverPlan& plan,
           const SwitchGraph& g)
       : topo_(topo), routes_(routes), plan_(plan), g_(g), n_(g.num_switches()) {
-    // Data (CA/router) LIDs per destination switch.
+    // Data (CA/router) LIDs per destination class, and classes per switch.
     const auto attach = g.attachments();
-    lid_first_.assign(std::size_t{n_} + 1, 0);
+    const std::uint32_t classes = plan.num_classes();
+    auto class_of = [&](std::size_t l) {
+      if (!attach[l].routable() || attach[l].port == 0) return FailoverPlan::kNoClass;
+      return plan.lid_class(Lid{static_cast<std::uint32_t>(l)});
+    };
+    lid_first_.assign(std::size_t{classes} + 1, 0);
     for (std::size_t l = 1; l < attach.size(); ++l) {
-      if (attach[l].routable() && attach[l].port != 0) ++lid_first_[attach[l].sw.value + 1];
+      if (const std::uint32_t c = class_of(l); c < classes) ++lid_first_[c + 1];
     }
-    for (std::uint32_t t = 0; t < n_; ++t) lid_first_[t + 1] += lid_first_[t];
-    lid_list_.resize(lid_first_[n_]);
+    for (std::uint32_t c = 0; c < classes; ++c) lid_first_[c + 1] += lid_first_[c];
+    lid_list_.resize(lid_first_[classes]);
     std::vector<std::uint32_t> fill(lid_first_.begin(), lid_first_.end() - 1);
     for (std::size_t l = 1; l < attach.size(); ++l) {
-      if (attach[l].routable() && attach[l].port != 0) {
-        lid_list_[fill[attach[l].sw.value]++] = static_cast<std::uint32_t>(l);
+      if (const std::uint32_t c = class_of(l); c < classes) {
+        lid_list_[fill[c]++] = static_cast<std::uint32_t>(l);
       }
+    }
+    class_first_.assign(std::size_t{n_} + 1, 0);
+    for (std::uint32_t c = 0; c < classes; ++c) {
+      if (has_data(c)) ++class_first_[plan.class_switch(c).value + 1];
+    }
+    for (std::uint32_t t = 0; t < n_; ++t) class_first_[t + 1] += class_first_[t];
+    class_list_.resize(class_first_[n_]);
+    std::vector<std::uint32_t> cfill(class_first_.begin(), class_first_.end() - 1);
+    for (std::uint32_t c = 0; c < classes; ++c) {
+      if (has_data(c)) class_list_[cfill[plan.class_switch(c).value]++] = c;
     }
   }
 
-  std::span<const std::uint32_t> lids_of(std::uint32_t t) const {
-    return std::span<const std::uint32_t>(lid_list_).subspan(lid_first_[t],
-                                                             lid_first_[t + 1] - lid_first_[t]);
+  std::span<const std::uint32_t> lids_of(std::uint32_t c) const {
+    return std::span<const std::uint32_t>(lid_list_).subspan(lid_first_[c],
+                                                             lid_first_[c + 1] - lid_first_[c]);
   }
-  bool has_data(std::uint32_t t) const { return lid_first_[t + 1] > lid_first_[t]; }
+  bool has_data(std::uint32_t c) const { return lid_first_[c + 1] > lid_first_[c]; }
+  // The classes of destination switch t that carry data.
+  std::span<const std::uint32_t> classes_of(std::uint32_t t) const {
+    return std::span<const std::uint32_t>(class_list_)
+        .subspan(class_first_[t], class_first_[t + 1] - class_first_[t]);
+  }
 
   std::uint8_t entry(std::uint32_t s, std::uint32_t lid) const {
     return routes_.lfts[s].get(Lid{lid});
   }
-  // The ports of s's entries for t's data LIDs that lead to a switch.
-  PortMask lft_ports(std::uint32_t s, std::uint32_t t) const {
+  // The ports of s's entries for class c's LIDs that lead to a switch.
+  PortMask lft_ports(std::uint32_t s, std::uint32_t c) const {
     PortMask m;
-    for (const std::uint32_t l : lids_of(t)) {
+    for (const std::uint32_t l : lids_of(c)) {
       const std::uint8_t p = entry(s, l);
       if (g_.arc_at_port(SwitchIndex{s}, p) != kNoArc) m.set(p);
     }
     return m;
   }
-  PortMask hset(std::uint32_t s, std::uint32_t t) const {
-    PortMask m = lft_ports(s, t);
-    m |= plan_.group(SwitchIndex{s}, SwitchIndex{t});
+  // Every port s may send class c's traffic on.
+  PortMask hset(std::uint32_t s, std::uint32_t c) const {
+    PortMask m = lft_ports(s, c);
+    m |= plan_.class_group(SwitchIndex{s}, c);
+    return m;
+  }
+  // ... and every class of destination switch t's.
+  PortMask hset_switch(std::uint32_t s, std::uint32_t t) const {
+    PortMask m;
+    for (const std::uint32_t c : classes_of(t)) m |= hset(s, c);
     return m;
   }
 
@@ -74,6 +102,8 @@ class Checker {
   const std::uint32_t n_;
   std::vector<std::uint32_t> lid_first_;
   std::vector<std::uint32_t> lid_list_;
+  std::vector<std::uint32_t> class_first_;
+  std::vector<std::uint32_t> class_list_;
 };
 
 // Per-thread state of the single-failure walk for one destination.
@@ -131,31 +161,37 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     }
   }
 
-  // (b) The dependency graph over every port of H, per destination switch.
+  // (b) The dependency graph over every port of H, per destination class.
+  // On several VLs, LID by LID (a LID leaves by its own entry or its
+  // class's group, not by another LID's entry) into the LID's layer; on
+  // one, over the class's entries and group together.
   const auto t_cdg = Clock::now();
   const std::uint32_t arcs = g.num_arcs();
-  std::vector<std::uint32_t> dests;
-  for (std::uint32_t t = 0; t < n; ++t) {
-    if (check.has_data(t)) dests.push_back(t);
+  const std::uint32_t layers = std::max<std::uint32_t>(1, routes.num_vls);
+  const std::size_t layer_words = std::size_t{arcs} * kCdgDepWords;
+  std::vector<std::uint32_t> dests;  // classes
+  for (std::uint32_t c = 0; c < plan.num_classes(); ++c) {
+    if (check.has_data(c)) dests.push_back(c);
   }
   std::vector<std::vector<std::uint64_t>> deps(pool.size());
   std::atomic<std::uint64_t> pairs{0};
   pool.parallel_for(dests.size(), 1, [&](std::size_t b, std::size_t e, unsigned slot) {
     std::vector<std::uint64_t>& dep = deps[slot];
-    if (dep.empty()) dep.assign(std::size_t{arcs} * kCdgDepWords, 0);
-    std::vector<PortMask> h(n);
-    std::vector<std::uint8_t> active(n);
+    if (dep.empty()) dep.assign(layer_words * layers, 0);
+    std::vector<PortMask> h(n), group(n);
+    std::vector<std::uint32_t> active(n, 0), counted(n, 0);
+    std::uint32_t epoch = 0, class_epoch = 0;
     std::vector<std::uint32_t> queue;
     std::uint64_t my_pairs = 0;
-    for (std::size_t i = b; i < e && !stop.stop_requested(); ++i) {
-      const std::uint32_t t = dests[i];
+    // The switches with CAs/routers, those they reach over h, and the
+    // dependencies between h's channels there.
+    auto walk = [&](std::uint32_t t, std::uint32_t layer) {
       const std::uint32_t part = g.component(SwitchIndex{t});
-      std::fill(active.begin(), active.end(), 0);
+      ++epoch;
       queue.clear();
       for (std::uint32_t s = 0; s < n; ++s) {
-        h[s] = s == t || g.component(SwitchIndex{s}) != part ? PortMask{} : check.hset(s, t);
         if (s != t && g.component(SwitchIndex{s}) == part && g.has_endpoints(SwitchIndex{s})) {
-          active[s] = 1;
+          active[s] = epoch;
           queue.push_back(s);
         }
       }
@@ -163,39 +199,75 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
         const std::uint32_t s = queue[q];
         h[s].for_each([&](PortNum p) {
           const std::uint32_t m = g.peer_at_port(SwitchIndex{s}, p).value;
-          if (m != t && active[m] == 0) {
-            active[m] = 1;
+          if (m != t && active[m] != epoch) {
+            active[m] = epoch;
             queue.push_back(m);
           }
         });
       }
-      my_pairs += queue.size();
+      std::uint64_t* layer_dep = &dep[layer_words * layer];
       for (const std::uint32_t s : queue) {
+        if (counted[s] != class_epoch) {
+          counted[s] = class_epoch;
+          ++my_pairs;
+        }
         h[s].for_each([&](PortNum p) {
           const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, p);
           const std::uint32_t m = g.arc(a).to.value;
           if (m == t) return;
           const auto& w = h[m].words();
-          std::uint64_t* d = &dep[std::size_t{a} * kCdgDepWords];
+          std::uint64_t* d = &layer_dep[std::size_t{a} * kCdgDepWords];
           for (std::uint32_t k = 0; k < kCdgDepWords; ++k) d[k] |= w[k];
         });
+      }
+    };
+    for (std::size_t i = b; i < e && !stop.stop_requested(); ++i) {
+      const std::uint32_t c = dests[i];
+      const std::uint32_t t = plan.class_switch(c).value;
+      const std::uint32_t part = g.component(SwitchIndex{t});
+      auto in_part = [&](std::uint32_t s) { return s != t && g.component(SwitchIndex{s}) == part; };
+      ++class_epoch;
+      if (layers == 1) {
+        for (std::uint32_t s = 0; s < n; ++s) h[s] = in_part(s) ? check.hset(s, c) : PortMask{};
+        walk(t, 0);
+        continue;
+      }
+      for (std::uint32_t s = 0; s < n; ++s) {
+        group[s] = in_part(s) ? plan.class_group(SwitchIndex{s}, c) : PortMask{};
+      }
+      for (const std::uint32_t l : check.lids_of(c)) {
+        for (std::uint32_t s = 0; s < n; ++s) {
+          h[s] = group[s];
+          const std::uint8_t p = check.entry(s, l);
+          if (in_part(s) && g.arc_at_port(SwitchIndex{s}, p) != kNoArc) h[s].set(p);
+        }
+        walk(t, std::min<std::uint32_t>(routes.layer(Lid{l}), layers - 1));
       }
     }
     pairs += my_pairs;
   });
   if (stop.stop_requested()) return Error{Errc::kCancelled, "failover verification cancelled"};
-  std::vector<std::uint64_t> all(std::size_t{arcs} * kCdgDepWords, 0);
+  std::vector<std::uint64_t> all(layer_words * layers, 0);
   for (const auto& d : deps) {
     for (std::size_t i = 0; i < d.size(); ++i) all[i] |= d[i];
   }
   deps.clear();
+  if (layers > 1 && routes.vl0_rank.size() == n) {  // multicast on VL 0 may use any of these
+    const std::vector<std::uint32_t> rev = reverse_arcs(g);
+    for_each_updown_dep(g, routes.vl0_rank, rev, [&](std::uint32_t in, std::uint32_t out) {
+      const PortNum p = g.arc(out).local_port;
+      all[std::size_t{in} * kCdgDepWords + p / 64] |= std::uint64_t{1} << (p % 64);
+    });
+  }
   for (const std::uint64_t w : all)
     report.dependencies += static_cast<std::uint64_t>(std::popcount(w));
   report.pairs = pairs.load();
-  report.channels = arcs;
-  auto cycle = find_cdg_cycle(g, all, stop);
-  if (!cycle.ok()) return Error{Errc::kCancelled, "failover verification cancelled"};
-  if (!cycle->empty()) {
+  report.channels = std::uint64_t{arcs} * layers;
+  for (std::uint32_t k = 0; k < layers; ++k) {
+    auto cycle = find_cdg_cycle(
+        g, std::span<const std::uint64_t>(all).subspan(layer_words * k, layer_words), stop);
+    if (!cycle.ok()) return Error{Errc::kCancelled, "failover verification cancelled"};
+    if (cycle->empty()) continue;
     std::string text;
     for (const std::uint32_t c : *cycle) {
       text += fmt::format("{}[{}] -> ", check.label(g.arc_source(c).value), g.arc(c).local_port);
@@ -203,7 +275,7 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     const std::uint32_t c0 = cycle->front();
     text += fmt::format("{}[{}]", check.label(g.arc_source(c0).value), g.arc(c0).local_port);
     return Error{Errc::kCdgCycle,
-                 fmt::format("fast failover groups allow a credit loop on VL 0: {}", text)};
+                 fmt::format("fast failover groups allow a credit loop on VL {}: {}", k, text)};
   }
   report.cdg_seconds = seconds_since(t_cdg);
   if (!opts.check_failures) {
@@ -217,7 +289,7 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
   const auto t_fail = Clock::now();
   std::vector<std::vector<std::uint64_t>> fragile(n);
   pool.parallel_for(n, 8, [&](std::size_t b, std::size_t e, unsigned) {
-    std::vector<PortMask> lm(n);
+    std::vector<PortMask> lm(plan.num_classes());  // by class
     std::vector<std::uint32_t> touched;
     for (std::size_t si = b; si < e && !stop.stop_requested(); ++si) {
       const auto s = static_cast<std::uint32_t>(si);
@@ -227,24 +299,28 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
       for (std::uint32_t l = 1; l < end; ++l) {
         const LidAttachment& at = attach[l];
         if (!at.routable() || at.port == 0 || at.sw.value == s) continue;
+        const std::uint32_t c = plan.lid_class(Lid{l});
+        if (c >= lm.size()) continue;
         const std::uint8_t p = lft.get(Lid{l});
         if (g.arc_at_port(SwitchIndex{s}, p) == kNoArc) continue;
-        if (lm[at.sw.value].none()) touched.push_back(at.sw.value);
-        lm[at.sw.value].set(p);
+        if (lm[c].none()) touched.push_back(c);
+        lm[c].set(p);
       }
-      for (const std::uint32_t t : touched) {
-        const PortMask& grp = plan.group(SwitchIndex{s}, SwitchIndex{t});
+      for (const std::uint32_t c : touched) {
+        const PortMask& grp = plan.class_group(SwitchIndex{s}, c);
+        const std::uint32_t t = plan.class_switch(c).value;
         if (grp.count() <= 1) {
-          lm[t].for_each([&](PortNum p) {
+          lm[c].for_each([&](PortNum p) {
             PortMask only;
             only.set(p);
             if (grp.subset_of(only)) fragile[si].push_back((std::uint64_t{p} << 32) | t);
           });
         }
-        lm[t] = PortMask{};
+        lm[c] = PortMask{};
       }
       touched.clear();
       std::sort(fragile[si].begin(), fragile[si].end());
+      fragile[si].erase(std::unique(fragile[si].begin(), fragile[si].end()), fragile[si].end());
     }
   });
   if (stop.stop_requested()) return Error{Errc::kCancelled, "failover verification cancelled"};
@@ -292,18 +368,28 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
         // (it has a group for t), or drops t silently (no group: not under
         // failover, so nobody is told).
         enum : std::uint8_t { kAlive = 0, kNotifies = 1, kSilent = 2 };
+        // Per class of t: a LID whose entry is unusable leaves by a live
+        // port of the class's group; with none left the switch notifies
+        // (with no group, drops it silently). One notifying class is
+        // enough for the switch to tell its neighbours about t.
         auto fate = [&](std::uint32_t m) -> std::uint8_t {
           auto usable = [&](PortNum p) { return !sc.removed[m].test(p) && !failed(m, p); };
-          const PortMask& grp = plan.group(SwitchIndex{m}, SwitchIndex{t});
-          PortMask left = grp.minus(sc.removed[m]);
-          if (m == sa) left.reset(pa);
-          if (m == sb) left.reset(pb);
-          if (!left.none()) return kAlive;
-          for (const std::uint32_t l : check.lids_of(t)) {
-            const std::uint8_t p = check.entry(m, l);
-            if (p != 0 && p != kDropPort && !usable(p)) return grp.none() ? kSilent : kNotifies;
+          bool silent = false;
+          for (const std::uint32_t c : check.classes_of(t)) {
+            const PortMask& grp = plan.class_group(SwitchIndex{m}, c);
+            PortMask left = grp.minus(sc.removed[m]);
+            if (m == sa) left.reset(pa);
+            if (m == sb) left.reset(pb);
+            if (!left.none()) continue;
+            for (const std::uint32_t l : check.lids_of(c)) {
+              const std::uint8_t p = check.entry(m, l);
+              if (p == 0 || p == kDropPort || usable(p)) continue;
+              if (!grp.none()) return kNotifies;
+              silent = true;
+              break;
+            }
           }
-          return kAlive;
+          return silent ? kSilent : kAlive;
         };
         for (; i < seeds.size() && (seeds[i] >> 32) == t; ++i) {
           const auto s = static_cast<std::uint32_t>(seeds[i] & 0xFFFFFFFFULL);
@@ -377,7 +463,7 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
             const std::uint32_t m = arc.to.value;
             if (m == t || sc.dead[m] != 0 || failed(x, arc.local_port)) continue;
             if (tells && plan.notify(SwitchIndex{x}).test(arc.local_port)) continue;
-            if (!check.hset(m, t).test(arc.remote_port) || !connected(m)) continue;
+            if (!check.hset_switch(m, t).test(arc.remote_port) || !connected(m)) continue;
             ++my_gaps;
             if (gap_text.empty()) {
               gap_text = fmt::format("{} keeps sending traffic for {} to {}, which {}",

@@ -5,19 +5,24 @@
 //
 //  (a) groups name only ports cabled to another switch;
 //  (b) deadlock freedom in every state the switches can reach: for each
-//      destination switch t, each switch s may send t's traffic out of any
-//      port of H(s,t) = its LFT ports for t's CA/router LIDs + its group for
-//      t. Whatever ports die and whatever notifications arrive, a switch
-//      only ever picks from H (dead and notified ports are removed, nothing
-//      is added), so the channel dependency graph of data traffic over H,
-//      from every switch with CAs/routers, contains the graph of every such
-//      state. It must be acyclic (kCdgCycle, naming the channels and the
-//      destination switch).
+//      destination class c (FailoverPlan: a destination switch t, or on
+//      several VLs t's LIDs on one layer), each switch s may send c's
+//      traffic out of any port of H(s,c) = its LFT ports for c's CA/router
+//      LIDs + its group for c (on several VLs, LID by LID: the LID's own
+//      entry + the group). Whatever ports die and whatever notifications
+//      arrive, a switch only ever picks from H (dead and notified ports are
+//      removed, nothing is added), so the channel dependency graph of data
+//      traffic over H, from every switch with CAs/routers, contains the
+//      graph of every such state. It must be acyclic on every VL (each
+//      layer's graph apart; VL 0 also holds every up*/down* dependency of
+//      Routes::vl0_rank, multicast's order), else kCdgCycle naming the VL
+//      and the channels.
 //  (c) every single switch-to-switch link failure: the state the switches
 //      settle in, exactly as they compute it (discovery/sim/sim_failover.cpp):
-//      a switch is stranded for t when it has a group for t, the port of some
-//      entry for t is dead or was named in a notification, and no port of its
-//      group is left (a pair without a group is not under failover); it
+//      a switch is stranded for t when, for some class of t, it has a group,
+//      the port of some entry for that class is dead or was named in a
+//      notification, and no port of the group is left (a pair without a
+//      group is not under failover); it
 //      then notifies the neighbours on its notify ports, which drop the port
 //      towards it for t. Every switch that is not stranded forwards to a
 //      neighbour that is not, so a CA/router pair is cut off exactly when its
@@ -52,8 +57,8 @@ struct FailoverVerifyOptions {
 };
 
 struct FailoverVerifyReport {
-  std::uint64_t pairs = 0;         // (switch, destination) pairs carrying data
-  std::uint64_t channels = 0;      // directed switch-to-switch links
+  std::uint64_t pairs = 0;         // (switch, class) pairs carrying data
+  std::uint64_t channels = 0;      // directed switch-to-switch links x VLs
   std::uint64_t dependencies = 0;  // distinct (channel -> out-port) dependencies
   std::uint32_t links_checked = 0;
   std::uint32_t links_with_gaps = 0;   // failures that leave some pair to the SM

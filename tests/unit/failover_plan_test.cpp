@@ -13,6 +13,7 @@
 
 #include "routing/engine.hpp"
 #include "routing/failover_verify.hpp"
+#include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
 #include "routing_test_support.hpp"
 
@@ -74,7 +75,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"random:switches=40,degree=6,hosts=2,seed=3", "updn", 0, false},
                       Case{"random:switches=40,degree=6,hosts=2,seed=3", "layered@1", 0, false},
                       Case{"torus:dims=4x4x3,hosts=1", "updn", 0, false},
-                      Case{"ring:switches=8,hosts=1", "updn", 0, false}));
+                      Case{"ring:switches=8,hosts=1", "updn", 0, false},
+                      // Several VLs: groups per (switch, layer), each layer's
+                      // CDG checked apart (layered, dimension order).
+                      Case{"random:switches=40,degree=6,hosts=2,seed=3", "layered", 0, false},
+                      Case{"random:switches=40,degree=6,hosts=4,seed=3", "layered@4", 3, false},
+                      Case{"dragonfly:a=4,p=2,h=2,g=5", "layered", 0, false},
+                      Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "layered", 6, false},
+                      Case{"torus:dims=4x4x3,hosts=1", "layered", 0, false},
+                      Case{"torus:dims=5x5,hosts=2", "layered@3", 2, false},
+                      Case{"hypercube:dim=5,hosts=2", "layered", 0, false}));
 
 // Every group of every switch widened to all of its switch ports: traffic
 // may then turn down->up, and on a torus that closes a credit loop.
@@ -144,7 +154,7 @@ TEST(FailoverVerify, WithoutAlternativesFailuresAreGapsAndCoverageIsRefused) {
   EXPECT_EQ(refused.error().code, Errc::kUnreachable);
 }
 
-TEST(FailoverPlan, RoutesWithoutAnUpDownOrderHaveNoPlan) {
+TEST(FailoverPlan, RoutesWithoutAnUpDownOrderOrLayersHaveNoPlan) {
   WorkerPool pool(1);
   Fabric f = make_fabric("ring:switches=4,hosts=1");
   auto e = make_engine("minhop");
@@ -183,6 +193,55 @@ TEST(FailoverPlan, FatTreeGroupsAreTheLegalNextHops) {
     }
   }
   EXPECT_EQ(plan->notify(e00).count(), 2U);  // both up-links
+}
+
+// Routes on several VLs: a LID takes the group of its class, a switch's
+// CA/router LIDs on one layer; switch LIDs take none. Widened to every
+// switch port, the groups close a credit loop on some VL, and the verifier,
+// which checks each VL's graph apart, says which.
+TEST(FailoverPlan, LayeredGroupsArePerSwitchAndLayer) {
+  WorkerPool pool(2);
+  Fabric f = make_fabric("random:switches=200,degree=8,hosts=8,seed=1");
+  const Routes routes = route(f, "layered", pool);
+  ASSERT_GT(routes.num_vls, 1);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->num_layers(), routes.num_vls);
+  EXPECT_GT(plan->num_classes(), plan->stats().destinations);  // some switch's LIDs on two layers
+  EXPECT_GT(plan->stats().pairs_with_alternative, plan->stats().pairs_grouped / 2);
+  const SwitchGraph g = *SwitchGraph::build(f.topo, f.lids);
+  for (std::uint32_t l = 1; l <= plan->max_lid().value; ++l) {
+    const LidAttachment at = g.attachment(Lid{l});
+    if (!at.routable()) continue;
+    const std::uint32_t c = plan->lid_class(Lid{l});
+    if (at.port == 0) {
+      EXPECT_EQ(c, FailoverPlan::kNoClass);
+      EXPECT_EQ(plan->lid_group(SwitchIndex{0}, Lid{l}), 0);
+      continue;
+    }
+    ASSERT_NE(c, FailoverPlan::kNoClass);
+    EXPECT_EQ(plan->class_switch(c), at.sw);
+    EXPECT_EQ(plan->class_layer(c), routes.layer(Lid{l}));
+    for (std::uint32_t s = 0; s < plan->num_switches(); s += 37) {
+      if (s == at.sw.value) continue;
+      EXPECT_EQ(plan->lid_group(SwitchIndex{s}, Lid{l}), plan->class_group_id(SwitchIndex{s}, c));
+    }
+  }
+  auto report = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->channels, std::uint64_t{g.num_arcs()} * routes.num_vls);
+
+  for (std::uint32_t s = 0; s < plan->num_switches(); ++s) {
+    PortMask all;
+    for (const SwitchArc& a : g.arcs(SwitchIndex{s})) all.set(a.local_port);
+    for (std::size_t id = 1; id < plan->groups(SwitchIndex{s}).size(); ++id) {
+      plan->mutable_group_for_test(SwitchIndex{s}, static_cast<std::uint8_t>(id)) = all;
+    }
+  }
+  auto bad = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kCdgCycle) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("credit loop on VL"), std::string::npos);
 }
 
 }  // namespace

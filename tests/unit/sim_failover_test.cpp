@@ -258,9 +258,10 @@ TEST(SimFailover, EverySingleSwitchLinkFailureIsRecoveredByTheSwitches) {
 // The groups the SM computes (routing/failover_plan.hpp), armed on the
 // simulated switches: after every single switch-link failure the switches
 // settle where the failover verifier says they do. On a fat tree nothing is
-// lost; on a ring and a torus under updn the links the verifier counts as
-// leaving pairs to the SM are exactly those after which the simulator
-// loses pairs, and nothing ever loops.
+// lost; on a ring and a torus under updn, and under layered routes on
+// several VLs, the links the verifier counts as leaving pairs to the SM are
+// exactly those after which the simulator loses pairs, and nothing ever
+// loops.
 TEST(SimFailover, PlannedGroupsRecoverExactlyWhatTheVerifierPromises) {
   struct Case {
     const char* spec;
@@ -268,7 +269,11 @@ TEST(SimFailover, PlannedGroupsRecoverExactlyWhatTheVerifierPromises) {
   };
   for (const Case c :
        {Case{"fat-tree:levels=3,k=4", "ftree"}, Case{"ring:switches=6,hosts=1", "updn"},
-        Case{"torus:dims=3x3,hosts=1", "updn"}}) {
+        Case{"torus:dims=3x3,hosts=1", "updn"},
+        // Several VLs: groups per (switch, layer), notifications per switch.
+        Case{"torus:dims=3x3,hosts=1", "layered"},
+        Case{"random:switches=10,degree=4,hosts=4,seed=5", "layered"},
+        Case{"dragonfly:a=4,p=4,h=2,g=5", "layered"}}) {
     const Fabric probe = bring_up(c.spec, c.engine);
     ASSERT_NE(probe.result, nullptr);
     routing::WorkerPool pool(1);
@@ -278,6 +283,11 @@ TEST(SimFailover, PlannedGroupsRecoverExactlyWhatTheVerifierPromises) {
     auto report =
         routing::verify_failover(r.sweep.topology, r.lids.map, *r.routes, *plan, {}, pool);
     ASSERT_TRUE(report.ok()) << c.spec << ": " << report.error().message;
+    EXPECT_GT(plan->stats().pairs_with_alternative, 0U) << c.spec;
+    if (std::string_view(c.engine) == "layered") {
+      EXPECT_GT(r.routes->num_vls, 1) << c.spec;
+      EXPECT_GT(plan->num_layers(), 1) << c.spec;
+    }
     std::uint32_t sim_links_losing = 0;
     const std::vector<PortRef> links = switch_links(probe.sim->topology());
     ASSERT_EQ(links.size(), report->links_checked) << c.spec;
