@@ -26,9 +26,10 @@ asio::awaitable<void> SubnetManager::arm_fast_failover(std::shared_ptr<const Bri
     failover_summary_ = "off (routing.fast_failover: false)";
     co_return;
   }
-  if (r->routes->updown_rank.empty()) {
+  if (r->routes->updown_rank.empty() && r->routes->num_vls <= 1) {
     failover_summary_ = fmt::format(
-        "not armed: engine {} has no up/down order to prove groups against", r->routes->engine);
+        "not armed: engine {} has neither an up/down order nor layers to prove groups against",
+        r->routes->engine);
     co_return;
   }
   // Only switches that may have the feature are worth a plan: subnetd's

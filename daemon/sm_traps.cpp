@@ -209,7 +209,14 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
   std::shared_ptr<FastPath> fp = fast_;
   if (!fp && sweep_ && sweep_->fast) fp = sweep_->fast;
   if (!fp || fp->rerouter().stale()) {
-    sweep_soon("no fast path");
+    // The rerouter keeps routes up*/down*; routes on several VLs are
+    // repaired within their layers (route_step), in the heavy sweep.
+    const routing::Routes* routes = current_ ? current_->routes.get() : nullptr;
+    const bool layered = routes != nullptr && routes->updown_rank.empty() && routes->num_vls > 1;
+    sweep_soon(layered ? fmt::format("no fast path for routes on {} VLs: repaired in their "
+                                     "layers by the heavy sweep",
+                                     routes->num_vls)
+                       : std::string("no fast path"));
     co_return;
   }
   const auto start = traps.front().received_wall;

@@ -4,7 +4,8 @@
 // the SM stopped: nothing but the switches acts); with fast_failover off
 // the same cut strands pairs until the SM repairs. With the SM running, the
 // fast path repairs the tables (stage 2) and the re-balancing sweep re-arms
-// and clears what the notifications left.
+// and clears what the notifications left. Layered routes on several VLs
+// are armed per layer and repaired in their layers by the heavy sweep.
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,50 @@ TEST(FailoverDaemon, StageTwoRepairsReArmsAndClearsTheNotifications) {
   ASSERT_TRUE(h.sim->link_down(cut).ok());
   ASSERT_TRUE(h.settle());  // trap, fast path, re-balancing sweep
   EXPECT_GE(h.events_of(state::EventKind::kReroute), 1U);
+  const auto fc = h.sim->check_failover_forwarding();
+  EXPECT_EQ(fc.changed, 0U) << fc.switches_changed << " switches still forward around the cut";
+  EXPECT_EQ(fc.unreachable_sources, 0U);
+  auto v = h.verify(true);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
+
+// Layered routes on several VLs: the groups are per (switch, layer), armed
+// by the same SMPs. With the SM stopped, the switches route around what the
+// groups cover and nothing loops; with the SM running, the heavy sweep the
+// trap starts repairs the tables within their layers (no LID changes its
+// SL), re-arms and clears the notifications.
+TEST(FailoverDaemon, LayeredRoutesAreArmedPerLayerAndRepairedInTheirLayers) {
+  constexpr const char* kRandom = "random:switches=12,degree=4,hosts=4,seed=5";
+  auto layered = [](Config& cfg) { cfg.routing.engine = EngineKind::kLayered; };
+  {
+    testing::SimSm h(kRandom, layered);
+    h.start();
+    ASSERT_TRUE(h.settle());
+    ASSERT_GT(h.publisher.current()->routes->num_vls, 1);
+    EXPECT_TRUE(event_says(h, "fast failover armed on 12 of 12 switches")) << "no arming event";
+    h.stop();
+    std::uint32_t recovered = 0;
+    for (const PortRef& l : switch_links(h.sim->topology())) {
+      ASSERT_TRUE(h.sim->link_down(l).ok());
+      h.sim->run_for(50us);
+      const auto fc = h.sim->check_failover_forwarding();
+      EXPECT_EQ(fc.loops, 0U) << fc.first_problem;
+      if (fc.changed > 0 && fc.unreachable_sources == 0) ++recovered;
+      ASSERT_TRUE(h.sim->restore_link(l).ok());
+      h.sim->clear_all_failover_state();
+    }
+    EXPECT_GT(recovered, 0U);
+  }
+  testing::SimSm h(kRandom, layered);
+  h.start();
+  ASSERT_TRUE(h.settle());
+  const std::vector<std::uint8_t> before = h.publisher.current()->routes->lid_layer;
+  const PortRef cut = switch_links(h.sim->topology()).front();
+  ASSERT_TRUE(h.sim->link_down(cut).ok());
+  ASSERT_TRUE(h.settle());  // trap, heavy sweep: repaired in layers, re-armed
+  EXPECT_TRUE(event_says(h, "repaired in their layers by the heavy sweep"));
+  const auto routes = h.publisher.current()->routes;
+  EXPECT_EQ(routes->lid_layer, before);
   const auto fc = h.sim->check_failover_forwarding();
   EXPECT_EQ(fc.changed, 0U) << fc.switches_changed << " switches still forward around the cut";
   EXPECT_EQ(fc.unreachable_sources, 0U);
