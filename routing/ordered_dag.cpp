@@ -19,10 +19,9 @@ OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
   if (u == v) return Add::kCycle;
-  const std::uint64_t k = key(u, v);
-  if (edges_.contains(k)) return Add::kKnown;
+  if (contains(u, v)) return Add::kKnown;
   if (ord_[u] > ord_[v] && !reorder(u, v)) return Add::kCycle;
-  edges_.insert(k);
+  ++edges_;
   out_[u].push_back(v);
   in_[v].push_back(u);
   return Add::kNew;
@@ -32,7 +31,7 @@ void OrderedDag::undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> a
   for (auto it = added.rbegin(); it != added.rend(); ++it) {
     out_[it->first].pop_back();
     in_[it->second].pop_back();
-    edges_.erase(key(it->first, it->second));
+    --edges_;
   }
 }
 

@@ -5,16 +5,16 @@
 //
 // Used for channel dependency graphs (nodes are channels, i.e. SwitchGraph
 // arcs): an added dependency u->v with ord(u) < ord(v) agrees with the order
-// and costs a hash insert; one that does not closes a cycle iff v reaches u
+// and costs a scan of u's few edges; one that does not closes a cycle iff v reaches u
 // through nodes ordered before u, and otherwise only the nodes between the
 // two are reordered. Edges can be taken back last-first (a subgraph of a DAG
 // keeps its order).
 //
 // Owner: one routing computation; single-threaded.
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -35,20 +35,26 @@ class OrderedDag {
   // Takes back edges add() returned kNew for, in the order they were added
   // (the last one first).
   void undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added);
-  bool contains(std::uint32_t u, std::uint32_t v) const { return edges_.contains(key(u, v)); }
-  std::size_t edges() const { return edges_.size(); }
-  bool empty() const { return edges_.empty(); }
+  bool contains(std::uint32_t u, std::uint32_t v) const {
+    // A channel's dependencies are few (the ports of one switch): a scan
+    // of the shorter list beats hashing every edge.
+    const std::vector<std::uint32_t>& from_u = out_[u];
+    const std::vector<std::uint32_t>& into_v = in_[v];
+    if (from_u.size() <= into_v.size()) {
+      return std::find(from_u.begin(), from_u.end(), v) != from_u.end();
+    }
+    return std::find(into_v.begin(), into_v.end(), u) != into_v.end();
+  }
+  std::size_t edges() const { return edges_; }
+  bool empty() const { return edges_ == 0; }
   std::uint32_t position(std::uint32_t x) const { return ord_[x]; }
 
  private:
-  static std::uint64_t key(std::uint32_t u, std::uint32_t v) {
-    return (std::uint64_t{u} << 32) | v;
-  }
   bool reorder(std::uint32_t u, std::uint32_t v);
 
   std::vector<std::uint32_t> ord_;  // node -> position in the order
   std::vector<std::vector<std::uint32_t>> out_, in_;
-  std::unordered_set<std::uint64_t> edges_;
+  std::size_t edges_ = 0;
   std::vector<std::uint32_t> mark_, back_mark_;  // reached forward, backward
   std::uint32_t epoch_ = 0;
   std::vector<std::uint32_t> fwd_, bwd_, stack_, back_stack_, slots_;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -163,9 +162,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
   }
   std::vector<std::uint32_t> try_order;
-  // Dependencies a layer refused: refused again without a search (it may
-  // have been refused for a tree taken back since; refusing stays safe).
-  std::vector<std::unordered_set<std::uint64_t>> refused(layers.size());
+  std::vector<RefusedDeps> refused(layers.size(), RefusedDeps(arcs));
 
   Routes routes;
   routes.engine = "layered";

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <functional>
 #include <queue>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -309,7 +308,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // through a channel only if its dependency on the next hop's channel
   // keeps the layer's CDG acyclic.
   const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
-  std::vector<std::unordered_set<std::uint64_t>> refused(num_layers);
+  std::vector<RefusedDeps> refused(num_layers, RefusedDeps(g.num_arcs()));
   std::vector<Dep> added;
   using Item = std::pair<std::uint64_t, std::uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
@@ -319,8 +318,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // The dependencies of the routes from the switches that still reach the
   // LID, into another layer's CDG (false: they close a cycle; what was
   // added is in `added`).
-  auto add_intact = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag,
-                        std::unordered_set<std::uint64_t>& cache) {
+  auto add_intact = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag, RefusedDeps& cache) {
     for (std::uint32_t s = 0; s < n; ++s) {
       if (resolved[s] != epoch || s == t) continue;
       const std::uint32_t a = next_arc(s, lid);
@@ -329,15 +327,14 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       const std::uint32_t out = next_arc(w, lid);
       const OrderedDag::Add r = dag.add(a, out);
       if (r == OrderedDag::Add::kCycle) {
-        cache.insert((std::uint64_t{a} << 32) | out);
+        cache.insert(a, out);
         return false;
       }
       if (r == OrderedDag::Add::kNew) added.emplace_back(a, out);
     }
     return true;
   };
-  auto attach = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag,
-                    std::unordered_set<std::uint64_t>& cache) {
+  auto attach = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag, RefusedDeps& cache) {
     heap = {};
     const std::uint32_t part = g.component(SwitchIndex{t});
     auto push_into = [&](std::uint32_t x, std::uint64_t cost) {
@@ -366,10 +363,10 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       if (resolved[b] == epoch) continue;
       if (x != t) {
         const std::uint32_t out = next_arc(x, lid);
-        const std::uint64_t key = (std::uint64_t{in} << 32) | out;
-        const OrderedDag::Add r = cache.contains(key) ? OrderedDag::Add::kCycle : dag.add(in, out);
+        const OrderedDag::Add r =
+            cache.contains(in, out) ? OrderedDag::Add::kCycle : dag.add(in, out);
         if (r == OrderedDag::Add::kCycle) {
-          cache.insert(key);
+          cache.insert(in, out);
           continue;
         }
         if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);

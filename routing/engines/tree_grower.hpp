@@ -13,7 +13,6 @@
 #include <functional>
 #include <queue>
 #include <span>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -87,6 +86,25 @@ inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t
   return dag;
 }
 
+// Dependencies a layer refused (they closed a cycle), refused again
+// without a search: it may have been refused for a tree taken back since;
+// refusing stays safe. By channel in, the few channels out refused after
+// it (a scan of a handful beats hashing every key).
+class RefusedDeps {
+ public:
+  explicit RefusedDeps(std::uint32_t arcs) : outs_(arcs) {}
+  bool contains(std::uint32_t in, std::uint32_t out) const {
+    const std::vector<std::uint32_t>& o = outs_[in];
+    return std::find(o.begin(), o.end(), out) != o.end();
+  }
+  void insert(std::uint32_t in, std::uint32_t out) {
+    if (!contains(in, out)) outs_[in].push_back(out);
+  }
+
+ private:
+  std::vector<std::vector<std::uint32_t>> outs_;
+};
+
 // Grows in-trees towards one switch. A switch two hops from the
 // destination may also keep other channels into the destination's
 // neighbours (kMaxOut in all): the destination's LIDs spread over them, as
@@ -117,8 +135,7 @@ class TreeGrower {
   // forwards to; outs() gives their channels, the tree's first.
   std::span<const std::uint32_t> grow(std::uint32_t t, std::span<const std::uint64_t> load,
                                       std::uint64_t hop, std::uint64_t slack, OrderedDag* dag,
-                                      std::unordered_set<std::uint64_t>* refused,
-                                      std::vector<Dep>& added,
+                                      RefusedDeps* refused, std::vector<Dep>& added,
                                       std::span<const std::uint32_t> updown = {}) {
     ++epoch_;
     reached_.clear();
@@ -138,12 +155,11 @@ class TreeGrower {
       const std::uint32_t v = g_.arc(in).to.value;
       const std::size_t mark = added.size();
       for (const std::uint32_t out : outs(v)) {
-        const std::uint64_t key = (std::uint64_t{in} << 32) | out;
         const OrderedDag::Add r =
-            refused->contains(key) ? OrderedDag::Add::kCycle : dag->add(in, out);
+            refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
         if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
         if (r == OrderedDag::Add::kCycle) {
-          refused->insert(key);
+          refused->insert(in, out);
           dag->undo(std::span<const Dep>(added).subspan(mark));
           added.resize(mark);
           return false;
