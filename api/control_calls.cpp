@@ -138,15 +138,20 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
         ctx, invalid(fmt::format("kind: {} is not a SweepKind", static_cast<int>(req->kind()))));
   }
   const bool light = req->kind() == v1::SWEEP_KIND_LIGHT;
+  if (light && req->rebalance()) {
+    return reply(ctx, invalid("rebalance: only a heavy sweep routes afresh (kind is LIGHT)"));
+  }
   if (light) {
     // A light sweep checks the switches the last heavy sweep found.
     auto view = core_.view();
     if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   }
   const std::string who = caller.who();
-  spdlog::info("gRPC TriggerSweep {} by {}", light ? "light" : "heavy", who);
+  const char* what = light ? "light" : req->rebalance() ? "heavy, re-balancing" : "heavy";
+  spdlog::info("gRPC TriggerSweep {} by {}", what, who);
   state::SmControl& sm = *core_.deps().sm;
-  std::string reason = "TriggerSweep by " + who;
+  std::string reason =
+      req->rebalance() ? "TriggerSweep (re-balance) by " + who : "TriggerSweep by " + who;
   if (light) {
     return sweep<Result<state::SweepReply>>(core_, ctx, caller, req->wait(), resp,
                                             [&](state::Completion<Result<state::SweepReply>> done) {
@@ -154,9 +159,14 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
                                                                      std::move(done));
                                             });
   }
+  const bool rebalance = req->rebalance();
   return sweep<state::SweepReply>(core_, ctx, caller, req->wait(), resp,
                                   [&](state::Completion<state::SweepReply> done) {
-                                    sm.trigger_sweep(std::move(reason), std::move(done));
+                                    if (rebalance) {
+                                      sm.trigger_rebalance(std::move(reason), std::move(done));
+                                    } else {
+                                      sm.trigger_sweep(std::move(reason), std::move(done));
+                                    }
                                   });
 }
 

@@ -1,7 +1,7 @@
 // subnetctl: subnetd's command-line client (gRPC subnet.v1).
 //
 //   subnetctl status | nodes | node X | links | lft SWITCH | trace SRC DST | path SRC DST
-//   subnetctl events [--follow] [--from ID] | sweep [--light] | verify [--read-back]
+//   subnetctl events [--follow] [--from ID] | sweep [--light|--rebalance] | verify [--read-back]
 //   subnetctl port disable|enable NODE PORT | ports --unhealthy | counters | top | errors
 //   subnetctl sim link-down|link-up NODE PORT | sim switch-down|switch-up NODE | sim stats
 //
@@ -411,10 +411,11 @@ Outcome cmd_events(Client& c, bool follow, std::int64_t from, std::int64_t last)
   return std::nullopt;
 }
 
-Outcome cmd_sweep(Client& c, bool no_wait, bool light) {
+Outcome cmd_sweep(Client& c, bool no_wait, bool light, bool rebalance) {
   v1::TriggerSweepRequest req;
   req.set_kind(light ? v1::SWEEP_KIND_LIGHT : v1::SWEEP_KIND_HEAVY);
   req.set_wait(!no_wait);
+  req.set_rebalance(rebalance);
   v1::TriggerSweepResponse r;
   auto ctx = c.ctx(/*mutating=*/true);
   if (auto s = c.sm().TriggerSweep(ctx.get(), req, &r); !s.ok()) return c.fail(s);
@@ -619,13 +620,18 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   events->callback(run([&] { return cmd_events(client, follow, from, last); }));
 
-  bool no_wait = false, light = false;
+  bool no_wait = false, light = false, rebalance = false;
   auto* sweep = app.add_subcommand("sweep", "run a heavy sweep now, or a light one (mutating)");
   sweep->add_flag("--no-wait", no_wait, "return once the sweep is queued");
   sweep->add_flag("--light", light,
                   "read every switch's SwitchInfo; sweep heavily only if a port changed or a "
                   "switch is silent");
-  sweep->callback(run([&] { return cmd_sweep(client, no_wait, light); }));
+  auto* rebalance_flag =
+      sweep->add_flag("--rebalance", rebalance,
+                      "route afresh: re-balance layered routes that failures left repaired in "
+                      "their layers (LIDs may change SL; hosts resolve their paths again)");
+  rebalance_flag->excludes(sweep->get_option("--light"));
+  sweep->callback(run([&] { return cmd_sweep(client, no_wait, light, rebalance); }));
 
   std::string counters_node;
   unsigned counters_port = 0;

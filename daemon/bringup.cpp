@@ -103,7 +103,12 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
   if (prev != nullptr && opts.previous_topology && prev->num_vls > 1 && !prev->lid_layer.empty() &&
       (opts.engine == "layered" || opts.engine == "auto")) {
     const std::string grown = new_in(*opts.previous_topology, topo);
-    if (grown.empty()) {
+    if (opts.rebalance) {
+      repair_note =
+          "layered routes routed afresh to re-balance them, as requested (subnetctl sweep "
+          "--rebalance): LIDs may change layer, and a host must resolve its PathRecord (SL) "
+          "again";
+    } else if (grown.empty()) {
       auto repaired =
           routing::repair_layered(topo, lids, *opts.previous_topology, *prev, eopts, stop);
       if (repaired.ok()) {

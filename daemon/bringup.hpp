@@ -60,6 +60,10 @@ struct BringUpOptions {
   // switches or links is routed afresh, which uses them.
   std::shared_ptr<const routing::Routes> previous_routes;
   std::shared_ptr<const routing::Topology> previous_topology;
+  // The operator asked to re-balance (subnetctl sweep --rebalance): route
+  // afresh even where the previous routes could be repaired in place,
+  // accepting that LIDs may change layer (SL).
+  bool rebalance = false;
   // BringUp::run calls it once the LIDs are assigned, before anything is
   // programmed; an error fails the bring-up (LIDs must be durable before a
   // port carries them). The daemon persists through its own step instead.

@@ -225,7 +225,9 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
   BringUpOptions opts = bring_up_options(cfg_);
   opts.remembered_lids = remembered_;
   // The tables on the switches now (after any repairs) and their fabric:
-  // layered routes are repaired in their layers from them (route_step).
+  // layered routes are repaired in their layers from them (route_step),
+  // unless the operator asked for a re-balance.
+  opts.rebalance = std::exchange(rebalance_requested_, false);
   if (routes_now_ && topology_now_) {
     opts.previous_routes = routes_now_;
     opts.previous_topology = topology_now_;

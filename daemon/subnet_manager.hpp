@@ -158,6 +158,7 @@ class SubnetManager final : public state::SmControl {
   // SmControl (any thread).
   state::MadCounters mad_counters() const override;
   void trigger_sweep(std::string reason, state::Completion<state::SweepReply> done) override;
+  void trigger_rebalance(std::string reason, state::Completion<state::SweepReply> done) override;
   void trigger_light_sweep(std::string reason,
                            state::Completion<Result<state::SweepReply>> done) override;
   void verify_routing(state::VerifyRequest request,
@@ -410,7 +411,8 @@ class SubnetManager final : public state::SmControl {
   std::string heavy_again_reason_;
   std::chrono::milliseconds heavy_again_delay_{0};
   std::vector<state::Completion<state::SweepReply>> heavy_waiters_;  // for the next sweep
-  std::shared_ptr<SweepInProgress> sweep_;                           // the one running
+  bool rebalance_requested_ = false;  // the next heavy sweep routes afresh (trigger_rebalance)
+  std::shared_ptr<SweepInProgress> sweep_;  // the one running
   std::chrono::milliseconds retry_backoff_{500};
   bool light_running_ = false;
   // The periodic light sweep's timer fired and its coroutine, posted, has

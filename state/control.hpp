@@ -118,6 +118,11 @@ class SmControl {
   // the next heavy sweep, which starts after this request, answers it (and
   // every other request queued meanwhile).
   virtual void trigger_sweep(std::string reason, Completion<SweepReply> done) = 0;
+  // The same, and that heavy sweep routes afresh: layered routes on
+  // several VLs, otherwise repaired in their layers after a failure (every
+  // LID keeping its SL), are re-balanced across layers, and hosts must
+  // resolve the SLs of the LIDs that moved again.
+  virtual void trigger_rebalance(std::string reason, Completion<SweepReply> done) = 0;
   // Runs a light sweep now (and restarts the periodic light-sweep timer);
   // when it finds a change, runs the heavy sweep and answers with that
   // sweep's outcome. Errc::kUnreachable before the first heavy sweep has

@@ -130,6 +130,9 @@ class FakeSm final : public state::SmControl {
   void trigger_sweep(std::string, state::Completion<state::SweepReply> done) override {
     strand_.post([done = std::move(done)] { done(state::SweepReply{true, 7, "", {}}); });
   }
+  void trigger_rebalance(std::string reason, state::Completion<state::SweepReply> done) override {
+    trigger_sweep(std::move(reason), std::move(done));
+  }
   void trigger_light_sweep(std::string,
                            state::Completion<Result<state::SweepReply>> done) override {
     strand_.post([this, done = std::move(done)] {

@@ -197,6 +197,10 @@ def main():
               f"the followed stream saw the sweep: {e}")
     r = c.sweep(light=True)
     check(r.sweep.outcome == pb.SWEEP_OUTCOME_OK, f"sweep(light=True): {r.sweep}")
+    r = c.sweep(rebalance=True)
+    check(r.sweep.kind == pb.SWEEP_KIND_HEAVY and r.sweep.outcome == pb.SWEEP_OUTCOME_OK,
+          f"sweep(rebalance=True): {r.sweep}")
+    expect_error(grpc.StatusCode.INVALID_ARGUMENT, lambda: c.sweep(light=True, rebalance=True))
 
     # A cable between switches pulled in the simulator: the far end named,
     # a LINK_DOWN event, and the trace still reaching its destination.

@@ -209,6 +209,35 @@ TEST_F(Api, TriggerSweepOverUnixAndTcp) {
   EXPECT_TRUE(sm_.light_sweeps.empty());
 }
 
+// A re-balancing sweep reaches the SM as such; a light one cannot be one.
+TEST_F(Api, TriggerSweepRebalanceIsAHeavySweepThatRoutesAfresh) {
+  start();
+  auto stub = unix_stub();
+  v1::TriggerSweepRequest req;
+  req.set_wait(true);
+  req.set_rebalance(true);
+  {
+    grpc::ClientContext ctx;
+    set_deadline(ctx);
+    v1::TriggerSweepResponse r;
+    auto s = stub->TriggerSweep(&ctx, req, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(r.sweep().outcome(), v1::SWEEP_OUTCOME_OK);
+  }
+  req.set_kind(v1::SWEEP_KIND_LIGHT);
+  grpc::ClientContext ctx;
+  set_deadline(ctx);
+  v1::TriggerSweepResponse r;
+  auto s = stub->TriggerSweep(&ctx, req, &r);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("rebalance"), std::string::npos) << s.error_message();
+  std::lock_guard lock(sm_.mu);
+  ASSERT_EQ(sm_.rebalances.size(), 1u);
+  EXPECT_NE(sm_.rebalances[0].find("re-balance"), std::string::npos) << sm_.rebalances[0];
+  EXPECT_EQ(sm_.sweeps.size(), 1u);
+  EXPECT_TRUE(sm_.light_sweeps.empty());
+}
+
 TEST_F(Api, LightSweepWithNoChangeAnswersWithoutAHeavySweep) {
   start();
   auto stub = unix_stub();

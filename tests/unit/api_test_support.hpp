@@ -152,6 +152,13 @@ class FakeSm final : public state::SmControl {
     }
     done(heavy_locked(std::move(reason)));
   }
+  void trigger_rebalance(std::string reason, state::Completion<state::SweepReply> done) override {
+    {
+      std::lock_guard lock(mu);
+      rebalances.push_back(reason);
+    }
+    trigger_sweep(std::move(reason), std::move(done));
+  }
   void trigger_light_sweep(std::string reason,
                            state::Completion<Result<state::SweepReply>> done) override {
     std::lock_guard lock(mu);
@@ -241,7 +248,8 @@ class FakeSm final : public state::SmControl {
   std::uint64_t generation = 7;  // as published by the fixture
   std::size_t changes_seen = 0;  // FakeSim changes the last heavy sweep saw
   std::vector<state::Completion<state::SweepReply>> held;
-  std::vector<std::string> sweeps;  // heavy sweeps' reasons
+  std::vector<std::string> sweeps;      // heavy sweeps' reasons
+  std::vector<std::string> rebalances;  // ... of those asked to re-balance
   std::vector<std::string> light_sweeps;
   bool hold_verifications = false;  // keep them until release_verifications()
   std::vector<state::Completion<Result<state::VerifyReply>>> held_verifies;

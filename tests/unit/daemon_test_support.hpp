@@ -144,6 +144,12 @@ struct SimSm {
     EXPECT_EQ(fut.wait_for(std::chrono::seconds{20}), std::future_status::ready);
     return fut.get();
   }
+  state::SweepReply rebalance_now() {
+    auto fut = sm_call<state::SweepReply>(
+        [&](auto done) { sm->trigger_rebalance("test", std::move(done)); });
+    EXPECT_EQ(fut.wait_for(std::chrono::seconds{20}), std::future_status::ready);
+    return fut.get();
+  }
   Result<state::SweepReply> light_sweep_now() {
     auto fut = sm_call<Result<state::SweepReply>>(
         [&](auto done) { sm->trigger_light_sweep("test", std::move(done)); });

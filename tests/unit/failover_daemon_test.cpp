@@ -92,7 +92,8 @@ TEST(FailoverDaemon, StageTwoRepairsReArmsAndClearsTheNotifications) {
 // by the same SMPs. With the SM stopped, the switches route around what the
 // groups cover and nothing loops; with the SM running, the heavy sweep the
 // trap starts repairs the tables within their layers (no LID changes its
-// SL), re-arms and clears the notifications.
+// SL), re-arms and clears the notifications; asked to re-balance, it
+// routes afresh and says so.
 TEST(FailoverDaemon, LayeredRoutesAreArmedPerLayerAndRepairedInTheirLayers) {
   constexpr const char* kRandom = "random:switches=12,degree=4,hosts=4,seed=5";
   auto layered = [](Config& cfg) { cfg.routing.engine = EngineKind::kLayered; };
@@ -129,6 +130,17 @@ TEST(FailoverDaemon, LayeredRoutesAreArmedPerLayerAndRepairedInTheirLayers) {
   EXPECT_EQ(fc.changed, 0U) << fc.switches_changed << " switches still forward around the cut";
   EXPECT_EQ(fc.unreachable_sources, 0U);
   auto v = h.verify(true);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+
+  // Asked to, the SM re-balances: routed afresh, saying that SLs may move.
+  const state::SweepReply again = h.rebalance_now();
+  ASSERT_TRUE(again.ok) << again.message;
+  const auto fresh = h.publisher.current()->routes;
+  ASSERT_FALSE(fresh->notes.empty());
+  EXPECT_NE(fresh->notes.front().find("re-balance"), std::string::npos) << fresh->notes.front();
+  EXPECT_EQ(routes->notes.size(), 1U);  // the repair's own note, not a re-balance
+  EXPECT_EQ(routes->notes.front().find("re-balance"), std::string::npos);
+  v = h.verify(true);
   ASSERT_TRUE(v.ok()) << v.error().message;
 }
 

@@ -418,14 +418,18 @@ class Client:
                                    timeout=self._timeout(timeout), metadata=self.metadata)
         return EventStream(call, newest, kind_set, self.target)
 
-    def sweep(self, light: bool = False, *, wait: bool = True,
+    def sweep(self, light: bool = False, *, wait: bool = True, rebalance: bool = False,
               timeout: Optional[float] = None) -> pb.TriggerSweepResponse:
         """TriggerSweep (mutating): a heavy sweep, or a light one (every
         switch's SwitchInfo; a heavy sweep at once if a port changed). With
-        `wait`, returns when it has finished, with its summary: check
-        `.sweep.outcome` (a failed sweep is an answer, not an Error)."""
+        `rebalance` (heavy only) the sweep routes afresh: layered routes
+        that failures left repaired in their layers are re-balanced, and
+        LIDs may change SL. With `wait`, returns when it has finished, with
+        its summary: check `.sweep.outcome` (a failed sweep is an answer,
+        not an Error)."""
         request = pb.TriggerSweepRequest(
-            kind=pb.SWEEP_KIND_LIGHT if light else pb.SWEEP_KIND_HEAVY, wait=wait)
+            kind=pb.SWEEP_KIND_LIGHT if light else pb.SWEEP_KIND_HEAVY, wait=wait,
+            rebalance=rebalance)
         return self._call("TriggerSweep", self.sm.TriggerSweep, request, timeout)
 
     def verify(self, read_back: bool = False, *,

@@ -950,12 +950,14 @@ class TracePathResponse(_message.Message):
     def __init__(self, hops: _Optional[_Iterable[_Union[Hop, _Mapping]]] = ..., source_lid: _Optional[int] = ..., destination_lid: _Optional[int] = ..., complete: bool = ..., message: _Optional[str] = ..., generation: _Optional[int] = ...) -> None: ...
 
 class TriggerSweepRequest(_message.Message):
-    __slots__ = ["kind", "wait"]
+    __slots__ = ["kind", "rebalance", "wait"]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    REBALANCE_FIELD_NUMBER: _ClassVar[int]
     WAIT_FIELD_NUMBER: _ClassVar[int]
     kind: SweepKind
+    rebalance: bool
     wait: bool
-    def __init__(self, kind: _Optional[_Union[SweepKind, str]] = ..., wait: bool = ...) -> None: ...
+    def __init__(self, kind: _Optional[_Union[SweepKind, str]] = ..., wait: bool = ..., rebalance: bool = ...) -> None: ...
 
 class TriggerSweepResponse(_message.Message):
     __slots__ = ["generation", "sweep"]
