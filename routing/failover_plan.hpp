@@ -55,7 +55,7 @@
 // another LID's entry outside it, so every state's dependencies are in the
 // layer's graph: no credit loop on any VL and no forwarding loop. Classes
 // planned first get the room a dense layer has left; stats() count the
-// pairs with an alternative. Beyond classes x channels = 2^22 (about 500
+// pairs with an alternative. Beyond classes x channels = 2^22 (about 700
 // switches of degree 8) a channel joins only where its dependencies agree
 // with the layer's order as it stands, without searching for a new one
 // (random 1,000 switches of degree 16: 2 s, not a minute). Switches keep their notification state per
