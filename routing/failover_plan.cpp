@@ -7,6 +7,7 @@
 #include <bit>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "routing/cdg.hpp"
@@ -335,8 +336,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     return g.arc_at_port(SwitchIndex{x}, routes.lfts[x].get(Lid{lid}));
   };
 
-  // Each layer's CDG as the routes stand (LID by LID), then a topological
-  // order of it.
+  // Each layer's CDG as the routes stand, LID by LID.
   const std::size_t layer_words = std::size_t{arcs} * kCdgDepWords;
   std::vector<std::vector<std::uint64_t>> slot_deps(pool.size());
   pool.parallel_for(classes, 4, [&](std::size_t b, std::size_t e, unsigned slot) {
@@ -374,46 +374,9 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
       deps[std::size_t{in} * kCdgDepWords + p / 64] |= std::uint64_t{1} << (p % 64);
     });
   }
-  // pos[k * arcs + a]: channel a's place in layer k's order (Kahn's, FIFO).
-  std::vector<std::uint32_t> pos(std::size_t{arcs} * layers, 0);
-  {
-    std::vector<std::uint32_t> indeg(arcs), queue;
-    for (std::uint8_t k = 0; k < layers; ++k) {
-      const std::uint64_t* dep = &deps[layer_words * k];
-      auto for_deps = [&](std::uint32_t a, auto&& fn) {
-        for (std::uint32_t i = 0; i < kCdgDepWords; ++i) {
-          for (std::uint64_t w = dep[std::size_t{a} * kCdgDepWords + i]; w != 0; w &= w - 1) {
-            const auto p = static_cast<PortNum>(i * 64 + std::countr_zero(w));
-            fn(g.arc_at_port(g.arc(a).to, p));
-          }
-        }
-      };
-      std::fill(indeg.begin(), indeg.end(), 0U);
-      for (std::uint32_t a = 0; a < arcs; ++a) {
-        for_deps(a, [&](std::uint32_t o) { ++indeg[o]; });
-      }
-      queue.clear();
-      for (std::uint32_t a = 0; a < arcs; ++a) {
-        if (indeg[a] == 0) queue.push_back(a);
-      }
-      for (std::size_t q = 0; q < queue.size(); ++q) {
-        pos[std::size_t{k} * arcs + queue[q]] = static_cast<std::uint32_t>(q);
-        for_deps(queue[q], [&](std::uint32_t o) {
-          if (--indeg[o] == 0) queue.push_back(o);
-        });
-      }
-      if (queue.size() != arcs) {
-        return Error{Errc::kCdgCycle,
-                     fmt::format("routes of engine {}: the dependencies of layer {} close a "
-                                 "cycle; no failover groups",
-                                 routes.engine, k)};
-      }
-    }
-  }
-
   // Groups, class by class, in each layer's CDG kept acyclic online
-  // (OrderedDag, starting from the order above with the routes' own
-  // dependencies): a channel s->w joins s's group for the class when the
+  // (OrderedDag, from a topological order of the routes' own dependencies,
+  // which it holds): a channel s->w joins s's group for the class when the
   // dependencies it adds keep the layer acyclic: from every channel the
   // class may arrive at s by (entries and groups of s's neighbours), and
   // into every channel w may send it on (w's entries and group). The
@@ -422,17 +385,23 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   std::vector<OrderedDag> dags;
   dags.reserve(layers);
   for (std::uint8_t k = 0; k < layers; ++k) {
-    dags.emplace_back(std::vector<std::uint32_t>(pos.begin() + std::ptrdiff_t{k} * arcs,
-                                                 pos.begin() + std::ptrdiff_t{k + 1} * arcs));
     const std::uint64_t* dep = &deps[layer_words * k];
-    for (std::uint32_t a = 0; a < arcs; ++a) {
+    auto for_deps = [&](std::uint32_t a, auto&& fn) {
       for (std::uint32_t i = 0; i < kCdgDepWords; ++i) {
         for (std::uint64_t w = dep[std::size_t{a} * kCdgDepWords + i]; w != 0; w &= w - 1) {
           const auto p = static_cast<PortNum>(i * 64 + std::countr_zero(w));
-          (void)dags[k].add(a, g.arc_at_port(g.arc(a).to, p));
+          fn(g.arc_at_port(g.arc(a).to, p));
         }
       }
+    };
+    std::optional<OrderedDag> dag = ordered_cdg(arcs, for_deps);
+    if (!dag) {
+      return Error{Errc::kCdgCycle,
+                   fmt::format("routes of engine {}: the dependencies of layer {} close a "
+                               "cycle; no failover groups",
+                               routes.engine, k)};
     }
+    dags.push_back(std::move(*dag));
   }
   deps.clear();
   deps.shrink_to_fit();
@@ -476,19 +445,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
         if (a != kNoArc) h[x].set(g.arc(a).local_port);
       }
     }
-    // Nearest the class's switch first: where its traffic converges.
-    std::fill(dist.begin(), dist.end(), kNoArc);
-    order.assign(1, t);
-    dist[t] = 0;
-    for (std::size_t q = 0; q < order.size(); ++q) {
-      const std::uint32_t v = order[q];
-      for (const SwitchArc& a : g.arcs(SwitchIndex{v})) {
-        if (dist[a.to.value] == kNoArc) {
-          dist[a.to.value] = dist[v] + 1;
-          order.push_back(a.to.value);
-        }
-      }
-    }
+    bfs_hops(g, t, dist, order);  // nearest the class's switch first: where its traffic converges
     // Takes channel a (s->w) into the layer for the class, or nothing.
     auto take = [&](std::uint32_t s, std::uint32_t a) {
       const std::uint32_t w = g.arc(a).to.value;

@@ -31,18 +31,8 @@ constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 22;
 std::vector<std::uint32_t> bfs_rank(const SwitchGraph& g, std::uint32_t root,
                                     std::vector<std::uint32_t>& dist) {
   const std::uint32_t n = g.num_switches();
-  dist.assign(n, kNoArc);
-  std::vector<std::uint32_t> queue{root};
-  dist[root] = 0;
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    const std::uint32_t v = queue[head];
-    for (const SwitchArc& a : g.arcs(SwitchIndex{v})) {
-      if (dist[a.to.value] == kNoArc) {
-        dist[a.to.value] = dist[v] + 1;
-        queue.push_back(a.to.value);
-      }
-    }
-  }
+  std::vector<std::uint32_t> queue;
+  bfs_hops(g, root, dist, queue);
   for (std::uint32_t v = 0; v < n; ++v) {
     if (dist[v] == kNoArc) queue.push_back(v);
   }

@@ -57,29 +57,14 @@ Result<OrderedDag> dag_of(const SwitchGraph& g, const DepBits& db,
       if (db.test(bits, a, b)) fn(b);
     }
   };
-  std::vector<std::uint32_t> indeg(arcs, 0);
-  for (std::uint32_t a = 0; a < arcs; ++a) outs(a, [&](std::uint32_t b) { ++indeg[b]; });
-  std::vector<std::uint32_t> queue;
-  queue.reserve(arcs);
-  for (std::uint32_t a = 0; a < arcs; ++a) {
-    if (indeg[a] == 0) queue.push_back(a);
-  }
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    outs(queue[head], [&](std::uint32_t b) {
-      if (--indeg[b] == 0) queue.push_back(b);
-    });
-  }
-  if (queue.size() != arcs) {
+  std::optional<OrderedDag> dag = ordered_cdg(arcs, outs);
+  if (!dag) {
     return Error{Errc::kCdgCycle,
                  fmt::format("layer {}: the dependencies of the routes kept close a cycle on "
                              "the fabric as it is now",
                              layer)};
   }
-  std::vector<std::uint32_t> pos(arcs);
-  for (std::uint32_t i = 0; i < arcs; ++i) pos[queue[i]] = i;
-  OrderedDag dag(std::move(pos));
-  for (std::uint32_t a = 0; a < arcs; ++a) outs(a, [&](std::uint32_t b) { dag.add(a, b); });
-  return dag;
+  return std::move(*dag);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <span>
 #include <utility>
@@ -32,6 +33,50 @@ inline std::vector<std::uint32_t> reverse_arcs(const SwitchGraph& g) {
     rev[a] = g.arc_at_port(g.arc(a).to, g.arc(a).remote_port);
   }
   return rev;
+}
+
+// Switches in breadth-first order from `root` (root first) into `order`,
+// and their hops from it in `dist` (kNoArc: not reached).
+inline void bfs_hops(const SwitchGraph& g, std::uint32_t root, std::vector<std::uint32_t>& dist,
+                     std::vector<std::uint32_t>& order) {
+  dist.assign(g.num_switches(), kNoArc);
+  order.assign(1, root);
+  dist[root] = 0;
+  for (std::size_t head = 0; head < order.size(); ++head) {
+    const std::uint32_t v = order[head];
+    for (const SwitchArc& a : g.arcs(SwitchIndex{v})) {
+      if (dist[a.to.value] == kNoArc) {
+        dist[a.to.value] = dist[v] + 1;
+        order.push_back(a.to.value);
+      }
+    }
+  }
+}
+
+// A CDG over `nodes` channels, given by outs(a, fn) calling fn(b) for
+// every dependency a->b, as an OrderedDag: a topological order of the
+// channels (Kahn's, FIFO), then every dependency, which agrees with it.
+// Empty when the dependencies close a cycle.
+template <class Outs>
+std::optional<OrderedDag> ordered_cdg(std::uint32_t nodes, Outs&& outs) {
+  std::vector<std::uint32_t> indeg(nodes, 0);
+  for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { ++indeg[b]; });
+  std::vector<std::uint32_t> queue;
+  queue.reserve(nodes);
+  for (std::uint32_t a = 0; a < nodes; ++a) {
+    if (indeg[a] == 0) queue.push_back(a);
+  }
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    outs(queue[head], [&](std::uint32_t b) {
+      if (--indeg[b] == 0) queue.push_back(b);
+    });
+  }
+  if (queue.size() != nodes) return std::nullopt;
+  std::vector<std::uint32_t> pos(nodes);
+  for (std::uint32_t i = 0; i < nodes; ++i) pos[queue[i]] = i;
+  OrderedDag dag(std::move(pos));
+  for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { dag.add(a, b); });
+  return dag;
 }
 
 // Channels in an up*/down* order for the switch ranking `pos` (lower is

@@ -32,6 +32,17 @@ Routes route(const Fabric& f, std::string_view engine, WorkerPool& pool) {
   return std::move(r).value();
 }
 
+// Every group of every switch widened to all of the switch's switch ports.
+void widen_groups(FailoverPlan& plan, const SwitchGraph& g) {
+  for (std::uint32_t s = 0; s < plan.num_switches(); ++s) {
+    PortMask all;
+    for (const SwitchArc& a : g.arcs(SwitchIndex{s})) all.set(a.local_port);
+    for (std::size_t id = 1; id < plan.groups(SwitchIndex{s}).size(); ++id) {
+      plan.mutable_group_for_test(SwitchIndex{s}, static_cast<std::uint8_t>(id)) = all;
+    }
+  }
+}
+
 struct Case {
   const char* spec;
   const char* engine;
@@ -95,19 +106,7 @@ TEST(FailoverVerify, GroupsThatAllowACreditLoopAreRefused) {
   auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(verify_failover(f.topo, f.lids, routes, *plan, {}, pool).ok());
-  for (std::uint32_t s = 0; s < plan->num_switches(); ++s) {
-    PortMask all;
-    const NodeId node = f.topo.switch_node(SwitchIndex{s});
-    for (unsigned p = 1; p <= f.topo.node(node).num_ports; ++p) {
-      const Port& port = f.topo.port(node, static_cast<PortNum>(p));
-      if (port.connected() && f.topo.node(port.remote_node).type == NodeType::kSwitch) {
-        all.set(static_cast<PortNum>(p));
-      }
-    }
-    for (std::size_t id = 1; id < plan->groups(SwitchIndex{s}).size(); ++id) {
-      plan->mutable_group_for_test(SwitchIndex{s}, static_cast<std::uint8_t>(id)) = all;
-    }
-  }
+  widen_groups(*plan, *SwitchGraph::build(f.topo, f.lids));
   auto bad = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, Errc::kCdgCycle) << bad.error().message;
@@ -231,13 +230,7 @@ TEST(FailoverPlan, LayeredGroupsArePerSwitchAndLayer) {
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->channels, std::uint64_t{g.num_arcs()} * routes.num_vls);
 
-  for (std::uint32_t s = 0; s < plan->num_switches(); ++s) {
-    PortMask all;
-    for (const SwitchArc& a : g.arcs(SwitchIndex{s})) all.set(a.local_port);
-    for (std::size_t id = 1; id < plan->groups(SwitchIndex{s}).size(); ++id) {
-      plan->mutable_group_for_test(SwitchIndex{s}, static_cast<std::uint8_t>(id)) = all;
-    }
-  }
+  widen_groups(*plan, g);
   auto bad = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, Errc::kCdgCycle) << bad.error().message;
