@@ -58,10 +58,10 @@
 // pairs with an alternative. Beyond classes x channels = 2^22 (about 700
 // switches of degree 8) a channel joins only where its dependencies agree
 // with the layer's order as it stands, without searching for a new one
-// (random 1,000 switches of degree 16: 2 s, not a minute). Switches keep their notification state per
-// destination switch (discovery/sim/sim_failover.cpp): a switch stranded
-// for one class of t tells its neighbours about t, and they drop the port
-// for all of t's classes, a subset of each group, which stays safe.
+// (random 1,000 switches of degree 16: 2 s, not a minute). Switches keep their notification state
+// per destination switch (discovery/sim/sim_failover.cpp): a switch stranded for one class of t
+// tells its neighbours about t, and they drop the port for all of t's classes, a subset of each
+// group, which stays safe.
 //
 // Memory: S x S bytes of group ids (S x classes on several VLs) (64 MB at 8,000 switches), up to
 // 255 x 32 bytes of masks per switch, 4 bytes per LID; 2 x S x S bits of closures and S x S bits of
@@ -153,6 +153,7 @@ class FailoverPlan {
   PortMask& mutable_group_for_test(SwitchIndex s, std::uint8_t id) {
     return masks_[group_first_[s.value] + id];
   }
+  std::uint32_t& mutable_lid_class_for_test(Lid l) { return lid_class_[l.value]; }
 
  private:
   static Result<FailoverPlan> build_layered(const Topology& topo, const LidMap& lids,

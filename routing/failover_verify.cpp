@@ -142,6 +142,23 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
                  fmt::format("failover plan for {} switches and routes for {}; the fabric has {}",
                              plan.num_switches(), routes.lfts.size(), n)};
   }
+  // Every data LID's class is on the LID's switch (the walks below take
+  // the class's switch as the destination).
+  const auto attach = g.attachments();
+  for (std::size_t l = 1; l < attach.size(); ++l) {
+    if (!attach[l].routable() || attach[l].port == 0) continue;
+    const std::uint32_t c = plan.lid_class(Lid{static_cast<std::uint32_t>(l)});
+    if (c == FailoverPlan::kNoClass) continue;
+    if (c >= plan.num_classes() || plan.class_switch(c) != attach[l].sw) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("failover plan puts LID {:#x} in class {} of {}, not with its "
+                               "switch {}",
+                               l, c,
+                               c < plan.num_classes() ? topo.switch_label(plan.class_switch(c))
+                                                      : std::string("no switch"),
+                               topo.switch_label(attach[l].sw))};
+    }
+  }
   const Checker check(topo, routes, plan, g);
 
   // (a) Groups name switch links only.
@@ -294,7 +311,6 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     for (std::size_t si = b; si < e && !stop.stop_requested(); ++si) {
       const auto s = static_cast<std::uint32_t>(si);
       const Lft& lft = routes.lfts[si];
-      const auto attach = g.attachments();
       const auto end = static_cast<std::uint32_t>(std::min<std::size_t>(attach.size(), lft.size()));
       for (std::uint32_t l = 1; l < end; ++l) {
         const LidAttachment& at = attach[l];

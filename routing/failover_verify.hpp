@@ -3,7 +3,8 @@
 // LFTs it was computed for (issue 14). It trusts neither the plan nor the
 // engine; the LFTs themselves are the plain verifier's job (verifier.hpp).
 //
-//  (a) groups name only ports cabled to another switch;
+//  (a) groups name only ports cabled to another switch, and every LID's
+//      class is on the LID's switch;
 //  (b) deadlock freedom in every state the switches can reach: for each
 //      destination class c (FailoverPlan: a destination switch t, or on
 //      several VLs t's LIDs on one layer), each switch s may send c's

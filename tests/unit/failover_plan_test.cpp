@@ -230,6 +230,22 @@ TEST(FailoverPlan, LayeredGroupsArePerSwitchAndLayer) {
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->channels, std::uint64_t{g.num_arcs()} * routes.num_vls);
 
+  // A LID put in another switch's class is refused before any walk.
+  FailoverPlan moved = *plan;
+  for (std::uint32_t l = 1; l <= moved.max_lid().value; ++l) {
+    const LidAttachment at = g.attachment(Lid{l});
+    if (!at.routable() || at.port == 0) continue;
+    const std::uint32_t other = moved.lid_class(Lid{l}) == 0 ? 1 : 0;
+    ASSERT_NE(moved.class_switch(other), at.sw);
+    moved.mutable_lid_class_for_test(Lid{l}) = other;
+    auto refused = verify_failover(f.topo, f.lids, routes, moved, {}, pool);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+    EXPECT_NE(refused.error().message.find("not with its switch"), std::string::npos)
+        << refused.error().message;
+    break;
+  }
+
   widen_groups(*plan, g);
   auto bad = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
   ASSERT_FALSE(bad.ok());
