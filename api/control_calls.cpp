@@ -138,7 +138,8 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
         ctx, invalid(fmt::format("kind: {} is not a SweepKind", static_cast<int>(req->kind()))));
   }
   const bool light = req->kind() == v1::SWEEP_KIND_LIGHT;
-  if (light && req->rebalance()) {
+  const bool rebalance = req->rebalance();
+  if (light && rebalance) {
     return reply(ctx, invalid("rebalance: only a heavy sweep routes afresh (kind is LIGHT)"));
   }
   if (light) {
@@ -147,11 +148,10 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
     if (!view->has_fabric()) return reply(ctx, no_fabric(*view));
   }
   const std::string who = caller.who();
-  const char* what = light ? "light" : req->rebalance() ? "heavy, re-balancing" : "heavy";
+  const char* what = light ? "light" : rebalance ? "heavy, re-balancing" : "heavy";
   spdlog::info("gRPC TriggerSweep {} by {}", what, who);
   state::SmControl& sm = *core_.deps().sm;
-  std::string reason =
-      req->rebalance() ? "TriggerSweep (re-balance) by " + who : "TriggerSweep by " + who;
+  std::string reason = rebalance ? "TriggerSweep (re-balance) by " + who : "TriggerSweep by " + who;
   if (light) {
     return sweep<Result<state::SweepReply>>(core_, ctx, caller, req->wait(), resp,
                                             [&](state::Completion<Result<state::SweepReply>> done) {
@@ -159,7 +159,6 @@ grpc::ServerUnaryReactor* SubnetManagerService::TriggerSweep(grpc::CallbackServe
                                                                      std::move(done));
                                             });
   }
-  const bool rebalance = req->rebalance();
   return sweep<state::SweepReply>(core_, ctx, caller, req->wait(), resp,
                                   [&](state::Completion<state::SweepReply> done) {
                                     if (rebalance) {

@@ -348,17 +348,11 @@ void SubnetManager::trigger_sweep(std::string reason, state::Completion<state::S
 
 void SubnetManager::trigger_rebalance(std::string reason,
                                       state::Completion<state::SweepReply> done) {
-  post([this, done = std::move(done), reason = std::move(reason)]() mutable {
-    if (stopped_) {
-      done(state::SweepReply{false, generation_, "subnetd is stopping", {}});
-      return;
-    }
-    // The next heavy sweep to start routes afresh (a running one keeps the
-    // routes it started with).
-    rebalance_requested_ = true;
-    heavy_waiters_.push_back(std::move(done));
-    request_heavy_sweep(std::chrono::milliseconds{0}, std::move(reason));
-  });
+  // On the strand before the sweep request below (posts run in order): the
+  // next heavy sweep to start routes afresh (a running one keeps the routes
+  // it started with).
+  post([this] { rebalance_requested_ = true; });
+  trigger_sweep(std::move(reason), std::move(done));
 }
 
 void SubnetManager::trigger_light_sweep(std::string reason,
