@@ -55,7 +55,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
     if (!stack_.empty()) {
       const std::uint32_t x = stack_.back();
       stack_.pop_back();
-      fwd_.push_back(x);
+      fwd_.push_back(std::uint64_t{ord_[x]} << 32 | x);
       for (const std::uint32_t y : out_[x]) {
         if (back_mark_[y] == epoch_) return false;
         if (mark_[y] != epoch_ && ord_[y] < ub) {
@@ -67,7 +67,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
     if (!back_stack_.empty()) {
       const std::uint32_t x = back_stack_.back();
       back_stack_.pop_back();
-      bwd_.push_back(x);
+      bwd_.push_back(std::uint64_t{ord_[x]} << 32 | x);
       for (const std::uint32_t y : in_[x]) {
         if (mark_[y] == epoch_) return false;
         if (back_mark_[y] != epoch_ && ord_[y] > lb) {
@@ -77,16 +77,17 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
       }
     }
   }
-  auto by_ord = [this](std::uint32_t a, std::uint32_t b) { return ord_[a] < ord_[b]; };
-  std::sort(fwd_.begin(), fwd_.end(), by_ord);
-  std::sort(bwd_.begin(), bwd_.end(), by_ord);
-  slots_.clear();
-  for (const std::uint32_t x : bwd_) slots_.push_back(ord_[x]);
-  for (const std::uint32_t x : fwd_) slots_.push_back(ord_[x]);
-  std::sort(slots_.begin(), slots_.end());
+  // Each side by position (the key's high half), then the positions both
+  // held, merged: what v reaches takes the last of them, what reaches u
+  // the first, each side keeping its own order.
+  std::sort(fwd_.begin(), fwd_.end());
+  std::sort(bwd_.begin(), bwd_.end());
+  slots_.resize(fwd_.size() + bwd_.size());
+  auto pos = [](std::uint64_t key) { return static_cast<std::uint32_t>(key >> 32); };
+  std::merge(bwd_.begin(), bwd_.end(), fwd_.begin(), fwd_.end(), slots_.begin());
   std::size_t i = 0;
-  for (const std::uint32_t x : bwd_) ord_[x] = slots_[i++];
-  for (const std::uint32_t x : fwd_) ord_[x] = slots_[i++];
+  for (const std::uint64_t key : bwd_) ord_[static_cast<std::uint32_t>(key)] = pos(slots_[i++]);
+  for (const std::uint64_t key : fwd_) ord_[static_cast<std::uint32_t>(key)] = pos(slots_[i++]);
   return true;
 }
 
