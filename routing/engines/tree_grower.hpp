@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <queue>
 #include <span>
 #include <utility>
 #include <vector>
@@ -164,7 +163,11 @@ class TreeGrower {
         outs_(std::size_t{g.num_switches()} * kMaxOut, kNoArc),
         num_outs_(g.num_switches(), 0),
         cost_(g.num_switches(), 0),
-        done_(g.num_switches(), 0) {}
+        done_(g.num_switches(), 0),
+        offered_(g.num_switches(), 0),
+        best_(g.num_switches()),
+        heap_pos_(g.num_switches(), 0),
+        failed_(g.num_arcs(), 0) {}
 
   // Grows the tree towards switch t over channels weighted by `load` plus
   // one `hop`. With a `dag`, a switch joins through a channel only if the
@@ -184,7 +187,7 @@ class TreeGrower {
                                       std::span<const std::uint32_t> updown = {}) {
     ++epoch_;
     reached_.clear();
-    heap_ = {};
+    heap_.clear();
     auto up = [&](std::uint32_t a) {
       return updown[g_.arc(a).to.value] < updown[g_.arc_source(a).value];
     };
@@ -235,16 +238,26 @@ class TreeGrower {
       for (std::uint32_t o = first; o < end; ++o) {
         const std::uint32_t in = rev_[o];
         if (in == kNoArc || done_[g_.arc(o).to.value] == epoch_) continue;
-        heap_.emplace(cost + hop + load[in], in);
+        offer(g_.arc(o).to.value, Item{cost + hop + load[in], in});
       }
     };
     join(t, kNoArc, 0);
     while (!heap_.empty()) {
-      const auto [cost, in] = heap_.top();
-      heap_.pop();
-      const std::uint32_t u = g_.arc_source(in).value;
-      if (done_[u] == epoch_ || !take(in)) continue;
-      join(u, in, cost);
+      const std::uint32_t u = pop();
+      const Item best = best_[u];
+      if (take(best.arc)) {
+        join(u, best.arc, best.cost);
+        continue;
+      }
+      // Refused: u's next channel into the tree, if any.
+      failed_[best.arc] = epoch_;
+      offered_[u] = 0;
+      for (std::uint32_t a = g_.first_arc(SwitchIndex{u}); a < g_.first_arc(SwitchIndex{u + 1});
+           ++a) {
+        const std::uint32_t w = g_.arc(a).to.value;
+        if (done_[w] != epoch_ || failed_[a] == epoch_) continue;
+        offer(u, Item{cost_[w] + hop + load[a], a});
+      }
     }
     return reached_;
   }
@@ -261,8 +274,78 @@ class TreeGrower {
   std::vector<std::uint32_t> done_;
   std::uint32_t epoch_ = 0;
   std::vector<std::uint32_t> reached_;
-  using Item = std::pair<std::uint64_t, std::uint32_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap_;
+
+  // The Dijkstra's queue holds switches, each under its cheapest channel
+  // into the tree (cost, then arc: the order a queue of channels would
+  // pop them in); a switch whose channel is refused is offered its next
+  // one. A 4-ary heap with positions, so a cheaper channel moves its
+  // switch up in place: at most one entry per switch, where a queue of
+  // channels held one per channel.
+  struct Item {
+    std::uint64_t cost = 0;
+    std::uint32_t arc = kNoArc;
+    bool operator<(const Item& o) const { return cost != o.cost ? cost < o.cost : arc < o.arc; }
+  };
+  static constexpr std::uint32_t kArity = 4;
+  void offer(std::uint32_t u, Item item) {
+    if (offered_[u] != epoch_) {
+      offered_[u] = epoch_;
+      best_[u] = item;
+      heap_pos_[u] = static_cast<std::uint32_t>(heap_.size());
+      heap_.push_back(u);
+    } else if (item < best_[u]) {
+      best_[u] = item;
+    } else {
+      return;
+    }
+    sift_up(heap_pos_[u]);
+  }
+  std::uint32_t pop() {
+    const std::uint32_t top = heap_.front();
+    const std::uint32_t last = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) {
+      heap_[0] = last;
+      heap_pos_[last] = 0;
+      sift_down(0);
+    }
+    return top;
+  }
+  void sift_up(std::uint32_t i) {
+    const std::uint32_t x = heap_[i];
+    while (i > 0) {
+      const std::uint32_t parent = (i - 1) / kArity;
+      if (!(best_[x] < best_[heap_[parent]])) break;
+      heap_[i] = heap_[parent];
+      heap_pos_[heap_[i]] = i;
+      i = parent;
+    }
+    heap_[i] = x;
+    heap_pos_[x] = i;
+  }
+  void sift_down(std::uint32_t i) {
+    const std::uint32_t x = heap_[i];
+    const auto size = static_cast<std::uint32_t>(heap_.size());
+    for (;;) {
+      const std::uint32_t first = i * kArity + 1;
+      if (first >= size) break;
+      std::uint32_t child = first;
+      for (std::uint32_t c = first + 1; c < std::min(first + kArity, size); ++c) {
+        if (best_[heap_[c]] < best_[heap_[child]]) child = c;
+      }
+      if (!(best_[heap_[child]] < best_[x])) break;
+      heap_[i] = heap_[child];
+      heap_pos_[heap_[i]] = i;
+      i = child;
+    }
+    heap_[i] = x;
+    heap_pos_[x] = i;
+  }
+  std::vector<std::uint32_t> offered_;  // epoch: in the queue (or was)
+  std::vector<Item> best_;              // by switch: its cheapest channel
+  std::vector<std::uint32_t> heap_pos_;
+  std::vector<std::uint32_t> failed_;  // by arc, epoch: refused this tree
+  std::vector<std::uint32_t> heap_;
 };
 
 // Routes `lid`, delivered by tree.front() (t), along `tree` (the switches
