@@ -143,6 +143,30 @@ TEST(Layered, OneVlIsBalancedUpDownAndBeatsFtreeOnADegradedFatTree) {
   EXPECT_LT(ours, busiest_link_paths(f, updn));
 }
 
+TEST(Layered, FunnelledTreesMoveToAnotherLayerAndEveryVlStaysAcyclic) {
+  // On a 4x4x4 torus (routed by the general engine) the dense layers
+  // leave some trees one way into part of the fabric; the rip-up pass
+  // moves such trees to another layer. Their LIDs must then travel on the
+  // new layer's VL (the verifier walks each LID on its own layer: left on
+  // the old one, their routes close a cycle there), and their old
+  // dependencies may stay behind.
+  const Fabric f = make_fabric("torus:dims=4x4x4,hosts=1");
+  auto r = route_layered(f, 8, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::string& note = r->notes.front();
+  const std::size_t at = note.find(" of them funnelled trees moved to another layer");
+  ASSERT_NE(at, std::string::npos) << note;
+  const std::size_t open = note.rfind('(', at);
+  ASSERT_NE(open, std::string::npos) << note;
+  EXPECT_GT(std::stoul(note.substr(open + 1, at - open - 1)), 0U) << note;
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->num_vls, r->num_vls);
+  const auto t = trace_all(f.topo, f.lids, *r);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+}
+
 TEST(Layered, ARingUsesASecondLayerAndOneLayerStillRoutes) {
   // On a ring of 8 the shortest paths to all LIDs go both ways round; one
   // VL cannot hold them all acyclic, so a budget of two uses both, and a
