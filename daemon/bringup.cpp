@@ -100,7 +100,7 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
   // only lost links.
   std::string repair_note;
   const routing::Routes* prev = opts.previous_routes.get();
-  if (prev != nullptr && opts.previous_topology && prev->num_vls > 1 && !prev->lid_layer.empty() &&
+  if (prev != nullptr && opts.previous_topology && prev->layered_without_order() &&
       (opts.engine == "layered" || opts.engine == "auto")) {
     const std::string grown = new_in(*opts.previous_topology, topo);
     if (opts.rebalance) {

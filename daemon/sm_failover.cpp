@@ -26,7 +26,7 @@ asio::awaitable<void> SubnetManager::arm_fast_failover(std::shared_ptr<const Bri
     failover_summary_ = "off (routing.fast_failover: false)";
     co_return;
   }
-  if (r->routes->updown_rank.empty() && r->routes->num_vls <= 1) {
+  if (r->routes->updown_rank.empty() && !r->routes->layered_without_order()) {
     failover_summary_ = fmt::format(
         "not armed: engine {} has neither an up/down order nor layers to prove groups against",
         r->routes->engine);

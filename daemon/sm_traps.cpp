@@ -212,7 +212,7 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
     // The rerouter keeps routes up*/down*; routes on several VLs are
     // repaired within their layers (route_step), in the heavy sweep.
     const routing::Routes* routes = current_ ? current_->routes.get() : nullptr;
-    const bool layered = routes != nullptr && routes->updown_rank.empty() && routes->num_vls > 1;
+    const bool layered = routes != nullptr && routes->layered_without_order();
     sweep_soon(layered ? fmt::format("no fast path for routes on {} VLs: repaired in their "
                                      "layers by the heavy sweep",
                                      routes->num_vls)

@@ -78,7 +78,7 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
                                          std::stop_token stop) {
   const auto t0 = Clock::now();
   const auto n = static_cast<std::uint32_t>(topo.num_switches());
-  if (routes.updown_rank.empty() && routes.num_vls > 1 && !routes.lid_layer.empty()) {
+  if (routes.layered_without_order()) {
     return build_layered(topo, lids, routes, pool, stop);
   }
   if (routes.updown_rank.empty()) {

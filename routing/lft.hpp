@@ -90,6 +90,13 @@ struct Routes {
   std::uint8_t layer(Lid l) const {
     return num_vls > 1 && l.value < lid_layer.size() ? lid_layer[l.value] : 0;
   }
+  // Routes on several VLs, each LID's traffic kept to its layer, with no
+  // up/down order (layered, dimension order): the rerouter cannot repair
+  // them (it keeps routes up*/down*); fast failover plans them per layer,
+  // and the heavy sweep repairs them within their layers.
+  bool layered_without_order() const {
+    return num_vls > 1 && !lid_layer.empty() && updown_rank.empty();
+  }
   // The up/down orientation the tables obey, for the incremental rerouter
   // (routing/rerouter.hpp): by switch_index, a rank such that the link s->n
   // is "up" iff (updown_rank[n], GUID of n) < (updown_rank[s], GUID of s).
