@@ -22,15 +22,17 @@ constexpr std::uint32_t kRefinePasses = 1;
 // the share of its sources that t's links would each carry if they took
 // even parts. Such trees try the other layers in the rip-up pass: on random
 // graphs their busiest links were most of the engine's excess (2,000
-// switches: 3.41x the bound without, 2.39x with; 1,000: 1.28x, 1.14x;
-// degraded fat tree k=16: 1.56x, 1.45x). Down to 2 moved more trees and
+// switches: 3.41x the bound without, 2.38x with; 1,000: 1.28x, 1.14x;
+// degraded fat tree k=16: 1.56x, 1.48x). Down to 2 moved more trees and
 // balanced some fabrics better and others worse.
 constexpr std::uint64_t kFunnelled = 3;
 // Trees x switches the engine allows itself before it gives more LIDs of
 // a switch one tree (random graphs with 8 CAs per switch: 200, 600 and
 // 1,000 switches, trees of two LIDs, 0.2, 6 and 25 s on the 2-core bench
 // VM — at 2^21, 1,000 switches got trees of four: 1.60x the lower bound in
-// 18 s against 1.28 now; 2,000, one tree per switch, 92 s).
+// 18 s against 1.28 with trees of two (measured before funnelled trees
+// moved layers; 1.14 since, in 16 s); 2,000, one tree per switch, 92 s,
+// 75 s since).
 constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 22;
 
 // Switches ranked by breadth-first distance from `root` (ties by index),

@@ -27,6 +27,10 @@
 // pass loads the channels the early trees liked; the second moves trees
 // off them (on the 16-group dragonfly the busiest link drops by a third).
 // The old tree's dependencies stay in the layer's CDG, so it always fits.
+// A funnelled tree (one channel carries more than three times its even
+// share over its switch's links: its layer's CDG left it few ways into
+// part of the fabric) first tries the other free layers in that pass, on
+// the same rule; its old dependencies stay behind.
 //
 // Layer 0 is the escape layer: its CDG starts out holding every
 // dependency up*/down* routing may create (routing/engines/updn.hpp), so it
