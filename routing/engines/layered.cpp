@@ -225,22 +225,28 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // Adds (sign +1) or takes off (-1) the load of the routes to t's LIDs as
   // the LFTs hold them (sign 0: neither); returns the largest load on a
   // channel they cross.
-  auto weigh = [&](std::uint32_t u, int sign) {
-    const std::uint32_t t = unit_sw[u];
+  // Calls fn(arc, sources at s) for every channel the route from each
+  // switch s with CAs in t's part to `lid` crosses, as the LFTs hold it.
+  auto for_each_hop = [&](std::uint32_t t, std::uint32_t lid, auto&& fn) {
     const std::uint32_t part = g.component(SwitchIndex{t});
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (sources[s] == 0 || s == t || g.component(SwitchIndex{s}) != part) continue;
+      for (std::uint32_t cur = s, hops = 0; cur != t && hops < n; ++hops) {
+        const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{lid}));
+        if (a == kNoArc) break;
+        fn(a, sources[s]);
+        cur = g.arc(a).to.value;
+      }
+    }
+  };
+  auto weigh = [&](std::uint32_t u, int sign) {
     std::uint64_t busiest = 0;
     for (const std::uint32_t lid : unit_lids[u]) {
-      for (std::uint32_t s = 0; s < n; ++s) {
-        if (sources[s] == 0 || s == t || g.component(SwitchIndex{s}) != part) continue;
-        for (std::uint32_t cur = s, hops = 0; cur != t && hops < n; ++hops) {
-          const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{lid}));
-          if (a == kNoArc) break;
-          if (sign > 0) load[a] += sources[s];
-          if (sign < 0) load[a] -= sources[s];
-          busiest = std::max(busiest, load[a]);
-          cur = g.arc(a).to.value;
-        }
-      }
+      for_each_hop(unit_sw[u], lid, [&](std::uint32_t a, std::uint64_t from) {
+        if (sign > 0) load[a] += from;
+        if (sign < 0) load[a] -= from;
+        busiest = std::max(busiest, load[a]);
+      });
     }
     return busiest;
   };
@@ -368,23 +374,21 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   std::vector<std::uint32_t> touched;
   auto funnelled = [&](std::uint32_t u) {
     const std::uint32_t t = unit_sw[u];
-    const std::uint32_t lid = unit_lids[u].front();
-    const std::uint32_t part = g.component(SwitchIndex{t});
-    std::uint64_t busiest = 0, from = 0;
+    std::uint64_t busiest = 0;
     touched.clear();
-    for (std::uint32_t s = 0; s < n; ++s) {
-      if (sources[s] == 0 || s == t || g.component(SwitchIndex{s}) != part) continue;
-      from += sources[s];
-      for (std::uint32_t cur = s, hops = 0; cur != t && hops < n; ++hops) {
-        const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{lid}));
-        if (a == kNoArc) break;
-        if (through[a] == 0) touched.push_back(a);
-        through[a] += sources[s];
-        busiest = std::max(busiest, through[a]);
-        cur = g.arc(a).to.value;
-      }
-    }
+    for_each_hop(t, unit_lids[u].front(), [&](std::uint32_t a, std::uint64_t from) {
+      if (through[a] == 0) touched.push_back(a);
+      through[a] += from;
+      busiest = std::max(busiest, through[a]);
+    });
     for (const std::uint32_t a : touched) through[a] = 0;
+    // The sources the routes serve: every switch with CAs in t's part
+    // but t.
+    const std::uint32_t part = g.component(SwitchIndex{t});
+    std::uint64_t from = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (s != t && g.component(SwitchIndex{s}) == part) from += sources[s];
+    }
     const std::uint64_t links = g.first_arc(SwitchIndex{t + 1}) - g.first_arc(SwitchIndex{t});
     return busiest * links > kFunnelled * from;
   };
