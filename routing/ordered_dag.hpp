@@ -57,9 +57,8 @@ class OrderedDag {
   std::size_t edges_ = 0;
   std::vector<std::uint32_t> mark_, back_mark_;  // reached forward, backward
   std::uint32_t epoch_ = 0;
-  std::vector<std::uint32_t> stack_, back_stack_;
-  // Nodes reached forward, backward, and the positions they held, as
-  // (position << 32 | node).
+  // Nodes reached forward, backward (each side's queue), and the
+  // positions they held, as (position << 32 | node).
   std::vector<std::uint64_t> fwd_, bwd_, slots_;
 };
 
