@@ -257,7 +257,9 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
     events_.append(state::EventKind::kError, std::nullopt, std::nullopt,
                    "bring-up failed: " + e.message);
     publish(current_ ? state::SmState::kMaster : state::SmState::kFailed, e.message);
-    // The previous programming stands; try again later.
+    // The previous programming stands; try again later, re-balancing if
+    // this sweep was to (the operator's request stands).
+    if (opts.rebalance) rebalance_requested_ = true;
     request_heavy_sweep(retry_backoff_, "retry after failure");
     retry_backoff_ = std::min(kMaxBackoff, retry_backoff_ * 2);
     return state::SweepReply{false, generation_, e.message, {}};

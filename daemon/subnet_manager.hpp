@@ -411,7 +411,9 @@ class SubnetManager final : public state::SmControl {
   std::string heavy_again_reason_;
   std::chrono::milliseconds heavy_again_delay_{0};
   std::vector<state::Completion<state::SweepReply>> heavy_waiters_;  // for the next sweep
-  bool rebalance_requested_ = false;  // the next heavy sweep routes afresh (trigger_rebalance)
+  // The next heavy sweep routes afresh (trigger_rebalance); one that fails
+  // leaves the request for its retry.
+  bool rebalance_requested_ = false;
   std::shared_ptr<SweepInProgress> sweep_;  // the one running
   std::chrono::milliseconds retry_backoff_{500};
   bool light_running_ = false;

@@ -144,5 +144,24 @@ TEST(FailoverDaemon, LayeredRoutesAreArmedPerLayerAndRepairedInTheirLayers) {
   ASSERT_TRUE(v.ok()) << v.error().message;
 }
 
+// A re-balance the operator asked for stands when the sweep meant to do
+// it fails: the retry routes afresh.
+TEST(FailoverDaemon, ARebalanceRequestOutlivesAFailedSweep) {
+  testing::SimSm h("random:switches=12,degree=4,hosts=4,seed=5",
+                   [](Config& cfg) { cfg.routing.engine = EngineKind::kLayered; });
+  h.start();
+  ASSERT_TRUE(h.settle());
+  ASSERT_TRUE(h.sim->set_drop_probability(1.0).ok());
+  const state::SweepReply lost = h.rebalance_now();
+  EXPECT_FALSE(lost.ok) << "the sweep should fail with every MAD dropped";
+  ASSERT_TRUE(h.sim->set_drop_probability(0.0).ok());
+  ASSERT_TRUE(h.settle());  // the retry after the failure
+  const auto routes = h.publisher.current()->routes;
+  ASSERT_FALSE(routes->notes.empty());
+  EXPECT_NE(routes->notes.front().find("re-balance"), std::string::npos) << routes->notes.front();
+  auto v = h.verify(true);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
+
 }  // namespace
 }  // namespace subnetd::daemon
