@@ -11,7 +11,8 @@
 //       mtu: 4096              # IPoIB group: bytes 256..4096 (default 2048)
 //       rate: 100              # Gb/s, an IBA rate (default 10)
 //       qkey: 0x0b1b           # default 0x0b1b
-//       sl: 0                  # 0..15, default 0
+//       sl: 0                  # 0..15, default 0 (0 whatever it says with
+//                              # routes on several VLs: SubnetManager::keep_multicast_on_vl0)
 //       members:
 //         - all                             # every port, full member
 //         - 0x0002c90300a1b2c3              # a node or port GUID, full

@@ -40,6 +40,29 @@ void SubnetManager::multicast_changed() {
   asio::co_spawn(strand_, reprogram_multicast(), asio::detached);
 }
 
+void SubnetManager::keep_multicast_on_vl0(BringUpResult& r) {
+  SUBNETD_ASSERT_ON(strand_);
+  if (mcast_registry_ == nullptr || r.routes == nullptr) return;
+  const std::vector<state::McastGroup> moved = mcast_registry_->move_to_sl0();
+  if (moved.empty()) return;
+  for (const state::McastGroup& g : moved) {
+    const std::string msg = fmt::format(
+        "multicast group {} (P_Key {:#06x}) moved from SL {} to SL 0: the routes use {} VLs and "
+        "only VL 0 carries multicast deadlock-free{}",
+        state::mgid_text(g.mgid), g.pkey, g.sl, r.routes->num_vls,
+        g.members.empty() ? ""
+                          : fmt::format("; its {} member(s) keep the old SL until they join again",
+                                        g.members.size()));
+    spdlog::warn("{}", msg);
+    events_.append(state::EventKind::kMulticast, std::nullopt, std::nullopt, msg);
+  }
+  // The sweep's trees and what it publishes: the groups as they are now
+  // (the registry's change hook then finds nothing new).
+  mcast_version_ = mcast_registry_->version();
+  r.mcast_groups =
+      std::make_shared<const std::vector<state::McastGroup>>(mcast_registry_->groups());
+}
+
 void SubnetManager::multicast_links_failed(std::span<const routing::FailedLink> failed) {
   SUBNETD_ASSERT_ON(strand_);
   if (stopped_ || mcast_registry_ == nullptr || !current_) return;

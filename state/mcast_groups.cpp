@@ -80,6 +80,18 @@ void McastRegistry::set_partition_groups(
   if (any) changed(lock);
 }
 
+std::vector<McastGroup> McastRegistry::move_to_sl0() {
+  std::unique_lock lock(mu_);
+  std::vector<McastGroup> moved;
+  for (auto& [_, g] : groups_) {
+    if (g.sl == 0) continue;
+    moved.push_back(g);
+    g.sl = 0;
+  }
+  if (!moved.empty()) changed(lock);
+  return moved;
+}
+
 std::optional<McastGroup> McastRegistry::find(const Mgid& mgid) const {
   std::lock_guard lock(mu_);
   const auto it = groups_.find(mgid);

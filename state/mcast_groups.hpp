@@ -71,6 +71,12 @@ class McastRegistry {
   // leaves).
   void set_partition_groups(std::span<const routing::PartitionPlan::Partition> partitions);
 
+  // Puts every group on SL 0 and returns the ones it moved, as they were:
+  // with VL layers only VL 0's CDG holds multicast's dependencies
+  // (routing/mcast.hpp), so a partition's ipoib.sl, or a group made before
+  // the routes took layers, must not send on another SL.
+  std::vector<McastGroup> move_to_sl0();
+
   std::optional<McastGroup> find(const Mgid& mgid) const;
   // Creates a group: `g.mlid` is assigned (the request's, if free and in
   // range, else the lowest free); kConflict when the MGID exists;

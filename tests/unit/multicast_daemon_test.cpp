@@ -4,7 +4,8 @@
 // switches' MFTs without a sweep, leaves take ports out again, and a heavy
 // sweep keeps what is programmed; a failed link a tree crosses is routed
 // around by the fast path, trees included; the first bring-up asks
-// clients to register again.
+// clients to register again; with routes on several VLs every group is on
+// SL 0, whatever a partition's ipoib.sl says.
 
 #include <gtest/gtest.h>
 
@@ -31,7 +32,8 @@ struct Harness {
   std::unique_ptr<SubnetManager> sm;
   std::thread thread;
 
-  explicit Harness(const std::string& spec, EngineKind engine, FastPathOptions fast = {}) {
+  explicit Harness(const std::string& spec, EngineKind engine, FastPathOptions fast = {},
+                   const std::function<void(Config&)>& configure = {}) {
     auto topo = discovery::topo::generate(spec);
     EXPECT_TRUE(topo.ok());
     auto s = discovery::sim::SimFabric::create(std::move(topo).value(), {});
@@ -41,6 +43,7 @@ struct Harness {
     cfg.fabric.topology = spec;
     cfg.routing.engine = engine;
     cfg.sweep.interval = 0ms;
+    if (configure) configure(cfg);
     TransportBundle bundle;
     bundle.transport = std::make_unique<testing::BorrowedSim>(*sim);
     sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
@@ -218,6 +221,53 @@ TEST(MulticastDaemon, FirstBringUpAsksClientsToRejoin) {
     ASSERT_TRUE(v.ok());
     EXPECT_EQ(v->client_reregisters, 1U) << h.sim->topology().label(p.node);
   }
+}
+
+// A partition's ipoib.sl other than 0 would put IPoIB's broadcast traffic
+// on a unicast layer's VL, whose CDG its trees never joined: with layered
+// routes the SM moves the group to SL 0 and says so.
+TEST(MulticastDaemon, LayeredRoutesKeepGroupsOnSl0) {
+  auto sl3 = [](Config& cfg) {
+    routing::PartitionSpec p;
+    p.name = "default";
+    p.pkey = 0x7FFF;
+    p.ipoib = true;
+    p.ipoib_params.sl = 3;
+    p.members.push_back(routing::PartitionMember{});  // every port, full
+    cfg.partitions = {p};
+  };
+  const state::Mgid bcast = state::ipoib_broadcast_mgid(0x7FFF);
+  auto group = [&](const FabricState& s) -> const state::McastGroup* {
+    if (!s.mcast_groups) return nullptr;
+    for (const auto& g : *s.mcast_groups) {
+      if (g.mgid == bcast) return &g;
+    }
+    return nullptr;
+  };
+  {
+    Harness h("random:switches=12,degree=4,hosts=4,seed=5", EngineKind::kLayered, {}, sl3);
+    auto up = h.wait([&](const FabricState& s) {
+      return s.state == state::SmState::kMaster && group(s) != nullptr;
+    });
+    ASSERT_NE(up, nullptr);
+    ASSERT_GT(up->routes->num_vls, 1);
+    EXPECT_EQ(group(*up)->sl, 0);
+    EXPECT_EQ(h.registry.find(bcast)->sl, 0);
+    bool said = false;
+    for (const state::Event& e :
+         h.events.recent_since(0, 1000).value_or(std::vector<state::Event>{})) {
+      said |= e.kind == state::EventKind::kMulticast &&
+              e.message.find("moved from SL 3 to SL 0") != std::string::npos;
+    }
+    EXPECT_TRUE(said) << "no event says the group moved";
+  }
+  // On one VL (up*/down*) the partition's SL stands.
+  Harness h("random:switches=12,degree=4,hosts=4,seed=5", EngineKind::kUpdn, {}, sl3);
+  auto up = h.wait([&](const FabricState& s) {
+    return s.state == state::SmState::kMaster && group(s) != nullptr;
+  });
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(group(*up)->sl, 3);
 }
 
 }  // namespace
