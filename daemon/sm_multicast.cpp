@@ -45,14 +45,21 @@ void SubnetManager::keep_multicast_on_vl0(BringUpResult& r) {
   if (mcast_registry_ == nullptr || r.routes == nullptr) return;
   const std::vector<state::McastGroup> moved = mcast_registry_->move_to_sl0();
   if (moved.empty()) return;
+  // Members joined on the old SL: this sweep asks every client to
+  // register again (PortInfo:ClientReregister), so they join again and
+  // learn SL 0.
+  const bool members = std::any_of(moved.begin(), moved.end(),
+                                   [](const state::McastGroup& g) { return !g.members.empty(); });
+  if (members) reregistered_ = false;
   for (const state::McastGroup& g : moved) {
     const std::string msg = fmt::format(
         "multicast group {} (P_Key {:#06x}) moved from SL {} to SL 0: the routes use {} VLs and "
         "only VL 0 carries multicast deadlock-free{}",
         state::mgid_text(g.mgid), g.pkey, g.sl, r.routes->num_vls,
-        g.members.empty() ? ""
-                          : fmt::format("; its {} member(s) keep the old SL until they join again",
-                                        g.members.size()));
+        g.members.empty()
+            ? ""
+            : fmt::format("; its {} member(s) are asked to register again to learn it",
+                          g.members.size()));
     spdlog::warn("{}", msg);
     events_.append(state::EventKind::kMulticast, std::nullopt, std::nullopt, msg);
   }

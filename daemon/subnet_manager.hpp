@@ -227,8 +227,9 @@ class SubnetManager final : public state::SmControl {
   void multicast_links_failed(std::span<const routing::FailedLink> failed);
   awaitable<void> reprogram_multicast();
   // The heavy sweep's routes use several VLs: groups on another SL than 0
-  // move to it (said, a warning each), and the sweep's trees take the
-  // groups as they are now.
+  // move to it (said, a warning each; if one had members, the sweep asks
+  // the clients to register again), and the sweep's trees take the groups
+  // as they are now.
   void keep_multicast_on_vl0(BringUpResult& r);
 
   // ---- sm_sweeps.cpp

@@ -32,6 +32,8 @@ struct Harness {
   std::unique_ptr<SubnetManager> sm;
   std::thread thread;
 
+  Config cfg;
+
   explicit Harness(const std::string& spec, EngineKind engine, FastPathOptions fast = {},
                    const std::function<void(Config&)>& configure = {}) {
     auto topo = discovery::topo::generate(spec);
@@ -39,7 +41,6 @@ struct Harness {
     auto s = discovery::sim::SimFabric::create(std::move(topo).value(), {});
     EXPECT_TRUE(s.ok());
     sim = std::move(s).value();
-    Config cfg;
     cfg.fabric.topology = spec;
     cfg.routing.engine = engine;
     cfg.sweep.interval = 0ms;
@@ -268,6 +269,26 @@ TEST(MulticastDaemon, LayeredRoutesKeepGroupsOnSl0) {
   });
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(group(*up)->sl, 3);
+
+  // A member joins on SL 3; then the routes take layers (a reload): the
+  // group moves, and every client is asked to register again, so the
+  // member joins again and learns SL 0.
+  const auto cas = routing::testing::cabled_ca_ports(h.sim->topology());
+  ASSERT_TRUE(h.registry.join(bcast, h.sim->topology().port(cas[0]).guid, state::kJoinFull).ok());
+  ASSERT_NE(h.wait([&](const FabricState& s) { return members_of(s, bcast) == 1; }), nullptr);
+  Config layered = h.cfg;
+  layered.routing.engine = EngineKind::kLayered;
+  h.sm->reload(plan_reload(h.cfg, layered), "test");
+  auto moved = h.wait([&](const FabricState& s) {
+    return s.routes != nullptr && s.routes->num_vls > 1 && group(s) != nullptr && group(s)->sl == 0;
+  });
+  ASSERT_NE(moved, nullptr);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  for (const PortRef& p : cas) {
+    auto v = h.sim->port_view(p);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->client_reregisters, 2U) << h.sim->topology().label(p.node);
+  }
 }
 
 }  // namespace
