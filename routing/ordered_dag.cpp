@@ -1,21 +1,29 @@
 #include "routing/ordered_dag.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
+#include <utility>
 
 namespace subnetd::routing {
 
 OrderedDag::OrderedDag(std::uint32_t nodes)
-    : ord_(nodes), out_(nodes), in_(nodes), mark_(nodes, 0), back_mark_(nodes, 0) {
-  std::iota(ord_.begin(), ord_.end(), 0U);
-}
+    : OrderedDag([nodes] {
+        std::vector<std::uint32_t> pos(nodes);
+        std::iota(pos.begin(), pos.end(), 0U);
+        return pos;
+      }()) {}
 
 OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
     : ord_(std::move(order_pos)),
+      at_(ord_.size()),
       out_(ord_.size()),
       in_(ord_.size()),
       mark_(ord_.size(), 0),
-      back_mark_(ord_.size(), 0) {}
+      back_mark_(ord_.size(), 0),
+      taken_((ord_.size() + 63) / 64, 0) {
+  for (std::uint32_t x = 0; x < ord_.size(); ++x) at_[ord_[x]] = x;
+}
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
   if (u == v) return Add::kCycle;
@@ -74,17 +82,38 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
       }
     }
   }
-  // Each side by position (the key's high half), then the positions both
-  // held, merged: what v reaches takes the last of them, what reaches u
+  // Each side by position (the key's high half), and the positions both
+  // held in order: what v reaches takes the last of them, what reaches u
   // the first, each side keeping its own order.
-  std::sort(fwd_.begin(), fwd_.end());
-  std::sort(bwd_.begin(), bwd_.end());
-  slots_.resize(fwd_.size() + bwd_.size());
   auto pos = [](std::uint64_t k) { return static_cast<std::uint32_t>(k >> 32); };
-  std::merge(bwd_.begin(), bwd_.end(), fwd_.begin(), fwd_.end(), slots_.begin());
+  const std::size_t reached = fwd_.size() + bwd_.size();
+  slots_.resize(reached);
+  if (ub - lb <= 256 * reached) {
+    // A window of a few words a node: the positions as bits, read back in
+    // order (they are distinct), sort both sides at once — cheaper than
+    // two sorts (random 1,000 switches: the sorts were 15% of routing).
+    for (const std::uint64_t k : fwd_) taken_[pos(k) / 64] |= std::uint64_t{1} << (pos(k) % 64);
+    for (const std::uint64_t k : bwd_) taken_[pos(k) / 64] |= std::uint64_t{1} << (pos(k) % 64);
+    fwd_.clear();
+    bwd_.clear();
+    std::size_t n = 0;
+    for (std::uint32_t w = lb / 64; w <= ub / 64; ++w) {
+      for (std::uint64_t bits = std::exchange(taken_[w], 0); bits != 0; bits &= bits - 1) {
+        const auto p = static_cast<std::uint32_t>(w * 64 + std::countr_zero(bits));
+        const std::uint64_t k = key(at_[p]);
+        (back_mark_[at_[p]] == epoch_ ? bwd_ : fwd_).push_back(k);
+        slots_[n++] = k;
+      }
+    }
+  } else {
+    std::sort(fwd_.begin(), fwd_.end());
+    std::sort(bwd_.begin(), bwd_.end());
+    std::merge(bwd_.begin(), bwd_.end(), fwd_.begin(), fwd_.end(), slots_.begin());
+  }
   std::size_t i = 0;
   for (const std::uint64_t k : bwd_) ord_[node(k)] = pos(slots_[i++]);
   for (const std::uint64_t k : fwd_) ord_[node(k)] = pos(slots_[i++]);
+  for (const std::uint64_t k : slots_) at_[ord_[node(k)]] = node(k);
   return true;
 }
 

@@ -53,6 +53,7 @@ class OrderedDag {
   bool reorder(std::uint32_t u, std::uint32_t v);
 
   std::vector<std::uint32_t> ord_;  // node -> position in the order
+  std::vector<std::uint32_t> at_;   // position -> node
   std::vector<std::vector<std::uint32_t>> out_, in_;
   std::size_t edges_ = 0;
   std::vector<std::uint32_t> mark_, back_mark_;  // reached forward, backward
@@ -60,6 +61,9 @@ class OrderedDag {
   // Nodes reached forward, backward (each side's queue), and the
   // positions they held, as (position << 32 | node).
   std::vector<std::uint64_t> fwd_, bwd_, slots_;
+  // Scratch, a bit per position: the positions a reordering takes, read
+  // back in order (zero between reorderings).
+  std::vector<std::uint64_t> taken_;
 };
 
 }  // namespace subnetd::routing
