@@ -31,8 +31,8 @@ constexpr std::uint64_t kFunnelled = 3;
 // 1,000 switches, trees of two LIDs, 0.2, 6 and 25 s on the 2-core bench
 // VM — at 2^21, 1,000 switches got trees of four: 1.60x the lower bound in
 // 18 s against 1.28 with trees of two (measured before funnelled trees
-// moved layers; 1.14 since, in 12-13 s); 2,000, one tree per switch, 92 s,
-// 47 s since).
+// moved layers; 1.14 since, in 12-14 s); 2,000, one tree per switch, 92 s,
+// 47-51 s since).
 constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 22;
 
 // Switches ranked by breadth-first distance from `root` (ties by index),
