@@ -42,7 +42,8 @@ void SubnetManager::multicast_changed() {
 
 void SubnetManager::keep_multicast_on_vl0(BringUpResult& r) {
   SUBNETD_ASSERT_ON(strand_);
-  if (mcast_registry_ == nullptr || r.routes == nullptr) return;
+  // On one VL every SL maps to VL 0: nothing to move.
+  if (mcast_registry_ == nullptr || r.routes->num_vls <= 1) return;
   const std::vector<state::McastGroup> moved = mcast_registry_->move_to_sl0();
   if (moved.empty()) return;
   // Members joined on the old SL: this sweep asks every client to

@@ -356,7 +356,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
     if (!routes.ok()) co_return fail(routes.error());
     r->routes = std::move(routes).value();
     r->times.route = Steady::now() - t;
-    if (r->routes->num_vls > 1) keep_multicast_on_vl0(*r);
+    keep_multicast_on_vl0(*r);
 
     enter_phase(Phase::kVerify);
     t = Steady::now();

@@ -100,8 +100,9 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
     for (std::uint32_t w = lb / 64; w <= ub / 64; ++w) {
       for (std::uint64_t bits = std::exchange(taken_[w], 0); bits != 0; bits &= bits - 1) {
         const auto p = static_cast<std::uint32_t>(w * 64 + std::countr_zero(bits));
-        const std::uint64_t k = key(at_[p]);
-        (back_mark_[at_[p]] == epoch_ ? bwd_ : fwd_).push_back(k);
+        const std::uint32_t x = at_[p];
+        const std::uint64_t k = key(x);
+        (back_mark_[x] == epoch_ ? bwd_ : fwd_).push_back(k);
         slots_[n++] = k;
       }
     }

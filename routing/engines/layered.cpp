@@ -222,9 +222,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
     }
   };
-  // Adds (sign +1) or takes off (-1) the load of the routes to t's LIDs as
-  // the LFTs hold them (sign 0: neither); returns the largest load on a
-  // channel they cross.
   // Calls fn(arc, sources at s) for every channel the route from each
   // switch s with CAs in t's part to `lid` crosses, as the LFTs hold it.
   auto for_each_hop = [&](std::uint32_t t, std::uint32_t lid, auto&& fn) {
@@ -239,6 +236,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       }
     }
   };
+  // Adds (sign +1) or takes off (-1) the load of the routes to unit u's
+  // LIDs as the LFTs hold them (sign 0: neither); returns the largest load
+  // on a channel they cross.
   auto weigh = [&](std::uint32_t u, int sign) {
     std::uint64_t busiest = 0;
     for (const std::uint32_t lid : unit_lids[u]) {
