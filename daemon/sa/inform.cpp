@@ -101,6 +101,7 @@ class InformRequest {
     Subscription s;
     s.subscriber = gid_of(opts_.subnet_prefix, st_.topology->port(*asking).guid);
     std::memcpy(s.info.data(), info.data(), kInformInfoSize);
+    s.since = st_.generation;
     if (info[kIiSubscribe] == 1) {
       if (info[kIiGeneric] != 1 || qpn_of(info) == 0) return fail(mad::status::kReqInvalid);
       if (!registry_.subscribe(s)) return fail(mad::status::kNoResources);
@@ -180,7 +181,9 @@ bool InformRegistry::subscribe(const Subscription& s) {
   std::lock_guard lock(mu_);
   for (Subscription& have : subs_) {
     if (have.subscriber == s.subscriber && same_subscription(have.info, s.info)) {
+      const std::uint64_t since = std::min(have.since, s.since);
       have = s;
+      have.since = since;
       return true;
     }
   }

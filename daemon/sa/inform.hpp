@@ -62,11 +62,15 @@ using Gid = std::array<std::uint8_t, 16>;
 struct Subscription {
   Gid subscriber{};
   std::array<std::uint8_t, kInformInfoSize> info{};
+  // The generation of the snapshot the subscription was answered against:
+  // it hears of changes published after it only (SaAgent::reports()).
+  std::uint64_t since = 0;
 };
 
 class InformRegistry {
  public:
-  // Adds (or replaces an identical) subscription; false when full.
+  // Adds (or replaces an identical one, which keeps its `since`: the
+  // subscriber was listening already) subscription; false when full.
   bool subscribe(const Subscription& s);
   // Removes the subscription of `subscriber` that `info` names; false when
   // there is none.

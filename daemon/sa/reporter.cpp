@@ -4,11 +4,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 namespace subnetd::daemon::sa {
 
 Reporter::Reporter(SaAgent& agent, const state::StatePublisher& publisher, Send send)
     : agent_(agent), publisher_(publisher), send_(std::move(send)) {
-  thread_ = std::thread([this] { loop(); });
+  // The snapshot the first wake's is compared with: taken here, since the
+  // thread may start after a publish or two.
+  thread_ = std::thread([this, first = publisher_.current()] { loop(first); });
 }
 
 Reporter::~Reporter() {
@@ -21,9 +25,17 @@ Reporter::~Reporter() {
 }
 
 void Reporter::wake() {
+  // On the publishing thread, right after the publish: the current
+  // snapshot is the one just published.
+  std::shared_ptr<const state::FabricState> now = publisher_.current();
   {
     std::lock_guard lock(mu_);
-    woken_ = true;
+    if (!waiting_.empty() && waiting_.back()->generation == now->generation) return;
+    if (waiting_.size() >= kMaxBacklog) {
+      waiting_.pop_front();
+      ++dropped_;
+    }
+    waiting_.push_back(std::move(now));
   }
   cv_.notify_all();
 }
@@ -38,17 +50,23 @@ std::uint64_t Reporter::failed() const {
   return failed_;
 }
 
-void Reporter::loop() {
-  std::shared_ptr<const state::FabricState> last = publisher_.current();
+void Reporter::loop(std::shared_ptr<const state::FabricState> last) {
   for (;;) {
+    std::shared_ptr<const state::FabricState> now;
+    std::uint64_t dropped = 0;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return woken_ || stop_; });
+      cv_.wait(lock, [this] { return !waiting_.empty() || stop_; });
       if (stop_) return;
-      woken_ = false;
+      now = std::move(waiting_.front());
+      waiting_.pop_front();
+      dropped = std::exchange(dropped_, 0);
     }
-    std::shared_ptr<const state::FabricState> now = publisher_.current();
-    if (now->generation == last->generation) continue;
+    if (dropped != 0) {
+      spdlog::warn("SA: Reports fell {} snapshots behind; their changes are reported together",
+                   dropped);
+    }
+    if (now->generation <= last->generation) continue;
     const std::vector<Report> reports = agent_.reports(*last, *now);
     last = std::move(now);
     std::uint64_t ok = 0, bad = 0;

@@ -1,18 +1,25 @@
 #pragma once
 // Reporter: delivers the SA's Reports (daemon/sa/inform.hpp) to InformInfo
-// subscribers. The SM wakes it after every publish; on its own thread it
-// compares the current snapshot with the last one it saw (an O(ports)
-// comparison, never on the SM strand, and none at all without
-// subscribers) and sends what SaAgent::reports() makes. Publishes that
-// come faster than it works are coalesced: it compares the newest
-// snapshot with the one before its last comparison, so a port that went
-// down and up in between is not reported (the state it ends in is).
+// subscribers. The SM wakes it after every publish, which queues the
+// snapshot just published; on its own thread it compares each queued
+// snapshot with the one before it (an O(ports) comparison, never on the
+// SM strand, and none at all without subscribers) and sends what
+// SaAgent::reports() makes. Each publish is compared with its predecessor
+// even when they come faster than Reports go out: a port that went down
+// and up in between is reported twice, and a subscriber hears of what
+// changed after the snapshot its subscription was answered against, not
+// of a change made before it that the Reporter had not yet looked at.
+// Past kMaxBacklog waiting snapshots the oldest waiting one is dropped
+// (a warning says so) and its change is reported with the next one.
 //
-// Threading: wake() from any thread; the destructor stops the thread and
-// must run before the agent, the publisher and what `send` uses go.
+// Threading: wake() from the thread that publishes, right after the
+// publish (it queues the publisher's current snapshot); the destructor
+// stops the thread and must run before the agent, the publisher and what
+// `send` uses go.
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,21 +39,25 @@ class Reporter {
   Reporter(const Reporter&) = delete;
   Reporter& operator=(const Reporter&) = delete;
 
-  // A new snapshot was published.
+  // Snapshots waiting beyond this are coalesced.
+  static constexpr std::size_t kMaxBacklog = 256;
+
+  // A new snapshot was published (called on the publishing thread).
   void wake();
   // Reports sent, and sends that failed (a transport error).
   std::uint64_t sent() const;
   std::uint64_t failed() const;
 
  private:
-  void loop();
+  void loop(std::shared_ptr<const state::FabricState> last);
 
   SaAgent& agent_;
   const state::StatePublisher& publisher_;
   Send send_;
-  mutable std::mutex mu_;  // guards woken_, stop_, sent_, failed_
+  mutable std::mutex mu_;  // guards waiting_, dropped_, stop_, sent_, failed_
   std::condition_variable cv_;
-  bool woken_ = false;
+  std::deque<std::shared_ptr<const state::FabricState>> waiting_;  // oldest first
+  std::uint64_t dropped_ = 0;  // coalesced since the last warning
   bool stop_ = false;
   std::uint64_t sent_ = 0, failed_ = 0;
   std::thread thread_;  // last: started once the rest is built

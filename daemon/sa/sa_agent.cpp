@@ -697,6 +697,8 @@ std::vector<Report> SaAgent::reports(const state::FabricState& before,
   for (const SaNotice& n : notices) {
     const auto body = n.bytes();
     for (const Subscription& s : subs) {
+      // A change the subscriber could have seen when it subscribed.
+      if (after.generation <= s.since) continue;
       if (!wants(s, n, after, *index, opts_.subnet_prefix)) continue;
       const Guid guid{discovery::mad::load_be64(s.subscriber.data() + 8)};
       const auto port = index->endport_of_guid(after, guid);

@@ -151,7 +151,8 @@ class SaAgent final : public state::SaInfo {
   // The Reports that tell InformInfo subscribers what changed from one
   // published snapshot to the next (daemon/sa/inform.hpp: GID in and out
   // of service, link state changes); nothing (and no work) without
-  // subscribers. For one thread at a time (the daemon's reporter).
+  // subscribers, and nothing to a subscription answered against `after`
+  // or a later snapshot. For one thread at a time (the daemon's reporter).
   std::vector<Report> reports(const state::FabricState& before, const state::FabricState& after);
 
   // state::SaInfo, for the API.

@@ -1,13 +1,19 @@
 // InformInfo subscriptions and the Reports they bring: subscribing and
 // unsubscribing by Set, InformInfoRecords, which notices a published
 // change makes (GID out of/in service, link state changes) and which
-// subscribers they reach, ReportResps counted.
+// subscribers they reach, ReportResps counted; the Reporter that sends
+// them compares every publish with the one before it.
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "daemon/sa/inform.hpp"
+#include "daemon/sa/reporter.hpp"
 #include "discovery/mad/bytes.hpp"
 #include "sa_test_support.hpp"
 
@@ -49,15 +55,16 @@ class SaInformTest : public SaAgentTest {
                                lid_of(from), state_));
   }
   // The snapshot after `port`'s link went down (the CA's end and the
-  // switch's).
-  state::FabricState without(PortRef port) const {
-    auto t = std::make_shared<routing::Topology>(*topo_);
+  // switch's), from `before` (state_ unless given).
+  state::FabricState without(PortRef port) const { return without(state_, port); }
+  static state::FabricState without(const state::FabricState& before, PortRef port) {
+    auto t = std::make_shared<routing::Topology>(*before.topology);
     const routing::Port& p = t->port(port);
     t->mutable_port(p.remote_node, p.remote_port).state = routing::PortState::kDown;
     t->mutable_port(port.node, port.port).state = routing::PortState::kDown;
-    state::FabricState after = state_;
+    state::FabricState after = before;
     after.topology = t;
-    after.generation = state_.generation + 1;
+    after.generation = before.generation + 1;
     return after;
   }
   std::uint64_t guid_of(PortRef p) const { return topo_->port(p).guid.value; }
@@ -165,6 +172,76 @@ TEST_F(SaInformTest, GidAndLidRangeNarrowTheIssuer) {
   ASSERT_EQ(reports.size(), 1U);
   const auto m = mad::decode_sa(reports.front().mad);
   EXPECT_EQ(discovery::mad::load_be16(&m->data[4]), 128U);
+}
+
+TEST_F(SaInformTest, AChangeBeforeTheSubscriptionIsNotReported) {
+  const PortRef sub = ca_ports_[0], gone = ca_ports_[2];
+  // The subscriber asked against generation 7, in which `gone` was up;
+  // the Reporter had yet to compare 6 (`gone` down) with 7.
+  state_.generation = 7;
+  state::FabricState earlier = without(gone);
+  earlier.generation = 6;
+  ASSERT_EQ(status(inform(true), sub), 0);
+  EXPECT_TRUE(agent_.reports(earlier, state_).empty()) << "trap 64 predates the subscription";
+  // What changed after 7 it hears of.
+  const state::FabricState at7 = state_, down8 = without(gone);
+  EXPECT_EQ(agent_.reports(at7, down8).size(), 2U);
+  // Subscribing again (answered against 9) keeps the first generation:
+  // still told of 7 -> 8.
+  state_.generation = 9;
+  ASSERT_EQ(status(inform(true), sub), 0);
+  EXPECT_EQ(agent_.reports(at7, down8).size(), 2U);
+}
+
+// The Reporter behind on its sends: the publishes made meanwhile are each
+// compared with the one before, so a port that went down and came back
+// while it was busy is reported twice, in order.
+TEST_F(SaInformTest, TheReporterReportsEveryPublishInOrder) {
+  const PortRef sub = ca_ports_[0], first = ca_ports_[1], flapped = ca_ports_[2];
+  state::StatePublisher publisher;
+  state_.generation = 1;
+  publisher.publish(std::make_shared<const state::FabricState>(state_));
+  ASSERT_EQ(status(inform(true), sub), 0);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool sending = false, release = false;
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> heard;  // trap, subject GUID
+  Reporter reporter(agent_, publisher, [&](const Report& r) -> Result<void> {
+    const auto m = mad::decode_sa(r.mad);
+    std::unique_lock lock(mu);
+    sending = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });  // held until the test has published
+    const std::uint16_t trap = discovery::mad::load_be16(&m->data[4]);
+    if (trap == 64 || trap == 65) heard.emplace_back(trap, discovery::mad::load_be64(&m->data[24]));
+    cv.notify_all();
+    return {};
+  });
+  auto publish = [&](const state::FabricState& s) {
+    publisher.publish(std::make_shared<const state::FabricState>(s));
+    reporter.wake();
+  };
+  const state::FabricState one_down = without(first);
+  publish(one_down);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return sending; }))
+        << "the first change was not reported";
+  }
+  const state::FabricState both_down = without(one_down, flapped);
+  publish(both_down);
+  state::FabricState back = one_down;
+  back.generation = both_down.generation + 1;
+  publish(back);
+  std::unique_lock lock(mu);
+  release = true;
+  cv.notify_all();
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return heard.size() >= 3; }))
+      << heard.size() << " GID notices heard";
+  const std::vector<std::pair<std::uint16_t, std::uint64_t>> want{
+      {65, guid_of(first)}, {65, guid_of(flapped)}, {64, guid_of(flapped)}};
+  EXPECT_EQ(heard, want);
 }
 
 }  // namespace
