@@ -127,7 +127,9 @@ Result<CablingReport> Screener::check_cabling(const state::CablingPlanText* text
 }
 
 void Screener::loop() {
-  const routing::Topology* checked = nullptr;  // the topology of the last comparison
+  // The topology of the last comparison. Weak, not its address: a later
+  // topology allocated where a freed one was would look unchanged.
+  std::weak_ptr<const routing::Topology> checked;
   std::uint64_t checked_version = 0;
   for (;;) {
     std::shared_ptr<const CablingPlan> plan;
@@ -142,10 +144,10 @@ void Screener::loop() {
     }
     const std::shared_ptr<const state::FabricState> s = publisher_.current();
     if (!plan || !s->topology || s->state != state::SmState::kMaster) continue;
-    if (s->topology.get() == checked && version == checked_version) continue;
+    if (checked.lock() == s->topology && version == checked_version) continue;
     auto report = compare(*plan, *s);
     if (!report.ok()) continue;
-    checked = s->topology.get();
+    checked = s->topology;
     checked_version = version;
     auto now = std::make_shared<const CablingReport>(std::move(report).value());
     std::shared_ptr<const CablingReport> before;
