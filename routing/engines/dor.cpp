@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
 #include <vector>
 
 namespace subnetd::routing {
@@ -13,17 +16,180 @@ bool splits(const GridShape& shape, std::uint32_t d) {
   return shape.wrap[d] != 0 && shape.size[d] >= 5;
 }
 
-// Unicast layers: one per combination of halves.
-std::uint32_t unicast_layers(const GridShape& shape) {
-  std::uint32_t bits = 0;
-  for (std::uint32_t d = 0; d < shape.dims(); ++d) bits += splits(shape, d) ? 1 : 0;
-  return bits >= 31 ? UINT32_MAX / 2 : std::uint32_t{1} << bits;
-}
+// Looks for `m` boxes that hold every grid point: a seeded annealing that
+// slides one box's window a step at a time, counting the points no box
+// holds; the same shape gives the same boxes. Nothing when it finds none
+// within its budget.
+class CoverSearch {
+ public:
+  CoverSearch(const GridShape& shape, const DorCover& c) : shape_(shape), c_(c) {
+    std::size_t points = 1;
+    for (std::uint32_t d = 0; d < c.dims; ++d) {
+      stride_.push_back(points);
+      points *= shape.size[d];
+      if (c.width[d] < shape.size[d]) rings_.push_back(d);
+    }
+    count_.assign(points, 0);
+  }
+
+  std::optional<std::vector<std::uint32_t>> find(std::uint32_t m) {
+    constexpr std::uint32_t kRestarts = 40, kSteps = 5000;
+    std::mt19937 rng(0x5EED + m);
+    const std::uint32_t nd = c_.dims;
+    for (std::uint32_t restart = 0; restart < kRestarts; ++restart) {
+      start_.assign(std::size_t{m} * nd, 0);
+      for (std::uint32_t b = 0; b < m; ++b) {
+        for (const std::uint32_t d : rings_)
+          start_[std::size_t{b} * nd + d] = rng() % shape_.size[d];
+      }
+      std::fill(count_.begin(), count_.end(), 0);
+      uncovered_ = count_.size();
+      for (std::uint32_t b = 0; b < m; ++b) slab(b, nd, 0, +1);
+      double heat = 2.0;
+      for (std::uint32_t step = 0; step < kSteps && uncovered_ != 0; ++step, heat *= 0.998) {
+        const std::uint32_t b = rng() % m;
+        const std::uint32_t d = rings_[rng() % rings_.size()];
+        const bool up = (rng() & 1) != 0;
+        const std::size_t before = uncovered_;
+        shift(b, d, up);
+        const double u = static_cast<double>(rng() >> 8) / 16777216.0;
+        if (uncovered_ > before &&
+            u >= std::exp((static_cast<double>(before) - static_cast<double>(uncovered_)) / heat)) {
+          shift(b, d, !up);  // rejected
+        }
+      }
+      if (uncovered_ == 0) return start_;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // Box b's window in dimension d moves a step up (or down): the slab it
+  // leaves loses the box, the slab it enters gains it.
+  void shift(std::uint32_t b, std::uint32_t d, bool up) {
+    const std::uint32_t k = shape_.size[d], w = c_.width[d];
+    std::uint32_t& first = start_[std::size_t{b} * c_.dims + d];
+    if (up) {
+      slab(b, d, first, -1);
+      slab(b, d, (first + w) % k, +1);
+      first = (first + 1) % k;
+    } else {
+      slab(b, d, (first + w - 1) % k, -1);
+      first = (first + k - 1) % k;
+      slab(b, d, first, +1);
+    }
+  }
+
+  // Adds `delta` to the count of every point of box b whose coordinate in
+  // dimension d is `at` (every point of the box when d == dims).
+  void slab(std::uint32_t b, std::uint32_t d, std::uint32_t at, int delta) {
+    const std::uint32_t nd = c_.dims;
+    std::vector<std::uint32_t>& off = odometer_;
+    off.assign(nd, 0);
+    for (;;) {
+      std::size_t idx = 0;
+      for (std::uint32_t e = 0; e < nd; ++e) {
+        const std::uint32_t x =
+            e == d ? at : (start_[std::size_t{b} * nd + e] + off[e]) % shape_.size[e];
+        idx += x * stride_[e];
+      }
+      if (delta > 0) {
+        if (count_[idx]++ == 0) --uncovered_;
+      } else if (--count_[idx] == 0) {
+        ++uncovered_;
+      }
+      std::uint32_t e = 0;
+      for (; e < nd; ++e) {
+        if (e == d) continue;
+        if (++off[e] < c_.width[e]) break;
+        off[e] = 0;
+      }
+      if (e == nd) return;
+    }
+  }
+
+  const GridShape& shape_;
+  const DorCover& c_;
+  std::vector<std::size_t> stride_;
+  std::vector<std::uint32_t> rings_;  // dimensions whose windows slide
+  std::vector<std::uint16_t> count_;  // boxes holding each point
+  std::size_t uncovered_ = 0;
+  std::vector<std::uint32_t> start_, odometer_;
+};
 
 }  // namespace
 
+DorCover dor_cover(const GridShape& shape) {
+  DorCover c;
+  c.dims = shape.dims();
+  std::uint32_t rings = 0;
+  double points = 1;
+  for (std::uint32_t d = 0; d < c.dims; ++d) {
+    const std::uint32_t k = shape.size[d];
+    c.width.push_back(splits(shape, d) ? (k + 1) / 2 + 1 : k);
+    rings += splits(shape, d) ? 1 : 0;
+    points *= k;
+  }
+  // The product of halves: per ring a window from 0 and one from k/2,
+  // which between them hold the ring (2 * width >= k + 2).
+  const std::uint32_t product = rings >= 31 ? UINT32_MAX / 2 : std::uint32_t{1} << rings;
+  c.count = product;
+  if (rings < 8) {
+    for (std::uint32_t b = 0; b < product; ++b) {
+      std::uint32_t bit = 0;
+      for (std::uint32_t d = 0; d < c.dims; ++d) {
+        bool upper = false;
+        if (splits(shape, d)) upper = (b >> bit++ & 1) != 0;
+        c.start.push_back(upper ? shape.size[d] / 2 : 0);
+      }
+    }
+  }
+  // Fewer boxes, where a search finds them (an 8x8x8 torus: 7, not 8),
+  // down to a bound no cover beats: the boxes holding one coordinate of a
+  // ring must cover the rest of the grid, and a box holds `width` of the
+  // ring's coordinates, so m >= k * (the rest's bound) / width, in any
+  // order of the rings (8x8x8: 2, then 16/5 -> 4, then 32/5 -> 7).
+  if (rings >= 2 && rings <= 4 && points <= double{1 << 20}) {
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t d = 0; d < c.dims; ++d) {
+      if (splits(shape, d)) order.push_back(d);
+    }
+    std::uint32_t least = 1;
+    do {
+      std::uint32_t bound = 1;
+      for (const std::uint32_t d : order) {
+        bound = (shape.size[d] * bound + c.width[d] - 1) / c.width[d];
+      }
+      least = std::max(least, bound);
+    } while (std::next_permutation(order.begin(), order.end()));
+    CoverSearch search(shape, c);
+    for (std::uint32_t m = product - 1; m >= least; --m) {
+      std::optional<std::vector<std::uint32_t>> found = search.find(m);
+      if (!found) break;
+      c.start = std::move(*found);
+      c.count = m;
+    }
+  }
+  return c;
+}
+
+bool DorCover::holds(const GridShape& shape, std::uint32_t box, SwitchIndex s) const {
+  for (std::uint32_t d = 0; d < dims; ++d) {
+    const std::uint32_t k = shape.size[d];
+    if ((shape.at(s, d) + k - start[std::size_t{box} * dims + d]) % k >= width[d]) return false;
+  }
+  return true;
+}
+
+std::uint32_t DorCover::box_of(const GridShape& shape, SwitchIndex s) const {
+  for (std::uint32_t b = 0; b < count; ++b) {
+    if (holds(shape, b, s)) return b;
+  }
+  return count;
+}
+
 std::uint32_t dor_layers(const GridShape& shape) {
-  return 1 + unicast_layers(shape);
+  return 1 + dor_cover(shape).count;
 }
 
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::stop_token stop) {
@@ -32,7 +198,8 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::sto
   if (shape.coord.size() != std::size_t{n} * nd) {
     return Error{Errc::kInternal, "dor: the grid shape does not fit the switch graph"};
   }
-  if (dor_layers(shape) > 15) {
+  const DorCover cover = dor_cover(shape);
+  if (1 + cover.count > 15) {
     return Error{
         Errc::kOutOfRange,
         fmt::format("dor: the {} needs more VLs (its layers and multicast's) than the 15 data VLs",
@@ -69,7 +236,7 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::sto
   routes.lfts.resize(n);
   for (Lft& lft : routes.lfts) lft.resize(routes.max_lid);
   std::vector<std::uint8_t> lid_layer(std::size_t{max_lid} + 1, 0);
-  std::vector<std::uint8_t> used(unicast_layers(shape), 0);
+  std::vector<std::uint8_t> used(cover.count, 0);
   std::vector<std::uint32_t> rank(n, 0);  // data LIDs seen per switch
   std::vector<std::uint64_t> entries(g.num_arcs(), 0);
 
@@ -82,13 +249,9 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::sto
     // Ties half-way round a ring alternate with the destination's
     // coordinates and the LID's rank on its switch.
     std::uint32_t parity = data ? rank[t.value]++ : 0;
-    std::uint32_t layer = 0, bit = 0;
-    for (std::uint32_t d = 0; d < nd; ++d) {
-      parity += shape.at(t, d);
-      if (!splits(shape, d)) continue;
-      if (shape.at(t, d) >= (shape.size[d] + 1) / 2) layer |= std::uint32_t{1} << bit;
-      ++bit;
-    }
+    for (std::uint32_t d = 0; d < nd; ++d) parity += shape.at(t, d);
+    const std::uint32_t layer = cover.box_of(shape, t);
+    if (layer == cover.count) return Error{Errc::kInternal, "dor: a grid point outside the layers"};
     for (std::uint32_t s = 0; s < n; ++s) {
       if (s == t.value) {
         routes.lfts[s].data()[lid] = att.port;

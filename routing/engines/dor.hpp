@@ -11,17 +11,22 @@
 //
 // Deadlock freedom: a packet in dimension d only ever waits for channels of
 // dimension d or later, so a dependency cycle stays in one ring. Paths
-// (mesh dimensions) have none. On a ring of k >= 5 switches, the routes to
-// destinations whose coordinate lies in one half of the ring (ceil(k/2)
-// consecutive values) depend on at most k - 2 consecutive channel pairs in
-// each direction: never all k, so never a cycle. Each destination switch
-// is therefore put on the layer named by its halves — one bit per ring of
-// five or more — and SL2VL keeps each layer on its own VL (as for every
-// layered route). Rings of three carry no dependency within the ring (one
-// hop at most), and rings of four are found as two paths of two.
+// (mesh dimensions) have none. On a ring of k >= 5 switches a route passes
+// at most h = floor(k/2) - 1 switches of the ring, so the routes to
+// destinations whose coordinate lies in a window of w = ceil(k/2) + 1
+// consecutive values pass at most w + h - 1 = k - 1 switches in each
+// direction: a chain of at most k - 1 of the ring's k channel pairs, never
+// a cycle. A layer is therefore a box of grid points (such a window per
+// ring, the whole of every other dimension), each destination switch goes
+// to the first box that holds it (dor_cover), and SL2VL keeps each layer
+// on its own VL (as for every layered route). A window from 0 and one from
+// k/2 per ring make 2^rings boxes; a search finds fewer where it can (an
+// 8x8x8 torus: 7, so 8 VLs with multicast's, not 9; 5x5x5: 4). Rings of
+// three carry no dependency within the ring (one hop at most), and rings
+// of four are found as two paths of two.
 //
 // VL 0 is left to multicast (SL 0): no spanning tree of a ring can share a
-// VL with these routes — the routes of one half of a ring break their
+// VL with these routes — the routes of one box break their
 // dependency chain at a different link in each direction, and a tree can
 // leave out only one — so the layers are numbered from 1, and a grid needs
 // one VL more than its layers (dor_layers counts it).
@@ -30,6 +35,7 @@
 
 #include <cstdint>
 #include <stop_token>
+#include <vector>
 
 #include "routing/grid_shape.hpp"
 #include "routing/lft.hpp"
@@ -38,12 +44,31 @@
 
 namespace subnetd::routing {
 
+// The layers of dimension-order routes: boxes of grid points, each a
+// window of consecutive coordinates per dimension (cyclic on a ring), that
+// together hold every point. A window is a whole dimension, or on a ring
+// of k >= 5 at most ceil(k/2) + 1 coordinates.
+struct DorCover {
+  std::uint32_t dims = 0;
+  std::uint32_t count = 0;           // boxes
+  std::vector<std::uint32_t> width;  // by dimension: a window's length
+  std::vector<std::uint32_t> start;  // box * dims + dimension: its first coordinate
+  bool holds(const GridShape& shape, std::uint32_t box, SwitchIndex s) const;
+  // The first box holding switch s (count when none does).
+  std::uint32_t box_of(const GridShape& shape, SwitchIndex s) const;
+};
+
+// The fewest boxes found: 2^(rings of 5 or more) (a window from 0 and one
+// from k/2 per ring), or fewer where a seeded search over up to four such
+// rings finds a cover (8x8x8: 7 boxes). Deterministic; milliseconds.
+DorCover dor_cover(const GridShape& shape);
+
 // The data VLs dimension-order routes on `shape` need: VL 0 for multicast
-// and 2^(rings of 5 or more) layers.
+// and a layer per box of dor_cover.
 std::uint32_t dor_layers(const GridShape& shape);
 
 // Dimension-order routes over g's switches, which form `shape`: one layer
-// per combination of halves, the layers in use numbered from 1 (VL 0:
+// per box of dor_cover, the layers in use numbered from 1 (VL 0:
 // multicast). Routes::engine is left empty for the caller.
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::stop_token stop);
 

@@ -54,9 +54,9 @@
 //
 // Switches that form a torus, mesh or hypercube (routing/grid_shape.hpp)
 // get dimension-order routes instead (routing/engines/dor.hpp: shortest,
-// even on a torus, 2^rings layers on VLs 1 and up, VL 0 left to
-// multicast), when those VLs fit the budget; else the note says so and
-// they are routed as above.
+// even on a torus, a layer per box of grid points on VLs 1 and up —
+// 7 on an 8x8x8 torus — VL 0 left to multicast), when those VLs fit the
+// budget; else the note says so and they are routed as above.
 //
 // Multicast (SL 0, VL 0) shares VL 0 with the escape layer, which stays
 // VL 0 even when no tree uses it; its order is exported (Routes::vl0_rank)

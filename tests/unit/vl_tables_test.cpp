@@ -200,8 +200,8 @@ TEST(VlTables, LayeredRoutingRunsItsLayersOnEveryLink) {
   up.r = std::move(r).value();
   const routing::Topology& t = up.r.sweep.topology;
   const unsigned layers = up.r.routes->num_vls;
-  ASSERT_EQ(layers, 5U) << "dimension-order routes on two rings of five: four layers and "
-                           "multicast's VL 0";
+  ASSERT_EQ(layers, 4U) << "dimension-order routes on two rings of five: three layers "
+                           "(routing/engines/dor.hpp) and multicast's VL 0";
   const std::uint8_t want = operational_vls_for(layers);
   ASSERT_GE(data_vls(want), layers);
   auto sim_node = [&](NodeId n) { return *up.sim->node_by_guid(t.node(n).guid); };
