@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "daemon/sa/records.hpp"
@@ -236,11 +237,11 @@ AttrAnswer answer_inform(const mad::SaMad& req, Lid requester, const state::Fabr
   return InformRequest(req, requester, st, opts, index, registry).run();
 }
 
-std::vector<SaNotice> notices_between(const state::FabricState& before,
-                                      const state::FabricState& after,
-                                      std::uint64_t subnet_prefix) {
-  std::vector<SaNotice> out;
-  if (after.topology == nullptr || before.topology == after.topology) return out;
+namespace {
+
+// Traps 64, 65 and 128 (see inform.hpp) between two topologies.
+void port_notices(const state::FabricState& before, const state::FabricState& after,
+                  std::uint64_t subnet_prefix, std::vector<SaNotice>& out) {
   const auto was = in_service(before);
   const auto now = in_service(after);
   for (const auto& [guid, p] : now) {
@@ -255,7 +256,7 @@ std::vector<SaNotice> notices_between(const state::FabricState& before,
   }
   // Trap 128 for every switch (in both snapshots) a port of which changed
   // state, as the switch itself sends it.
-  if (before.topology == nullptr) return out;
+  if (before.topology == nullptr) return;
   const routing::Topology& tb = *before.topology;
   const routing::Topology& ta = *after.topology;
   for (const NodeId sw : ta.switches()) {
@@ -278,6 +279,39 @@ std::vector<SaNotice> notices_between(const state::FabricState& before,
     n.issuer_gid = gid_of(subnet_prefix, ta.port(sw, 0).guid);
     out.push_back(n);
   }
+}
+
+// Traps 66 and 67: the multicast groups, by MGID, created and deleted.
+void group_notices(const state::FabricState& before, const state::FabricState& after,
+                   std::uint64_t subnet_prefix, std::vector<SaNotice>& out) {
+  using Groups = std::vector<state::McastGroup>;
+  const Groups none;
+  const Groups& was = before.mcast_groups ? *before.mcast_groups : none;
+  const Groups& now = after.mcast_groups ? *after.mcast_groups : none;
+  std::map<state::Mgid, std::uint16_t> old_pkeys;
+  for (const state::McastGroup& g : was) old_pkeys.emplace(g.mgid, g.pkey);
+  auto notice = [&](std::uint16_t trap, const state::McastGroup& g) {
+    SaNotice n = sm_notice(after, trap, g.mgid, subnet_prefix);
+    n.group_pkey = g.pkey;
+    out.push_back(n);
+  };
+  for (const state::McastGroup& g : now) {
+    if (old_pkeys.erase(g.mgid) == 0) notice(66, g);
+  }
+  for (const state::McastGroup& g : was) {
+    if (old_pkeys.contains(g.mgid)) notice(67, g);
+  }
+}
+
+}  // namespace
+
+std::vector<SaNotice> notices_between(const state::FabricState& before,
+                                      const state::FabricState& after,
+                                      std::uint64_t subnet_prefix) {
+  std::vector<SaNotice> out;
+  if (after.topology == nullptr) return out;
+  if (before.topology != after.topology) port_notices(before, after, subnet_prefix, out);
+  if (before.mcast_groups != after.mcast_groups) group_notices(before, after, subnet_prefix, out);
   return out;
 }
 
@@ -311,6 +345,12 @@ bool wants(const Subscription& s, const SaNotice& n, const state::FabricState& s
         index.endport_of_guid(st, Guid{discovery::mad::load_be64(subject.data() + 8)});
     if (discovery::mad::load_be64(subject.data()) != subnet_prefix) return false;
     if (sub && port && !share_partition(st, *sub, *port)) return false;
+  }
+  if ((n.notice.trap_number == 66 || n.notice.trap_number == 67) && st.partitions != nullptr) {
+    // A group only its partition's members may join.
+    const auto sub =
+        index.endport_of_guid(st, Guid{discovery::mad::load_be64(s.subscriber.data() + 8)});
+    if (sub && routing::find_pkey(pkeys_of(st, *sub), n.group_pkey) == 0) return false;
   }
   return true;
 }

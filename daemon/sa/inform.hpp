@@ -21,7 +21,9 @@
 // LIDRangeBegin other than 0xFFFF must bracket the IssuerLID (LIDRangeEnd
 // 0 means the begin alone); IsGeneric must agree; Type, TrapNumber and
 // ProducerType agree or are all-ones. For GID in/out of service the
-// subscriber must also share a partition with the port the notice names.
+// subscriber must also share a partition with the port the notice names;
+// for a multicast group created or deleted it must be a member of the
+// group's partition.
 //
 // The notices produced (notices_between): comparing two published
 // snapshots, trap 64 (GID in service) for every endport (a CA or router
@@ -29,9 +31,12 @@
 // new, trap 65 (GID out of service) for every one gone, both issued by the
 // SM (type 3, subnet management; producer 4, class manager; the SM's LID
 // and GID), as OpenSM sends them; and trap 128 (link state change) for
-// every switch a port of which changed state, issued by that switch. A
-// subscriber that went out of service loses its subscriptions (it
-// subscribes again when it comes back, as IBA asks of clients).
+// every switch a port of which changed state, issued by that switch; and
+// trap 66 (multicast group created) and 67 (deleted) for every group, by
+// MGID, that is new or gone, issued by the SM as 64 and 65 with the MGID
+// where their GID goes. A subscriber that went out of service loses its
+// subscriptions (it subscribes again when it comes back, as IBA asks of
+// clients).
 //
 // Reports are sent once, not resent until a ReportResp arrives: a client
 // that misses one reads the state again (every client re-queries on
@@ -93,6 +98,8 @@ struct SaNotice {
   std::array<std::uint8_t, kNoticeSize> bytes() const;
   // The GID of a trap 64/65/66/67 (DataDetails bytes 6..21).
   Gid subject_gid() const;
+  // Trap 66/67: the group's P_Key (its partition's subscribers only).
+  std::uint16_t group_pkey = 0;
 };
 
 AttrAnswer answer_inform(const discovery::mad::sa::SaMad& req, Lid requester,

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "daemon/sa/reporter.hpp"
 #include "discovery/mad/bytes.hpp"
 #include "sa_test_support.hpp"
+#include "state/mcast_groups.hpp"
 
 namespace subnetd::daemon::sa {
 namespace {
@@ -191,6 +193,53 @@ TEST_F(SaInformTest, AChangeBeforeTheSubscriptionIsNotReported) {
   state_.generation = 9;
   ASSERT_EQ(status(inform(true), sub), 0);
   EXPECT_EQ(agent_.reports(at7, down8).size(), 2U);
+}
+
+// A multicast group created is trap 66, deleted 67, with its MGID where
+// the GID goes; a subscription for one of them hears of that one only.
+TEST_F(SaInformTest, MulticastGroupsCreatedAndDeletedAreReported) {
+  const PortRef all = ca_ports_[0], created_only = ca_ports_[1];
+  ASSERT_EQ(status(inform(true), all), 0);
+  ASSERT_EQ(status(inform(true, 66), created_only), 0);
+  state::McastGroup g;
+  g.mgid = state::ipoib_broadcast_mgid(0x7FFF);
+  g.mgid[15] = 0x42;
+  g.mlid = Lid{0xC001};
+  state::FabricState with = state_;
+  with.generation = state_.generation + 1;
+  with.mcast_groups = std::make_shared<const std::vector<state::McastGroup>>(1, g);
+  state::FabricState without_group = with;
+  without_group.generation = with.generation + 1;
+  without_group.mcast_groups = std::make_shared<const std::vector<state::McastGroup>>();
+
+  auto heard = [&](const std::vector<Report>& reports) {
+    std::vector<std::pair<std::uint16_t, std::uint16_t>> out;  // (DLID, trap)
+    for (const Report& r : reports) {
+      const auto m = mad::decode_sa(r.mad);
+      EXPECT_TRUE(m.ok());
+      const auto n =
+          discovery::mad::Notice::decode(discovery::mad::ConstSmpData(m->data.data(), 64));
+      EXPECT_EQ(n.type, 3U);
+      EXPECT_EQ(n.producer_type, 4U);
+      EXPECT_TRUE(std::equal(g.mgid.begin(), g.mgid.end(), m->data.begin() + 16)) << "the MGID";
+      out.emplace_back(static_cast<std::uint16_t>(r.dlid), n.trap_number);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::vector<std::pair<std::uint16_t, std::uint16_t>> want{
+      {static_cast<std::uint16_t>(lid_of(all).value), 66},
+      {static_cast<std::uint16_t>(lid_of(created_only).value), 66}};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(heard(agent_.reports(state_, with)), want);
+  want = {{static_cast<std::uint16_t>(lid_of(all).value), 67}};
+  EXPECT_EQ(heard(agent_.reports(with, without_group)), want);
+  // A member joining an existing group is no notice.
+  state::FabricState joined = with;
+  joined.generation = without_group.generation + 1;
+  g.members[topo_->port(all).guid] = 1;
+  joined.mcast_groups = std::make_shared<const std::vector<state::McastGroup>>(1, g);
+  EXPECT_TRUE(agent_.reports(with, joined).empty());
 }
 
 // The Reporter behind on its sends: the publishes made meanwhile are each

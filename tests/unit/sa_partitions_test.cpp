@@ -6,6 +6,7 @@
 
 #include "routing/partitions.hpp"
 #include "sa_test_support.hpp"
+#include "state/mcast_groups.hpp"
 #include "state/path_record.hpp"
 
 namespace subnetd::daemon::sa {
@@ -132,6 +133,33 @@ TEST_F(SaPartitionsTest, PKeyTableRecordsAreTheProgrammedTables) {
   every.sm_key = 1;
   const auto all = table(ask(every));
   EXPECT_GT(all.size(), recs.size());
+}
+
+// Trap 66 for a group of partition 0x0010 reaches only the subscribers
+// that are members of 0x0010.
+TEST_F(SaPartitionsTest, GroupNoticesReachThePartitionsMembersOnly) {
+  const PortRef member = ca_ports_[0], outsider = ca_ports_[3];
+  for (const PortRef p : {member, outsider}) {
+    mad::SaMad q = request(Method::kSet, Attr::kInformInfo);
+    set(q, "LIDRangeBegin", 0xFFFF);
+    set(q, "IsGeneric", 1);
+    set(q, "Subscribe", 1);
+    set(q, "Type", 0xFFFF);
+    set(q, "TrapNumber", 66);
+    set(q, "QPN", 1);
+    set(q, "ProducerType", 0xFFFFFF);
+    ASSERT_EQ(status_of(ask(q, lid_of(p))), 0);
+  }
+  state::McastGroup g;
+  g.mgid = state::ipoib_broadcast_mgid(0x8010);
+  g.pkey = 0x8010;
+  g.mlid = Lid{0xC001};
+  state::FabricState after = state_;
+  after.generation = state_.generation + 1;
+  after.mcast_groups = std::make_shared<const std::vector<state::McastGroup>>(1, g);
+  const auto reports = agent_.reports(state_, after);
+  ASSERT_EQ(reports.size(), 1U);
+  EXPECT_EQ(reports[0].dlid, lid_of(member).value);
 }
 
 }  // namespace
