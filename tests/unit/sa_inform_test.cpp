@@ -39,14 +39,9 @@ class SaInformTest : public SaAgentTest {
   // types, traps and producers) unless `trap` narrows it.
   mad::SaMad inform(bool subscribe, std::uint16_t trap = 0xFFFF, std::uint8_t generic = 1,
                     std::uint32_t qpn = 1) const {
-    mad::SaMad q = request(Method::kSet, Attr::kInformInfo);
-    set(q, "LIDRangeBegin", 0xFFFF);
+    mad::SaMad q = sa_inform(subscribe, trap);
     set(q, "IsGeneric", generic);
-    set(q, "Subscribe", subscribe ? 1 : 0);
-    set(q, "Type", 0xFFFF);
-    set(q, "TrapNumber", trap);
     set(q, "QPN", qpn);
-    set(q, "ProducerType", 0xFFFFFF);
     return q;
   }
   std::uint16_t status(const mad::SaMad& q, PortRef from) {

@@ -140,15 +140,7 @@ TEST_F(SaPartitionsTest, PKeyTableRecordsAreTheProgrammedTables) {
 TEST_F(SaPartitionsTest, GroupNoticesReachThePartitionsMembersOnly) {
   const PortRef member = ca_ports_[0], outsider = ca_ports_[3];
   for (const PortRef p : {member, outsider}) {
-    mad::SaMad q = request(Method::kSet, Attr::kInformInfo);
-    set(q, "LIDRangeBegin", 0xFFFF);
-    set(q, "IsGeneric", 1);
-    set(q, "Subscribe", 1);
-    set(q, "Type", 0xFFFF);
-    set(q, "TrapNumber", 66);
-    set(q, "QPN", 1);
-    set(q, "ProducerType", 0xFFFFFF);
-    ASSERT_EQ(status_of(ask(q, lid_of(p))), 0);
+    ASSERT_EQ(status_of(ask(sa_inform(true, 66), lid_of(p))), 0);
   }
   state::McastGroup g;
   g.mgid = state::ipoib_broadcast_mgid(0x8010);

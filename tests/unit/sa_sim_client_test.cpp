@@ -164,15 +164,7 @@ TEST(SaSimClient, JoinRegisterSubscribeAndHearOfAPulledCable) {
   ASSERT_EQ(h.status(app, svc), 0);
 
   // Every notice.
-  mad::SaMad sub = sa_query(Method::kSet, Attr::kInformInfo);
-  sa_set(sub, "LIDRangeBegin", 0xFFFF);
-  sa_set(sub, "IsGeneric", 1);
-  sa_set(sub, "Subscribe", 1);
-  sa_set(sub, "Type", 0xFFFF);
-  sa_set(sub, "TrapNumber", 0xFFFF);
-  sa_set(sub, "QPN", 1);
-  sa_set(sub, "ProducerType", 0xFFFFFF);
-  ASSERT_EQ(h.status(app, sub), 0);
+  ASSERT_EQ(h.status(app, sa::sa_inform()), 0);
 
   const std::uint64_t before = h.publisher.current()->generation;
   ASSERT_TRUE(h.sim->link_down(pulled).ok());

@@ -37,6 +37,20 @@ inline void sa_set(mad::SaMad& q, const char* name, std::uint64_t v) {
   mad::set_field(q.data, mad::component(*mad::layout_of(q.attr_id), name), v);
 }
 
+// An InformInfo Set: (un)subscribe to the generic notices `trap` names
+// (0xFFFF: every trap) of every type, producer and issuer, Reports to QP 1.
+inline mad::SaMad sa_inform(bool subscribe = true, std::uint16_t trap = 0xFFFF) {
+  mad::SaMad q = sa_query(Method::kSet, Attr::kInformInfo);
+  sa_set(q, "LIDRangeBegin", 0xFFFF);
+  sa_set(q, "IsGeneric", 1);
+  sa_set(q, "Subscribe", subscribe ? 1 : 0);
+  sa_set(q, "Type", 0xFFFF);
+  sa_set(q, "TrapNumber", trap);
+  sa_set(q, "QPN", 1);
+  sa_set(q, "ProducerType", 0xFFFFFF);
+  return q;
+}
+
 class SaAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
