@@ -39,8 +39,10 @@ class Reporter {
   Reporter(const Reporter&) = delete;
   Reporter& operator=(const Reporter&) = delete;
 
-  // Snapshots waiting beyond this are coalesced.
-  static constexpr std::size_t kMaxBacklog = 256;
+  // Snapshots waiting beyond this are coalesced. Each waiting snapshot
+  // holds its topology (shared with the snapshots that did not change it):
+  // a Reporter stuck in sends must not hold a sweep's worth of them.
+  static constexpr std::size_t kMaxBacklog = 32;
 
   // A new snapshot was published (called on the publishing thread).
   void wake();

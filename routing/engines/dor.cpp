@@ -39,8 +39,9 @@ class CoverSearch {
     for (std::uint32_t restart = 0; restart < kRestarts; ++restart) {
       start_.assign(std::size_t{m} * nd, 0);
       for (std::uint32_t b = 0; b < m; ++b) {
-        for (const std::uint32_t d : rings_)
+        for (const std::uint32_t d : rings_) {
           start_[std::size_t{b} * nd + d] = rng() % shape_.size[d];
+        }
       }
       std::fill(count_.begin(), count_.end(), 0);
       uncovered_ = count_.size();

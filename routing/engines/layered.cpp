@@ -137,10 +137,13 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   layers.push_back(updown_only ? OrderedDag(arcs) : updown_cdg(g, escape.updown_rank, rev));
   const std::size_t escape_deps = layers[0].edges();
   std::vector<std::vector<std::uint32_t>> root_dist;  // per free layer
-  // Free layers start in the up*/down* orders of roots spread over the
-  // fabric (each the switch farthest from the roots before it), so a dense
-  // layer still lets routes go up, then down — towards a different root
-  // in each layer — rather than along one arbitrary order.
+  // Each free layer has a root, spread over the fabric (each the switch
+  // farthest from the roots before it), and a tree tries the layers
+  // nearest root first (free_layers_for). A layer starts in its root's
+  // up*/down* order; what it accepts depends only on the dependencies it
+  // holds, never on its order, so the start decides only how much its
+  // searches reorder (index order instead: the same routes in the same
+  // time at 1,000 switches, measured 2026-12-05).
   {
     std::uint32_t root = 0;
     for (std::uint32_t s = 0; s < n; ++s) {
