@@ -69,7 +69,7 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
     why = fmt::format(
         "auto: layered, the switches form a {}, whose dimension-order routes need {} of the {} "
         "data VL(s) the switch links offer (VL 0 for multicast)",
-        grid->describe(), dor_layers(*grid), opts.max_vls);
+        grid->describe(), routes.ok() ? routes->num_vls : 0, opts.max_vls);
   } else if (opts.max_vls >= 2 && g.num_switches() <= kAutoLayeredMaxSwitches) {
     routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);
     why = fmt::format(

@@ -193,18 +193,22 @@ std::uint32_t dor_layers(const GridShape& shape) {
   return 1 + dor_cover(shape).count;
 }
 
-Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::stop_token stop) {
+Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
+                          std::stop_token stop) {
   const std::uint32_t n = g.num_switches();
   const std::uint32_t nd = shape.dims();
   if (shape.coord.size() != std::size_t{n} * nd) {
     return Error{Errc::kInternal, "dor: the grid shape does not fit the switch graph"};
   }
-  const DorCover cover = dor_cover(shape);
   if (1 + cover.count > 15) {
     return Error{
         Errc::kOutOfRange,
         fmt::format("dor: the {} needs more VLs (its layers and multicast's) than the 15 data VLs",
                     shape.describe())};
+  }
+  if (cover.dims != nd || cover.width.size() != nd ||
+      cover.start.size() != std::size_t{cover.count} * nd) {
+    return Error{Errc::kInternal, "dor: the layers do not fit the grid shape"};
   }
   // Channels per (switch, dimension, direction: 0 = +, 1 = -); parallel
   // links are several channels of one direction.

@@ -68,8 +68,9 @@ DorCover dor_cover(const GridShape& shape);
 std::uint32_t dor_layers(const GridShape& shape);
 
 // Dimension-order routes over g's switches, which form `shape`: one layer
-// per box of dor_cover, the layers in use numbered from 1 (VL 0:
-// multicast). Routes::engine is left empty for the caller.
-Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, std::stop_token stop);
+// per box of `cover` (dor_cover of the shape), the layers in use numbered
+// from 1 (VL 0: multicast). Routes::engine is left empty for the caller.
+Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
+                          std::stop_token stop);
 
 }  // namespace subnetd::routing

@@ -479,10 +479,11 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   // fit the budget.
   std::string grid_note;
   if (const Result<GridShape> shape = grid_shape(topo, g); shape.ok()) {
-    const std::uint32_t need = dor_layers(*shape);
+    const DorCover cover = dor_cover(*shape);
+    const std::uint32_t need = 1 + cover.count;  // dor_layers
     if (need <= opts.max_vls) {
       Routes routes;
-      SUBNETD_TRY_ASSIGN(routes, dor_routes(g, *shape, stop));
+      SUBNETD_TRY_ASSIGN(routes, dor_routes(g, *shape, cover, stop));
       routes.engine = std::string(name());
       routes.notes.push_back(fmt::format(
           "layered: the switches form a {}: dimension-order routes on {} of {} data VL(s) (VL 0: "
