@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "daemon/sa/records.hpp"
@@ -288,18 +288,20 @@ void group_notices(const state::FabricState& before, const state::FabricState& a
   const Groups none;
   const Groups& was = before.mcast_groups ? *before.mcast_groups : none;
   const Groups& now = after.mcast_groups ? *after.mcast_groups : none;
-  std::map<state::Mgid, std::uint16_t> old_pkeys;
-  for (const state::McastGroup& g : was) old_pkeys.emplace(g.mgid, g.pkey);
+  // The MGIDs before; those also in `after` are taken out, so what stays
+  // is what was deleted.
+  std::set<state::Mgid> gone;
+  for (const state::McastGroup& g : was) gone.insert(g.mgid);
   auto notice = [&](std::uint16_t trap, const state::McastGroup& g) {
     SaNotice n = sm_notice(after, trap, g.mgid, subnet_prefix);
     n.group_pkey = g.pkey;
     out.push_back(n);
   };
   for (const state::McastGroup& g : now) {
-    if (old_pkeys.erase(g.mgid) == 0) notice(66, g);
+    if (gone.erase(g.mgid) == 0) notice(66, g);
   }
   for (const state::McastGroup& g : was) {
-    if (old_pkeys.contains(g.mgid)) notice(67, g);
+    if (gone.contains(g.mgid)) notice(67, g);
   }
 }
 

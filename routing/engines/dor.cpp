@@ -190,7 +190,7 @@ std::uint32_t DorCover::box_of(const GridShape& shape, SwitchIndex s) const {
 }
 
 std::uint32_t dor_layers(const GridShape& shape) {
-  return 1 + dor_cover(shape).count;
+  return dor_cover(shape).vls();
 }
 
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
@@ -200,7 +200,7 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
   if (shape.coord.size() != std::size_t{n} * nd) {
     return Error{Errc::kInternal, "dor: the grid shape does not fit the switch graph"};
   }
-  if (1 + cover.count > 15) {
+  if (cover.vls() > 15) {
     return Error{
         Errc::kOutOfRange,
         fmt::format("dor: the {} needs more VLs (its layers and multicast's) than the 15 data VLs",

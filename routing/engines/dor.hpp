@@ -53,6 +53,8 @@ struct DorCover {
   std::uint32_t count = 0;           // boxes
   std::vector<std::uint32_t> width;  // by dimension: a window's length
   std::vector<std::uint32_t> start;  // box * dims + dimension: its first coordinate
+  // The data VLs the routes need: a layer a box, and VL 0 for multicast.
+  std::uint32_t vls() const { return 1 + count; }
   bool holds(const GridShape& shape, std::uint32_t box, SwitchIndex s) const;
   // The first box holding switch s (count when none does).
   std::uint32_t box_of(const GridShape& shape, SwitchIndex s) const;

@@ -480,7 +480,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   std::string grid_note;
   if (const Result<GridShape> shape = grid_shape(topo, g); shape.ok()) {
     const DorCover cover = dor_cover(*shape);
-    const std::uint32_t need = 1 + cover.count;  // dor_layers
+    const std::uint32_t need = cover.vls();
     if (need <= opts.max_vls) {
       Routes routes;
       SUBNETD_TRY_ASSIGN(routes, dor_routes(g, *shape, cover, stop));
