@@ -15,20 +15,21 @@ OrderedDag::OrderedDag(std::uint32_t nodes)
       }()) {}
 
 OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
-    : ord_(std::move(order_pos)),
-      at_(ord_.size()),
-      out_(ord_.size()),
-      in_(ord_.size()),
-      mark_(ord_.size(), 0),
-      back_mark_(ord_.size(), 0),
-      taken_((ord_.size() + 63) / 64, 0) {
-  for (std::uint32_t x = 0; x < ord_.size(); ++x) at_[ord_[x]] = x;
+    : node_(order_pos.size()),
+      at_(order_pos.size()),
+      out_(order_pos.size()),
+      in_(order_pos.size()),
+      taken_((order_pos.size() + 63) / 64, 0) {
+  for (std::uint32_t x = 0; x < order_pos.size(); ++x) {
+    node_[x].ord = order_pos[x];
+    at_[order_pos[x]] = x;
+  }
 }
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
   if (u == v) return Add::kCycle;
   if (contains(u, v)) return Add::kKnown;
-  if (ord_[u] > ord_[v] && !reorder(u, v)) return Add::kCycle;
+  if (node_[u].ord > node_[v].ord && !reorder(u, v)) return Add::kCycle;
   ++edges_;
   out_[u].push_back(v);
   in_[v].push_back(u);
@@ -53,31 +54,33 @@ void OrderedDag::undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> a
 // took, the routes the same). Without a meeting each side runs to its end,
 // as the reordering needs both.
 bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
-  const std::uint32_t ub = ord_[u], lb = ord_[v];
-  auto key = [&](std::uint32_t x) { return std::uint64_t{ord_[x]} << 32 | x; };
+  const std::uint32_t ub = node_[u].ord, lb = node_[v].ord;
+  auto key = [&](std::uint32_t x) { return std::uint64_t{node_[x].ord} << 32 | x; };
   auto node = [](std::uint64_t k) { return static_cast<std::uint32_t>(k); };
   ++epoch_;
   // Each side's queue is the nodes it reached, as keys.
   fwd_.assign(1, key(v));
   bwd_.assign(1, key(u));
-  mark_[v] = epoch_;
-  back_mark_[u] = epoch_;
+  node_[v].fwd_epoch = epoch_;
+  node_[u].back_epoch = epoch_;
   for (std::size_t f = 0, b = 0; f < fwd_.size() || b < bwd_.size();) {
     if (f < fwd_.size()) {
       for (const std::uint32_t y : out_[node(fwd_[f++])]) {
-        if (back_mark_[y] == epoch_) return false;
-        if (mark_[y] != epoch_ && ord_[y] < ub) {
-          mark_[y] = epoch_;
-          fwd_.push_back(key(y));
+        Node& ny = node_[y];
+        if (ny.back_epoch == epoch_) return false;
+        if (ny.fwd_epoch != epoch_ && ny.ord < ub) {
+          ny.fwd_epoch = epoch_;
+          fwd_.push_back(std::uint64_t{ny.ord} << 32 | y);
         }
       }
     }
     if (b < bwd_.size()) {
       for (const std::uint32_t y : in_[node(bwd_[b++])]) {
-        if (mark_[y] == epoch_) return false;
-        if (back_mark_[y] != epoch_ && ord_[y] > lb) {
-          back_mark_[y] = epoch_;
-          bwd_.push_back(key(y));
+        Node& ny = node_[y];
+        if (ny.fwd_epoch == epoch_) return false;
+        if (ny.back_epoch != epoch_ && ny.ord > lb) {
+          ny.back_epoch = epoch_;
+          bwd_.push_back(std::uint64_t{ny.ord} << 32 | y);
         }
       }
     }
@@ -102,7 +105,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
         const auto p = static_cast<std::uint32_t>(w * 64 + std::countr_zero(bits));
         const std::uint32_t x = at_[p];
         const std::uint64_t k = key(x);
-        (back_mark_[x] == epoch_ ? bwd_ : fwd_).push_back(k);
+        (node_[x].back_epoch == epoch_ ? bwd_ : fwd_).push_back(k);
         slots_[n++] = k;
       }
     }
@@ -112,9 +115,9 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
     std::merge(bwd_.begin(), bwd_.end(), fwd_.begin(), fwd_.end(), slots_.begin());
   }
   std::size_t i = 0;
-  for (const std::uint64_t k : bwd_) ord_[node(k)] = pos(slots_[i++]);
-  for (const std::uint64_t k : fwd_) ord_[node(k)] = pos(slots_[i++]);
-  for (const std::uint64_t k : slots_) at_[ord_[node(k)]] = node(k);
+  for (const std::uint64_t k : bwd_) node_[node(k)].ord = pos(slots_[i++]);
+  for (const std::uint64_t k : fwd_) node_[node(k)].ord = pos(slots_[i++]);
+  for (const std::uint64_t k : slots_) at_[node_[node(k)].ord] = node(k);
   return true;
 }
 

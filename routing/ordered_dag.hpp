@@ -47,16 +47,23 @@ class OrderedDag {
   }
   std::size_t edges() const { return edges_; }
   bool empty() const { return edges_ == 0; }
-  std::uint32_t position(std::uint32_t x) const { return ord_[x]; }
+  std::uint32_t position(std::uint32_t x) const { return node_[x].ord; }
 
  private:
   bool reorder(std::uint32_t u, std::uint32_t v);
 
-  std::vector<std::uint32_t> ord_;  // node -> position in the order
-  std::vector<std::uint32_t> at_;   // position -> node
+  // What a search reads of a node it meets, side by side: one cache line
+  // where three arrays took three (random 1,000 switches: the layered
+  // engine 13.4-14.2 s against 14.7-17.7 s, runs side by side).
+  struct Node {
+    std::uint32_t ord = 0;         // position in the order
+    std::uint32_t fwd_epoch = 0;   // reached forward in this search
+    std::uint32_t back_epoch = 0;  // reached backward
+  };
+  std::vector<Node> node_;
+  std::vector<std::uint32_t> at_;  // position -> node
   std::vector<std::vector<std::uint32_t>> out_, in_;
   std::size_t edges_ = 0;
-  std::vector<std::uint32_t> mark_, back_mark_;  // reached forward, backward
   std::uint32_t epoch_ = 0;
   // Nodes reached forward, backward (each side's queue), and the
   // positions they held, as (position << 32 | node).
