@@ -362,6 +362,10 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
       sd_notifyf(0, "STATUS=%s", status.c_str());
     }
   };
+  // Traps an SMA sent (but 128): forwarded to the SA's subscribers.
+  hooks.trap_received = [&reporter](const discovery::mad::Notice& trap) {
+    if (reporter) reporter->forward(trap);
+  };
   SubnetManager sm(io, cfg, std::move(bundle).value(), &writer, std::move(remembered).value(),
                    publisher, events, pool, std::move(hooks));
   sm.attach_multicast(&mcast);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "daemon/dump_files.hpp"
 #include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
@@ -50,6 +52,10 @@ void SubnetManager::on_unsolicited(const mad::Smp& smp, const discovery::Mad& m)
   const bool extended = cfg_.addressing.lid_bits != 16;
   ev.issuer_lid = notice.trap_number == 128 ? notice.trap128_lid(extended) : notice.issuer_lid;
   spdlog::debug("trap {} from LID {:#x}", ev.trap_number, ev.issuer_lid);
+  if (notice.trap_number != 128 && hooks_.trap_received && !stopped_ &&
+      election_.state() == discovery::SmState::kMaster && first_copy(notice.issuer_lid, smp.tid)) {
+    hooks_.trap_received(notice);
+  }
   // Trap 144 (a port's CapabilityMask changed: an SM started there, or
   // any program opened the port's issm device): ask it for its SMInfo.
   if (notice.trap_number == 144 && !stopped_ && election_.state() == discovery::SmState::kMaster) {
@@ -67,6 +73,17 @@ void SubnetManager::on_unsolicited(const mad::Smp& smp, const discovery::Mad& m)
     trap_worker_running_ = true;
     asio::co_spawn(strand_, trap_worker(), asio::detached);
   }
+}
+
+bool SubnetManager::first_copy(std::uint32_t issuer_lid, std::uint64_t tid) {
+  SUBNETD_ASSERT_ON(strand_);
+  const std::pair key{issuer_lid, tid};
+  if (std::find(recent_traps_.begin(), recent_traps_.end(), key) != recent_traps_.end()) {
+    return false;
+  }
+  recent_traps_[recent_trap_next_] = key;
+  recent_trap_next_ = (recent_trap_next_ + 1) % recent_traps_.size();
+  return true;
 }
 
 asio::awaitable<void> SubnetManager::trap_worker() {

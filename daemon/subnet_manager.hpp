@@ -55,6 +55,7 @@
 // land and switches found rebooted (their port-0 LID or LinearFDBTop reset):
 // those get every block at the next programming.
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
@@ -117,6 +118,11 @@ class SubnetManager final : public state::SmControl {
     // when it handled the trap itself; false lets the built-in fast path
     // (and, failing that, a heavy sweep) take it.
     std::function<bool(const TrapEvent&)> fast_path;
+    // Every trap an SMA sent but 128 (which the SA tells from the
+    // snapshots), on the strand, while master: the SA forwards them to its
+    // subscribers (daemon/sa/reporter.hpp). A resent copy (the same issuer
+    // LID and TID) is passed on once.
+    std::function<void(const discovery::mad::Notice&)> trap_received;
     // Called on the strand as each step of a heavy sweep begins (tests
     // inject failures into a given phase through it).
     std::function<void(Phase)> phase;
@@ -270,6 +276,9 @@ class SubnetManager final : public state::SmControl {
 
   // ---- sm_traps.cpp
   void on_unsolicited(const discovery::mad::Smp& smp, const discovery::Mad& mad);
+  // Whether the trap (issuer LID, TID) is new among recent_traps_ (and
+  // remembers it).
+  bool first_copy(std::uint32_t issuer_lid, std::uint64_t tid);
   awaitable<void> trap_worker();
   awaitable<void> handle_traps(std::vector<TrapEvent> traps);
   // Applies failures (GUID ends) found after ctx->applied_seq to ctx->fast.
@@ -494,6 +503,10 @@ class SubnetManager final : public state::SmControl {
   // Traps waiting for the fast path; the worker drains them in batches.
   std::vector<TrapEvent> pending_traps_;
   bool trap_worker_running_ = false;
+  // The last traps passed to Hooks::trap_received, as (issuer LID, TID):
+  // an SMA resends a trap until repressed, and a repress can be lost.
+  std::array<std::pair<std::uint32_t, std::uint64_t>, 64> recent_traps_{};
+  std::size_t recent_trap_next_ = 0;
 
   // Verification on demand: one run at a time; requests for the generation
   // it verifies join it, the others wait for the next run; the last result

@@ -317,6 +317,19 @@ std::vector<SaNotice> notices_between(const state::FabricState& before,
   return out;
 }
 
+SaNotice forwarded_notice(const discovery::mad::Notice& n, const state::FabricState& st,
+                          std::uint64_t subnet_prefix) {
+  SaNotice out;
+  out.notice = n;
+  out.forwarded = true;
+  if (st.topology != nullptr && st.lids != nullptr) {
+    if (const auto p = state::endport_of_lid(st, Lid{n.issuer_lid})) {
+      out.issuer_gid = gid_of(subnet_prefix, st.topology->port(*p).guid);
+    }
+  }
+  return out;
+}
+
 bool wants(const Subscription& s, const SaNotice& n, const state::FabricState& st,
            const state::PathIndex& index, std::uint64_t subnet_prefix) {
   const std::span<const std::uint8_t> ii(s.info);
@@ -347,6 +360,15 @@ bool wants(const Subscription& s, const SaNotice& n, const state::FabricState& s
         index.endport_of_guid(st, Guid{discovery::mad::load_be64(subject.data() + 8)});
     if (discovery::mad::load_be64(subject.data()) != subnet_prefix) return false;
     if (sub && port && !share_partition(st, *sub, *port)) return false;
+  }
+  if (n.forwarded) {
+    // The issuer's partitions' subscribers (an issuer the snapshot does
+    // not know withholds nothing, as for trap 65).
+    const auto sub =
+        index.endport_of_guid(st, Guid{discovery::mad::load_be64(s.subscriber.data() + 8)});
+    const auto issuer =
+        index.endport_of_guid(st, Guid{discovery::mad::load_be64(n.issuer_gid.data() + 8)});
+    if (sub && issuer && !share_partition(st, *sub, *issuer)) return false;
   }
   if ((n.notice.trap_number == 66 || n.notice.trap_number == 67) && st.partitions != nullptr) {
     // A group only its partition's members may join.

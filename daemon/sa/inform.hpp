@@ -34,7 +34,8 @@
 // every switch a port of which changed state, issued by that switch; and
 // trap 66 (multicast group created) and 67 (deleted) for every group, by
 // MGID, that is new or gone, issued by the SM as 64 and 65 with the MGID
-// where their GID goes. A subscriber that went out of service loses its
+// where their GID goes. Traps the SMAs send the SM are forwarded as
+// received (forwarded_notice). A subscriber that went out of service loses its
 // subscriptions (it subscribes again when it comes back, as IBA asks of
 // clients).
 //
@@ -100,6 +101,8 @@ struct SaNotice {
   Gid subject_gid() const;
   // Trap 66/67: the group's P_Key (its partition's subscribers only).
   std::uint16_t group_pkey = 0;
+  // A trap an SMA sent (forwarded_notice): its partitions' subscribers only.
+  bool forwarded = false;
 };
 
 AttrAnswer answer_inform(const discovery::mad::sa::SaMad& req, Lid requester,
@@ -109,6 +112,16 @@ AttrAnswer answer_inform(const discovery::mad::sa::SaMad& req, Lid requester,
 // The notices that tell the change from `before` to `after` (see above).
 std::vector<SaNotice> notices_between(const state::FabricState& before,
                                       const state::FabricState& after, std::uint64_t subnet_prefix);
+
+// A trap an SMA sent the SM, as the SA forwards it to subscribers (as
+// OpenSM does): the notice as received, with the IssuerGID of the port that
+// has its IssuerLID in `st` (zero when none has). Only subscribers that
+// share a partition with that port hear it (a port's errors and bad keys
+// are its partition's business). The SM forwards every received trap but
+// 128, which notices_between tells from the snapshots (a switch whose trap
+// was lost included), and a resent copy of one (the same issuer and TID).
+SaNotice forwarded_notice(const discovery::mad::Notice& n, const state::FabricState& st,
+                          std::uint64_t subnet_prefix);
 
 // Whether `s` asks for `n` (the matching rules above), `st` the snapshot
 // the notice was made from.

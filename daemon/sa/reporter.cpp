@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace subnetd::daemon::sa {
@@ -30,12 +31,33 @@ void Reporter::wake() {
   std::shared_ptr<const state::FabricState> now = publisher_.current();
   {
     std::lock_guard lock(mu_);
-    if (!waiting_.empty() && waiting_.back()->generation == now->generation) return;
-    if (waiting_.size() >= kMaxBacklog) {
-      waiting_.pop_front();
+    if (!waiting_.empty() && waiting_.back().snapshot &&
+        waiting_.back().snapshot->generation == now->generation) {
+      return;
+    }
+    if (snapshots_ >= kMaxBacklog) {
+      // The oldest waiting snapshot goes; its change is told by the next.
+      const auto oldest = std::find_if(waiting_.begin(), waiting_.end(),
+                                       [](const Item& i) { return i.snapshot != nullptr; });
+      waiting_.erase(oldest);
+      --snapshots_;
       ++dropped_;
     }
-    waiting_.push_back(std::move(now));
+    waiting_.push_back(Item{std::move(now), {}});
+    ++snapshots_;
+  }
+  cv_.notify_all();
+}
+
+void Reporter::forward(const discovery::mad::Notice& trap) {
+  {
+    std::lock_guard lock(mu_);
+    if (traps_ >= kMaxBacklog) {
+      ++dropped_traps_;
+      return;
+    }
+    waiting_.push_back(Item{nullptr, trap});
+    ++traps_;
   }
   cv_.notify_all();
 }
@@ -52,23 +74,33 @@ std::uint64_t Reporter::failed() const {
 
 void Reporter::loop(std::shared_ptr<const state::FabricState> last) {
   for (;;) {
-    std::shared_ptr<const state::FabricState> now;
-    std::uint64_t dropped = 0;
+    Item item;
+    std::uint64_t dropped = 0, dropped_traps = 0;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return !waiting_.empty() || stop_; });
       if (stop_) return;
-      now = std::move(waiting_.front());
+      item = std::move(waiting_.front());
       waiting_.pop_front();
+      --(item.snapshot ? snapshots_ : traps_);
       dropped = std::exchange(dropped_, 0);
+      dropped_traps = std::exchange(dropped_traps_, 0);
     }
     if (dropped != 0) {
       spdlog::warn("SA: Reports fell {} snapshots behind; their changes are reported together",
                    dropped);
     }
-    if (now->generation <= last->generation) continue;
-    const std::vector<Report> reports = agent_.reports(*last, *now);
-    last = std::move(now);
+    if (dropped_traps != 0) {
+      spdlog::warn("SA: Reports fell behind; {} received traps not forwarded", dropped_traps);
+    }
+    std::vector<Report> reports;
+    if (!item.snapshot) {
+      reports = agent_.forward(item.trap, *last);
+    } else {
+      if (item.snapshot->generation <= last->generation) continue;
+      reports = agent_.reports(*last, *item.snapshot);
+      last = std::move(item.snapshot);
+    }
     std::uint64_t ok = 0, bad = 0;
     for (const Report& r : reports) {
       if (auto s = send_(r); s.ok()) {

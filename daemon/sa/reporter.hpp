@@ -12,8 +12,14 @@
 // Past kMaxBacklog waiting snapshots the oldest waiting one is dropped
 // (a warning says so) and its change is reported with the next one.
 //
+// Traps the SM received (forward()) join the same queue, so that they
+// are forwarded in order with the changes around them, each judged on the
+// last snapshot compared before it (SaAgent::forward). Past kMaxBacklog
+// waiting traps new ones are dropped, with a warning.
+//
 // Threading: wake() from the thread that publishes, right after the
-// publish (it queues the publisher's current snapshot); the destructor
+// publish (it queues the publisher's current snapshot); forward() from
+// any thread; the destructor
 // stops the thread and must run before the agent, the publisher and what
 // `send` uses go.
 
@@ -46,6 +52,8 @@ class Reporter {
 
   // A new snapshot was published (called on the publishing thread).
   void wake();
+  // A trap an SMA sent the SM, to forward to the subscribers that want it.
+  void forward(const discovery::mad::Notice& trap);
   // Reports sent, and sends that failed (a transport error).
   std::uint64_t sent() const;
   std::uint64_t failed() const;
@@ -56,10 +64,17 @@ class Reporter {
   SaAgent& agent_;
   const state::StatePublisher& publisher_;
   Send send_;
-  mutable std::mutex mu_;  // guards waiting_, dropped_, stop_, sent_, failed_
+  mutable std::mutex mu_;  // guards what follows, but thread_
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<const state::FabricState>> waiting_;  // oldest first
-  std::uint64_t dropped_ = 0;  // coalesced since the last warning
+  // A published snapshot, or a trap received (snapshot null).
+  struct Item {
+    std::shared_ptr<const state::FabricState> snapshot;
+    discovery::mad::Notice trap;
+  };
+  std::deque<Item> waiting_;               // oldest first
+  std::size_t snapshots_ = 0, traps_ = 0;  // of each in waiting_
+  std::uint64_t dropped_ = 0;              // snapshots coalesced since the last warning
+  std::uint64_t dropped_traps_ = 0;        // traps dropped since the last warning
   bool stop_ = false;
   std::uint64_t sent_ = 0, failed_ = 0;
   std::thread thread_;  // last: started once the rest is built

@@ -684,24 +684,36 @@ SaStats SaAgent::stats() const {
 
 std::vector<Report> SaAgent::reports(const state::FabricState& before,
                                      const state::FabricState& after) {
-  std::vector<Report> out;
-  if (informs_->size() == 0 || after.topology == nullptr || after.lids == nullptr) return out;
+  if (informs_->size() == 0 || after.topology == nullptr || after.lids == nullptr) return {};
   const std::vector<SaNotice> notices = notices_between(before, after, opts_.subnet_prefix);
-  if (notices.empty()) return out;
-  const std::shared_ptr<const state::PathIndex> index = paths_.get(after);
+  if (notices.empty()) return {};
   // A subscriber that left the subnet loses its subscriptions.
   for (const SaNotice& n : notices) {
     if (n.notice.trap_number == 65) informs_->drop_subscriber(n.subject_gid());
   }
+  return reports_for(notices, after, /*changes=*/true);
+}
+
+std::vector<Report> SaAgent::forward(const discovery::mad::Notice& notice,
+                                     const state::FabricState& st) {
+  if (informs_->size() == 0 || st.topology == nullptr || st.lids == nullptr) return {};
+  const SaNotice n = forwarded_notice(notice, st, opts_.subnet_prefix);
+  return reports_for(std::span<const SaNotice>(&n, 1), st, /*changes=*/false);
+}
+
+std::vector<Report> SaAgent::reports_for(std::span<const SaNotice> notices,
+                                         const state::FabricState& st, bool changes) {
+  std::vector<Report> out;
+  const std::shared_ptr<const state::PathIndex> index = paths_.get(st);
   const std::vector<Subscription> subs = informs_->snapshot();
   for (const SaNotice& n : notices) {
     const auto body = n.bytes();
     for (const Subscription& s : subs) {
       // A change the subscriber could have seen when it subscribed.
-      if (after.generation <= s.since) continue;
-      if (!wants(s, n, after, *index, opts_.subnet_prefix)) continue;
+      if (changes && st.generation <= s.since) continue;
+      if (!wants(s, n, st, *index, opts_.subnet_prefix)) continue;
       const Guid guid{discovery::mad::load_be64(s.subscriber.data() + 8)};
-      const auto port = index->endport_of_guid(after, guid);
+      const auto port = index->endport_of_guid(st, guid);
       if (!port) continue;  // not reachable now
       mad::SaMad m;
       m.method = static_cast<std::uint8_t>(Method::kReport);
@@ -709,7 +721,7 @@ std::vector<Report> SaAgent::reports(const state::FabricState& before,
       m.attr_id = static_cast<std::uint16_t>(Attr::kNotice);
       std::memcpy(m.data.data(), body.data(), body.size());
       Report r;
-      r.dlid = after.lids->base_lid(*after.topology, port->node, port->port).value;
+      r.dlid = st.lids->base_lid(*st.topology, port->node, port->port).value;
       r.qpn = discovery::mad::load_be24(s.info.data() + 28);
       r.mad = mad::encode_sa(m);
       out.push_back(r);

@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "discovery/mad/sa.hpp"
+#include "discovery/mad/smp.hpp"
 #include "state/fabric_state.hpp"
 #include "state/mcast_groups.hpp"
 #include "state/path_record.hpp"
@@ -100,6 +101,7 @@ struct SaAgentOptions {
 
 class ServiceRegistry;
 class InformRegistry;
+struct SaNotice;
 
 // What the handler of one attribute answers (MCMemberRecord,
 // ServiceRecord): the status and the records, back to back, each the
@@ -154,6 +156,11 @@ class SaAgent final : public state::SaInfo {
   // subscribers, and nothing to a subscription answered against `after`
   // or a later snapshot. For one thread at a time (the daemon's reporter).
   std::vector<Report> reports(const state::FabricState& before, const state::FabricState& after);
+  // The Reports that forward `notice`, a trap an SMA sent the SM, to the
+  // subscriptions that want it (daemon/sa/inform.hpp: forwarded_notice),
+  // judged on snapshot `st`; nothing without subscribers. For the same
+  // thread as reports().
+  std::vector<Report> forward(const discovery::mad::Notice& notice, const state::FabricState& st);
 
   // state::SaInfo, for the API.
   SaStats sa_stats() const override { return stats(); }
@@ -161,6 +168,12 @@ class SaAgent final : public state::SaInfo {
   std::uint64_t subnet_prefix() const override { return opts_.subnet_prefix; }
 
  private:
+  // Reports of `notices` (made from `st`) to every subscription that wants
+  // them; `changes`: snapshot changes, which a subscription answered
+  // against `st` or later has seen already.
+  std::vector<Report> reports_for(std::span<const SaNotice> notices, const state::FabricState& st,
+                                  bool changes);
+
   SaAgentOptions opts_;
   state::PathIndexCache paths_;  // PathRecords walk the tables through it
   state::McastRegistry* mcast_;

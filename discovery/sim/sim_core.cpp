@@ -724,6 +724,25 @@ void SimCore::send_trap128(NodeId n) {
   lr_start(pk, n, 0, p0.master_sm_lid);
 }
 
+std::optional<std::uint64_t> SimCore::send_trap(PortRef from, mad::Notice notice,
+                                                std::uint64_t tid) {
+  const PortSim& p = ports_[index(from.node, lid_port(from.node, from.port))];
+  if (p.lid == 0 || p.master_sm_lid == 0) return std::nullopt;
+  if (tid == 0) tid = next_trap_tid_++;
+  ++stats_.traps_sent;
+  const std::uint32_t pk = alloc_packet();
+  mad::Smp& s = pool_[pk].smp;
+  s.mgmt_class = mad::MgmtClass::kSubnLid;
+  s.method = mad::Method::kTrap;
+  s.attr_id = mad::AttrId::kNotice;
+  s.attr_mod = 0;
+  s.tid = tid;
+  notice.issuer_lid = static_cast<std::uint16_t>(std::min<std::uint32_t>(p.lid, 0xFFFF));
+  notice.encode(mad::data_of(s));
+  lr_start(pk, from.node, from.port, p.master_sm_lid);
+  return tid;
+}
+
 void SimCore::on_trap_timer(NodeId n, std::uint32_t tid_low) {
   SwitchSim& w = sw(n);
   if (!w.trap_pending || static_cast<std::uint32_t>(w.trap_tid) != tid_low) return;

@@ -118,6 +118,11 @@ class SimCore {
   // A silent node's SMA drops every SMP that reaches it (a hung management
   // agent); its links stay up and switches keep forwarding.
   void set_silent(NodeId node, bool silent) { silent_[node.value] = silent ? 1 : 0; }
+  // The SMA of `from` (a CA port, or a switch's port 0) sends `notice` to
+  // its master SM once, LID-routed, as its own (IssuerLID: its LID), with
+  // TID `tid` (0: a new one); the SM represses it, and it is not resent.
+  // The TID sent, or nothing when the port has no LID or no master SM.
+  std::optional<std::uint64_t> send_trap(PortRef from, mad::Notice notice, std::uint64_t tid);
   // Adds to a port's counters (sim_pma.cpp); `at` must be a physical port.
   void inject_port_errors(PortRef at, const PortErrors& e);
   // What a PortCounters / PortCountersExtended Get of the port answers now.

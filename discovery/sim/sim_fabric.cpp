@@ -296,6 +296,21 @@ Result<void> SimFabric::inject_port_errors(PortRef at, const PortErrors& e) {
   return {};
 }
 
+Result<std::uint64_t> SimFabric::send_trap(PortRef from, const mad::Notice& notice,
+                                           std::uint64_t tid) {
+  std::lock_guard lock(mu_);
+  SUBNETD_TRY(check_port(from));
+  const std::optional<std::uint64_t> sent = core_.send_trap(from, notice, tid);
+  if (!sent) {
+    return Error{Errc::kUnreachable,
+                 fmt::format("simulator: {} port {} has no LID or no master SM yet to trap to",
+                             core_.topology().label(from.node), from.port)};
+  }
+  core_.run_until(core_.now(), false);
+  sync_event_fd();
+  return *sent;
+}
+
 Result<mad::pma::PortCounters> SimFabric::port_counters(PortRef at) {
   std::lock_guard lock(mu_);
   SUBNETD_TRY(check_port(at));

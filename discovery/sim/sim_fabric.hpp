@@ -116,6 +116,11 @@ class SimFabric final : public Transport {
   // a management tool, a bit flip): no trap, no state change. Errors:
   // unknown node, not a switch, LID beyond the switch's LFT capacity.
   Result<void> set_lft_entry(NodeId sw, Lid lid, PortNum port);
+  // The SMA of `from` (a CA's port; a switch's sends as its port 0) sends a Trap of
+  // `notice` to its master SM, once (SimCore::send_trap), with TID `tid`
+  // (0: a new one; the same again: a resent copy). Returns the TID.
+  // Errors: unknown node, port out of range, no LID or master SM yet.
+  Result<std::uint64_t> send_trap(PortRef from, const mad::Notice& notice, std::uint64_t tid = 0);
   // Adds to a port's PMA counters (symbol errors, link downed, receive
   // errors, congestion as PortXmitWait ...): what a PortCounters Get then
   // answers. Errors: unknown node, port out of range.

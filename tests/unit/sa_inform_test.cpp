@@ -2,7 +2,8 @@
 // unsubscribing by Set, InformInfoRecords, which notices a published
 // change makes (GID out of/in service, link state changes) and which
 // subscribers they reach, ReportResps counted; the Reporter that sends
-// them compares every publish with the one before it.
+// them compares every publish with the one before it; traps the SM
+// received are forwarded to those who ask, in order with the changes.
 
 #include <gtest/gtest.h>
 
@@ -240,6 +241,78 @@ TEST_F(SaInformTest, MulticastGroupsCreatedAndDeletedAreReported) {
 // The Reporter behind on its sends: the publishes made meanwhile are each
 // compared with the one before, so a port that went down and came back
 // while it was busy is reported twice, in order.
+// A Bad P_Key trap (257) as a CA's SMA sends it: security, from a CA,
+// the IssuerLID `issuer`'s, some details.
+discovery::mad::Notice bad_pkey_trap(Lid issuer) {
+  discovery::mad::Notice n;
+  n.is_generic = true;
+  n.type = 2;
+  n.producer_type = 1;
+  n.trap_number = 257;
+  n.issuer_lid = static_cast<std::uint16_t>(issuer.value);
+  n.data_details[2] = 0x12;  // LID1 and LID2, the keys, the QPs: as received
+  n.data_details[3] = 0x34;
+  return n;
+}
+
+TEST_F(SaInformTest, AReceivedTrapIsForwardedToTheSubscribersThatAskForIt) {
+  const PortRef everything = ca_ports_[0], bad_keys = ca_ports_[1], links = ca_ports_[2];
+  const PortRef issuer = ca_ports_[3];
+  ASSERT_EQ(status(inform(true), everything), 0);
+  ASSERT_EQ(status(inform(true, 257), bad_keys), 0);
+  ASSERT_EQ(status(inform(true, 128), links), 0);
+  const std::vector<Report> reports = agent_.forward(bad_pkey_trap(lid_of(issuer)), state_);
+  std::vector<std::uint32_t> to;
+  for (const Report& r : reports) {
+    to.push_back(r.dlid);
+    const auto m = mad::decode_sa(r.mad);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->method, static_cast<std::uint8_t>(Method::kReport));
+    const auto n = discovery::mad::Notice::decode(discovery::mad::ConstSmpData(m->data.data(), 64));
+    EXPECT_EQ(n, bad_pkey_trap(lid_of(issuer))) << "the notice as received";
+    EXPECT_EQ(discovery::mad::load_be64(&m->data[64 + 8]), guid_of(issuer)) << "its IssuerGID";
+  }
+  std::sort(to.begin(), to.end());
+  std::vector<std::uint32_t> want{lid_of(everything).value, lid_of(bad_keys).value};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(to, want);
+  // A LID range that leaves the issuer out: no more Reports.
+  mad::SaMad range = inform(true, 257);
+  set(range, "LIDRangeBegin", lid_of(issuer).value + 1);
+  set(range, "LIDRangeEnd", lid_of(issuer).value + 5);
+  ASSERT_EQ(status(range, links), 0);
+  EXPECT_EQ(agent_.forward(bad_pkey_trap(lid_of(issuer)), state_).size(), 2U);
+}
+
+TEST_F(SaInformTest, TheReporterForwardsTrapsInOrderWithTheChanges) {
+  const PortRef sub = ca_ports_[0], gone = ca_ports_[1], issuer = ca_ports_[3];
+  state::StatePublisher publisher;
+  state_.generation = 1;
+  publisher.publish(std::make_shared<const state::FabricState>(state_));
+  ASSERT_EQ(status(inform(true), sub), 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::uint16_t> heard;  // trap numbers but 128
+  Reporter reporter(agent_, publisher, [&](const Report& r) -> Result<void> {
+    const auto m = mad::decode_sa(r.mad);
+    const std::uint16_t trap = discovery::mad::load_be16(&m->data[4]);
+    std::lock_guard lock(mu);
+    if (trap != 128) heard.push_back(trap);
+    cv.notify_all();
+    return {};
+  });
+  reporter.forward(bad_pkey_trap(lid_of(issuer)));
+  publisher.publish(std::make_shared<const state::FabricState>(without(gone)));
+  reporter.wake();
+  discovery::mad::Notice bad_qkey = bad_pkey_trap(lid_of(issuer));
+  bad_qkey.trap_number = 258;
+  reporter.forward(bad_qkey);
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return heard.size() >= 3; }))
+      << heard.size() << " notices heard";
+  EXPECT_EQ(heard, (std::vector<std::uint16_t>{257, 65, 258}));
+}
+
 TEST_F(SaInformTest, TheReporterReportsEveryPublishInOrder) {
   const PortRef sub = ca_ports_[0], first = ca_ports_[1], flapped = ca_ports_[2];
   state::StatePublisher publisher;

@@ -154,5 +154,22 @@ TEST_F(SaPartitionsTest, GroupNoticesReachThePartitionsMembersOnly) {
   EXPECT_EQ(reports[0].dlid, lid_of(member).value);
 }
 
+TEST_F(SaPartitionsTest, AForwardedTrapReachesTheIssuersPartitionsMembersOnly) {
+  // [2] and [3] share only the default partition, where both are limited
+  // members: [3] does not hear of [2]'s bad keys; [0] (storage) does.
+  const PortRef issuer = ca_ports_[2], member = ca_ports_[0], outsider = ca_ports_[3];
+  for (const PortRef p : {member, outsider}) {
+    ASSERT_EQ(status_of(ask(sa_inform(true, 257), lid_of(p))), 0);
+  }
+  discovery::mad::Notice trap;
+  trap.type = 2;
+  trap.producer_type = 1;
+  trap.trap_number = 257;
+  trap.issuer_lid = static_cast<std::uint16_t>(lid_of(issuer).value);
+  const auto reports = agent_.forward(trap, state_);
+  ASSERT_EQ(reports.size(), 1U);
+  EXPECT_EQ(reports[0].dlid, lid_of(member).value);
+}
+
 }  // namespace
 }  // namespace subnetd::daemon::sa

@@ -68,6 +68,7 @@ struct Harness {
     bundle.transport = std::make_unique<testing::BorrowedSim>(*sim);
     SubnetManager::Hooks hooks;
     hooks.published = [this](const FabricState&) { reporter->wake(); };
+    hooks.trap_received = [this](const discovery::mad::Notice& n) { reporter->forward(n); };
     FastPathOptions fast;
     fast.rebalance_delay = std::chrono::hours{1};
     sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
@@ -196,6 +197,56 @@ TEST(SaSimClient, JoinRegisterSubscribeAndHearOfAPulledCable) {
   const auto lost = h.sim->stats().gmp_lost;
   EXPECT_TRUE(h.ask(pulled, sa_query(Method::kGet, Attr::kClassPortInfo)).empty());
   EXPECT_EQ(h.sim->stats().gmp_lost, lost + 1);
+}
+
+TEST(SaSimClient, ATrapAPortSendsReachesItsSubscriberOnce) {
+  Harness h("fat-tree:levels=2,radix=8");
+  ASSERT_NE(h.wait(testing::master), nullptr);
+  ASSERT_TRUE(testing::wait_idle(*h.sm));
+  const routing::Topology& t = h.sim->topology();
+  const PortRef sm_port{*t.find_by_guid(h.sim->local_port().node_guid),
+                        h.sim->local_port().port_num};
+  std::vector<PortRef> others;
+  for (const PortRef& p : routing::testing::cabled_ca_ports(t)) {
+    if (p != sm_port) others.push_back(p);
+  }
+  ASSERT_GE(others.size(), 2U);
+  const PortRef app = others.front(), issuer = others.back();
+  // Bad P_Key and bad Q_Key notices.
+  ASSERT_EQ(h.status(app, sa::sa_inform(true, 257)), 0);
+  ASSERT_EQ(h.status(app, sa::sa_inform(true, 258)), 0);
+
+  // The issuer's SMA traps a bad P_Key, resends it (as when the SM's
+  // TrapRepress is lost), then traps a bad Q_Key.
+  discovery::mad::Notice trap;
+  trap.type = 2;
+  trap.producer_type = 1;
+  trap.trap_number = 257;
+  trap.data_details[3] = 0x42;
+  const auto tid = h.sim->send_trap(issuer, trap);
+  ASSERT_TRUE(tid.ok()) << tid.error().message;
+  ASSERT_TRUE(h.sim->send_trap(issuer, trap, *tid).ok());
+  trap.trap_number = 258;
+  ASSERT_TRUE(h.sim->send_trap(issuer, trap).ok());
+
+  // Each reaches the application once, in order, with the issuer's LID
+  // and GID and the details as sent.
+  const std::uint32_t issuer_lid =
+      h.publisher.current()->lids->base_lid(t, issuer.node, issuer.port).value;
+  std::vector<std::uint16_t> heard;
+  while (heard.empty() || heard.back() != 258) {
+    const auto d = h.sim->gmp_wait(app, 20s);
+    ASSERT_TRUE(d.has_value()) << "Reports heard: " << heard.size();
+    const auto m = mad::decode_sa(d->mad);
+    ASSERT_TRUE(m.ok());
+    ASSERT_EQ(m->method, static_cast<std::uint8_t>(Method::kReport));
+    const auto n = discovery::mad::Notice::decode(discovery::mad::ConstSmpData(m->data.data(), 64));
+    heard.push_back(n.trap_number);
+    EXPECT_EQ(n.issuer_lid, issuer_lid);
+    EXPECT_EQ(n.data_details[3], 0x42);
+    EXPECT_EQ(discovery::mad::load_be64(&m->data[64 + 8]), t.port(issuer).guid.value);
+  }
+  EXPECT_EQ(heard, (std::vector<std::uint16_t>{257, 258}));
 }
 
 }  // namespace
