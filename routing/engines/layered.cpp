@@ -26,15 +26,16 @@ constexpr std::uint32_t kRefinePasses = 1;
 // degraded fat tree k=16: 1.56x, 1.48x). Down to 2 moved more trees and
 // balanced some fabrics better and others worse.
 constexpr std::uint64_t kFunnelled = 3;
-// Hot-spot steps after the rip-up pass (below).
 // Hot-spot steps after the rip-up pass (below): at most a quarter of the
-// trees, and none once kHotSpotStall steps in a row have not taken the
-// busiest channel's load down by 1/kHotSpotDrop. Busiest link over the
-// lower bound, and the steps' time (layers_bench, 8 VLs): random 2,000
-// switches, degree 16: 2.38 -> 1.59 in 296 steps, 13 s (1.53 after 512
-// steps, 1.48 after 1,024 at 80 s more); random 1,000: 1.14 -> 1.09 in 50
-// steps, 1 s; random 200: 1.16 -> 1.10; dragonfly g=16: 1.47 -> 1.32;
-// fat tree k=16 minus 5%: 1.48 -> 1.36.
+// trees' count, and none once kHotSpotStall steps in a row have not taken
+// the busiest channel's load down by 1/kHotSpotDrop. Busiest link over the
+// lower bound (layers_bench, 8 VLs), before and after: random 2,000
+// switches, degree 16: 2.38 -> 1.57 (about 10 s of steps; more steps took
+// it lower still but slowly: 1.48 after 1,024 at 80 s more); 1 CA per
+// switch: 3.28 -> 3.02; random 1,000: 1.14 -> 1.09 (1 s); 200: 1.16 ->
+// 1.09; dragonfly g=16: 1.47 -> 1.31; fat tree k=16 minus 5%: 1.48 ->
+// 1.27; torus 8x8x8 minus 2% (no grid): 5.93 -> 5.27, and whole on the
+// general engine 3.33 -> 2.96; mesh 8x8x8 (general) 3.53 -> 3.38.
 constexpr std::uint32_t kHotSpotShare = 4;
 constexpr std::uint32_t kHotSpotStall = 32;
 constexpr std::uint64_t kHotSpotDrop = 128;
@@ -355,13 +356,18 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // Grows unit u again on layer k, knowing every other tree's load; keeps
   // it if the busiest channel it crosses carries no more than before
   // (`strict`: less), else puts the old routes back.
-  auto regrow = [&](std::uint32_t u, std::uint32_t k, bool strict = false) {
+  auto regrow = [&](std::uint32_t u, std::uint32_t k, bool strict = false,
+                    std::uint32_t avoid = kNoArc) {
     const std::uint32_t t = unit_sw[u];
     const std::uint64_t before = weigh(u, 0);
     weigh(u, -1);
     added.clear();
+    // A channel to avoid weighs as much as a detour through every switch.
+    const std::uint64_t penalty = avoid == kNoArc ? 0 : hop * n;
+    if (avoid != kNoArc) load[avoid] += penalty;
     const std::span<const std::uint32_t> tree =
         grower.grow(t, load, hop, slack, &layers[k], &refused[k], added, static_order);
+    if (avoid != kNoArc) load[avoid] -= penalty;
     if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
       layers[k].undo(added);
       weigh(u, +1);
@@ -440,10 +446,12 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // tree of eight LIDs made 52,544 of the busiest channel's 57,408 paths,
   // its layer's CDG leaving it one way in). The tree that pours the most
   // over the busiest channel gives the half of its LIDs that load it most
-  // a tree of their own on another free layer, or the escape layer, kept
-  // if the busiest channel it crosses carries less than the busiest did; a
-  // half no layer takes so rejoins its tree, and the tree is settled. Again, while the busiest
-  // channel keeps dropping.
+  // (all of a one-LID tree's) a tree of their own: on its layer, grown with
+  // the busiest channel weighing as a detour through every switch, else on
+  // another free layer or the escape layer; kept only if the busiest
+  // channel it crosses carries less than the busiest did. A half no layer
+  // takes so rejoins its tree, and the tree is settled. Again, while the
+  // busiest channel keeps dropping.
   std::uint64_t hot_moves = 0;
   if (!updown_only && !load.empty()) {            // no channel: nothing to spread
     std::vector<std::uint8_t> settled(units, 0);  // by unit: no layer took it
@@ -509,6 +517,10 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         unit_lids[worst].resize(keep);
         tree_layer.push_back(tree_layer[worst]);
         settled.push_back(0);
+      }
+      if (regrow(v, tree_layer[v], /*strict=*/true, hot)) {
+        ++hot_moves;  // on its own layer, around the busiest channel
+        continue;
       }
       targets = free_layers_for(unit_sw[v]);
       targets.push_back(0);

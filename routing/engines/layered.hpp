@@ -33,12 +33,13 @@
 // the same rule; its old dependencies stay behind.
 //
 // Then the hot spots: the tree that loads the busiest channel most gives
-// the half of its LIDs that load it most a tree of their own on another
-// layer, kept only if the busiest channel that tree crosses carries less
-// than the busiest did; again while the busiest channel keeps dropping
-// (at most a quarter of the trees' count of steps). One tree's last hops
-// made most of the busiest link at 2,000 switches: 2.38x the lower bound
-// before, 1.65x after.
+// the half of its LIDs that load it most a tree of their own, on its
+// layer around that channel or else on another layer, kept only if the
+// busiest channel that tree crosses carries less than the busiest did;
+// again while the busiest channel keeps dropping (at most a quarter of
+// the trees' count of steps). One tree's last hops made most of the
+// busiest link at 2,000 switches: 2.38x the lower bound before, 1.57x
+// after.
 //
 // Layer 0 is the escape layer: its CDG starts out holding every
 // dependency up*/down* routing may create (routing/engines/updn.hpp), so it
