@@ -713,15 +713,21 @@ void SimCore::send_trap128(NodeId n) {
   // answers the last copy still matches.
   schedule(clock_ + opts_.trap_resend_interval, EventKind::kTrapTimer,
            static_cast<std::uint32_t>(w.trap_tid), n, 0);
+  lr_start(trap_packet(w.trap_tid, mad::Notice::trap128(p0.lid, space_.extended())), n, 0,
+           p0.master_sm_lid);
+}
+
+std::uint32_t SimCore::trap_packet(std::uint64_t tid, const mad::Notice& notice) {
   const std::uint32_t pk = alloc_packet();
   mad::Smp& s = pool_[pk].smp;
+  s = mad::Smp{};
   s.mgmt_class = mad::MgmtClass::kSubnLid;
   s.method = mad::Method::kTrap;
   s.attr_id = mad::AttrId::kNotice;
   s.attr_mod = 0;
-  s.tid = w.trap_tid;
-  mad::Notice::trap128(p0.lid, space_.extended()).encode(mad::data_of(s));
-  lr_start(pk, n, 0, p0.master_sm_lid);
+  s.tid = tid;
+  notice.encode(mad::data_of(s));
+  return pk;
 }
 
 std::optional<std::uint64_t> SimCore::send_trap(PortRef from, mad::Notice notice,
@@ -730,16 +736,8 @@ std::optional<std::uint64_t> SimCore::send_trap(PortRef from, mad::Notice notice
   if (p.lid == 0 || p.master_sm_lid == 0) return std::nullopt;
   if (tid == 0) tid = next_trap_tid_++;
   ++stats_.traps_sent;
-  const std::uint32_t pk = alloc_packet();
-  mad::Smp& s = pool_[pk].smp;
-  s.mgmt_class = mad::MgmtClass::kSubnLid;
-  s.method = mad::Method::kTrap;
-  s.attr_id = mad::AttrId::kNotice;
-  s.attr_mod = 0;
-  s.tid = tid;
   notice.issuer_lid = static_cast<std::uint16_t>(std::min<std::uint32_t>(p.lid, 0xFFFF));
-  notice.encode(mad::data_of(s));
-  lr_start(pk, from.node, from.port, p.master_sm_lid);
+  lr_start(trap_packet(tid, notice), from.node, from.port, p.master_sm_lid);
   return tid;
 }
 

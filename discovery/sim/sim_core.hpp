@@ -298,6 +298,8 @@ class SimCore {
   void bounce_link(NodeId n, PortNum p);
   void raise_trap128(NodeId sw);
   void send_trap128(NodeId sw);
+  // A packet holding a Trap(Notice) SMP with `tid`, for lr_start.
+  std::uint32_t trap_packet(std::uint64_t tid, const mad::Notice& notice);
   void on_trap_timer(NodeId sw, std::uint32_t tid_low);
   void reset_node(NodeId n);
 

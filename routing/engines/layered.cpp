@@ -472,7 +472,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       // of its LIDs leave hot's switch through it at all).
       const std::uint32_t x = g.arc_source(hot).value;
       const std::uint8_t port = g.arc(hot).local_port;
-      std::uint32_t worst = kNoLayer;
+      std::uint32_t worst = units;  // none
       std::uint64_t worst_from = 0;
       for (std::uint32_t u = 0; u < units; ++u) {
         if (tree_layer[u] == kNoLayer || settled[u] != 0) continue;
@@ -492,7 +492,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
           worst_from = from;
         }
       }
-      if (worst == kNoLayer) break;
+      if (worst == units) break;
       // Split off the half of its LIDs that load `hot` most, as a unit of
       // its own (or move the whole of a one-LID tree).
       std::uint32_t v = worst;
@@ -508,8 +508,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         }
         std::stable_sort(by_hot.begin(), by_hot.end());
         for (std::size_t i = 0; i < by_hot.size(); ++i) unit_lids[worst][i] = by_hot[i].second;
-      }
-      if (keep > 0) {
         v = units++;
         unit_sw.push_back(unit_sw[worst]);
         unit_lids.emplace_back(unit_lids[worst].begin() + static_cast<std::ptrdiff_t>(keep),
@@ -586,7 +584,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         "of {} destination LIDs on up*/down* escape routes; "
         "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
         "channels ({} of them funnelled trees moved to another layer); {} hot-spot moves (LIDs "
-        "of the tree loading the busiest channel most, onto another layer)",
+        "of the tree loading the busiest channel most given a tree of their own)",
         routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown, trees, moved,
         hot_moves));
   }

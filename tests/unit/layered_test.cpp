@@ -54,6 +54,17 @@ std::uint64_t count_before(const std::string& note, std::string_view what) {
   return from == at ? 0 : std::stoull(note.substr(from, at - from));
 }
 
+// The verifier passes them, on as many VLs as they use, and every
+// reachable pair is delivered.
+void expect_sound(const Fabric& f, const Routes& r) {
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, r, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->num_vls, r.num_vls);
+  const auto t = trace_all(f.topo, f.lids, r);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+}
+
 struct Case {
   const char* spec;
   std::size_t cut;  // switch links removed first (seeded)
@@ -166,12 +177,7 @@ TEST(Layered, FunnelledTreesMoveToAnotherLayerAndEveryVlStaysAcyclic) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   const std::string& note = r->notes.front();
   EXPECT_GT(count_before(note, " of them funnelled trees moved to another layer"), 0U) << note;
-  WorkerPool pool(2);
-  auto v = verify(f.topo, f.lids, *r, pool, {});
-  ASSERT_TRUE(v.ok()) << v.error().message;
-  EXPECT_EQ(v->num_vls, r->num_vls);
-  const auto t = trace_all(f.topo, f.lids, *r);
-  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  expect_sound(f, *r);
 }
 
 TEST(Layered, TheTreeLoadingTheBusiestChannelMovesLidsToAnotherLayer) {
@@ -185,11 +191,7 @@ TEST(Layered, TheTreeLoadingTheBusiestChannelMovesLidsToAnotherLayer) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   const std::string& note = r->notes.front();
   EXPECT_GT(count_before(note, " hot-spot moves"), 0U) << note;
-  WorkerPool pool(2);
-  auto v = verify(f.topo, f.lids, *r, pool, {});
-  ASSERT_TRUE(v.ok()) << v.error().message;
-  const auto t = trace_all(f.topo, f.lids, *r);
-  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  expect_sound(f, *r);
 }
 
 TEST(Layered, ARingUsesASecondLayerAndOneLayerStillRoutes) {

@@ -66,6 +66,13 @@ class SaInformTest : public SaAgentTest {
     return after;
   }
   std::uint64_t guid_of(PortRef p) const { return topo_->port(p).guid.value; }
+  // For a Reporter: state_ published as generation 1, then `sub`
+  // subscribed to every notice.
+  void publish_and_subscribe(state::StatePublisher& publisher, PortRef sub) {
+    state_.generation = 1;
+    publisher.publish(std::make_shared<const state::FabricState>(state_));
+    ASSERT_EQ(status(inform(true), sub), 0);
+  }
 };
 
 TEST_F(SaInformTest, SubscribeListAndUnsubscribe) {
@@ -287,9 +294,7 @@ TEST_F(SaInformTest, AReceivedTrapIsForwardedToTheSubscribersThatAskForIt) {
 TEST_F(SaInformTest, TheReporterForwardsTrapsInOrderWithTheChanges) {
   const PortRef sub = ca_ports_[0], gone = ca_ports_[1], issuer = ca_ports_[3];
   state::StatePublisher publisher;
-  state_.generation = 1;
-  publisher.publish(std::make_shared<const state::FabricState>(state_));
-  ASSERT_EQ(status(inform(true), sub), 0);
+  ASSERT_NO_FATAL_FAILURE(publish_and_subscribe(publisher, sub));
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::uint16_t> heard;  // trap numbers but 128
@@ -316,9 +321,7 @@ TEST_F(SaInformTest, TheReporterForwardsTrapsInOrderWithTheChanges) {
 TEST_F(SaInformTest, TheReporterReportsEveryPublishInOrder) {
   const PortRef sub = ca_ports_[0], first = ca_ports_[1], flapped = ca_ports_[2];
   state::StatePublisher publisher;
-  state_.generation = 1;
-  publisher.publish(std::make_shared<const state::FabricState>(state_));
-  ASSERT_EQ(status(inform(true), sub), 0);
+  ASSERT_NO_FATAL_FAILURE(publish_and_subscribe(publisher, sub));
 
   std::mutex mu;
   std::condition_variable cv;
