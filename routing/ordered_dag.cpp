@@ -70,7 +70,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
         if (ny.back_epoch == epoch_) return false;
         if (ny.fwd_epoch != epoch_ && ny.ord < ub) {
           ny.fwd_epoch = epoch_;
-          fwd_.push_back(std::uint64_t{ny.ord} << 32 | y);
+          fwd_.push_back(key(y));
         }
       }
     }
@@ -80,7 +80,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
         if (ny.fwd_epoch == epoch_) return false;
         if (ny.back_epoch != epoch_ && ny.ord > lb) {
           ny.back_epoch = epoch_;
-          bwd_.push_back(std::uint64_t{ny.ord} << 32 | y);
+          bwd_.push_back(key(y));
         }
       }
     }

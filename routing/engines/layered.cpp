@@ -456,7 +456,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   if (!updown_only && !load.empty()) {            // no channel: nothing to spread
     std::vector<std::uint8_t> settled(units, 0);  // by unit: no layer took it
     std::vector<std::uint32_t> targets;
-    std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hot;  // (load on hot, LID)
+    // (load on hot, LID) of the worst tree's LIDs, and of the tree weighed.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hot, candidate;
     std::uint64_t mark = *std::max_element(load.begin(), load.end());
     const std::uint32_t steps = units / kHotSpotShare;
     for (std::uint32_t step = 0, stalled = 0; step < steps && stalled < kHotSpotStall;
@@ -481,15 +482,21 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                          [&](std::uint32_t lid) { return routes.lfts[x].get(Lid{lid}) == port; })) {
           continue;
         }
+        // Its LIDs' loads on hot, kept (in by_hot) for the worst tree.
         std::uint64_t from = 0;
+        candidate.clear();
         for (const std::uint32_t lid : ul) {
+          std::uint64_t lid_from = 0;
           for_each_hop(unit_sw[u], lid, [&](std::uint32_t a, std::uint64_t f) {
-            if (a == hot) from += f;
+            if (a == hot) lid_from += f;
           });
+          candidate.emplace_back(lid_from, lid);
+          from += lid_from;
         }
         if (from > worst_from) {
           worst = u;
           worst_from = from;
+          by_hot.swap(candidate);
         }
       }
       if (worst == units) break;
@@ -498,14 +505,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       std::uint32_t v = worst;
       const std::size_t keep = unit_lids[worst].size() / 2;
       if (keep > 0) {
-        by_hot.clear();
-        for (const std::uint32_t lid : unit_lids[worst]) {
-          std::uint64_t from = 0;
-          for_each_hop(unit_sw[worst], lid, [&](std::uint32_t a, std::uint64_t f) {
-            if (a == hot) from += f;
-          });
-          by_hot.emplace_back(from, lid);
-        }
         std::stable_sort(by_hot.begin(), by_hot.end());
         for (std::size_t i = 0; i < by_hot.size(); ++i) unit_lids[worst][i] = by_hot[i].second;
         v = units++;
