@@ -238,32 +238,69 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
     }
   };
-  // Calls fn(arc, sources at s) for every channel the route from each
-  // switch s with CAs in t's part to `lid` crosses, as the LFTs hold it.
-  auto for_each_hop = [&](std::uint32_t t, std::uint32_t lid, auto&& fn) {
-    const std::uint32_t part = g.component(SwitchIndex{t});
-    for (std::uint32_t s = 0; s < n; ++s) {
-      if (sources[s] == 0 || s == t || g.component(SwitchIndex{s}) != part) continue;
-      for (std::uint32_t cur = s, hops = 0; cur != t && hops < n; ++hops) {
+  // Calls fn(arc, sources) once for every channel the routes to `lid`
+  // (delivered by t) cross, as the LFTs hold them, with the CA/router
+  // sources whose route crosses it: each switch of t's part read once and
+  // the sources summed down the tree, where walking every source's route
+  // read a switch's entry once per route through it (2,000 switches: a
+  // quarter of the engine's time). A route that ends short of t (none do)
+  // stops there; a loop (none either) is cut where it closes.
+  std::vector<std::vector<std::uint32_t>> part_switches(g.num_components());
+  for (std::uint32_t s = 0; s < n; ++s) part_switches[g.component(SwitchIndex{s})].push_back(s);
+  std::vector<std::uint32_t> next_arc(n, kNoArc), walk_mark(n, 0), walk, rootward;
+  std::vector<std::uint64_t> carried(n, 0);
+  std::uint32_t walk_epoch = 0;
+  auto for_each_load = [&](std::uint32_t t, std::uint32_t lid, auto&& fn) {
+    walk_epoch += 2;
+    const std::uint32_t on_walk = walk_epoch, known = walk_epoch + 1;
+    rootward.clear();  // every switch after the one it forwards to
+    walk_mark[t] = known;
+    for (const std::uint32_t s : part_switches[g.component(SwitchIndex{t})]) {
+      walk.clear();
+      for (std::uint32_t cur = s; walk_mark[cur] != known;) {
+        if (walk_mark[cur] == on_walk) {
+          next_arc[walk.back()] = kNoArc;
+          break;
+        }
+        walk_mark[cur] = on_walk;
+        walk.push_back(cur);
+        carried[cur] = sources[cur];
         const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{lid}));
+        next_arc[cur] = a;
         if (a == kNoArc) break;
-        fn(a, sources[s]);
         cur = g.arc(a).to.value;
       }
+      for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
+        walk_mark[*it] = known;
+        rootward.push_back(*it);
+      }
+    }
+    for (auto it = rootward.rbegin(); it != rootward.rend(); ++it) {
+      const std::uint32_t a = next_arc[*it];
+      if (a == kNoArc || carried[*it] == 0) continue;
+      fn(a, carried[*it]);
+      carried[g.arc(a).to.value] += carried[*it];
     }
   };
-  // Adds (sign +1) or takes off (-1) the load of the routes to unit u's
-  // LIDs as the LFTs hold them (sign 0: neither); returns the largest load
-  // on a channel they cross.
-  auto weigh = [&](std::uint32_t u, int sign) {
-    std::uint64_t busiest = 0;
+  // The load the routes to unit u's LIDs put on channels, as the LFTs
+  // hold them, as (channel, sources) into `into`; and the sum over a list
+  // added to (sign +1) or taken off (-1) the loads, or neither (0), which
+  // returns the busiest channel of the list after.
+  using Loads = std::vector<std::pair<std::uint32_t, std::uint64_t>>;
+  auto loads_of = [&](std::uint32_t u, Loads& into) {
+    into.clear();
     for (const std::uint32_t lid : unit_lids[u]) {
-      for_each_hop(unit_sw[u], lid, [&](std::uint32_t a, std::uint64_t from) {
-        if (sign > 0) load[a] += from;
-        if (sign < 0) load[a] -= from;
-        busiest = std::max(busiest, load[a]);
-      });
+      for_each_load(unit_sw[u], lid,
+                    [&](std::uint32_t a, std::uint64_t from) { into.emplace_back(a, from); });
     }
+  };
+  auto apply = [&](const Loads& list, int sign) {
+    std::uint64_t busiest = 0;
+    for (const auto& [a, from] : list) {
+      if (sign > 0) load[a] += from;
+      if (sign < 0) load[a] -= from;
+    }
+    for (const auto& l : list) busiest = std::max(busiest, load[l.first]);
     return busiest;
   };
 
@@ -353,14 +390,16 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // tree still fits; a new one that does not is taken back.
   std::uint64_t regrown = 0, moved = 0;
   std::vector<std::uint8_t> old_ports;
+  Loads old_loads, new_loads;
   // Grows unit u again on layer k, knowing every other tree's load; keeps
   // it if the busiest channel it crosses carries no more than before
   // (`strict`: less), else puts the old routes back.
   auto regrow = [&](std::uint32_t u, std::uint32_t k, bool strict = false,
                     std::uint32_t avoid = kNoArc) {
     const std::uint32_t t = unit_sw[u];
-    const std::uint64_t before = weigh(u, 0);
-    weigh(u, -1);
+    loads_of(u, old_loads);
+    const std::uint64_t before = apply(old_loads, 0);
+    apply(old_loads, -1);
     added.clear();
     // A channel to avoid weighs as much as a detour through every switch.
     const std::uint64_t penalty = avoid == kNoArc ? 0 : hop * n;
@@ -370,7 +409,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     if (avoid != kNoArc) load[avoid] -= penalty;
     if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
       layers[k].undo(added);
-      weigh(u, +1);
+      apply(old_loads, +1);
       return false;
     }
     old_ports.clear();
@@ -378,32 +417,26 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(routes.lfts[s].get(Lid{lid}));
     }
     place(u, tree);
-    const std::uint64_t after = weigh(u, 0);
+    loads_of(u, new_loads);
+    const std::uint64_t after = apply(new_loads, 0);
     if (after < before || (!strict && after == before)) return true;
-    weigh(u, -1);
+    apply(new_loads, -1);
     std::size_t i = 0;
     for (const std::uint32_t lid : unit_lids[u]) {
       for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
     }
-    weigh(u, +1);
+    apply(old_loads, +1);
     layers[k].undo(added);
     return false;
   };
   // Whether the routes to unit u's first LID pour more than
   // kFunnelled times their even share over t's links through one channel:
   // a tree that its layer's CDG left few ways into part of the fabric.
-  std::vector<std::uint64_t> through(arcs, 0);
-  std::vector<std::uint32_t> touched;
   auto funnelled = [&](std::uint32_t u) {
     const std::uint32_t t = unit_sw[u];
     std::uint64_t busiest = 0;
-    touched.clear();
-    for_each_hop(t, unit_lids[u].front(), [&](std::uint32_t a, std::uint64_t from) {
-      if (through[a] == 0) touched.push_back(a);
-      through[a] += from;
-      busiest = std::max(busiest, through[a]);
-    });
-    for (const std::uint32_t a : touched) through[a] = 0;
+    for_each_load(t, unit_lids[u].front(),
+                  [&](std::uint32_t, std::uint64_t from) { busiest = std::max(busiest, from); });
     // The sources the routes serve: every switch with CAs in t's part
     // but t.
     const std::uint32_t part = g.component(SwitchIndex{t});
@@ -487,7 +520,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         candidate.clear();
         for (const std::uint32_t lid : ul) {
           std::uint64_t lid_from = 0;
-          for_each_hop(unit_sw[u], lid, [&](std::uint32_t a, std::uint64_t f) {
+          for_each_load(unit_sw[u], lid, [&](std::uint32_t a, std::uint64_t f) {
             if (a == hot) lid_from += f;
           });
           candidate.emplace_back(lid_from, lid);
