@@ -164,6 +164,7 @@ class TreeGrower {
         num_outs_(g.num_switches(), 0),
         cost_(g.num_switches(), 0),
         done_(g.num_switches(), 0),
+        joined_at_(g.num_switches(), 0),
         offered_(g.num_switches(), 0),
         best_(g.num_switches()),
         heap_pos_(g.num_switches(), 0),
@@ -179,6 +180,14 @@ class TreeGrower {
   // same condition. With an `updown` ranking instead (dag, refused and
   // added unused), the condition is up*/down*'s: no channel that goes down
   // (to a switch ranked after its source) is followed by one that goes up.
+  // With a `dag`, a switch left out (every channel it has into the tree
+  // refused) may still join through a neighbour x in the tree that takes
+  // another of its channels onward instead, to a switch that joined
+  // before x, when the dependencies of every channel into x onto it
+  // (x's children's, and the left-out switch's) and of it onward keep
+  // the dag acyclic (x's old dependencies stay in it). Random 2,000
+  // switches: half the trees a layer refused missed three switches or
+  // fewer, and each refused tree was grown again on another layer.
   // Returns the switches reached, t first, each after every switch it
   // forwards to; outs() gives their channels, the tree's first.
   std::span<const std::uint32_t> grow(std::uint32_t t, std::span<const std::uint64_t> load,
@@ -220,6 +229,7 @@ class TreeGrower {
     };
     auto join = [&](std::uint32_t s, std::uint32_t arc, std::uint64_t cost) {
       done_[s] = epoch_;
+      joined_at_[s] = static_cast<std::uint32_t>(reached_.size());
       cost_[s] = cost;
       num_outs_[s] = 0;
       if (arc != kNoArc) outs_[std::size_t{s} * kMaxOut + num_outs_[s]++] = arc;
@@ -241,22 +251,83 @@ class TreeGrower {
         offer(g_.arc(o).to.value, Item{cost + hop + load[in], in});
       }
     };
-    join(t, kNoArc, 0);
-    while (!heap_.empty()) {
-      const std::uint32_t u = pop();
-      const Item best = best_[u];
-      if (take(best.arc)) {
-        join(u, best.arc, best.cost);
-        continue;
+    auto drain = [&] {
+      while (!heap_.empty()) {
+        const std::uint32_t u = pop();
+        const Item best = best_[u];
+        if (take(best.arc)) {
+          join(u, best.arc, best.cost);
+          continue;
+        }
+        // Refused: u's next channel into the tree, if any.
+        failed_[best.arc] = epoch_;
+        offered_[u] = 0;
+        for (std::uint32_t a = g_.first_arc(SwitchIndex{u}); a < g_.first_arc(SwitchIndex{u + 1});
+             ++a) {
+          const std::uint32_t w = g_.arc(a).to.value;
+          if (done_[w] != epoch_ || failed_[a] == epoch_) continue;
+          offer(u, Item{cost_[w] + hop + load[a], a});
+        }
+        if (offered_[u] != epoch_) left_out_.push_back(u);
       }
-      // Refused: u's next channel into the tree, if any.
-      failed_[best.arc] = epoch_;
-      offered_[u] = 0;
-      for (std::uint32_t a = g_.first_arc(SwitchIndex{u}); a < g_.first_arc(SwitchIndex{u + 1});
-           ++a) {
-        const std::uint32_t w = g_.arc(a).to.value;
-        if (done_[w] != epoch_ || failed_[a] == epoch_) continue;
-        offer(u, Item{cost_[w] + hop + load[a], a});
+    };
+    left_out_.clear();
+    join(t, kNoArc, 0);
+    drain();
+    if (dag != nullptr && updown.empty()) {
+      // A dependency in <- out, kept or refused as take() does.
+      auto depend = [&](std::uint32_t in, std::uint32_t out) {
+        const OrderedDag::Add r =
+            refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
+        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
+        if (r != OrderedDag::Add::kCycle) return true;
+        refused->insert(in, out);
+        return false;
+      };
+      // Joins left-out switch m through a neighbour x in the tree that
+      // forwards on another channel instead; false when none can.
+      auto reattach = [&](std::uint32_t m) {
+        for (std::uint32_t c = g_.first_arc(SwitchIndex{m}); c < g_.first_arc(SwitchIndex{m + 1});
+             ++c) {
+          const std::uint32_t x = g_.arc(c).to.value;
+          if (done_[x] != epoch_ || num_outs_[x] == 0) continue;  // t: never refused
+          // The channels into x the tree uses, and m's.
+          into_.assign(1, c);
+          for (std::uint32_t o = g_.first_arc(SwitchIndex{x}); o < g_.first_arc(SwitchIndex{x + 1});
+               ++o) {
+            const std::uint32_t z = g_.arc(o).to.value, in = rev_[o];
+            if (in == kNoArc || done_[z] != epoch_) continue;
+            const auto zo = outs(z);
+            if (std::find(zo.begin(), zo.end(), in) != zo.end()) into_.push_back(in);
+          }
+          for (std::uint32_t b = g_.first_arc(SwitchIndex{x}); b < g_.first_arc(SwitchIndex{x + 1});
+               ++b) {
+            const std::uint32_t y = g_.arc(b).to.value;
+            if (done_[y] != epoch_ || joined_at_[y] >= joined_at_[x] || b == outs(x).front()) {
+              continue;
+            }
+            const std::size_t mark = added.size();
+            const auto yo = outs(y);
+            if (std::all_of(into_.begin(), into_.end(),
+                            [&](std::uint32_t in) { return depend(in, b); }) &&
+                std::all_of(yo.begin(), yo.end(), [&](std::uint32_t o) { return depend(b, o); })) {
+              cost_[x] = cost_[y] + hop + load[b];
+              num_outs_[x] = 1;
+              outs_[std::size_t{x} * kMaxOut] = b;
+              join(m, c, cost_[x] + hop + load[c]);
+              return true;
+            }
+            dag->undo(std::span<const Dep>(added).subspan(mark));
+            added.resize(mark);
+          }
+        }
+        return false;
+      };
+      // Left-out switches drained again once one joins: its neighbours
+      // may join through it.
+      for (std::size_t i = 0; i < left_out_.size(); ++i) {
+        const std::uint32_t m = left_out_[i];
+        if (done_[m] != epoch_ && reattach(m)) drain();
       }
     }
     return reached_;
@@ -274,6 +345,9 @@ class TreeGrower {
   std::vector<std::uint32_t> done_;
   std::uint32_t epoch_ = 0;
   std::vector<std::uint32_t> reached_;
+  std::vector<std::uint32_t> joined_at_;  // by switch: its place in reached_
+  std::vector<std::uint32_t> left_out_;   // switches whose every channel was refused
+  std::vector<std::uint32_t> into_;       // scratch: the channels into one switch
 
   // The Dijkstra's queue holds switches, each under its cheapest channel
   // into the tree (cost, then arc: the order a queue of channels would

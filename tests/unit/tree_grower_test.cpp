@@ -1,0 +1,126 @@
+// routing/engines/tree_grower.hpp: the in-tree step of the layered engine.
+// A switch whose every channel into the tree its layer refuses still joins
+// when a neighbour in the tree can forward on another channel instead,
+// and the dependencies of the tree it returns are all in the layer.
+
+#include "routing/engines/tree_grower.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "routing/switch_graph.hpp"
+#include "routing_test_support.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+using testing::lids_for;
+
+// t, x, y and m: t-x, t-y, x-y and x-m, one cable each, one CA per switch.
+struct Square {
+  Topology topo;
+  LidMap lids;
+  SwitchGraph g;
+  std::uint32_t t = 0, x = 0, y = 0, m = 0;
+  std::uint32_t arc(std::uint32_t from, std::uint32_t to) const {
+    for (std::uint32_t a = g.first_arc(SwitchIndex{from}); a < g.first_arc(SwitchIndex{from + 1});
+         ++a) {
+      if (g.arc(a).to.value == to) return a;
+    }
+    ADD_FAILURE() << "no arc " << from << "->" << to;
+    return kNoArc;
+  }
+};
+
+Square make_square() {
+  Square s;
+  std::vector<NodeId> sw;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    sw.push_back(s.topo.add_node(NodeType::kSwitch, Guid{0x100 + i}, 8, "sw-" + std::to_string(i)));
+    const NodeId ca = s.topo.add_node(NodeType::kCa, Guid{0x1000 + i}, 1, "h-" + std::to_string(i));
+    EXPECT_TRUE(s.topo.connect({sw[i], 8}, {ca, 1}).ok());
+  }
+  EXPECT_TRUE(s.topo.connect({sw[0], 1}, {sw[1], 1}).ok());  // t-x
+  EXPECT_TRUE(s.topo.connect({sw[0], 2}, {sw[2], 1}).ok());  // t-y
+  EXPECT_TRUE(s.topo.connect({sw[1], 2}, {sw[2], 2}).ok());  // x-y
+  EXPECT_TRUE(s.topo.connect({sw[1], 3}, {sw[3], 1}).ok());  // x-m
+  s.lids = lids_for(s.topo);
+  auto g = SwitchGraph::build(s.topo, s.lids);
+  EXPECT_TRUE(g.ok());
+  if (g.ok()) s.g = std::move(g).value();
+  s.t = s.topo.node(sw[0]).switch_index.value;
+  s.x = s.topo.node(sw[1]).switch_index.value;
+  s.y = s.topo.node(sw[2]).switch_index.value;
+  s.m = s.topo.node(sw[3]).switch_index.value;
+  return s;
+}
+
+// x joins straight into t (y's way round costs more), and the layer
+// already holds x->t before m->x, so m's one channel into the tree is
+// refused: x turns to y instead, and m joins.
+TEST(TreeGrower, ASwitchWhoseChannelsAreRefusedJoinsThroughANeighbourTurningElsewhere) {
+  const Square s = make_square();
+  const std::uint32_t xt = s.arc(s.x, s.t), xy = s.arc(s.x, s.y), yt = s.arc(s.y, s.t);
+  const std::uint32_t mx = s.arc(s.m, s.x);
+  std::vector<std::uint64_t> load(s.g.num_arcs(), 0);
+  load[xt] = 5;
+  OrderedDag dag(s.g.num_arcs());
+  ASSERT_EQ(dag.add(xt, mx), OrderedDag::Add::kNew);
+  RefusedDeps refused(s.g.num_arcs());
+  std::vector<Dep> added;
+  const std::vector<std::uint32_t> rev = reverse_arcs(s.g);
+  TreeGrower grower(s.g, rev);
+
+  const std::span<const std::uint32_t> grown = grower.grow(s.t, load, 10, 0, &dag, &refused, added);
+  const std::vector<std::uint32_t> tree(grown.begin(), grown.end());
+
+  ASSERT_EQ(tree.size(), 4U);
+  EXPECT_EQ(tree.front(), s.t);
+  ASSERT_EQ(grower.outs(s.x).size(), 1U);
+  EXPECT_EQ(grower.outs(s.x).front(), xy);
+  EXPECT_EQ(grower.outs(s.m).front(), mx);
+  EXPECT_EQ(grower.outs(s.y).front(), yt);
+  // Each switch after the one it forwards to.
+  auto at = [&](std::uint32_t v) { return std::find(tree.begin(), tree.end(), v) - tree.begin(); };
+  EXPECT_LT(at(s.y), at(s.x));
+  EXPECT_LT(at(s.x), at(s.m));
+  // The tree's dependencies are in the layer, and m->x onto x->t (which
+  // closes a cycle) is remembered as refused.
+  EXPECT_TRUE(dag.contains(mx, xy));
+  EXPECT_TRUE(dag.contains(xy, yt));
+  EXPECT_TRUE(refused.contains(mx, xt));
+  for (const auto& [in, out] : added) EXPECT_TRUE(dag.contains(in, out));
+}
+
+// Where no neighbour can turn (x's only other way, through y, is refused
+// too), the tree leaves m out and its dependencies stay as they were.
+TEST(TreeGrower, ASwitchNoNeighbourCanTakeIsLeftOut) {
+  const Square s = make_square();
+  const std::uint32_t xt = s.arc(s.x, s.t), xy = s.arc(s.x, s.y), mx = s.arc(s.m, s.x);
+  std::vector<std::uint64_t> load(s.g.num_arcs(), 0);
+  load[xt] = 5;
+  OrderedDag dag(s.g.num_arcs());
+  ASSERT_EQ(dag.add(xt, mx), OrderedDag::Add::kNew);
+  ASSERT_EQ(dag.add(xy, mx), OrderedDag::Add::kNew);
+  const std::size_t before = dag.edges();
+  RefusedDeps refused(s.g.num_arcs());
+  std::vector<Dep> added;
+  const std::vector<std::uint32_t> rev = reverse_arcs(s.g);
+  TreeGrower grower(s.g, rev);
+
+  const auto tree = grower.grow(s.t, load, 10, 0, &dag, &refused, added);
+
+  EXPECT_EQ(tree.size(), 3U);
+  EXPECT_EQ(std::count(tree.begin(), tree.end(), s.m), 0);
+  EXPECT_EQ(grower.outs(s.x).front(), xt);
+  EXPECT_EQ(dag.edges(), before + added.size());
+}
+
+}  // namespace
+}  // namespace subnetd::routing
