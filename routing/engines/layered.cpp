@@ -282,6 +282,35 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       carried[g.arc(a).to.value] += carried[*it];
     }
   };
+  // The sources whose route to `lid` crosses channel `a`, as the LFTs
+  // hold them: the switches that forward `lid` into a's tail, found back
+  // from it (a few, but for a destination's last hops), where
+  // for_each_load reads every switch (the hot-spot steps, which ask this
+  // of a thousand LIDs a step at 2,000 switches, took most of their time
+  // so).
+  auto load_on = [&](std::uint32_t a, std::uint32_t lid) -> std::uint64_t {
+    const std::uint32_t x = g.arc_source(a).value;
+    if (routes.lfts[x].get(Lid{lid}) != g.arc(a).local_port) return 0;
+    walk_epoch += 2;
+    walk_mark[x] = walk_epoch;
+    walk.assign(1, x);
+    std::uint64_t from = sources[x];
+    for (std::size_t head = 0; head < walk.size(); ++head) {
+      const std::uint32_t z = walk[head];
+      for (std::uint32_t o = g.first_arc(SwitchIndex{z}); o < g.first_arc(SwitchIndex{z + 1});
+           ++o) {
+        const std::uint32_t w = g.arc(o).to.value, in = rev[o];
+        if (in == kNoArc || walk_mark[w] == walk_epoch ||
+            routes.lfts[w].get(Lid{lid}) != g.arc(in).local_port) {
+          continue;
+        }
+        walk_mark[w] = walk_epoch;
+        walk.push_back(w);
+        from += sources[w];
+      }
+    }
+    return from;
+  };
   // The load the routes to unit u's LIDs put on channels, as the LFTs
   // hold them, as (channel, sources) into `into`; and the sum over a list
   // added to (sign +1) or taken off (-1) the loads, or neither (0), which
@@ -519,10 +548,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         std::uint64_t from = 0;
         candidate.clear();
         for (const std::uint32_t lid : ul) {
-          std::uint64_t lid_from = 0;
-          for_each_load(unit_sw[u], lid, [&](std::uint32_t a, std::uint64_t f) {
-            if (a == hot) lid_from += f;
-          });
+          const std::uint64_t lid_from = load_on(hot, lid);
           candidate.emplace_back(lid_from, lid);
           from += lid_from;
         }
