@@ -26,18 +26,18 @@ constexpr std::uint32_t kRefinePasses = 1;
 // degraded fat tree k=16: 1.56x, 1.48x). Down to 2 moved more trees and
 // balanced some fabrics better and others worse.
 constexpr std::uint64_t kFunnelled = 3;
-// Hot-spot steps after the rip-up pass (below): at most a quarter of the
-// trees' count, and none once kHotSpotStall steps in a row have not taken
-// the busiest channel's load down by 1/kHotSpotDrop. Busiest link over the
-// lower bound (layers_bench, 8 VLs), before and after: random 2,000
-// switches, degree 16: 2.38 -> 1.57 (about 10 s of steps; more steps took
-// it lower still but slowly: 1.48 after 1,024 at 80 s more); 1 CA per
-// switch: 3.28 -> 3.02; random 1,000: 1.14 -> 1.09 (1 s); 200: 1.16 ->
-// 1.09; dragonfly g=16: 1.47 -> 1.31; fat tree k=16 minus 5%: 1.48 ->
-// 1.27; torus 8x8x8 minus 2% (no grid): 5.93 -> 5.27, and whole on the
-// general engine 3.33 -> 2.96; mesh 8x8x8 (general) 3.53 -> 3.38.
-constexpr std::uint32_t kHotSpotShare = 4;
-constexpr std::uint32_t kHotSpotStall = 32;
+// Hot-spot steps after the rip-up pass (below): at most one per tree,
+// and none once kHotSpotStall steps in a row have not taken the busiest
+// channel's load down by 1/kHotSpotDrop. Busiest link over the lower
+// bound (layers_bench, 8 VLs), with a quarter of the trees' count and 32
+// steps of stall (when a step took ~20 ms at 2,000 switches), then with
+// these (a step ~5 ms): random 2,000 switches, degree 16: 1.52 -> 1.33,
+// 2 s -> 6 s of steps (2.38 before any; 128 steps of stall: 1.25 in 13
+// s more); 1 CA per switch 1.67 either way; random 1,000 1.12 -> 1.11;
+// 200 1.09 -> 1.08; fat tree k=16 minus 5% 1.32 -> 1.25; torus 8x8x8
+// (general engine) 1.59 -> 1.53, minus 2% of its links 4.73 -> 4.50.
+constexpr std::uint32_t kHotSpotShare = 1;
+constexpr std::uint32_t kHotSpotStall = 64;
 constexpr std::uint64_t kHotSpotDrop = 128;
 // Trees x switches the engine allows itself before it gives more LIDs of
 // a switch one tree (random graphs with 8 CAs per switch: 200, 600 and

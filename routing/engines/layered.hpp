@@ -18,8 +18,9 @@
 // joins the tree through a neighbour only if the dependencies it adds (its channel into the
 // neighbour, then the neighbour's channels onward) keep the layer's CDG acyclic
 // (routing/ordered_dag.hpp), else it waits for another neighbour. A dependency a layer refused once
-// is refused again without a search. A tree that cannot reach every switch of its part is taken
-// back and tried on the next layer.
+// is refused again without a search. A switch every channel of which is refused may still join
+// through a neighbour that forwards on another of its channels instead (tree_grower.hpp). A tree
+// that cannot reach every switch of its part is taken back and tried on the next layer.
 //
 // Once every tree is placed, each is grown once more on its layer (rip up
 // and reroute), now knowing the load of every other tree, and kept if the
@@ -36,10 +37,9 @@
 // the half of its LIDs that load it most a tree of their own, on its
 // layer around that channel or else on another layer, kept only if the
 // busiest channel that tree crosses carries less than the busiest did;
-// again while the busiest channel keeps dropping (at most a quarter of
-// the trees' count of steps). One tree's last hops made most of the
-// busiest link at 2,000 switches: 2.38x the lower bound before, 1.57x
-// after.
+// again while the busiest channel keeps dropping (at most a step per
+// tree). One tree's last hops made most of the busiest link at 2,000
+// switches: 2.38x the lower bound before, 1.33x after.
 //
 // Layer 0 is the escape layer: its CDG starts out holding every
 // dependency up*/down* routing may create (routing/engines/updn.hpp), so it
