@@ -202,6 +202,21 @@ class TreeGrower {
     };
     // Adds every dependency of channel `in` onto its head's channels; on a
     // refusal takes back what it added and returns false.
+    // Adds the dependency in -> out to the dag (appended to `added` when
+    // new); false, remembered in `refused`, when it closes a cycle.
+    auto depend = [&](std::uint32_t in, std::uint32_t out) {
+      const OrderedDag::Add r =
+          refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
+      if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
+      if (r != OrderedDag::Add::kCycle) return true;
+      refused->insert(in, out);
+      return false;
+    };
+    // Takes back what depend() added since `mark`.
+    auto take_back = [&](std::size_t mark) {
+      dag->undo(std::span<const Dep>(added).subspan(mark));
+      added.resize(mark);
+    };
     auto take = [&](std::uint32_t in) {
       if (!updown.empty()) {
         if (up(in)) return true;
@@ -209,16 +224,10 @@ class TreeGrower {
         return std::none_of(outs_in.begin(), outs_in.end(), up);
       }
       if (dag == nullptr) return true;
-      const std::uint32_t v = g_.arc(in).to.value;
       const std::size_t mark = added.size();
-      for (const std::uint32_t out : outs(v)) {
-        const OrderedDag::Add r =
-            refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
-        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
-        if (r == OrderedDag::Add::kCycle) {
-          refused->insert(in, out);
-          dag->undo(std::span<const Dep>(added).subspan(mark));
-          added.resize(mark);
+      for (const std::uint32_t out : outs(g_.arc(in).to.value)) {
+        if (!depend(in, out)) {
+          take_back(mark);
           return false;
         }
       }
@@ -275,15 +284,6 @@ class TreeGrower {
     join(t, kNoArc, 0);
     drain();
     if (dag != nullptr && updown.empty()) {
-      // A dependency in <- out, kept or refused as take() does.
-      auto depend = [&](std::uint32_t in, std::uint32_t out) {
-        const OrderedDag::Add r =
-            refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
-        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
-        if (r != OrderedDag::Add::kCycle) return true;
-        refused->insert(in, out);
-        return false;
-      };
       // Joins left-out switch m through a neighbour x in the tree that
       // forwards on another channel instead; false when none can.
       auto reattach = [&](std::uint32_t m) {
@@ -317,8 +317,7 @@ class TreeGrower {
               join(m, c, cost_[x] + hop + load[c]);
               return true;
             }
-            dag->undo(std::span<const Dep>(added).subspan(mark));
-            added.resize(mark);
+            take_back(mark);
           }
         }
         return false;
