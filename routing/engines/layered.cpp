@@ -36,7 +36,6 @@ constexpr std::uint64_t kFunnelled = 3;
 // s more); 1 CA per switch 1.67 either way; random 1,000 1.12 -> 1.11;
 // 200 1.09 -> 1.08; fat tree k=16 minus 5% 1.32 -> 1.25; torus 8x8x8
 // (general engine) 1.59 -> 1.53, minus 2% of its links 4.73 -> 4.50.
-constexpr std::uint32_t kHotSpotShare = 1;
 constexpr std::uint32_t kHotSpotStall = 64;
 constexpr std::uint64_t kHotSpotDrop = 128;
 // Trees x switches the engine allows itself before it gives more LIDs of
@@ -233,9 +232,11 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   }
   auto units = static_cast<std::uint32_t>(unit_sw.size());
 
-  auto place = [&](std::uint32_t u, std::span<const std::uint32_t> tree) {
+  // Routes unit u's LIDs along `tree` (their loads appended to `placed`).
+  auto place = [&](std::uint32_t u, std::span<const std::uint32_t> tree,
+                   ArcLoads* placed = nullptr) {
     for (const std::uint32_t lid : unit_lids[u]) {
-      place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
+      place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts, placed);
     }
   };
   // Calls fn(arc, sources) once for every channel the routes to `lid`
@@ -311,24 +312,24 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
     return from;
   };
-  // The load the routes to unit u's LIDs put on channels, as the LFTs
-  // hold them, as (channel, sources) into `into`; and the sum over a list
-  // added to (sign +1) or taken off (-1) the loads, or neither (0), which
-  // returns the busiest channel of the list after.
-  using Loads = std::vector<std::pair<std::uint32_t, std::uint64_t>>;
-  auto loads_of = [&](std::uint32_t u, Loads& into) {
+  // The loads the routes to unit u's LIDs put on channels, as the LFTs
+  // hold them, into `into`; a list's loads added to the channels' or taken
+  // off; and the busiest channel of a list.
+  auto loads_of = [&](std::uint32_t u, ArcLoads& into) {
     into.clear();
     for (const std::uint32_t lid : unit_lids[u]) {
       for_each_load(unit_sw[u], lid,
                     [&](std::uint32_t a, std::uint64_t from) { into.emplace_back(a, from); });
     }
   };
-  auto apply = [&](const Loads& list, int sign) {
+  auto add_loads = [&](const ArcLoads& list) {
+    for (const auto& [a, from] : list) load[a] += from;
+  };
+  auto take_loads = [&](const ArcLoads& list) {
+    for (const auto& [a, from] : list) load[a] -= from;
+  };
+  auto busiest_of = [&](const ArcLoads& list) {
     std::uint64_t busiest = 0;
-    for (const auto& [a, from] : list) {
-      if (sign > 0) load[a] += from;
-      if (sign < 0) load[a] -= from;
-    }
     for (const auto& l : list) busiest = std::max(busiest, load[l.first]);
     return busiest;
   };
@@ -419,7 +420,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // tree still fits; a new one that does not is taken back.
   std::uint64_t regrown = 0, moved = 0;
   std::vector<std::uint8_t> old_ports;
-  Loads old_loads, new_loads;
+  ArcLoads old_loads, new_loads;
   // Grows unit u again on layer k, knowing every other tree's load; keeps
   // it if the busiest channel it crosses carries no more than before
   // (`strict`: less), else puts the old routes back.
@@ -427,8 +428,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                     std::uint32_t avoid = kNoArc) {
     const std::uint32_t t = unit_sw[u];
     loads_of(u, old_loads);
-    const std::uint64_t before = apply(old_loads, 0);
-    apply(old_loads, -1);
+    const std::uint64_t before = busiest_of(old_loads);
+    take_loads(old_loads);
     added.clear();
     // A channel to avoid weighs as much as a detour through every switch.
     const std::uint64_t penalty = avoid == kNoArc ? 0 : hop * n;
@@ -438,23 +439,23 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     if (avoid != kNoArc) load[avoid] -= penalty;
     if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
       layers[k].undo(added);
-      apply(old_loads, +1);
+      add_loads(old_loads);
       return false;
     }
     old_ports.clear();
     for (const std::uint32_t lid : unit_lids[u]) {
       for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(routes.lfts[s].get(Lid{lid}));
     }
-    place(u, tree);
-    loads_of(u, new_loads);
-    const std::uint64_t after = apply(new_loads, 0);
+    new_loads.clear();
+    place(u, tree, &new_loads);
+    const std::uint64_t after = busiest_of(new_loads);
     if (after < before || (!strict && after == before)) return true;
-    apply(new_loads, -1);
+    take_loads(new_loads);
     std::size_t i = 0;
     for (const std::uint32_t lid : unit_lids[u]) {
       for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
     }
-    apply(old_loads, +1);
+    add_loads(old_loads);
     layers[k].undo(added);
     return false;
   };
@@ -521,7 +522,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     // (load on hot, LID) of the worst tree's LIDs, and of the tree weighed.
     std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hot, candidate;
     std::uint64_t mark = *std::max_element(load.begin(), load.end());
-    const std::uint32_t steps = units / kHotSpotShare;
+    const std::uint32_t steps = units;  // at most one per tree
     for (std::uint32_t step = 0, stalled = 0; step < steps && stalled < kHotSpotStall;
          ++step, ++stalled) {
       if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};

@@ -421,16 +421,20 @@ class TreeGrower {
   std::vector<std::uint32_t> heap_;
 };
 
+// Loads some routes put on channels: (channel, sources crossing it).
+using ArcLoads = std::vector<std::pair<std::uint32_t, std::uint64_t>>;
+
 // Routes `lid`, delivered by tree.front() (t), along `tree` (the switches
 // grower.grow() returned, with their channels in grower.outs()): each
 // switch takes the channel whose load plus the load of the channel after
-// it is least, and every channel gains the sources whose route crosses it.
+// it is least, and every channel gains the sources whose route crosses it
+// (appended to `placed`, when given, for each channel some route crosses).
 // `pick` and `subtree` are scratch by switch.
 inline void place_lid(const SwitchGraph& g, const TreeGrower& grower,
                       std::span<const std::uint32_t> tree, std::uint32_t lid,
                       std::span<const std::uint64_t> sources, std::span<std::uint64_t> load,
                       std::vector<std::uint32_t>& pick, std::vector<std::uint64_t>& subtree,
-                      std::vector<Lft>& lfts) {
+                      std::vector<Lft>& lfts, ArcLoads* placed = nullptr) {
   const std::uint32_t t = tree.front();
   for (const std::uint32_t s : tree) {
     subtree[s] = sources[s];
@@ -456,6 +460,7 @@ inline void place_lid(const SwitchGraph& g, const TreeGrower& grower,
     const std::uint32_t a = pick[s];
     lfts[s].data()[lid] = g.arc(a).local_port;
     load[a] += subtree[s];
+    if (placed != nullptr && subtree[s] != 0) placed->emplace_back(a, subtree[s]);
     subtree[g.arc(a).to.value] += subtree[s];
   }
 }
