@@ -45,6 +45,301 @@ Error none(std::string why) {
   return Error{Errc::kNotFound, "no torus or mesh: " + why};
 }
 
+constexpr std::uint32_t kNone = UINT32_MAX;
+constexpr std::uint32_t kTwoWays = UINT32_MAX - 1;
+
+// The neighbour of `cur` straight on from `prev`: one that shares no
+// neighbour with prev but cur. kNone at a path's end, kTwoWays when two
+// qualify alike. A missing link can break the square that tells a turn
+// cur+f from straight on; but a turn still shares no neighbour but cur
+// with cur-f, its own opposite, where straight on shares two with every
+// other neighbour of cur unless a square at it is broken too. So of the
+// neighbours that share none with prev, the one that does so with the
+// fewest other neighbours of cur is straight on.
+std::uint32_t straight_on(const Neighbours& nb, std::uint32_t prev, std::uint32_t cur) {
+  std::uint32_t next = kNone, least = kNone;
+  bool tie = false;
+  for (const std::uint32_t w : nb[cur]) {
+    if (w == prev || shared(nb, w, prev) != 1) continue;
+    const auto opposites = static_cast<std::uint32_t>(std::count_if(
+        nb[cur].begin(), nb[cur].end(),
+        [&](std::uint32_t x) { return x != prev && x != w && shared(nb, w, x) == 1; }));
+    if (opposites > least) continue;
+    tie = opposites == least;
+    least = opposites;
+    next = w;
+  }
+  return tie ? kTwoWays : next;
+}
+
+// The seed's neighbours by dimension: those sharing no neighbour but the
+// seed are the two directions of one dimension. Empty when they do not
+// pair so.
+std::vector<std::vector<std::uint32_t>> pair_dimensions(const Neighbours& nb, std::uint32_t seed) {
+  const std::vector<std::uint32_t>& around = nb[seed];
+  std::vector<std::vector<std::uint32_t>> dims;
+  std::vector<std::uint32_t> dim_of(around.size(), kNone);
+  for (std::size_t i = 0; i < around.size(); ++i) {
+    if (dim_of[i] != kNone) continue;
+    dim_of[i] = static_cast<std::uint32_t>(dims.size());
+    dims.push_back({around[i]});
+    for (std::size_t j = i + 1; j < around.size(); ++j) {
+      if (shared(nb, around[i], around[j]) != 1) continue;
+      if (dim_of[j] != kNone || dims.back().size() == 2) return {};
+      dim_of[j] = dim_of[i];
+      dims.back().push_back(around[j]);
+    }
+  }
+  return dims;
+}
+
+// Grid points as mixed-radix numbers (dimension 0 most significant).
+class Points {
+ public:
+  explicit Points(const GridShape& shape) : shape_(shape), stride_(shape.dims(), 1) {
+    for (std::uint32_t d = shape.dims(); d-- > 1;) stride_[d - 1] = stride_[d] * shape.size[d];
+  }
+  std::uint64_t stride(std::uint32_t d) const { return stride_[d]; }
+  std::uint32_t coord(std::uint64_t i, std::uint32_t d) const {
+    return static_cast<std::uint32_t>(i / stride_[d] % shape_.size[d]);
+  }
+  // Calls fn(j) for every grid neighbour j of point i.
+  template <class Fn>
+  void for_each_neighbour(std::uint64_t i, Fn&& fn) const {
+    for (std::uint32_t d = 0; d < shape_.dims(); ++d) {
+      const std::uint32_t c = coord(i, d), k = shape_.size[d];
+      const bool ring = shape_.wrap[d] != 0;
+      if (c + 1 < k) {
+        fn(i + stride_[d]);
+      } else if (ring) {
+        fn(i - std::uint64_t{k - 1} * stride_[d]);
+      }
+      if (c > 0) {
+        fn(i - stride_[d]);
+      } else if (ring) {
+        fn(i + std::uint64_t{k - 1} * stride_[d]);
+      }
+    }
+  }
+
+ private:
+  const GridShape& shape_;
+  std::vector<std::uint64_t> stride_;
+};
+
+// Whether coordinates a and b (one per dimension) are grid neighbours.
+template <class CoordA, class CoordB>
+bool grid_step(const GridShape& shape, CoordA a_of, CoordB b_of) {
+  std::uint32_t differ = 0;
+  bool step = false;
+  for (std::uint32_t d = 0; d < shape.dims(); ++d) {
+    const std::uint32_t a = a_of(d), b = b_of(d);
+    if (a == b) continue;
+    ++differ;
+    const std::uint32_t k = shape.size[d];
+    step = (a + 1 == b || b + 1 == a) ||
+           (shape.wrap[d] != 0 && ((a + 1) % k == b || (b + 1) % k == a));
+  }
+  return differ == 1 && step;
+}
+
+// The links cabled (parallel ones once), each of which must join grid
+// neighbours.
+Result<std::uint64_t> grid_links_cabled(const Topology& topo, const Neighbours& nb,
+                                        const GridShape& shape) {
+  std::uint64_t links = 0;
+  for (std::uint32_t s = 0; s < nb.size(); ++s) {
+    for (const std::uint32_t w : nb[s]) {
+      if (!grid_step(
+              shape, [&](std::uint32_t d) { return shape.at(SwitchIndex{s}, d); },
+              [&](std::uint32_t d) { return shape.at(SwitchIndex{w}, d); })) {
+        return none(fmt::format("the link between switches {} and {} is no grid link",
+                                topo.switch_label(SwitchIndex{s}),
+                                topo.switch_label(SwitchIndex{w})));
+      }
+      ++links;
+    }
+  }
+  return links / 2;
+}
+
+// One try of grid_shape_with_gaps, from `seed`: the shape, or why not.
+// `placings` counts the tries whose lines held every switch (the costly
+// part follows them).
+Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::uint32_t seed,
+                              std::uint64_t max_missing, std::uint32_t& placings) {
+  const auto n = static_cast<std::uint32_t>(nb.size());
+  auto name = [&](std::uint32_t s) { return topo.switch_label(SwitchIndex{s}); };
+  const std::vector<std::vector<std::uint32_t>> dims = pair_dimensions(nb, seed);
+  if (dims.empty()) {
+    return none(fmt::format("the neighbours of switch {} do not pair into dimensions", name(seed)));
+  }
+  // Each dimension's line through the seed, walked straight on both ways.
+  GridShape shape;
+  std::vector<std::vector<std::uint32_t>> lines;
+  std::vector<std::uint32_t> origin;  // the seed's coordinates
+  std::vector<std::uint32_t> on_line(n, kNone);
+  std::uint64_t product = 1;
+  // From the seed through `first`, appending to `out`: 1 when it comes
+  // back to the seed, 0 at a path's end.
+  auto walk = [&](std::uint32_t first, std::uint32_t dim,
+                  std::vector<std::uint32_t>& out) -> Result<int> {
+    out.assign(1, first);
+    if (on_line[first] == dim) return none("a line closes on itself");
+    on_line[first] = dim;
+    std::uint32_t prev = seed;
+    for (;;) {
+      const std::uint32_t next = straight_on(nb, prev, out.back());
+      if (next == kTwoWays) {
+        return none(fmt::format("switch {} has two straight ways on from switch {}",
+                                name(out.back()), name(prev)));
+      }
+      if (next == kNone) return 0;
+      if (next == seed) return 1;
+      if (on_line[next] == dim) return none("a line closes on itself");
+      on_line[next] = dim;
+      prev = out.back();
+      out.push_back(next);
+    }
+  };
+  for (const std::vector<std::uint32_t>& dir : dims) {
+    const auto dim = static_cast<std::uint32_t>(lines.size());
+    std::vector<std::uint32_t> plus, minus, line;
+    int closed = 0;
+    SUBNETD_TRY_ASSIGN(closed, walk(dir[0], dim, plus));
+    if (closed != 0 && (dir.size() != 2 || plus.back() != dir[1])) {
+      return none(fmt::format("switch {}'s dimension through switch {} is neither ring nor path",
+                              name(seed), name(dir[0])));
+    }
+    if (closed == 0 && dir.size() == 2) {
+      int back = 0;
+      SUBNETD_TRY_ASSIGN(back, walk(dir[1], dim, minus));
+      if (back != 0) return none("a line is a ring one way and a path the other");
+    }
+    line.assign(minus.rbegin(), minus.rend());
+    origin.push_back(static_cast<std::uint32_t>(line.size()));
+    line.push_back(seed);
+    line.insert(line.end(), plus.begin(), plus.end());
+    product *= line.size();
+    if (product > n) return none("the dimensions hold more switches than the fabric");
+    shape.size.push_back(static_cast<std::uint32_t>(line.size()));
+    shape.wrap.push_back(closed != 0 ? 1 : 0);
+    lines.push_back(std::move(line));
+  }
+  if (product != n) {
+    return none(fmt::format("the dimensions hold {} switches, the fabric {}", product, n));
+  }
+  ++placings;
+  const std::uint32_t nd = shape.dims();
+  const Points pts(shape);
+  constexpr std::uint64_t kNoPoint = UINT64_MAX;
+  std::vector<std::uint32_t> at(n, kNone);
+  std::vector<std::uint64_t> pos(n, kNoPoint);
+  std::uint64_t seed_point = 0;
+  for (std::uint32_t d = 0; d < nd; ++d) seed_point += origin[d] * pts.stride(d);
+  std::uint32_t placed = 0;
+  auto put = [&](std::uint64_t i, std::uint32_t s) {
+    at[i] = s;
+    pos[s] = i;
+    ++placed;
+  };
+  put(seed_point, seed);
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    for (std::uint32_t c = 0; c < shape.size[d]; ++c) {
+      if (c == origin[d]) continue;
+      const std::uint64_t i = seed_point - origin[d] * pts.stride(d) + c * pts.stride(d);
+      const std::uint32_t s = lines[d][c];
+      if (pos[s] != kNoPoint) {
+        return none(fmt::format("switch {} falls on two grid points", name(s)));
+      }
+      put(i, s);
+    }
+  }
+
+  // The rest, a point at a time next to placed ones. `least` is the
+  // placed neighbours a candidate must be cabled to: two while any point
+  // can be placed so, one only when none can.
+  std::vector<std::uint32_t> score(n, 0), candidates;
+  auto try_place = [&](std::uint64_t i, std::uint32_t least) {
+    candidates.clear();
+    pts.for_each_neighbour(i, [&](std::uint64_t j) {
+      if (at[j] == kNone) return;
+      for (const std::uint32_t w : nb[at[j]]) {
+        if (pos[w] == kNoPoint && score[w]++ == 0) candidates.push_back(w);
+      }
+    });
+    std::uint32_t best = kNone, best_score = 0;
+    bool tie = false;
+    for (const std::uint32_t w : candidates) {
+      const bool fits = std::all_of(nb[w].begin(), nb[w].end(), [&](std::uint32_t q) {
+        return pos[q] == kNoPoint ||
+               grid_step(
+                   shape, [&](std::uint32_t d) { return pts.coord(pos[q], d); },
+                   [&](std::uint32_t d) { return pts.coord(i, d); });
+      });
+      if (!fits || score[w] < best_score) continue;
+      tie = score[w] == best_score;
+      if (!tie) best = w;
+      best_score = score[w];
+    }
+    for (const std::uint32_t w : candidates) score[w] = 0;
+    if (best == kNone || tie || best_score < least) return false;
+    put(i, best);
+    return true;
+  };
+  std::vector<std::uint64_t> queue, waiting;
+  std::vector<std::uint8_t> queued(n, 0);
+  auto enqueue_around = [&](std::uint64_t i) {
+    pts.for_each_neighbour(i, [&](std::uint64_t j) {
+      if (at[j] == kNone && queued[j] == 0) {
+        queued[j] = 1;
+        queue.push_back(j);
+      }
+    });
+  };
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (at[i] != kNone) enqueue_around(i);
+  }
+  for (std::uint32_t least = 2; placed < n && least > 0;) {
+    bool progress = false;
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const std::uint64_t i = queue[q];
+      if (try_place(i, least)) {
+        progress = true;
+        queued[i] = 0;
+        enqueue_around(i);
+      } else {
+        waiting.push_back(i);
+      }
+    }
+    queue.swap(waiting);
+    waiting.clear();
+    least = progress ? 2 : least - 1;
+  }
+  if (placed < n) {
+    const auto left =
+        static_cast<std::uint32_t>(std::find(pos.begin(), pos.end(), kNoPoint) - pos.begin());
+    return none(fmt::format("switch {} fits no grid point next to its neighbours", name(left)));
+  }
+  shape.coord.assign(std::size_t{n} * nd, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    for (std::uint32_t d = 0; d < nd; ++d)
+      shape.coord[std::size_t{s} * nd + d] = pts.coord(pos[s], d);
+  }
+  std::uint64_t links = 0;
+  SUBNETD_TRY_ASSIGN(links, grid_links_cabled(topo, nb, shape));
+  const std::uint64_t expected = shape.grid_links();
+  if (links > expected) return none("more links than the grid has");
+  shape.missing_links = expected - links;
+  if (shape.missing_links > max_missing) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("no torus or mesh: the switches form a {}, but {} of the grid's {} "
+                             "links are missing, more than the {} it may lack",
+                             shape.describe(), shape.missing_links, expected, max_missing)};
+  }
+  return shape;
+}
+
 }  // namespace
 
 std::string GridShape::describe() const {
@@ -64,6 +359,16 @@ std::string GridShape::describe() const {
   return fmt::format("{} {}", dims_text, rings ? "torus" : "mesh");
 }
 
+std::uint64_t GridShape::grid_links() const {
+  std::uint64_t points = 1;
+  for (const std::uint32_t k : size) points *= k;
+  std::uint64_t links = 0;
+  for (std::uint32_t d = 0; d < dims(); ++d) {
+    links += points / size[d] * (wrap[d] != 0 ? size[d] : size[d] - 1);
+  }
+  return links;
+}
+
 Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
   const std::uint32_t n = g.num_switches();
   auto name = [&](std::uint32_t s) { return topo.switch_label(SwitchIndex{s}); };
@@ -77,22 +382,9 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
 
   // Dimensions at the seed: neighbours sharing no neighbour but the seed
   // are the two directions of one dimension.
-  const std::vector<std::uint32_t>& around = nb[seed];
-  std::vector<std::vector<std::uint32_t>> dims;
-  std::vector<std::uint32_t> dim_of(around.size(), UINT32_MAX);
-  for (std::size_t i = 0; i < around.size(); ++i) {
-    if (dim_of[i] != UINT32_MAX) continue;
-    dim_of[i] = static_cast<std::uint32_t>(dims.size());
-    dims.push_back({around[i]});
-    for (std::size_t j = i + 1; j < around.size(); ++j) {
-      if (shared(nb, around[i], around[j]) != 1) continue;
-      if (dim_of[j] != UINT32_MAX || dims.back().size() == 2) {
-        return none(
-            fmt::format("the neighbours of switch {} do not pair into dimensions", name(seed)));
-      }
-      dim_of[j] = dim_of[i];
-      dims.back().push_back(around[j]);
-    }
+  const std::vector<std::vector<std::uint32_t>> dims = pair_dimensions(nb, seed);
+  if (dims.empty()) {
+    return none(fmt::format("the neighbours of switch {} do not pair into dimensions", name(seed)));
   }
 
   // Each dimension's line through the seed, walked straight on.
@@ -108,16 +400,12 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
     while (!closed) {
       const std::uint32_t prev = line[line.size() - 2];
       const std::uint32_t cur = line.back();
-      std::uint32_t next = UINT32_MAX;
-      for (const std::uint32_t w : nb[cur]) {
-        if (w == prev || shared(nb, w, prev) != 1) continue;
-        if (next != UINT32_MAX) {
-          return none(fmt::format("switch {} has two straight ways on from switch {}", name(cur),
-                                  name(prev)));
-        }
-        next = w;
+      const std::uint32_t next = straight_on(nb, prev, cur);
+      if (next == kTwoWays) {
+        return none(fmt::format("switch {} has two straight ways on from switch {}", name(cur),
+                                name(prev)));
       }
-      if (next == UINT32_MAX) break;  // the end of a path
+      if (next == kNone) break;  // the end of a path
       if (next == seed) {
         closed = true;
       } else if (on_line[next] == dim) {
@@ -191,33 +479,56 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
   }
 
   // Every link joins grid neighbours, and the grid's links are all there.
-  std::uint64_t links = 0, expected = 0;
-  for (std::uint32_t d = 0; d < nd; ++d) {
-    expected += n / shape.size[d] * (shape.wrap[d] != 0 ? shape.size[d] : shape.size[d] - 1);
-  }
-  for (std::uint32_t s = 0; s < n; ++s) {
-    for (const std::uint32_t w : nb[s]) {
-      std::uint32_t differ = 0;
-      bool step = false;
-      for (std::uint32_t d = 0; d < nd; ++d) {
-        const std::uint32_t a = shape.at(SwitchIndex{s}, d), b = shape.at(SwitchIndex{w}, d);
-        if (a == b) continue;
-        ++differ;
-        const std::uint32_t k = shape.size[d];
-        step = (a + 1 == b || b + 1 == a) ||
-               (shape.wrap[d] != 0 && ((a + 1) % k == b || (b + 1) % k == a));
-      }
-      if (differ != 1 || !step) {
-        return none(
-            fmt::format("the link between switches {} and {} is no grid link", name(s), name(w)));
-      }
-      ++links;
-    }
-  }
-  if (links / 2 != expected) {
-    return none(fmt::format("{} of the grid's {} links are cabled", links / 2, expected));
+  std::uint64_t links = 0;
+  SUBNETD_TRY_ASSIGN(links, grid_links_cabled(topo, nb, shape));
+  if (links != shape.grid_links()) {
+    return none(fmt::format("{} of the grid's {} links are cabled", links, shape.grid_links()));
   }
   return shape;
+}
+
+Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& g,
+                                       std::uint64_t max_missing) {
+  // Origins whose lines hold every switch, placed from: past this many
+  // the fabric is taken for no grid. Walking an origin's lines is cheap,
+  // so any origin may be walked.
+  constexpr std::uint32_t kPlacings = 32;
+  const std::uint32_t n = g.num_switches();
+  if (n < 2) return none("fewer than two switches");
+  if (g.num_components() != 1) return none("the switches form more than one part");
+  const Neighbours nb = neighbours(g);
+  // Origins: switches whose neighbours pair into dimensions and close
+  // squares (share one or two neighbours each), the most cabled first,
+  // and spread over the fabric (a scrambled order), so that one gap near
+  // the first origin's lines does not spoil the next ones' too.
+  std::vector<std::uint32_t> origins;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    bool clean = !pair_dimensions(nb, s).empty();
+    for (std::size_t i = 0; clean && i < nb[s].size(); ++i) {
+      for (std::size_t j = i + 1; clean && j < nb[s].size(); ++j) {
+        clean = shared(nb, nb[s][i], nb[s][j]) != 0;
+      }
+    }
+    if (clean) origins.push_back(s);
+  }
+  auto scrambled = [](std::uint32_t s) { return s * 2654435761U; };
+  std::sort(origins.begin(), origins.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (nb[a].size() != nb[b].size()) return nb[a].size() > nb[b].size();
+    return scrambled(a) < scrambled(b);
+  });
+  if (origins.empty()) return none("no switch's neighbours pair into dimensions");
+  std::string first;
+  std::uint32_t placings = 0;
+  std::size_t tried = 0;
+  for (; tried < origins.size() && placings < kPlacings; ++tried) {
+    Result<GridShape> shape = gapped_from(topo, nb, origins[tried], max_missing, placings);
+    // Too many links missing: the grid is found, and so it would be from
+    // any other origin.
+    if (shape.ok() || shape.error().code == Errc::kOutOfRange) return shape;
+    if (tried == 0) first = shape.error().message;
+  }
+  return Error{Errc::kNotFound,
+               fmt::format("{} (and from {} more switches as the origin)", first, tried - 1)};
 }
 
 }  // namespace subnetd::routing

@@ -37,6 +37,9 @@ struct GridShape {
   std::vector<std::uint32_t> size;   // per dimension, >= 2
   std::vector<std::uint8_t> wrap;    // per dimension: 1 = a ring (size >= 3), 0 = a path
   std::vector<std::uint32_t> coord;  // by switch_index * dims() + dimension
+  // Grid links no cable joins (grid_shape_with_gaps only): failed or
+  // unplugged; 0 for a whole grid.
+  std::uint64_t missing_links = 0;
 
   std::uint32_t dims() const { return static_cast<std::uint32_t>(size.size()); }
   std::uint32_t at(SwitchIndex s, std::uint32_t d) const {
@@ -45,10 +48,33 @@ struct GridShape {
   // "8x8x8 torus", "4x4 mesh", "2x2x2 mesh" (a cube), "8x3 grid (ring x
   // path)" when the dimensions differ in kind, "ring of 16", "line of 3".
   std::string describe() const;
+  // The links of the whole grid (one per pair of grid neighbours).
+  std::uint64_t grid_links() const;
 };
 
 // The grid the switches of g form, or kNotFound saying why they form none
 // (naming switches by their topo labels).
 Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g);
+
+// A grid with links missing: every switch a grid point and every link a
+// grid link, but up to `max_missing` of the grid's links not cabled (dead
+// cables, ports that bring-up screening disabled). grid_shape() refuses
+// such a fabric, which is what a torus turns into after a year of service;
+// routed as a grid (dimension order, repaired around the gaps in its
+// layers: engines/layered.hpp) it stays far better balanced than as any
+// other topology.
+//
+// Gaps break the exact search's squares and lines, so here the origin may
+// be any switch whose neighbours pair cleanly into dimensions, each
+// dimension's line through it walked both ways. Every other switch is
+// placed at a grid point next to placed ones: of the unplaced switches
+// cabled to the point's placed neighbours, the one cabled to most of them,
+// with no placed neighbour that is not a neighbour of the point; a tie
+// waits for more of its neighbours. Origins are tried by degree (most
+// first) until one places every switch and every link joins grid
+// neighbours. O(origins tried x switches x degree^2). kNotFound for no
+// grid; kOutOfRange, naming the grid, when more links are missing.
+Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& g,
+                                       std::uint64_t max_missing);
 
 }  // namespace subnetd::routing

@@ -45,6 +45,33 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
   FatTreeShape shape = fat_tree_shape(topo, g);
   Result<Routes> routes = Error{Errc::kInternal, "auto: no engine ran"};
   std::string why;
+  std::string gaps_note;  // a grid with links missing whose routes did not fit
+  // A grid with links missing: dimension order repaired around the gaps
+  // (engines/layered.hpp), at any size; false to go on down the list.
+  auto gapped_grid = [&] {
+    const Result<GridShape> gapped = grid_shape_with_gaps(topo, g, layered_grid_max_missing(g));
+    if (!gapped.ok()) return false;
+    const DorCover cover = dor_cover(*gapped);
+    if (cover.vls() > opts.max_vls) return false;
+    Result<Routes> r = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
+    if (!r.ok() && r.error().code != Errc::kCancelled) {
+      gaps_note = fmt::format(
+          "auto: the switches form a {} with {} of its {} links missing, but its "
+          "dimension-order routes could not be repaired around them ({})",
+          gapped->describe(), gapped->missing_links, gapped->grid_links(), r.error().message);
+      return false;
+    }
+    routes = std::move(r);
+    why = fmt::format(
+        "auto: layered, the switches form a {} with {} of its {} links missing, whose "
+        "dimension-order routes need {} of the {} data VL(s) the switch links offer (VL 0 for "
+        "multicast): routed as a grid, repaired around the gaps{}",
+        gapped->describe(), gapped->missing_links, gapped->grid_links(), cover.vls(), opts.max_vls,
+        g.num_switches() <= kLayeredGridCompareMaxSwitches
+            ? ", or in general where that is better balanced (next note)"
+            : "");
+    return true;
+  };
   std::string missing;
   if (shape.fat_tree) missing = fat_tree_gaps(topo, g, shape);
   if (shape.fat_tree && !missing.empty() &&
@@ -70,6 +97,8 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
         "auto: layered, the switches form a {}, whose dimension-order routes need {} of the {} "
         "data VL(s) the switch links offer (VL 0 for multicast)",
         grid->describe(), routes.ok() ? routes->num_vls : 0, opts.max_vls);
+  } else if (gapped_grid()) {
+    // routes and why are set.
   } else if (opts.max_vls >= 2 && g.num_switches() <= kAutoLayeredMaxSwitches) {
     routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);
     why = fmt::format(
@@ -87,7 +116,10 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
         "auto: updn, the fabric is no fat tree and some switch link offers a single data VL "
         "(layered routing needs two to balance)";
   }
-  if (routes.ok()) routes->notes.insert(routes->notes.begin(), why);
+  if (routes.ok()) {
+    routes->notes.insert(routes->notes.begin(), why);
+    if (!gaps_note.empty()) routes->notes.insert(routes->notes.begin() + 1, gaps_note);
+  }
   return routes;
 }
 

@@ -273,6 +273,7 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
       }
       const std::size_t i = slot(s, d, plus ? 0 : 1);
       const std::uint32_t count = first[i + 1] - first[i];
+      if (count == 0 && shape.missing_links != 0) continue;  // uncabled: left to the repair
       if (count == 0) return Error{Errc::kInternal, "dor: a grid point lacks a neighbour"};
       const std::uint32_t a = channel[first[i] + lid % count];
       routes.lfts[s].data()[lid] = g.arc(a).local_port;

@@ -72,6 +72,9 @@ std::uint32_t dor_layers(const GridShape& shape);
 // Dimension-order routes over g's switches, which form `shape`: one layer
 // per box of `cover` (dor_cover of the shape), the layers in use numbered
 // from 1 (VL 0: multicast). Routes::engine is left empty for the caller.
+// On a grid with links missing (GridShape::missing_links) a switch whose
+// next hop is not cabled gets no entry (kDropPort): the caller repairs
+// those routes in their layers (repair_layered), as after a link failure.
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
                           std::stop_token stop);
 

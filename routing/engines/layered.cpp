@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "routing/engines/dor.hpp"
+#include "routing/engines/layered_repair.hpp"
 #include "routing/engines/tree_grower.hpp"
 #include "routing/engines/updn.hpp"
 #include "routing/grid_shape.hpp"
@@ -61,6 +62,44 @@ std::vector<std::uint32_t> bfs_rank(const SwitchGraph& g, std::uint32_t root,
   std::vector<std::uint32_t> pos(n);
   for (std::uint32_t i = 0; i < n; ++i) pos[queue[i]] = i;
   return pos;
+}
+
+// The CA-to-CA paths the busiest link carries under `routes` (every
+// CA/router LID a destination from every other): each LID's sources summed
+// down its forwarding tree, a switch at a time once its feeders are done.
+std::uint64_t busiest_paths(const SwitchGraph& g, const Routes& routes) {
+  const std::uint32_t n = g.num_switches();
+  std::vector<std::uint64_t> sources(n, 0), carried(n), load(g.num_arcs(), 0);
+  std::vector<std::uint32_t> next(n), feeders(n), ready;
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (att.routable() && att.port != 0) ++sources[att.sw.value];
+  }
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (!att.routable() || att.port == 0) continue;
+    std::fill(feeders.begin(), feeders.end(), 0);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      next[s] =
+          s == att.sw.value ? kNoArc : g.arc_at_port(SwitchIndex{s}, routes.lfts[s].get(Lid{l}));
+      if (next[s] != kNoArc) ++feeders[g.arc(next[s]).to.value];
+    }
+    ready.clear();
+    for (std::uint32_t s = 0; s < n; ++s) {
+      carried[s] = sources[s];
+      if (feeders[s] == 0) ready.push_back(s);
+    }
+    while (!ready.empty()) {
+      const std::uint32_t s = ready.back();
+      ready.pop_back();
+      if (next[s] == kNoArc) continue;
+      load[next[s]] += carried[s];
+      const std::uint32_t to = g.arc(next[s]).to.value;
+      carried[to] += carried[s];
+      if (--feeders[to] == 0) ready.push_back(to);
+    }
+  }
+  return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
 }
 
 // The VL budget both the general engine and dimension order obey.
@@ -651,6 +690,72 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   return routes;
 }
 
+std::uint64_t layered_grid_max_missing(const SwitchGraph& g) {
+  // Arcs are both directions of every link (parallel cables apart); the
+  // share is of the grid's links, those cabled and those missing.
+  const double cabled = static_cast<double>(g.num_arcs()) / 2;
+  return static_cast<std::uint64_t>(cabled * kLayeredGridMaxMissingShare /
+                                    (1 - kLayeredGridMaxMissingShare));
+}
+
+Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
+                                  const GridShape& shape, const DorCover& cover,
+                                  const EngineOptions& opts, WorkerPool& pool,
+                                  std::stop_token stop) {
+  Routes dor;
+  SUBNETD_TRY_ASSIGN(dor, dor_routes(g, shape, cover, stop));
+  dor.engine = "layered";
+  // The VLs dimension order leaves free are room for the LIDs whose detours
+  // fit their layer no longer (a mesh has one layer, whose turns allow
+  // no detour).
+  dor.num_vls = opts.max_vls;
+  // And VL 0, multicast's, takes up*/down* routes in multicast's order
+  // when no other layer fits a LID (as the general engine's escape layer).
+  std::vector<std::uint32_t> dist;
+  dor.vl0_rank = bfs_rank(g, 0, dist);
+  LayeredRepairStats st;
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(routes, repair_layered(topo, lids, topo, dor, opts, stop, &st));
+  std::uint8_t top = 1;
+  for (const std::uint8_t l : routes.lid_layer) top = std::max(top, l);
+  routes.num_vls = static_cast<std::uint8_t>(top + 1);
+  std::uint64_t on_vl0 = 0;
+  for (std::uint32_t lid = 1; lid < routes.lid_layer.size(); ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (routes.lid_layer[lid] == 0 && att.routable() && att.port != 0) ++on_vl0;
+  }
+  const std::string what = fmt::format("the switches form a {} with {} of its {} links missing",
+                                       shape.describe(), shape.missing_links, shape.grid_links());
+  routes.notes.clear();
+  routes.notes.push_back(fmt::format(
+      "layered: {}: dimension-order routes on {} of {} data VL(s) (VL 0: multicast, and "
+      "up*/down* routes to {} LID(s) no other layer fits), repaired around the gaps in their "
+      "layers ({} of {} destination LIDs re-attached, {} of them on a new tree, {} moved to "
+      "another layer)",
+      what, routes.num_vls, opts.max_vls, on_vl0, st.lids_regrown,
+      st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown, st.lids_moved));
+  for (const std::string& note : g.notes()) routes.notes.push_back(note);
+  if (g.num_switches() > kLayeredGridCompareMaxSwitches) return routes;
+
+  // Small enough to route in general as well: the better balanced wins
+  // (repaired detours are kept to their layers' turns; on small grids and
+  // hypercubes the general engine's routes spread wider).
+  Routes general;
+  SUBNETD_TRY_ASSIGN(general, layered_general_routes(topo, lids, opts, pool, stop));
+  const std::uint64_t repaired = busiest_paths(g, routes), free = busiest_paths(g, general);
+  Routes& kept = free < repaired ? general : routes;
+  kept.notes.insert(kept.notes.begin(),
+                    fmt::format("layered: {}: {}, whose busiest link carries {} CA-to-CA paths "
+                                "against {} for {}",
+                                what,
+                                &kept == &general ? "routed as any other topology"
+                                                  : "dimension order repaired around the gaps",
+                                std::min(repaired, free), std::max(repaired, free),
+                                &kept == &general ? "dimension order repaired around the gaps"
+                                                  : "the general engine"));
+  return std::move(kept);
+}
+
 Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
                                       std::stop_token stop) const {
@@ -679,6 +784,24 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
         "multicast), more "
         "than the {} given: routed as any other topology",
         shape->describe(), need, opts.max_vls);
+  } else if (const Result<GridShape> gapped =
+                 grid_shape_with_gaps(topo, g, layered_grid_max_missing(g));
+             gapped.ok()) {
+    const DorCover cover = dor_cover(*gapped);
+    Result<Routes> routes =
+        cover.vls() <= opts.max_vls
+            ? gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop)
+            : Error{Errc::kOutOfRange, fmt::format("they need {} data VLs (one for multicast), "
+                                                   "more than the {} given",
+                                                   cover.vls(), opts.max_vls)};
+    if (routes.ok() || routes.error().code == Errc::kCancelled) return routes;
+    grid_note = fmt::format(
+        "layered: the switches form a {} with {} of its {} links missing, but its "
+        "dimension-order routes do not fit ({}): routed as any other topology",
+        gapped->describe(), gapped->missing_links, gapped->grid_links(), routes.error().message);
+  } else if (gapped.error().code == Errc::kOutOfRange) {
+    grid_note = fmt::format("layered: {}: routed as any other topology",
+                            gapped.error().message.substr(gapped.error().message.find(": ") + 2));
   }
   Routes routes;
   SUBNETD_TRY_ASSIGN(routes, layered_general_routes(topo, lids, opts, pool, stop));

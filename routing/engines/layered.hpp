@@ -65,7 +65,13 @@
 // get dimension-order routes instead (routing/engines/dor.hpp: shortest,
 // even on a torus, a layer per box of grid points on VLs 1 and up —
 // 7 on an 8x8x8 torus — VL 0 left to multicast), when those VLs fit the
-// budget; else the note says so and they are routed as above.
+// budget; else the note says so and they are routed as above. So do grids
+// with up to kLayeredGridMaxMissingShare of their links missing
+// (grid_shape_with_gaps: dead cables, disabled ports), their dimension-
+// order routes repaired around the gaps in their layers
+// (engines/layered_repair.hpp) as the daemon repairs them after a link
+// failure; a cold start on a degraded torus then gets the routes a warm
+// one keeps.
 //
 // Multicast (SL 0, VL 0) shares VL 0 with the escape layer, which stays
 // VL 0 even when no tree uses it; its order is exported (Routes::vl0_rank)
@@ -84,6 +90,8 @@
 // (engines/tree_grower.hpp).
 
 #include "routing/engine.hpp"
+#include "routing/engines/dor.hpp"
+#include "routing/grid_shape.hpp"
 #include "routing/switch_graph.hpp"
 
 namespace subnetd::routing {
@@ -103,6 +111,29 @@ std::uint64_t layered_lids_per_tree(const SwitchGraph& g, std::uint8_t vls);
 Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
                                       std::stop_token stop);
+
+// The share of a grid's links that may be missing for it to be routed as
+// a grid (dimension order repaired around the gaps), and that many links
+// for g's cabled ones. The repaired routes' busiest link over the lower
+// bound on an 8x8x8 torus, against the general engine's (layers_bench):
+// 1% missing 1.51 (5.28), 2% 1.58 (4.50), 3% 3.35 (5.37), 4% 4.88 (5.59):
+// past that the seven layers' CDGs leave the detours too few turns.
+inline constexpr double kLayeredGridMaxMissingShare = 0.05;
+std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
+
+// Dimension-order routes on `shape`, a grid with links missing, repaired
+// around the gaps in their layers; an error when a LID fits no layer. Up
+// to kLayeredGridCompareMaxSwitches switches (where the general engine
+// takes under a second) both are routed and the routes whose busiest link
+// carries fewer CA-to-CA paths are kept, the first note saying which and
+// by how much: a detour kept to its layer's turns funnels more on small
+// grids and hypercubes (a 5x5x5 torus minus 2%: 1.52x the lower bound
+// against 1.26; an 8x8x8 torus: 1.58 against 4.50).
+inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
+Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
+                                  const GridShape& shape, const DorCover& cover,
+                                  const EngineOptions& opts, WorkerPool& pool,
+                                  std::stop_token stop);
 
 class LayeredEngine final : public RoutingEngine {
  public:

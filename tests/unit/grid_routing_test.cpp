@@ -4,6 +4,7 @@
 // on the layers they name (the verifier's own check), use as many layers as
 // the shape needs and no more, and load every link of a torus alike.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,6 +54,33 @@ const ShapeCase kShapes[] = {
 
 class GridShapeTest : public ::testing::TestWithParam<ShapeCase> {};
 
+// Coordinates: one grid point per switch, and every link one step in one
+// dimension (checked here, not by the code under test).
+void expect_grid_coordinates(const Fabric& f, const SwitchGraph& g, const GridShape& shape) {
+  std::set<std::vector<std::uint32_t>> points;
+  for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+    std::vector<std::uint32_t> p;
+    for (std::uint32_t d = 0; d < shape.dims(); ++d) {
+      p.push_back(shape.at(SwitchIndex{s}, d));
+      EXPECT_LT(p.back(), shape.size[d]);
+    }
+    EXPECT_TRUE(points.insert(p).second) << "two switches at one grid point";
+    for (const SwitchArc& a : g.arcs(SwitchIndex{s})) {
+      std::uint32_t steps = 0;
+      for (std::uint32_t d = 0; d < shape.dims(); ++d) {
+        const std::uint32_t x = shape.at(SwitchIndex{s}, d), y = shape.at(a.to, d);
+        const std::uint32_t k = shape.size[d];
+        if (x == y) continue;
+        const std::uint32_t gap = x > y ? x - y : y - x;
+        EXPECT_TRUE(gap == 1 || (shape.wrap[d] != 0 && gap == k - 1))
+            << f.topo.switch_label(SwitchIndex{s}) << " - " << f.topo.switch_label(a.to);
+        ++steps;
+      }
+      EXPECT_EQ(steps, 1U);
+    }
+  }
+}
+
 TEST_P(GridShapeTest, FindsTheDimensionsAndCoordinatesThatFitEveryLink) {
   const ShapeCase& c = GetParam();
   const Fabric f = make_fabric(c.spec);
@@ -65,30 +93,18 @@ TEST_P(GridShapeTest, FindsTheDimensionsAndCoordinatesThatFitEveryLink) {
   EXPECT_EQ(sizes, c.sizes) << shape->describe();
   EXPECT_EQ(std::count(shape->wrap.begin(), shape->wrap.end(), 1), c.rings) << shape->describe();
   EXPECT_EQ(dor_layers(*shape), c.vls);
-  // Coordinates: one grid point per switch, and every link one step in one
-  // dimension (checked here, not by the code under test).
-  std::set<std::vector<std::uint32_t>> points;
-  for (std::uint32_t s = 0; s < g->num_switches(); ++s) {
-    std::vector<std::uint32_t> p;
-    for (std::uint32_t d = 0; d < shape->dims(); ++d) {
-      p.push_back(shape->at(SwitchIndex{s}, d));
-      EXPECT_LT(p.back(), shape->size[d]);
-    }
-    EXPECT_TRUE(points.insert(p).second) << "two switches at one grid point";
-    for (const SwitchArc& a : g->arcs(SwitchIndex{s})) {
-      std::uint32_t steps = 0;
-      for (std::uint32_t d = 0; d < shape->dims(); ++d) {
-        const std::uint32_t x = shape->at(SwitchIndex{s}, d), y = shape->at(a.to, d);
-        const std::uint32_t k = shape->size[d];
-        if (x == y) continue;
-        const std::uint32_t gap = x > y ? x - y : y - x;
-        EXPECT_TRUE(gap == 1 || (shape->wrap[d] != 0 && gap == k - 1))
-            << f.topo.switch_label(SwitchIndex{s}) << " - " << f.topo.switch_label(a.to);
-        ++steps;
-      }
-      EXPECT_EQ(steps, 1U);
-    }
-  }
+  EXPECT_EQ(shape->missing_links, 0U);
+  expect_grid_coordinates(f, *g, *shape);
+
+  // The search that tolerates missing links finds a whole grid as it is.
+  auto gapped = grid_shape_with_gaps(f.topo, *g, 0);
+  ASSERT_TRUE(gapped.ok()) << gapped.error().message;
+  sizes = gapped->size;
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, c.sizes) << gapped->describe();
+  EXPECT_EQ(std::count(gapped->wrap.begin(), gapped->wrap.end(), 1), c.rings);
+  EXPECT_EQ(gapped->missing_links, 0U);
+  expect_grid_coordinates(f, *g, *gapped);
 }
 
 // Hops from every switch to every other (BFS), for the shortest-path check.
@@ -219,28 +235,105 @@ TEST(Dor, ParallelCablesShareTheTraffic) {
   for (const std::uint64_t l : path_loads(f, *r)) EXPECT_GT(l, 0U) << "an idle parallel cable";
 }
 
-// Anything but a whole grid is routed as any other topology, and the
-// shape says why it is none.
+// Anything but a grid is routed as any other topology, and the shape
+// says why it is none; a grid with a link missing is no whole grid.
 TEST(GridShape, NoGridIsFoundWhereThereIsNone) {
   for (const char* spec :
        {"torus:dims=5x5,hosts=1", "mesh:dims=4x3,hosts=1", "random:switches=30,degree=4,seed=2",
         "fat-tree:levels=3,k=4", "dragonfly:a=4,p=2,h=2,g=5"}) {
     Fabric f = make_fabric(spec);
-    const bool whole =
+    const bool grid =
         std::string_view(spec).starts_with("torus") || std::string_view(spec).starts_with("mesh");
-    if (whole) cut_links(f.topo, 1, 3);
-    SCOPED_TRACE(std::string(spec) + (whole ? ", one link cut" : ""));
+    if (grid) cut_links(f.topo, 1, 3);
+    SCOPED_TRACE(std::string(spec) + (grid ? ", one link cut" : ""));
     auto g = SwitchGraph::build(f.topo, f.lids);
     ASSERT_TRUE(g.ok());
     auto shape = grid_shape(f.topo, *g);
     ASSERT_FALSE(shape.ok()) << shape->describe();
     EXPECT_EQ(shape.error().code, Errc::kNotFound);
     EXPECT_TRUE(shape.error().message.starts_with("no torus or mesh: ")) << shape.error().message;
+    if (grid) continue;  // found with its gap: GappedGridTest
+    auto gapped = grid_shape_with_gaps(f.topo, *g, 1000);
+    ASSERT_FALSE(gapped.ok()) << gapped->describe();
+    EXPECT_EQ(gapped.error().code, Errc::kNotFound);
     auto r = route_layered(f, 8);
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->notes.front().find("dimension-order"), std::string::npos) << r->notes.front();
   }
 }
+
+// Grids with links missing (seeded cuts): found with their coordinates
+// and the count of links missing, refused when more are missing than
+// allowed, and routed in dimension order repaired around the gaps.
+struct GapCase {
+  const char* spec;
+  std::size_t cut;
+  std::uint64_t seed;
+  std::vector<std::uint32_t> sizes;  // sorted
+  std::uint32_t rings;
+};
+
+const GapCase kGaps[] = {
+    {"torus:dims=8x8x8,hosts=1", 30, 1, {8, 8, 8}, 3},  // 2% of its 1,536 links
+    {"torus:dims=5x5x5,hosts=1", 6, 2, {5, 5, 5}, 3},
+    {"torus:dims=6x6,hosts=2", 2, 3, {6, 6}, 2},
+    {"mesh:dims=8x6,hosts=1", 2, 4, {6, 8}, 0},
+    {"mesh:dims=4x4x3,hosts=1", 3, 5, {3, 4, 4}, 0},
+    {"hypercube:dim=6,hosts=1", 4, 6, {2, 2, 2, 2, 2, 2}, 0},
+};
+
+class GappedGridTest : public ::testing::TestWithParam<GapCase> {
+ protected:
+  Fabric fabric() const {
+    Fabric f = make_fabric(GetParam().spec);
+    cut_links(f.topo, GetParam().cut, GetParam().seed);
+    return f;
+  }
+};
+
+TEST_P(GappedGridTest, FindsTheGridAndCountsTheLinksMissing) {
+  const GapCase& c = GetParam();
+  const Fabric f = fabric();
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->num_components(), 1U);
+  EXPECT_FALSE(grid_shape(f.topo, *g).ok());
+  auto shape = grid_shape_with_gaps(f.topo, *g, c.cut);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  std::vector<std::uint32_t> sizes = shape->size;
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, c.sizes) << shape->describe();
+  EXPECT_EQ(std::count(shape->wrap.begin(), shape->wrap.end(), 1), c.rings);
+  EXPECT_EQ(shape->missing_links, c.cut);
+  expect_grid_coordinates(f, *g, *shape);
+
+  auto strict = grid_shape_with_gaps(f.topo, *g, c.cut - 1);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.error().code, Errc::kOutOfRange);
+  EXPECT_NE(strict.error().message.find(
+                fmt::format("{} of the grid's {} links are missing", c.cut, shape->grid_links())),
+            std::string::npos)
+      << strict.error().message;
+}
+
+TEST_P(GappedGridTest, DimensionOrderRoutesRepairedAroundTheGapsAreCompleteAndDeadlockFree) {
+  const Fabric f = fabric();
+  auto r = route_layered(f, 8);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.front().find(fmt::format("with {} of its", GetParam().cut)), std::string::npos)
+      << r->notes.front();
+  EXPECT_TRUE(r->notes.front().starts_with("layered: the switches form a ")) << r->notes.front();
+  EXPECT_LE(r->num_vls, 8);
+  const auto t = trace_all(f.topo, f.lids, *r);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  EXPECT_EQ(t.misrouted, 0U);
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, GappedGridTest, ::testing::ValuesIn(kGaps));
 
 TEST(GridShape, TwoSeparatePartsAreNoGrid) {
   Fabric f = make_fabric("ring:switches=6,hosts=1");

@@ -549,6 +549,50 @@ TEST(Auto, LayeredOnAMeshWithTwoVlsUpdnWithOne) {
   EXPECT_EQ(one.num_vls, 1);
 }
 
+// A torus with links missing is still routed as a grid: dimension order
+// repaired around the gaps, at any size (no switch-count limit, the
+// repair costs what the broken routes cost), and the note says so; with
+// more links missing than a grid may lack, it is routed as any other
+// topology.
+TEST(Auto, LayeredDimensionOrderOnATorusWithLinksMissing) {
+  Fabric f = make_fabric("torus:dims=5x5x5,hosts=1");
+  cut_links(f.topo, 4, 7);
+  EngineOptions opts;
+  opts.max_vls = 8;
+  const Routes a = route(f, "auto", 2, opts);
+  EXPECT_EQ(a.engine, "layered");
+  EXPECT_LE(a.num_vls, 8);
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_EQ(a.notes.front(),
+            "auto: layered, the switches form a 5x5x5 torus with 4 of its 375 links missing, "
+            "whose dimension-order routes need 5 of the 8 data VL(s) the switch links offer (VL 0 "
+            "for multicast): routed as a grid, repaired around the gaps, or in general where that "
+            "is better balanced (next note)");
+  ASSERT_GE(a.notes.size(), 2U);
+  EXPECT_TRUE(a.notes[1].starts_with(
+      "layered: the switches form a 5x5x5 torus with 4 of its 375 links missing: "))
+      << a.notes[1];
+  EXPECT_NE(a.notes[1].find(" CA-to-CA paths against "), std::string::npos) << a.notes[1];
+  auto v = verify_routes(f, a);
+  EXPECT_TRUE(v.ok()) << v.error().message;
+
+  cut_links(f.topo, 16, 8);  // 20 of 375: over kLayeredGridMaxMissingShare
+  const Routes many = route(f, "auto", 2, opts);
+  EXPECT_EQ(many.engine, "layered");
+  ASSERT_FALSE(many.notes.empty());
+  EXPECT_TRUE(many.notes.front().starts_with("auto: layered, the fabric is no fat tree"))
+      << many.notes.front();
+  bool said = false;
+  for (const std::string& n : many.notes) {
+    said |= n.starts_with(
+        "layered: the switches form a 5x5x5 torus, but 20 of the grid's 375 "
+        "links are missing, more than the ");
+  }
+  std::string notes;
+  for (const std::string& n : many.notes) notes += n + "\n";
+  EXPECT_TRUE(said) << notes;
+}
+
 // Off fat trees auto is layered with two VLs or more, updn with one; the
 // same tables as the engine it names, and its first note says why.
 TEST(Auto, LayeredOffFatTreesWithTwoVlsUpdnWithOne) {
@@ -607,8 +651,9 @@ TEST(Auto, FtreeOnFatTreesBalancedUpDownWhereLinksAreMissing) {
   EXPECT_GT(layered_lids_per_tree(1280, 16384, 512, 1), kAutoBalancedMaxLidsPerTree);
 }
 
-// Above the size limit auto is updn, unless the switches form a grid:
-// dimension-order routes take no time at any size.
+// Above the size limit auto is updn, unless the switches form a grid, or
+// one with a few links missing: dimension-order routes take no time at
+// any size, nor does their repair around a gap.
 TEST(Auto, UpdnAboveTheLayeredSizeLimitUnlessTheSwitchesFormAGrid) {
   Fabric f = make_fabric("torus:dims=33x32,hosts=1");
   ASSERT_GT(f.topo.num_switches(), kAutoLayeredMaxSwitches);
@@ -622,7 +667,13 @@ TEST(Auto, UpdnAboveTheLayeredSizeLimitUnlessTheSwitchesFormAGrid) {
                 "offer (VL 0 for multicast)"),
             std::string::npos)
       << grid.notes.front();
-  cut_links(f.topo, 1, 5);  // a degraded torus is no grid
+  cut_links(f.topo, 1, 5);  // a torus with a link missing is still routed as one
+  const Routes gapped = route(f, "auto");
+  EXPECT_EQ(gapped.engine, "layered");
+  ASSERT_FALSE(gapped.notes.empty());
+  EXPECT_NE(gapped.notes.front().find(" torus with 1 of its 2112 links missing"), std::string::npos)
+      << gapped.notes.front();
+  cut_links(f.topo, 120, 6);  // more than a grid may lack
   const Routes a = route(f, "auto");
   EXPECT_EQ(a.engine, "updn");
   ASSERT_FALSE(a.notes.empty());
