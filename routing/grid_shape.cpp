@@ -221,19 +221,23 @@ Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::u
     line.push_back(seed);
     line.insert(line.end(), plus.begin(), plus.end());
     product *= line.size();
-    if (product > n) return none("the dimensions hold more switches than the fabric");
+    if (product > n + max_missing) {
+      return none("the dimensions hold more switches than the fabric");
+    }
     shape.size.push_back(static_cast<std::uint32_t>(line.size()));
     shape.wrap.push_back(closed != 0 ? 1 : 0);
     lines.push_back(std::move(line));
   }
-  if (product != n) {
+  // Grid points without a switch (dead or removed ones) count against
+  // the links missing: each takes its grid links with it.
+  if (product < n || product - n > max_missing) {
     return none(fmt::format("the dimensions hold {} switches, the fabric {}", product, n));
   }
   ++placings;
   const std::uint32_t nd = shape.dims();
   const Points pts(shape);
   constexpr std::uint64_t kNoPoint = UINT64_MAX;
-  std::vector<std::uint32_t> at(n, kNone);
+  std::vector<std::uint32_t> at(product, kNone);
   std::vector<std::uint64_t> pos(n, kNoPoint);
   std::uint64_t seed_point = 0;
   for (std::uint32_t d = 0; d < nd; ++d) seed_point += origin[d] * pts.stride(d);
@@ -256,11 +260,21 @@ Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::u
     }
   }
 
-  // The rest, a point at a time next to placed ones. `least` is the
-  // placed neighbours a candidate must be cabled to: two while any point
-  // can be placed so, one only when none can.
-  std::vector<std::uint32_t> score(n, 0), candidates;
-  auto try_place = [&](std::uint64_t i, std::uint32_t least) {
+  // The rest, in rounds. Each point next to placed ones names its best
+  // candidate: of the unplaced switches cabled to its placed neighbours,
+  // the one cabled to most, with no placed neighbour that is not one of
+  // the point's. A point whose best is tied waits; so does a switch two
+  // points name alike (a point without a switch would otherwise take the
+  // switch of the point diagonally across the two placed neighbours they
+  // share). `least` is the placed neighbours a candidate must be cabled
+  // to: two while any point can be placed so, one only when none can.
+  struct Claim {
+    std::uint64_t point;
+    std::uint32_t sw, score;
+  };
+  std::vector<Claim> claims;
+  std::vector<std::uint32_t> score(n, 0), top(n, 0), at_top(n, 0), candidates;
+  auto claim = [&](std::uint64_t i) -> Claim {
     candidates.clear();
     pts.for_each_neighbour(i, [&](std::uint64_t j) {
       if (at[j] == kNone) return;
@@ -283,37 +297,50 @@ Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::u
       best_score = score[w];
     }
     for (const std::uint32_t w : candidates) score[w] = 0;
-    if (best == kNone || tie || best_score < least) return false;
-    put(i, best);
-    return true;
+    return {i, tie ? kNone : best, best_score};
   };
-  std::vector<std::uint64_t> queue, waiting;
-  std::vector<std::uint8_t> queued(n, 0);
-  auto enqueue_around = [&](std::uint64_t i) {
+  std::vector<std::uint64_t> queue, next;
+  std::vector<std::uint8_t> queued(product, 0);
+  auto enqueue_around = [&](std::uint64_t i, std::vector<std::uint64_t>& into) {
     pts.for_each_neighbour(i, [&](std::uint64_t j) {
       if (at[j] == kNone && queued[j] == 0) {
         queued[j] = 1;
-        queue.push_back(j);
+        into.push_back(j);
       }
     });
   };
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (at[i] != kNone) enqueue_around(i);
+  for (std::uint64_t i = 0; i < product; ++i) {
+    if (at[i] != kNone) enqueue_around(i, queue);
   }
   for (std::uint32_t least = 2; placed < n && least > 0;) {
-    bool progress = false;
-    for (std::size_t q = 0; q < queue.size(); ++q) {
-      const std::uint64_t i = queue[q];
-      if (try_place(i, least)) {
-        progress = true;
-        queued[i] = 0;
-        enqueue_around(i);
-      } else {
-        waiting.push_back(i);
+    claims.clear();
+    for (const std::uint64_t i : queue) {
+      const Claim c = claim(i);
+      if (c.sw != kNone && c.score >= least) claims.push_back(c);
+    }
+    for (const Claim& c : claims) {
+      if (c.score > top[c.sw]) {
+        top[c.sw] = c.score;
+        at_top[c.sw] = 1;
+      } else if (c.score == top[c.sw]) {
+        ++at_top[c.sw];
       }
     }
-    queue.swap(waiting);
-    waiting.clear();
+    bool progress = false;
+    for (const Claim& c : claims) {
+      if (c.score != top[c.sw] || at_top[c.sw] != 1) continue;
+      put(c.point, c.sw);
+      progress = true;
+    }
+    for (const Claim& c : claims) top[c.sw] = at_top[c.sw] = 0;
+    next.clear();
+    for (const std::uint64_t i : queue) {
+      if (at[i] == kNone) next.push_back(i);
+    }
+    for (const std::uint64_t i : queue) {
+      if (at[i] != kNone) enqueue_around(i, next);
+    }
+    queue.swap(next);
     least = progress ? 2 : least - 1;
   }
   if (placed < n) {
@@ -321,6 +348,7 @@ Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::u
         static_cast<std::uint32_t>(std::find(pos.begin(), pos.end(), kNoPoint) - pos.begin());
     return none(fmt::format("switch {} fits no grid point next to its neighbours", name(left)));
   }
+  shape.missing_switches = static_cast<std::uint32_t>(product - n);
   shape.coord.assign(std::size_t{n} * nd, 0);
   for (std::uint32_t s = 0; s < n; ++s) {
     for (std::uint32_t d = 0; d < nd; ++d)
@@ -333,9 +361,9 @@ Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::u
   shape.missing_links = expected - links;
   if (shape.missing_links > max_missing) {
     return Error{Errc::kOutOfRange,
-                 fmt::format("no torus or mesh: the switches form a {}, but {} of the grid's {} "
-                             "links are missing, more than the {} it may lack",
-                             shape.describe(), shape.missing_links, expected, max_missing)};
+                 fmt::format("no torus or mesh: the switches form a {}, but {} missing, more than "
+                             "the {} links it may lack",
+                             shape.describe(), shape.gaps(), max_missing)};
   }
   return shape;
 }
@@ -357,6 +385,14 @@ std::string GridShape::describe() const {
   if (dims() == 1) return fmt::format("{} of {}", rings ? "ring" : "line", size[0]);
   if (rings && paths) return fmt::format("{} grid ({})", dims_text, kinds);
   return fmt::format("{} {}", dims_text, rings ? "torus" : "mesh");
+}
+
+std::string GridShape::gaps() const {
+  std::uint64_t points = 1;
+  for (const std::uint32_t k : size) points *= k;
+  if (missing_switches == 0) return fmt::format("{} of its {} links", missing_links, grid_links());
+  return fmt::format("{} of its {} switches and {} of its {} links", missing_switches, points,
+                     missing_links, grid_links());
 }
 
 std::uint64_t GridShape::grid_links() const {

@@ -37,9 +37,11 @@ struct GridShape {
   std::vector<std::uint32_t> size;   // per dimension, >= 2
   std::vector<std::uint8_t> wrap;    // per dimension: 1 = a ring (size >= 3), 0 = a path
   std::vector<std::uint32_t> coord;  // by switch_index * dims() + dimension
-  // Grid links no cable joins (grid_shape_with_gaps only): failed or
-  // unplugged; 0 for a whole grid.
+  // Grid links no cable joins and grid points no switch holds
+  // (grid_shape_with_gaps only: failed or unplugged cables, dead
+  // switches, whose links count as missing too); 0 for a whole grid.
   std::uint64_t missing_links = 0;
+  std::uint32_t missing_switches = 0;
 
   std::uint32_t dims() const { return static_cast<std::uint32_t>(size.size()); }
   std::uint32_t at(SwitchIndex s, std::uint32_t d) const {
@@ -50,6 +52,9 @@ struct GridShape {
   std::string describe() const;
   // The links of the whole grid (one per pair of grid neighbours).
   std::uint64_t grid_links() const;
+  // What is missing: "30 of its 1536 links", "1 of its 512 switches and
+  // 36 of its 1536 links".
+  std::string gaps() const;
 };
 
 // The grid the switches of g form, or kNotFound saying why they form none
@@ -58,7 +63,8 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g);
 
 // A grid with links missing: every switch a grid point and every link a
 // grid link, but up to `max_missing` of the grid's links not cabled (dead
-// cables, ports that bring-up screening disabled). grid_shape() refuses
+// cables, ports that bring-up screening disabled, and the links of grid
+// points no switch holds: a dead switch). grid_shape() refuses
 // such a fabric, which is what a torus turns into after a year of service;
 // routed as a grid (dimension order, repaired around the gaps in its
 // layers: engines/layered.hpp) it stays far better balanced than as any

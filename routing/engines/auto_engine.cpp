@@ -56,17 +56,17 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
     Result<Routes> r = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
     if (!r.ok() && r.error().code != Errc::kCancelled) {
       gaps_note = fmt::format(
-          "auto: the switches form a {} with {} of its {} links missing, but its "
+          "auto: the switches form a {} with {} missing, but its "
           "dimension-order routes could not be repaired around them ({})",
-          gapped->describe(), gapped->missing_links, gapped->grid_links(), r.error().message);
+          gapped->describe(), gapped->gaps(), r.error().message);
       return false;
     }
     routes = std::move(r);
     why = fmt::format(
-        "auto: layered, the switches form a {} with {} of its {} links missing, whose "
+        "auto: layered, the switches form a {} with {} missing, whose "
         "dimension-order routes need {} of the {} data VL(s) the switch links offer (VL 0 for "
         "multicast): routed as a grid, repaired around the gaps{}",
-        gapped->describe(), gapped->missing_links, gapped->grid_links(), cover.vls(), opts.max_vls,
+        gapped->describe(), gapped->gaps(), cover.vls(), opts.max_vls,
         g.num_switches() <= kLayeredGridCompareMaxSwitches
             ? ", or in general where that is better balanced (next note)"
             : "");

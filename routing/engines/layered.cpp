@@ -702,6 +702,13 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
                                   const GridShape& shape, const DorCover& cover,
                                   const EngineOptions& opts, WorkerPool& pool,
                                   std::stop_token stop) {
+  const std::uint64_t n = g.num_switches();
+  if (shape.missing_links * n * n > kLayeredGridRepairWork) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("repairing {} broken links' routes over {} switches would take too "
+                             "long (links x switches^2 above 2^28, about 10 s)",
+                             shape.missing_links, n)};
+  }
   Routes dor;
   SUBNETD_TRY_ASSIGN(dor, dor_routes(g, shape, cover, stop));
   dor.engine = "layered";
@@ -724,8 +731,8 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
     const LidAttachment att = g.attachment(Lid{lid});
     if (routes.lid_layer[lid] == 0 && att.routable() && att.port != 0) ++on_vl0;
   }
-  const std::string what = fmt::format("the switches form a {} with {} of its {} links missing",
-                                       shape.describe(), shape.missing_links, shape.grid_links());
+  const std::string what =
+      fmt::format("the switches form a {} with {} missing", shape.describe(), shape.gaps());
   routes.notes.clear();
   routes.notes.push_back(fmt::format(
       "layered: {}: dimension-order routes on {} of {} data VL(s) (VL 0: multicast, and "
@@ -796,9 +803,9 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
                                                    cover.vls(), opts.max_vls)};
     if (routes.ok() || routes.error().code == Errc::kCancelled) return routes;
     grid_note = fmt::format(
-        "layered: the switches form a {} with {} of its {} links missing, but its "
+        "layered: the switches form a {} with {} missing, but its "
         "dimension-order routes do not fit ({}): routed as any other topology",
-        gapped->describe(), gapped->missing_links, gapped->grid_links(), routes.error().message);
+        gapped->describe(), gapped->gaps(), routes.error().message);
   } else if (gapped.error().code == Errc::kOutOfRange) {
     grid_note = fmt::format("layered: {}: routed as any other topology",
                             gapped.error().message.substr(gapped.error().message.find(": ") + 2));

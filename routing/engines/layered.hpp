@@ -130,6 +130,13 @@ std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
 // grids and hypercubes (a 5x5x5 torus minus 2%: 1.52x the lower bound
 // against 1.26; an 8x8x8 torus: 1.58 against 4.50).
 inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
+// The repair's time grows with the links missing times the switches
+// squared (each broken LID's detours searched over the fabric): an 8x8x8
+// torus minus 30 links 0.18 s, 10x10x10 minus 60 1.3 s, 16x16x16 minus 12
+// 7.8 s, minus 36 24 s, minus 245 246 s (and 26.7x the bound, LIDs
+// falling back to VL 0). Past this product a grid with gaps is routed as
+// any other topology (and auto, above 1,024 switches, takes updn).
+inline constexpr std::uint64_t kLayeredGridRepairWork = std::uint64_t{1} << 28;
 Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
                                   const GridShape& shape, const DorCover& cover,
                                   const EngineOptions& opts, WorkerPool& pool,

@@ -311,7 +311,8 @@ TEST_P(GappedGridTest, FindsTheGridAndCountsTheLinksMissing) {
   ASSERT_FALSE(strict.ok());
   EXPECT_EQ(strict.error().code, Errc::kOutOfRange);
   EXPECT_NE(strict.error().message.find(
-                fmt::format("{} of the grid's {} links are missing", c.cut, shape->grid_links())),
+                fmt::format("but {} of its {} links missing, more than the {} links it may lack",
+                            c.cut, shape->grid_links(), c.cut - 1)),
             std::string::npos)
       << strict.error().message;
 }
@@ -334,6 +335,76 @@ TEST_P(GappedGridTest, DimensionOrderRoutesRepairedAroundTheGapsAreCompleteAndDe
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, GappedGridTest, ::testing::ValuesIn(kGaps));
+
+// `f` without switch `dead` and the CAs cabled only to it, as discovery
+// finds a fabric whose switch died; LIDs assigned afresh.
+Fabric without_switch(const Fabric& f, SwitchIndex dead) {
+  const Topology& t = f.topo;
+  const NodeId gone = t.switch_node(dead);
+  Fabric out;
+  out.spec = f.spec + " minus " + t.switch_label(dead);
+  std::vector<NodeId> kept(t.num_nodes());
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId id{i};
+    const Node& node = t.node(id);
+    bool cabled = false;
+    for (PortNum p = 1; p <= node.num_ports; ++p) {
+      cabled |= t.port(id, p).connected() && t.port(id, p).remote_node != gone;
+    }
+    if (id == gone || !cabled) continue;
+    kept[i] = out.topo.add_node(node.type, node.guid, node.num_ports, node.description);
+  }
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    if (!kept[i].valid()) continue;
+    for (PortNum p = 1; p <= t.node(NodeId{i}).num_ports; ++p) {
+      const Port& port = t.port(NodeId{i}, p);
+      if (!port.connected() || !kept[port.remote_node.value].valid()) continue;
+      if (std::pair(port.remote_node.value, port.remote_port) < std::pair(i, p)) continue;
+      const PortRef a{kept[i], p}, b{kept[port.remote_node.value], port.remote_port};
+      EXPECT_TRUE(out.topo.connect(a, b).ok());
+      for (const PortRef& r : {a, b}) {
+        Port& q = out.topo.mutable_port(r.node, r.port);
+        q.state = port.state;
+        q.width_active = port.width_active;
+        q.speed_active = port.speed_active;
+      }
+    }
+  }
+  out.lids = lids_for(out.topo);
+  return out;
+}
+
+// A switch that died takes its grid links with it: the grid is still
+// found, the point left empty counted, and routed as one.
+TEST(GridShape, AGridWithADeadSwitchIsFoundWithItsGap) {
+  Fabric whole = make_fabric("torus:dims=6x6x6,hosts=1");
+  cut_links(whole.topo, 3, 9);
+  const Fabric f = without_switch(whole, SwitchIndex{77});
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->num_switches(), 215U);
+  auto shape = grid_shape_with_gaps(f.topo, *g, 20);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(shape->describe(), "6x6x6 torus");
+  EXPECT_EQ(shape->missing_switches, 1U);
+  // Its six links, and the three cut (none of them at the dead switch).
+  EXPECT_EQ(shape->missing_links, 9U) << shape->gaps();
+  EXPECT_EQ(shape->gaps(), "1 of its 216 switches and 9 of its 648 links");
+  expect_grid_coordinates(f, *g, *shape);
+
+  auto r = route_layered(f, 8);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_TRUE(r->notes.front().starts_with(
+      "layered: the switches form a 6x6x6 torus with 1 of its 216 switches and 9 of its 648 "
+      "links missing: "))
+      << r->notes.front();
+  const auto t = trace_all(f.topo, f.lids, *r);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  WorkerPool pool(2);
+  auto v = verify(f.topo, f.lids, *r, pool, {});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
 
 TEST(GridShape, TwoSeparatePartsAreNoGrid) {
   Fabric f = make_fabric("ring:switches=6,hosts=1");

@@ -585,8 +585,8 @@ TEST(Auto, LayeredDimensionOrderOnATorusWithLinksMissing) {
   bool said = false;
   for (const std::string& n : many.notes) {
     said |= n.starts_with(
-        "layered: the switches form a 5x5x5 torus, but 20 of the grid's 375 "
-        "links are missing, more than the ");
+        "layered: the switches form a 5x5x5 torus, but 20 of its 375 links missing, more than "
+        "the 18 links it may lack: routed as any other topology");
   }
   std::string notes;
   for (const std::string& n : many.notes) notes += n + "\n";
@@ -680,6 +680,22 @@ TEST(Auto, UpdnAboveTheLayeredSizeLimitUnlessTheSwitchesFormAGrid) {
   EXPECT_NE(a.notes.front().find(fmt::format("has {} switches", f.topo.num_switches())),
             std::string::npos)
       << a.notes.front();
+}
+
+// A large grid with more gaps than its repair can mend quickly (links
+// missing x switches^2 past kLayeredGridRepairWork) is routed as any other
+// topology of its size, and the notes say why.
+TEST(Auto, UpdnOnALargeGridWithTooManyGapsToRepairQuickly) {
+  Fabric f = make_fabric("torus:dims=64x64,hosts=1");
+  cut_links(f.topo, 17, 4);  // 17 x 4096^2 > 2^28; 16 would be repaired
+  const Routes a = route(f, "auto");
+  EXPECT_EQ(a.engine, "updn");
+  ASSERT_GE(a.notes.size(), 2U);
+  EXPECT_EQ(a.notes[1],
+            "auto: the switches form a 64x64 torus with 17 of its 8192 links missing, but its "
+            "dimension-order routes could not be repaired around them (repairing 17 broken links' "
+            "routes over 4096 switches would take too long (links x switches^2 above 2^28, about "
+            "10 s))");
 }
 
 // ---------------------------------------------------------------------------
