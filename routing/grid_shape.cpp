@@ -388,19 +388,21 @@ std::string GridShape::describe() const {
 }
 
 std::string GridShape::gaps() const {
-  std::uint64_t points = 1;
-  for (const std::uint32_t k : size) points *= k;
   if (missing_switches == 0) return fmt::format("{} of its {} links", missing_links, grid_links());
-  return fmt::format("{} of its {} switches and {} of its {} links", missing_switches, points,
+  return fmt::format("{} of its {} switches and {} of its {} links", missing_switches, points(),
                      missing_links, grid_links());
 }
 
+std::uint64_t GridShape::points() const {
+  std::uint64_t all = 1;
+  for (const std::uint32_t k : size) all *= k;
+  return all;
+}
+
 std::uint64_t GridShape::grid_links() const {
-  std::uint64_t points = 1;
-  for (const std::uint32_t k : size) points *= k;
   std::uint64_t links = 0;
   for (std::uint32_t d = 0; d < dims(); ++d) {
-    links += points / size[d] * (wrap[d] != 0 ? size[d] : size[d] - 1);
+    links += points() / size[d] * (wrap[d] != 0 ? size[d] : size[d] - 1);
   }
   return links;
 }

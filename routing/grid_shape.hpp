@@ -50,7 +50,9 @@ struct GridShape {
   // "8x8x8 torus", "4x4 mesh", "2x2x2 mesh" (a cube), "8x3 grid (ring x
   // path)" when the dimensions differ in kind, "ring of 16", "line of 3".
   std::string describe() const;
-  // The links of the whole grid (one per pair of grid neighbours).
+  // The grid's points (the product of its sizes), and the links of the
+  // whole grid (one per pair of grid neighbours).
+  std::uint64_t points() const;
   std::uint64_t grid_links() const;
   // What is missing: "30 of its 1536 links", "1 of its 512 switches and
   // 36 of its 1536 links".

@@ -100,7 +100,9 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
   } else if (gapped_grid()) {
     // routes and why are set.
   } else if (opts.max_vls >= 2 && g.num_switches() <= kAutoLayeredMaxSwitches) {
-    routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);
+    // A grid whose repair failed above is not searched and repaired again.
+    routes = gaps_note.empty() ? LayeredEngine{}.compute(topo, lids, opts, pool, stop)
+                               : layered_general_routes(topo, lids, opts, pool, stop);
     why = fmt::format(
         "auto: layered, the fabric is no fat tree and its switch links offer {} data VLs",
         opts.max_vls);
