@@ -163,6 +163,87 @@ Result<std::uint64_t> grid_links_cabled(const Topology& topo, const Neighbours& 
   return links / 2;
 }
 
+// Gives the grid coordinates that depend on its switches' GUIDs only, not
+// on the origin a search started from nor on the switches' index order:
+// the switch of least GUID sits at 0 on every ring and in the lower half
+// of every path; each dimension runs towards the lower-GUID of its two
+// neighbours; rings come before paths, larger before smaller, and
+// dimensions alike in both are ordered by the GUID of its next switch
+// along them. So the same fabric, found whole or with a gap, sweep after
+// sweep, gets the same coordinates, and dimension-order routing the same
+// layers (SLs). Only the least-GUID switch's own death, or a dead
+// neighbour of it, moves them.
+void canonicalise(const Topology& topo, GridShape& shape) {
+  const std::uint32_t nd = shape.dims();
+  const auto n = static_cast<std::uint32_t>(shape.coord.size() / nd);
+  auto guid = [&](std::uint32_t s) {
+    return s == kNone ? UINT64_MAX : topo.node(topo.switch_node(SwitchIndex{s})).guid.value;
+  };
+  std::uint32_t a = 0;
+  for (std::uint32_t s = 1; s < n; ++s) {
+    if (guid(s) < guid(a)) a = s;
+  }
+  // Point index in mixed radix (dimension 0 most significant).
+  std::vector<std::uint64_t> stride(nd, 1);
+  for (std::uint32_t d = nd; d-- > 1;) stride[d - 1] = stride[d] * shape.size[d];
+  std::vector<std::uint32_t> at(shape.points(), kNone);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    std::uint64_t i = 0;
+    for (std::uint32_t d = 0; d < nd; ++d) i += shape.at(SwitchIndex{s}, d) * stride[d];
+    at[i] = s;
+  }
+  std::uint64_t home = 0;
+  for (std::uint32_t d = 0; d < nd; ++d) home += shape.at(SwitchIndex{a}, d) * stride[d];
+  // The switch one step from `a` along d, either way (kNone past a path's end).
+  auto step = [&](std::uint32_t d, bool up) {
+    const std::uint32_t k = shape.size[d];
+    const std::uint32_t c = shape.at(SwitchIndex{a}, d);
+    if (shape.wrap[d] == 0 && (up ? c + 1 == k : c == 0)) return kNone;
+    const std::uint32_t to = up ? (c + 1) % k : (c + k - 1) % k;
+    return at[home - std::uint64_t{c} * stride[d] + std::uint64_t{to} * stride[d]];
+  };
+  std::vector<std::uint8_t> flip(nd, 0);
+  std::vector<std::uint32_t> shift(nd, 0);
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    const std::uint32_t k = shape.size[d];
+    const std::uint32_t c = shape.at(SwitchIndex{a}, d);
+    if (shape.wrap[d] != 0) shift[d] = c;
+    const bool middle = shape.wrap[d] != 0 || c == k - 1 - c;
+    flip[d] = middle ? guid(step(d, false)) < guid(step(d, true)) : c > k - 1 - c;
+  }
+  auto moved = [&](std::uint32_t s, std::uint32_t d) {
+    const std::uint32_t k = shape.size[d];
+    const std::uint32_t c = (shape.at(SwitchIndex{s}, d) + k - shift[d]) % k;
+    if (flip[d] == 0) return c;
+    return shape.wrap[d] != 0 ? (k - c) % k : k - 1 - c;
+  };
+  std::vector<std::uint32_t> order(nd);
+  std::vector<std::uint64_t> next(nd);
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    order[d] = d;
+    next[d] = guid(step(d, flip[d] == 0));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    if (shape.wrap[x] != shape.wrap[y]) return shape.wrap[x] > shape.wrap[y];
+    if (shape.size[x] != shape.size[y]) return shape.size[x] > shape.size[y];
+    const std::uint32_t cx = moved(a, x), cy = moved(a, y);
+    if (cx != cy) return cx < cy;
+    return next[x] < next[y];
+  });
+  GridShape out;
+  out.missing_links = shape.missing_links;
+  out.missing_switches = shape.missing_switches;
+  out.coord.resize(shape.coord.size());
+  for (const std::uint32_t d : order) {
+    out.size.push_back(shape.size[d]);
+    out.wrap.push_back(shape.wrap[d]);
+  }
+  for (std::uint32_t s = 0; s < n; ++s) {
+    for (std::uint32_t i = 0; i < nd; ++i) out.coord[std::size_t{s} * nd + i] = moved(s, order[i]);
+  }
+  shape = std::move(out);
+}
+
 // One try of grid_shape_with_gaps, from `seed`: the shape, or why not.
 // `placings` counts the tries whose lines held every switch (the costly
 // part follows them).
@@ -365,6 +446,7 @@ Result<GridShape> gapped_from(const Topology& topo, const Neighbours& nb, std::u
                              "the {} links it may lack",
                              shape.describe(), shape.gaps(), max_missing)};
   }
+  canonicalise(topo, shape);
   return shape;
 }
 
@@ -522,6 +604,7 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
   if (links != shape.grid_links()) {
     return none(fmt::format("{} of the grid's {} links are cabled", links, shape.grid_links()));
   }
+  canonicalise(topo, shape);
   return shape;
 }
 

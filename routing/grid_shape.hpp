@@ -16,6 +16,12 @@
 // no grid, and the error says why. Parallel links between two switches
 // count as one link of the grid.
 //
+// The coordinates are canonical: they follow the switches' GUIDs (the least
+// at 0 on every ring, in the lower half of every path, each dimension
+// running towards its lower-GUID neighbour), not the search's origin nor
+// the switches' index order. So a grid found whole or with gaps, sweep
+// after sweep, keeps its coordinates, and its LIDs their layers (SLs).
+//
 // A ring of four switches is found as two paths of two (the same graph), so
 // a 4x4x4 torus is found as a 6-cube, which dimension-order routing routes
 // on one VL.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -116,6 +117,10 @@ TEST_P(GridShapeTest, FindsTheDimensionsAndCoordinatesThatFitEveryLink) {
   EXPECT_EQ(std::count(gapped->wrap.begin(), gapped->wrap.end(), 1), c.rings);
   EXPECT_EQ(gapped->missing_links, 0U);
   expect_grid_coordinates(f, *g, *gapped);
+  // And with the same coordinates, though it starts from another origin.
+  EXPECT_EQ(gapped->size, shape->size);
+  EXPECT_EQ(gapped->wrap, shape->wrap);
+  EXPECT_EQ(gapped->coord, shape->coord);
 }
 
 // Hops from every switch to every other (BFS), for the shortest-path check.
@@ -317,6 +322,15 @@ TEST_P(GappedGridTest, FindsTheGridAndCountsTheLinksMissing) {
   EXPECT_EQ(std::count(shape->wrap.begin(), shape->wrap.end(), 1), c.rings);
   EXPECT_EQ(shape->missing_links, c.cut);
   expect_grid_coordinates(f, *g, *shape);
+  // The coordinates the whole grid had: a cable coming back and routing
+  // afresh leaves the LIDs' layers where they were.
+  const Fabric whole = make_fabric(c.spec);
+  auto gw = SwitchGraph::build(whole.topo, whole.lids);
+  ASSERT_TRUE(gw.ok());
+  auto whole_shape = grid_shape(whole.topo, *gw);
+  ASSERT_TRUE(whole_shape.ok()) << whole_shape.error().message;
+  EXPECT_EQ(shape->size, whole_shape->size);
+  EXPECT_EQ(shape->coord, whole_shape->coord);
 
   auto strict = grid_shape_with_gaps(f.topo, *g, c.cut - 1);
   ASSERT_FALSE(strict.ok());
@@ -342,22 +356,25 @@ TEST_P(GappedGridTest, DimensionOrderRoutesRepairedAroundTheGapsAreCompleteAndDe
 
 INSTANTIATE_TEST_SUITE_P(Grids, GappedGridTest, ::testing::ValuesIn(kGaps));
 
-// `f` without switch `dead` and the CAs cabled only to it, as discovery
-// finds a fabric whose switch died; LIDs assigned afresh.
-Fabric without_switch(const Fabric& f, SwitchIndex dead) {
+// `f` without switch `dead` (none: kNoSwitch) and the CAs cabled only to
+// it, as discovery finds a fabric whose switch died, its nodes in reverse
+// order if `reversed` (as another sweep may find them); LIDs assigned
+// afresh.
+Fabric rebuilt(const Fabric& f, SwitchIndex dead, bool reversed) {
   const Topology& t = f.topo;
-  const NodeId gone = t.switch_node(dead);
+  const NodeId gone = dead == kNoSwitch ? NodeId{} : t.switch_node(dead);
   Fabric out;
-  out.spec = f.spec + " minus " + t.switch_label(dead);
+  out.spec = f.spec + (dead == kNoSwitch ? "" : " minus " + t.switch_label(dead));
   std::vector<NodeId> kept(t.num_nodes());
-  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+  for (std::uint32_t k = 0; k < t.num_nodes(); ++k) {
+    const std::uint32_t i = reversed ? t.num_nodes() - 1 - k : k;
     const NodeId id{i};
     const Node& node = t.node(id);
     bool cabled = false;
     for (PortNum p = 1; p <= node.num_ports; ++p) {
       cabled |= t.port(id, p).connected() && t.port(id, p).remote_node != gone;
     }
-    if (id == gone || !cabled) continue;
+    if ((gone.valid() && id == gone) || !cabled) continue;
     kept[i] = out.topo.add_node(node.type, node.guid, node.num_ports, node.description);
   }
   for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
@@ -380,6 +397,56 @@ Fabric without_switch(const Fabric& f, SwitchIndex dead) {
   return out;
 }
 
+Fabric without_switch(const Fabric& f, SwitchIndex dead) {
+  return rebuilt(f, dead, false);
+}
+
+// Each switch's grid coordinates, by its GUID.
+std::map<std::uint64_t, std::vector<std::uint32_t>> coordinates_by_guid(const Topology& topo,
+                                                                        const GridShape& shape) {
+  std::map<std::uint64_t, std::vector<std::uint32_t>> out;
+  const auto n = static_cast<std::uint32_t>(shape.coord.size() / shape.dims());
+  for (std::uint32_t s = 0; s < n; ++s) {
+    std::vector<std::uint32_t>& p = out[topo.node(topo.switch_node(SwitchIndex{s})).guid.value];
+    for (std::uint32_t d = 0; d < shape.dims(); ++d) p.push_back(shape.at(SwitchIndex{s}, d));
+  }
+  return out;
+}
+
+// The coordinates follow the switches' GUIDs, not the search's origin nor
+// the order discovery found the switches in: the same fabric, whole, with
+// gaps or found in another order, gets the same coordinates, and so
+// dimension-order routing puts its LIDs in the same layers (SLs).
+TEST(GridShape, TheCoordinatesFollowTheGuidsNotTheSwitchOrder) {
+  for (const char* spec :
+       {"torus:dims=8x8x8,hosts=1", "torus:dims=6x4x3,hosts=1", "mesh:dims=5x3,hosts=1",
+        "torus:dims=6x2,hosts=1", "hypercube:dim=5,hosts=1", "ring:switches=7,hosts=1"}) {
+    SCOPED_TRACE(spec);
+    const Fabric f = make_fabric(spec);
+    const Fabric back = rebuilt(f, kNoSwitch, true);
+    auto g = SwitchGraph::build(f.topo, f.lids);
+    auto gb = SwitchGraph::build(back.topo, back.lids);
+    ASSERT_TRUE(g.ok() && gb.ok());
+    auto shape = grid_shape(f.topo, *g);
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    const auto want = coordinates_by_guid(f.topo, *shape);
+    auto shape_back = grid_shape(back.topo, *gb);
+    ASSERT_TRUE(shape_back.ok()) << shape_back.error().message;
+    EXPECT_EQ(shape_back->size, shape->size);
+    EXPECT_EQ(shape_back->wrap, shape->wrap);
+    EXPECT_EQ(coordinates_by_guid(back.topo, *shape_back), want);
+    auto gapped_back = grid_shape_with_gaps(back.topo, *gb, 0);
+    ASSERT_TRUE(gapped_back.ok()) << gapped_back.error().message;
+    EXPECT_EQ(coordinates_by_guid(back.topo, *gapped_back), want);
+    // The least GUID at the origin of every ring, in the lower half of
+    // every path.
+    const std::vector<std::uint32_t>& least = want.begin()->second;
+    for (std::uint32_t d = 0; d < shape->dims(); ++d) {
+      EXPECT_LE(least[d], shape->wrap[d] != 0 ? 0 : (shape->size[d] - 1) / 2) << d;
+    }
+  }
+}
+
 // A switch that died takes its grid links with it: the grid is still
 // found, the point left empty counted, and routed as one.
 TEST(GridShape, AGridWithADeadSwitchIsFoundWithItsGap) {
@@ -397,6 +464,15 @@ TEST(GridShape, AGridWithADeadSwitchIsFoundWithItsGap) {
   EXPECT_EQ(shape->missing_links, 9U) << shape->gaps();
   EXPECT_EQ(shape->gaps(), "1 of its 216 switches and 9 of its 648 links");
   expect_grid_coordinates(f, *g, *shape);
+  // Every other switch where it was in the whole grid.
+  const Fabric intact = make_fabric("torus:dims=6x6x6,hosts=1");
+  auto gi = SwitchGraph::build(intact.topo, intact.lids);
+  ASSERT_TRUE(gi.ok());
+  auto intact_shape = grid_shape(intact.topo, *gi);
+  ASSERT_TRUE(intact_shape.ok());
+  auto want = coordinates_by_guid(intact.topo, *intact_shape);
+  want.erase(whole.topo.node(whole.topo.switch_node(SwitchIndex{77})).guid.value);
+  EXPECT_EQ(coordinates_by_guid(f.topo, *shape), want);
 
   auto r = route_layered(f, 8);
   ASSERT_TRUE(r.ok()) << r.error().message;
