@@ -1,7 +1,6 @@
 #include "routing/ordered_dag.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <numeric>
 #include <utility>
 
@@ -15,21 +14,32 @@ OrderedDag::OrderedDag(std::uint32_t nodes)
       }()) {}
 
 OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
-    : node_(order_pos.size()),
-      at_(order_pos.size()),
-      out_(order_pos.size()),
-      in_(order_pos.size()),
-      taken_((order_pos.size() + 63) / 64, 0) {
-  for (std::uint32_t x = 0; x < order_pos.size(); ++x) {
-    node_[x].ord = order_pos[x];
-    at_[order_pos[x]] = x;
+    : node_(order_pos.size() + 2), out_(order_pos.size()), in_(order_pos.size()) {
+  const auto n = static_cast<std::uint32_t>(order_pos.size());
+  head_ = n;
+  tail_ = n + 1;
+  std::vector<std::uint32_t> at(n);
+  for (std::uint32_t x = 0; x < n; ++x) at[order_pos[x]] = x;
+  // Labels spread evenly over the whole range.
+  const std::uint64_t step = UINT64_MAX / (std::uint64_t{n} + 1);
+  node_[head_].label = 0;
+  node_[tail_].label = UINT64_MAX;
+  std::uint32_t prev = head_;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint32_t x = at[i];
+    node_[x].label = (std::uint64_t{i} + 1) * step;
+    node_[x].prev = prev;
+    node_[prev].next = x;
+    prev = x;
   }
+  node_[prev].next = tail_;
+  node_[tail_].prev = prev;
 }
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
   if (u == v) return Add::kCycle;
   if (contains(u, v)) return Add::kKnown;
-  if (node_[u].ord > node_[v].ord && !reorder(u, v)) return Add::kCycle;
+  if (node_[u].label > node_[v].label && !reorder(u, v)) return Add::kCycle;
   ++edges_;
   out_[u].push_back(v);
   in_[v].push_back(u);
@@ -44,81 +54,135 @@ void OrderedDag::undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> a
   }
 }
 
-// ord(v) < ord(u): false when v reaches u (the edge would close a cycle),
-// else moves what u is reached from before what v reaches. The search goes
-// forward from v (through nodes ordered before u) and backward from u
-// (through nodes ordered after v) a node at a time each, breadth first: a
-// node both reach is a cycle, found where the two meet, long before either
-// side has seen all it reaches (most searches in a dense CDG end in a
-// cycle; breadth first, they met after a third of the nodes depth first
-// took, the routes the same). Without a meeting each side runs to its end,
-// as the reordering needs both.
+namespace {
+
+// Room, per node, a stretch of the list is spread to when an insertion
+// found none: the next insertions there find room for a while (16 halvings
+// before the stretch is spread again, wider).
+constexpr std::uint64_t kRoom = std::uint64_t{1} << 16;
+
+using Reached = std::pair<std::uint64_t, std::uint32_t>;  // (label, node)
+// Heaps: the forward side's least label on top, the backward side's most.
+bool after_in_order(const Reached& a, const Reached& b) {
+  return a.first > b.first;
+}
+bool before_in_order(const Reached& a, const Reached& b) {
+  return a.first < b.first;
+}
+
+}  // namespace
+
+// v is ordered before u: false when v reaches u (the edge would close a
+// cycle), else moves what reaches u before what v reaches. The forward
+// search from v scans the least ordered node it reached first (through
+// nodes ordered before u), the backward one from u the most ordered first
+// (through nodes ordered after v), a node each in turn, until they meet (a
+// node both reach: a cycle) or the forward side's next node is ordered
+// after the backward side's next one. Then (ordered along any path, the
+// nodes on it rising) every node v reaches ordered before the forward
+// side's next node F was scanned, and every node reaching u ordered after
+// the backward side's next node B. The scanned backward nodes go, in their
+// order, just after B, the forward ones just before F: each backward node
+// moves earlier, but stays after every node reaching it (all ordered at B
+// or before, or scanned); each forward node moves later, but stays before
+// every node it reaches (ordered at F or after, or scanned). With a side's
+// queue empty, B is the node before v, F the node after u.
 bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
-  const std::uint32_t ub = node_[u].ord, lb = node_[v].ord;
-  auto key = [&](std::uint32_t x) { return std::uint64_t{node_[x].ord} << 32 | x; };
-  auto node = [](std::uint64_t k) { return static_cast<std::uint32_t>(k); };
+  const std::uint64_t lb = node_[v].label, ub = node_[u].label;
   ++epoch_;
-  // Each side's queue is the nodes it reached, as keys.
-  fwd_.assign(1, key(v));
-  bwd_.assign(1, key(u));
+  fwd_.assign(1, Reached{lb, v});
+  bwd_.assign(1, Reached{ub, u});
+  fwd_done_.clear();
+  bwd_done_.clear();
   node_[v].fwd_epoch = epoch_;
   node_[u].back_epoch = epoch_;
-  for (std::size_t f = 0, b = 0; f < fwd_.size() || b < bwd_.size();) {
-    if (f < fwd_.size()) {
-      for (const std::uint32_t y : out_[node(fwd_[f++])]) {
+  for (bool forward = true;
+       !fwd_.empty() && !bwd_.empty() && fwd_.front().first < bwd_.front().first;
+       forward = !forward) {
+    if (forward) {
+      std::pop_heap(fwd_.begin(), fwd_.end(), after_in_order);
+      const std::uint32_t x = fwd_.back().second;
+      fwd_.pop_back();
+      fwd_done_.push_back(x);
+      for (const std::uint32_t y : out_[x]) {
         Node& ny = node_[y];
         if (ny.back_epoch == epoch_) return false;
-        if (ny.fwd_epoch != epoch_ && ny.ord < ub) {
+        if (ny.fwd_epoch != epoch_ && ny.label < ub) {
           ny.fwd_epoch = epoch_;
-          fwd_.push_back(key(y));
+          fwd_.emplace_back(ny.label, y);
+          std::push_heap(fwd_.begin(), fwd_.end(), after_in_order);
         }
       }
-    }
-    if (b < bwd_.size()) {
-      for (const std::uint32_t y : in_[node(bwd_[b++])]) {
+    } else {
+      std::pop_heap(bwd_.begin(), bwd_.end(), before_in_order);
+      const std::uint32_t x = bwd_.back().second;
+      bwd_.pop_back();
+      bwd_done_.push_back(x);
+      for (const std::uint32_t y : in_[x]) {
         Node& ny = node_[y];
         if (ny.fwd_epoch == epoch_) return false;
-        if (ny.back_epoch != epoch_ && ny.ord > lb) {
+        if (ny.back_epoch != epoch_ && ny.label > lb) {
           ny.back_epoch = epoch_;
-          bwd_.push_back(key(y));
+          bwd_.emplace_back(ny.label, y);
+          std::push_heap(bwd_.begin(), bwd_.end(), before_in_order);
         }
       }
     }
   }
-  // Each side by position (the key's high half), and the positions both
-  // held in order: what v reaches takes the last of them, what reaches u
-  // the first, each side keeping its own order.
-  auto pos = [](std::uint64_t k) { return static_cast<std::uint32_t>(k >> 32); };
-  const std::size_t reached = fwd_.size() + bwd_.size();
-  slots_.resize(reached);
-  if (ub - lb <= 256 * reached) {
-    // A window of a few words a node: the positions as bits, read back in
-    // order (they are distinct), sort both sides at once — cheaper than
-    // two sorts (random 1,000 switches: the sorts were 15% of routing).
-    for (const std::uint64_t k : fwd_) taken_[pos(k) / 64] |= std::uint64_t{1} << (pos(k) % 64);
-    for (const std::uint64_t k : bwd_) taken_[pos(k) / 64] |= std::uint64_t{1} << (pos(k) % 64);
-    fwd_.clear();
-    bwd_.clear();
-    std::size_t n = 0;
-    for (std::uint32_t w = lb / 64; w <= ub / 64; ++w) {
-      for (std::uint64_t bits = std::exchange(taken_[w], 0); bits != 0; bits &= bits - 1) {
-        const auto p = static_cast<std::uint32_t>(w * 64 + std::countr_zero(bits));
-        const std::uint32_t x = at_[p];
-        const std::uint64_t k = key(x);
-        (node_[x].back_epoch == epoch_ ? bwd_ : fwd_).push_back(k);
-        slots_[n++] = k;
-      }
-    }
-  } else {
-    std::sort(fwd_.begin(), fwd_.end());
-    std::sort(bwd_.begin(), bwd_.end());
-    std::merge(bwd_.begin(), bwd_.end(), fwd_.begin(), fwd_.end(), slots_.begin());
-  }
-  std::size_t i = 0;
-  for (const std::uint64_t k : bwd_) node_[node(k)].ord = pos(slots_[i++]);
-  for (const std::uint64_t k : fwd_) node_[node(k)].ord = pos(slots_[i++]);
-  for (const std::uint64_t k : slots_) at_[node_[node(k)].ord] = node(k);
+  // B and F (neither was scanned: a node reached by both sides is a
+  // cycle, found where the second side reached it).
+  const std::uint32_t b = bwd_.empty() ? node_[v].prev : bwd_.front().second;
+  const std::uint32_t f = fwd_.empty() ? node_[u].next : fwd_.front().second;
+  for (const std::uint32_t x : fwd_done_) unlink(x);
+  for (const std::uint32_t x : bwd_done_) unlink(x);
+  // Scanned backward most ordered first: in order, reversed.
+  std::reverse(bwd_done_.begin(), bwd_done_.end());
+  if (!bwd_done_.empty()) insert_after(b, bwd_done_);
+  insert_after(node_[f].prev, fwd_done_);
   return true;
+}
+
+void OrderedDag::unlink(std::uint32_t x) {
+  node_[node_[x].prev].next = node_[x].next;
+  node_[node_[x].next].prev = node_[x].prev;
+}
+
+void OrderedDag::insert_after(std::uint32_t after, std::span<const std::uint32_t> block) {
+  const std::uint32_t next = node_[after].next;
+  std::uint32_t prev = after;
+  for (const std::uint32_t x : block) {
+    node_[x].prev = prev;
+    node_[prev].next = x;
+    prev = x;
+  }
+  node_[prev].next = next;
+  node_[next].prev = prev;
+  // Labels: spread over the room between the block's neighbours if there
+  // is any; else over a stretch around it, grown (about three times each
+  // step) until it has kRoom a node. The list's ends are labelled 0 and
+  // the largest label, so the whole list always has room.
+  std::uint32_t lo = block.front(), hi = block.back();
+  std::uint64_t count = block.size();
+  std::uint64_t need = 1;
+  for (;;) {
+    const std::uint64_t a = node_[node_[lo].prev].label, z = node_[node_[hi].next].label;
+    const std::uint64_t step = (z - a) / (count + 1);
+    if (step >= need) {
+      std::uint64_t label = a;
+      for (std::uint32_t x = lo;; x = node_[x].next) {
+        label += step;
+        node_[x].label = label;
+        if (x == hi) break;
+      }
+      return;
+    }
+    need = kRoom;
+    const std::uint64_t grow = count;
+    for (std::uint64_t i = 0; i < grow && node_[lo].prev != head_; ++i, ++count)
+      lo = node_[lo].prev;
+    for (std::uint64_t i = 0; i < grow && node_[hi].next != tail_; ++i, ++count)
+      hi = node_[hi].next;
+  }
 }
 
 }  // namespace subnetd::routing

@@ -139,11 +139,37 @@ INSTANTIATE_TEST_SUITE_P(Graphs, OrderedDagRandom,
 TEST(OrderedDag, StartingOrderKeptWhereEdgesAgree) {
   const std::vector<std::uint32_t> pos{3, 0, 2, 1};  // order: 1, 3, 2, 0
   OrderedDag dag(pos);
+  std::vector<std::uint64_t> start;
+  for (std::uint32_t x = 0; x < 4; ++x) start.push_back(dag.position(x));
+  for (std::uint32_t x = 0; x < 4; ++x) {
+    for (std::uint32_t y = 0; y < 4; ++y) EXPECT_EQ(start[x] < start[y], pos[x] < pos[y]);
+  }
   EXPECT_EQ(dag.add(1, 3), OrderedDag::Add::kNew);
   EXPECT_EQ(dag.add(3, 2), OrderedDag::Add::kNew);
   EXPECT_EQ(dag.add(2, 0), OrderedDag::Add::kNew);
-  for (std::uint32_t x = 0; x < 4; ++x) EXPECT_EQ(dag.position(x), pos[x]);
+  for (std::uint32_t x = 0; x < 4; ++x) EXPECT_EQ(dag.position(x), start[x]);
   EXPECT_EQ(dag.add(0, 1), OrderedDag::Add::kCycle);
+}
+
+// Nodes moved, one after another, to the same place in the order use up
+// the room between its neighbours' labels; the labels around are spread
+// again and the order stays right.
+TEST(OrderedDag, ManyMovesToOnePlaceSpreadTheLabels) {
+  constexpr std::uint32_t kN = 300, kAt = 250;
+  OrderedDag dag(kN);
+  std::set<Edge> edges;
+  // Each i has no edge out, so it alone moves: just after kAt.
+  for (std::uint32_t i = 0; i < 200; ++i) {
+    ASSERT_EQ(dag.add(kAt, i), OrderedDag::Add::kNew) << i;
+    edges.emplace(kAt, i);
+    expect_topological(dag, edges);
+  }
+  // The order there: kAt, 199, 198, ..., 0, kAt + 1.
+  EXPECT_LT(dag.position(kAt), dag.position(199));
+  for (std::uint32_t i = 199; i > 0; --i) EXPECT_LT(dag.position(i), dag.position(i - 1)) << i;
+  EXPECT_LT(dag.position(0), dag.position(kAt + 1));
+  EXPECT_LT(dag.position(kAt - 1), dag.position(kAt));
+  EXPECT_EQ(dag.add(0, kAt), OrderedDag::Add::kCycle);
 }
 
 }  // namespace
