@@ -15,9 +15,9 @@
 // added (as LASH places paths; DFSSSP moves them between layers after the
 // fact). One destination's routes form an in-tree, which alone is
 // acyclic, so a layer always takes at least one. The test is an online
-// topological order per layer (Pearce and Kelly's dynamic ordering): an
+// topological order per layer (OrderedDag: a two-way ordered search): an
 // added dependency that agrees with the order costs nothing; one that does
-// not searches only the region between its two channels. When a
+// not searches from its two channels towards each other in the order. When a
 // destination fits no layer within the budget the answer is an error that
 // says so (kCdgCycle): nothing falls back silently.
 //
