@@ -300,7 +300,10 @@ def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
                     log("  Unlink %s[%d]: %s" % (fab.nodes[a]["desc"], pa, line))
             ib.console('ReLink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
     finally:
-        rc = probe.finish()
+        # Its exit is the event waited for; the kill is only a safety net.
+        # Under TSan, beside other interop runs on two cores, the probe
+        # once printed its stats and took over 10 s to exit (SIGKILL, rc -9).
+        rc = probe.finish(timeout=60)
     stats = [l for l in probe.lines if l.startswith("stats ")]
     if rc != 0 or not stats:
         fails.add(where, "umad_probe exited with %s, see %s/probe.log" % (rc, workdir))
