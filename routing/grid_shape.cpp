@@ -183,24 +183,22 @@ void canonicalise(const Topology& topo, GridShape& shape) {
   for (std::uint32_t s = 1; s < n; ++s) {
     if (guid(s) < guid(a)) a = s;
   }
-  // Point index in mixed radix (dimension 0 most significant).
-  std::vector<std::uint64_t> stride(nd, 1);
-  for (std::uint32_t d = nd; d-- > 1;) stride[d - 1] = stride[d] * shape.size[d];
-  std::vector<std::uint32_t> at(shape.points(), kNone);
-  for (std::uint32_t s = 0; s < n; ++s) {
+  const Points pts(shape);
+  auto point = [&](std::uint32_t s) {
     std::uint64_t i = 0;
-    for (std::uint32_t d = 0; d < nd; ++d) i += shape.at(SwitchIndex{s}, d) * stride[d];
-    at[i] = s;
-  }
-  std::uint64_t home = 0;
-  for (std::uint32_t d = 0; d < nd; ++d) home += shape.at(SwitchIndex{a}, d) * stride[d];
+    for (std::uint32_t d = 0; d < nd; ++d) i += shape.at(SwitchIndex{s}, d) * pts.stride(d);
+    return i;
+  };
+  std::vector<std::uint32_t> at(shape.points(), kNone);
+  for (std::uint32_t s = 0; s < n; ++s) at[point(s)] = s;
+  const std::uint64_t home = point(a);
   // The switch one step from `a` along d, either way (kNone past a path's end).
   auto step = [&](std::uint32_t d, bool up) {
     const std::uint32_t k = shape.size[d];
     const std::uint32_t c = shape.at(SwitchIndex{a}, d);
     if (shape.wrap[d] == 0 && (up ? c + 1 == k : c == 0)) return kNone;
     const std::uint32_t to = up ? (c + 1) % k : (c + k - 1) % k;
-    return at[home - std::uint64_t{c} * stride[d] + std::uint64_t{to} * stride[d]];
+    return at[home - std::uint64_t{c} * pts.stride(d) + std::uint64_t{to} * pts.stride(d)];
   };
   std::vector<std::uint8_t> flip(nd, 0);
   std::vector<std::uint32_t> shift(nd, 0);
