@@ -480,9 +480,10 @@ std::uint64_t GridShape::points() const {
 }
 
 std::uint64_t GridShape::grid_links() const {
+  const std::uint64_t all = points();
   std::uint64_t links = 0;
   for (std::uint32_t d = 0; d < dims(); ++d) {
-    links += points() / size[d] * (wrap[d] != 0 ? size[d] : size[d] - 1);
+    links += all / size[d] * (wrap[d] != 0 ? size[d] : size[d] - 1);
   }
   return links;
 }

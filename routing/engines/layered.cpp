@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 #include <vector>
 
@@ -706,8 +707,8 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   if (shape.missing_links * n * n > kLayeredGridRepairWork) {
     return Error{Errc::kOutOfRange,
                  fmt::format("repairing {} broken links' routes over {} switches would take too "
-                             "long (links x switches^2 above 2^28, about 10 s)",
-                             shape.missing_links, n)};
+                             "long (links x switches^2 above 2^{}, about 10 s)",
+                             shape.missing_links, n, std::countr_zero(kLayeredGridRepairWork))};
   }
   Routes dor;
   SUBNETD_TRY_ASSIGN(dor, dor_routes(g, shape, cover, stop));

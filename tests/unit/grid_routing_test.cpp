@@ -64,6 +64,13 @@ void expect_delivered_deadlock_free(const Fabric& f, const Routes& r) {
   EXPECT_TRUE(v.ok()) << v.error().message;
 }
 
+// The whole grid the fabric's switches form (grid_shape()).
+Result<GridShape> shape_of(const Fabric& f) {
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  if (!g.ok()) return g.error();
+  return grid_shape(f.topo, *g);
+}
+
 class GridShapeTest : public ::testing::TestWithParam<ShapeCase> {};
 
 // Coordinates: one grid point per switch, and every link one step in one
@@ -324,10 +331,7 @@ TEST_P(GappedGridTest, FindsTheGridAndCountsTheLinksMissing) {
   expect_grid_coordinates(f, *g, *shape);
   // The coordinates the whole grid had: a cable coming back and routing
   // afresh leaves the LIDs' layers where they were.
-  const Fabric whole = make_fabric(c.spec);
-  auto gw = SwitchGraph::build(whole.topo, whole.lids);
-  ASSERT_TRUE(gw.ok());
-  auto whole_shape = grid_shape(whole.topo, *gw);
+  auto whole_shape = shape_of(make_fabric(c.spec));
   ASSERT_TRUE(whole_shape.ok()) << whole_shape.error().message;
   EXPECT_EQ(shape->size, whole_shape->size);
   EXPECT_EQ(shape->coord, whole_shape->coord);
@@ -495,10 +499,8 @@ TEST(GridShape, AGridWithADeadSwitchIsFoundWithItsGap) {
   expect_grid_coordinates(f, *g, *shape);
   // Every other switch where it was in the whole grid.
   const Fabric intact = make_fabric("torus:dims=6x6x6,hosts=1");
-  auto gi = SwitchGraph::build(intact.topo, intact.lids);
-  ASSERT_TRUE(gi.ok());
-  auto intact_shape = grid_shape(intact.topo, *gi);
-  ASSERT_TRUE(intact_shape.ok());
+  auto intact_shape = shape_of(intact);
+  ASSERT_TRUE(intact_shape.ok()) << intact_shape.error().message;
   auto want = coordinates_by_guid(intact.topo, *intact_shape);
   want.erase(whole.topo.node(whole.topo.switch_node(SwitchIndex{77})).guid.value);
   EXPECT_EQ(coordinates_by_guid(f.topo, *shape), want);
