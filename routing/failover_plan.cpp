@@ -384,6 +384,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   // the class may take them), nearest the class's switch first.
   std::vector<OrderedDag> dags;
   dags.reserve(layers);
+  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
   for (std::uint8_t k = 0; k < layers; ++k) {
     const std::uint64_t* dep = &deps[layer_words * k];
     auto for_deps = [&](std::uint32_t a, auto&& fn) {
@@ -394,7 +395,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
         }
       }
     };
-    std::optional<OrderedDag> dag = ordered_cdg(arcs, for_deps);
+    std::optional<OrderedDag> dag = ordered_cdg(frame, for_deps);
     if (!dag) {
       return Error{Errc::kCdgCycle,
                    fmt::format("routes of engine {}: the dependencies of layer {} close a "

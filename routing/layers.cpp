@@ -35,8 +35,9 @@ Result<LayerAssignment> assign_layers(const Topology& topo, const LidMap& lids,
   LayerAssignment out;
   const std::uint32_t max_lid = g.max_lid().value;
   out.lid_layer.assign(std::size_t{max_lid} + 1, 0);
+  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
   std::vector<OrderedDag> layers;
-  layers.emplace_back(g.num_arcs());
+  layers.emplace_back(frame);
   // 2e: on this LID's walk now; 2e + 1: its onward hops are recorded.
   std::vector<std::uint32_t> stamp(n, 0);
   std::uint32_t epoch = 0;
@@ -95,7 +96,7 @@ Result<LayerAssignment> assign_layers(const Topology& topo, const LidMap& lids,
                                    "LID {} closes a credit loop on every one of them",
                                    opts.max_layers, lid)};
         }
-        layers.emplace_back(g.num_arcs());
+        layers.emplace_back(frame);
       }
       OrderedDag& dag = layers[layer];
       const bool was_empty = dag.empty();

@@ -1,21 +1,63 @@
 #include "routing/ordered_dag.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <utility>
 
+#include "routing/switch_graph.hpp"
+
 namespace subnetd::routing {
 
-OrderedDag::OrderedDag(std::uint32_t nodes)
-    : OrderedDag([nodes] {
-        std::vector<std::uint32_t> pos(nodes);
+std::shared_ptr<const DagFrame> DagFrame::complete(std::uint32_t nodes) {
+  auto f = std::make_shared<DagFrame>();
+  f->out_first.assign(nodes, 0);
+  f->in_first.assign(nodes, 0);
+  f->in_nodes.resize(nodes);
+  std::iota(f->in_nodes.begin(), f->in_nodes.end(), 0U);
+  f->in_slot = f->in_nodes;
+  f->out_width = f->in_width = nodes;
+  return f;
+}
+
+std::shared_ptr<const DagFrame> cdg_frame(const SwitchGraph& g) {
+  auto f = std::make_shared<DagFrame>();
+  const std::uint32_t arcs = g.num_arcs(), n = g.num_switches();
+  f->out_first.resize(arcs);
+  f->in_first.resize(arcs);
+  f->in_slot.resize(arcs);
+  std::vector<std::uint32_t> entering(n, 0);
+  for (std::uint32_t a = 0; a < arcs; ++a) {
+    const SwitchIndex h = g.arc(a).to;
+    f->out_first[a] = g.first_arc(h);
+    f->in_slot[a] = entering[h.value]++;
+  }
+  for (std::uint32_t s = 0; s < n; ++s) {
+    f->out_width =
+        std::max(f->out_width, g.first_arc(SwitchIndex{s + 1}) - g.first_arc(SwitchIndex{s}));
+    f->in_width = std::max(f->in_width, entering[s]);
+  }
+  f->in_nodes.assign(std::size_t{n} * f->in_width, DagFrame::kNone);
+  for (std::uint32_t a = 0; a < arcs; ++a) {
+    f->in_nodes[std::size_t{g.arc(a).to.value} * f->in_width + f->in_slot[a]] = a;
+    f->in_first[a] = g.arc_source(a).value * f->in_width;
+  }
+  return f;
+}
+
+OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame)
+    : OrderedDag(frame, [n = frame->nodes()] {
+        std::vector<std::uint32_t> pos(n);
         std::iota(pos.begin(), pos.end(), 0U);
         return pos;
       }()) {}
 
-OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
-    : node_(order_pos.size() + 2), out_(order_pos.size()), in_(order_pos.size()) {
+OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame, std::vector<std::uint32_t> order_pos)
+    : node_(order_pos.size() + 2), frame_(std::move(frame)) {
   const auto n = static_cast<std::uint32_t>(order_pos.size());
+  out_words_ = (frame_->out_width + 63) / 64;
+  stride_ = out_words_ + (frame_->in_width + 63) / 64;
+  words_.assign(std::size_t{n} * stride_, 0);
   head_ = n;
   tail_ = n + 1;
   std::vector<std::uint32_t> at(n);
@@ -37,21 +79,31 @@ OrderedDag::OrderedDag(std::vector<std::uint32_t> order_pos)
 }
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
-  if (u == v) return Add::kCycle;
+  std::uint32_t out = 0, in = 0;
+  if (u == v || !frame_->slots(u, v, out, in)) return Add::kCycle;
   if (contains(u, v)) return Add::kKnown;
   if (node_[u].label > node_[v].label && !reorder(u, v)) return Add::kCycle;
   ++edges_;
-  out_[u].push_back(v);
-  in_[v].push_back(u);
+  set(u, v, out, in, true);
   return Add::kNew;
 }
 
 void OrderedDag::undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added) {
   for (auto it = added.rbegin(); it != added.rend(); ++it) {
-    out_[it->first].pop_back();
-    in_[it->second].pop_back();
+    std::uint32_t out = 0, in = 0;
+    if (!frame_->slots(it->first, it->second, out, in)) continue;  // never added
+    set(it->first, it->second, out, in, false);
     --edges_;
   }
+}
+
+void OrderedDag::set(std::uint32_t u, std::uint32_t v, std::uint32_t out, std::uint32_t in,
+                     bool on) {
+  std::uint64_t& o = words_[std::size_t{u} * stride_ + out / 64];
+  std::uint64_t& i = words_[std::size_t{v} * stride_ + out_words_ + in / 64];
+  const std::uint64_t ob = std::uint64_t{1} << (out % 64), ib = std::uint64_t{1} << (in % 64);
+  o = on ? o | ob : o & ~ob;
+  i = on ? i | ib : i & ~ib;
 }
 
 namespace {
@@ -104,13 +156,19 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
       const std::uint32_t x = fwd_.back().second;
       fwd_.pop_back();
       fwd_done_.push_back(x);
-      for (const std::uint32_t y : out_[x]) {
-        Node& ny = node_[y];
-        if (ny.back_epoch == epoch_) return false;
-        if (ny.fwd_epoch != epoch_ && ny.label < ub) {
-          ny.fwd_epoch = epoch_;
-          fwd_.emplace_back(ny.label, y);
-          std::push_heap(fwd_.begin(), fwd_.end(), after_in_order);
+      const std::uint64_t* w = &words_[std::size_t{x} * stride_];
+      const std::uint32_t first = frame_->out_first[x];
+      for (std::uint32_t k = 0; k < out_words_; ++k) {
+        for (std::uint64_t bits = w[k]; bits != 0; bits &= bits - 1) {
+          const std::uint32_t y =
+              first + k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+          Node& ny = node_[y];
+          if (ny.back_epoch == epoch_) return false;
+          if (ny.fwd_epoch != epoch_ && ny.label < ub) {
+            ny.fwd_epoch = epoch_;
+            fwd_.emplace_back(ny.label, y);
+            std::push_heap(fwd_.begin(), fwd_.end(), after_in_order);
+          }
         }
       }
     } else {
@@ -118,13 +176,18 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
       const std::uint32_t x = bwd_.back().second;
       bwd_.pop_back();
       bwd_done_.push_back(x);
-      for (const std::uint32_t y : in_[x]) {
-        Node& ny = node_[y];
-        if (ny.fwd_epoch == epoch_) return false;
-        if (ny.back_epoch != epoch_ && ny.label > lb) {
-          ny.back_epoch = epoch_;
-          bwd_.emplace_back(ny.label, y);
-          std::push_heap(bwd_.begin(), bwd_.end(), before_in_order);
+      const std::uint64_t* w = &words_[std::size_t{x} * stride_ + out_words_];
+      const std::uint32_t* from = &frame_->in_nodes[frame_->in_first[x]];
+      for (std::uint32_t k = 0; k < stride_ - out_words_; ++k) {
+        for (std::uint64_t bits = w[k]; bits != 0; bits &= bits - 1) {
+          const std::uint32_t y = from[k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits))];
+          Node& ny = node_[y];
+          if (ny.fwd_epoch == epoch_) return false;
+          if (ny.back_epoch != epoch_ && ny.label > lb) {
+            ny.back_epoch = epoch_;
+            bwd_.emplace_back(ny.label, y);
+            std::push_heap(bwd_.begin(), bwd_.end(), before_in_order);
+          }
         }
       }
     }

@@ -186,7 +186,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   const std::span<const std::uint32_t> static_order =
       updown_only ? std::span<const std::uint32_t>(escape.updown_rank)
                   : std::span<const std::uint32_t>();
-  layers.push_back(updown_only ? OrderedDag(arcs) : updown_cdg(g, escape.updown_rank, rev));
+  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
+  layers.push_back(updown_only ? OrderedDag(frame) : updown_cdg(g, escape.updown_rank, rev, frame));
   const std::size_t escape_deps = layers[0].edges();
   std::vector<std::vector<std::uint32_t>> root_dist;  // per free layer
   // Each free layer has a root, spread over the fabric (each the switch
@@ -206,7 +207,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       const std::vector<std::uint32_t> pos = bfs_rank(g, root, dist);
       for (std::uint32_t s = 0; s < n; ++s) nearest[s] = std::min(nearest[s], dist[s]);
       root_dist.push_back(dist);
-      layers.emplace_back(updown_order(g, pos));
+      layers.emplace_back(frame, updown_order(g, pos));
       // The next root: the switch farthest from every root so far (one no
       // root reaches, in another part, first: kNoArc is the largest).
       std::uint32_t far = root;
@@ -217,7 +218,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
   }
   std::vector<std::uint32_t> try_order;
-  std::vector<RefusedDeps> refused(layers.size(), RefusedDeps(arcs));
+  std::vector<RefusedDeps> refused(layers.size(), RefusedDeps(frame));
 
   Routes routes;
   routes.engine = "layered";

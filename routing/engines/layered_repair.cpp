@@ -48,16 +48,16 @@ class DepBits {
 // The layer's CDG as an OrderedDag: a topological order of its channels
 // (Kahn), then every dependency, which then agrees with it. kCdgCycle when
 // the dependencies close a cycle.
-Result<OrderedDag> dag_of(const SwitchGraph& g, const DepBits& db,
-                          const std::vector<std::uint64_t>& bits, unsigned layer) {
-  const std::uint32_t arcs = g.num_arcs();
+Result<OrderedDag> dag_of(const SwitchGraph& g, const std::shared_ptr<const DagFrame>& frame,
+                          const DepBits& db, const std::vector<std::uint64_t>& bits,
+                          unsigned layer) {
   auto outs = [&](std::uint32_t a, auto&& fn) {
     const SwitchIndex h = g.arc(a).to;
     for (std::uint32_t b = g.first_arc(h); b < g.first_arc(SwitchIndex{h.value + 1}); ++b) {
       if (db.test(bits, a, b)) fn(b);
     }
   };
-  std::optional<OrderedDag> dag = ordered_cdg(arcs, outs);
+  std::optional<OrderedDag> dag = ordered_cdg(frame, outs);
   if (!dag) {
     return Error{Errc::kCdgCycle,
                  fmt::format("layer {}: the dependencies of the routes kept close a cycle on "
@@ -148,6 +148,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // switch over live links (resolved == epoch; depth: hops), as the
   // classification of classify() left them.
   const DepBits db(g);
+  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
   std::vector<std::vector<std::uint64_t>> deps(num_layers,
                                                std::vector<std::uint64_t>(db.words(), 0));
   std::vector<std::uint64_t> load(arcs, 0), subtree(n, 0);
@@ -279,7 +280,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   }
   std::vector<OrderedDag> layers;
   for (unsigned k = 0; k < num_layers; ++k) {
-    Result<OrderedDag> dag = dag_of(g, db, deps[k], k);
+    Result<OrderedDag> dag = dag_of(g, frame, db, deps[k], k);
     if (!dag.ok()) {
       return Error{dag.error().code, "layered repair: " + dag.error().message};
     }
@@ -293,7 +294,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // through a channel only if its dependency on the next hop's channel
   // keeps the layer's CDG acyclic.
   const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
-  std::vector<RefusedDeps> refused(num_layers, RefusedDeps(g.num_arcs()));
+  std::vector<RefusedDeps> refused(num_layers, RefusedDeps(frame));
   std::vector<Dep> added;
   using Item = std::pair<std::uint64_t, std::uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;

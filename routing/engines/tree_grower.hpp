@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <utility>
@@ -52,12 +53,14 @@ inline void bfs_hops(const SwitchGraph& g, std::uint32_t root, std::vector<std::
   }
 }
 
-// A CDG over `nodes` channels, given by outs(a, fn) calling fn(b) for
-// every dependency a->b, as an OrderedDag: a topological order of the
-// channels (Kahn's, FIFO), then every dependency, which agrees with it.
-// Empty when the dependencies close a cycle.
+// A CDG over the channels of `frame` (cdg_frame), given by outs(a, fn)
+// calling fn(b) for every dependency a->b, as an OrderedDag: a
+// topological order of the channels (Kahn's, FIFO), then every
+// dependency, which agrees with it. Empty when the dependencies close a
+// cycle.
 template <class Outs>
-std::optional<OrderedDag> ordered_cdg(std::uint32_t nodes, Outs&& outs) {
+std::optional<OrderedDag> ordered_cdg(std::shared_ptr<const DagFrame> frame, Outs&& outs) {
+  const std::uint32_t nodes = frame->nodes();
   std::vector<std::uint32_t> indeg(nodes, 0);
   for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { ++indeg[b]; });
   std::vector<std::uint32_t> queue;
@@ -73,7 +76,7 @@ std::optional<OrderedDag> ordered_cdg(std::uint32_t nodes, Outs&& outs) {
   if (queue.size() != nodes) return std::nullopt;
   std::vector<std::uint32_t> pos(nodes);
   for (std::uint32_t i = 0; i < nodes; ++i) pos[queue[i]] = i;
-  OrderedDag dag(std::move(pos));
+  OrderedDag dag(std::move(frame), std::move(pos));
   for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { dag.add(a, b); });
   return dag;
 }
@@ -122,31 +125,40 @@ void for_each_updown_dep(const SwitchGraph& g, std::span<const std::uint32_t> po
 }
 
 // The escape layer's CDG before any tree: every dependency of an up*/down*
-// route, in updown_order.
+// route, in updown_order (`frame`: g's cdg_frame).
 inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
-                             std::span<const std::uint32_t> rev) {
-  OrderedDag dag(updown_order(g, pos));
+                             std::span<const std::uint32_t> rev,
+                             std::shared_ptr<const DagFrame> frame) {
+  OrderedDag dag(std::move(frame), updown_order(g, pos));
   for_each_updown_dep(g, pos, rev, [&](std::uint32_t in, std::uint32_t out) { dag.add(in, out); });
   return dag;
 }
 
 // Dependencies a layer refused (they closed a cycle), refused again
 // without a search: it may have been refused for a tree taken back since;
-// refusing stays safe. By channel in, the few channels out refused after
-// it (a scan of a handful beats hashing every key).
+// refusing stays safe. A bit per dependency the frame (cdg_frame) allows.
 class RefusedDeps {
  public:
-  explicit RefusedDeps(std::uint32_t arcs) : outs_(arcs) {}
+  explicit RefusedDeps(std::shared_ptr<const DagFrame> frame)
+      : frame_(std::move(frame)),
+        words_((frame_->out_width + 63) / 64),
+        bits_(std::size_t{frame_->nodes()} * words_, 0) {}
   bool contains(std::uint32_t in, std::uint32_t out) const {
-    const std::vector<std::uint32_t>& o = outs_[in];
-    return std::find(o.begin(), o.end(), out) != o.end();
+    const std::uint32_t bit = out - frame_->out_first[in];
+    return bit < frame_->out_width &&
+           ((bits_[std::size_t{in} * words_ + bit / 64] >> (bit % 64)) & 1U) != 0;
   }
   void insert(std::uint32_t in, std::uint32_t out) {
-    if (!contains(in, out)) outs_[in].push_back(out);
+    const std::uint32_t bit = out - frame_->out_first[in];
+    if (bit < frame_->out_width) {
+      bits_[std::size_t{in} * words_ + bit / 64] |= std::uint64_t{1} << (bit % 64);
+    }
   }
 
  private:
-  std::vector<std::vector<std::uint32_t>> outs_;
+  std::shared_ptr<const DagFrame> frame_;
+  std::uint32_t words_;
+  std::vector<std::uint64_t> bits_;
 };
 
 // Grows in-trees towards one switch. A switch two hops from the

@@ -47,7 +47,7 @@ void expect_topological(const OrderedDag& dag, const std::set<Edge>& edges) {
 }
 
 TEST(OrderedDag, SelfLoopsAndDuplicates) {
-  OrderedDag dag(3);
+  OrderedDag dag(DagFrame::complete(3));
   EXPECT_EQ(dag.add(1, 1), OrderedDag::Add::kCycle);
   EXPECT_EQ(dag.add(2, 0), OrderedDag::Add::kNew);
   EXPECT_EQ(dag.add(2, 0), OrderedDag::Add::kKnown);
@@ -60,7 +60,7 @@ TEST(OrderedDag, SelfLoopsAndDuplicates) {
 // A long chain added against the order, then the edge that closes it.
 TEST(OrderedDag, ChainAgainstTheOrderThenItsCycle) {
   constexpr std::uint32_t kN = 200;
-  OrderedDag dag(kN);
+  OrderedDag dag(DagFrame::complete(kN));
   std::set<Edge> edges;
   for (std::uint32_t x = kN - 1; x > 0; --x) {
     ASSERT_EQ(dag.add(x, x - 1), OrderedDag::Add::kNew);
@@ -88,7 +88,7 @@ TEST_P(OrderedDagRandom, AgreesWithBruteForce) {
   const RandomCase c = GetParam();
   std::mt19937_64 rng(c.seed);
   std::uniform_int_distribution<std::uint32_t> node(0, c.nodes - 1);
-  OrderedDag dag(c.nodes);
+  OrderedDag dag(DagFrame::complete(c.nodes));
   std::set<Edge> edges;
   std::vector<Edge> batch;
   std::uint32_t refused = 0, taken = 0;
@@ -138,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Graphs, OrderedDagRandom,
 // Edges that agree with a starting order never move a node.
 TEST(OrderedDag, StartingOrderKeptWhereEdgesAgree) {
   const std::vector<std::uint32_t> pos{3, 0, 2, 1};  // order: 1, 3, 2, 0
-  OrderedDag dag(pos);
+  OrderedDag dag(DagFrame::complete(4), pos);
   std::vector<std::uint64_t> start;
   for (std::uint32_t x = 0; x < 4; ++x) start.push_back(dag.position(x));
   for (std::uint32_t x = 0; x < 4; ++x) {
@@ -156,7 +156,7 @@ TEST(OrderedDag, StartingOrderKeptWhereEdgesAgree) {
 // again and the order stays right.
 TEST(OrderedDag, ManyMovesToOnePlaceSpreadTheLabels) {
   constexpr std::uint32_t kN = 300, kAt = 250;
-  OrderedDag dag(kN);
+  OrderedDag dag(DagFrame::complete(kN));
   std::set<Edge> edges;
   // Each i has no edge out, so it alone moves: just after kAt.
   for (std::uint32_t i = 0; i < 200; ++i) {

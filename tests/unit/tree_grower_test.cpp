@@ -70,9 +70,11 @@ TEST(TreeGrower, ASwitchWhoseChannelsAreRefusedJoinsThroughANeighbourTurningElse
   const std::uint32_t mx = s.arc(s.m, s.x);
   std::vector<std::uint64_t> load(s.g.num_arcs(), 0);
   load[xt] = 5;
-  OrderedDag dag(s.g.num_arcs());
+  // Any edge (the one that shuts m out is no dependency a route makes).
+  const auto frame = DagFrame::complete(s.g.num_arcs());
+  OrderedDag dag(frame);
   ASSERT_EQ(dag.add(xt, mx), OrderedDag::Add::kNew);
-  RefusedDeps refused(s.g.num_arcs());
+  RefusedDeps refused(frame);
   std::vector<Dep> added;
   const std::vector<std::uint32_t> rev = reverse_arcs(s.g);
   TreeGrower grower(s.g, rev);
@@ -105,11 +107,13 @@ TEST(TreeGrower, ASwitchNoNeighbourCanTakeIsLeftOut) {
   const std::uint32_t xt = s.arc(s.x, s.t), xy = s.arc(s.x, s.y), mx = s.arc(s.m, s.x);
   std::vector<std::uint64_t> load(s.g.num_arcs(), 0);
   load[xt] = 5;
-  OrderedDag dag(s.g.num_arcs());
+  // Any edge (the one that shuts m out is no dependency a route makes).
+  const auto frame = DagFrame::complete(s.g.num_arcs());
+  OrderedDag dag(frame);
   ASSERT_EQ(dag.add(xt, mx), OrderedDag::Add::kNew);
   ASSERT_EQ(dag.add(xy, mx), OrderedDag::Add::kNew);
   const std::size_t before = dag.edges();
-  RefusedDeps refused(s.g.num_arcs());
+  RefusedDeps refused(frame);
   std::vector<Dep> added;
   const std::vector<std::uint32_t> rev = reverse_arcs(s.g);
   TreeGrower grower(s.g, rev);
