@@ -14,10 +14,10 @@
 // meshes and hypercubes, one of them multicast's); elsewhere layered when the switch links offer
 // two data VLs or more (EngineOptions::max_vls; balanced, deadlock-free on any topology) and the
 // fabric has at most kAutoLayeredMaxSwitches switches (layered's time grows about as the cube of
-// the switches: 16 s at 1,000, 75 s at 2,000 on a 2-core VM), else updn (deadlock-free with one VL,
-// funnels traffic to its roots). Layered routes on several VLs carry no up/down order, so the fast
-// path hands a failure to the heavy sweep, which repairs them in their layers (it says so); fast
-// failover is armed per layer (routing/failover_plan.hpp). Routes::engine names the engine
+// the switches: 8 s at 1,000, 20-26 s at 2,000 on a 2-core VM), else updn (deadlock-free with one
+// VL, funnels traffic to its roots). Layered routes on several VLs carry no up/down order, so the
+// fast path hands a failure to the heavy sweep, which repairs them in their layers (it says so);
+// fast failover is armed per layer (routing/failover_plan.hpp). Routes::engine names the engine
 // that produced the tables, and the first of Routes::notes says why auto chose it.
 
 #include "routing/engine.hpp"
