@@ -24,7 +24,7 @@
 
 namespace subnetd::routing {
 
-inline constexpr std::uint32_t kAutoLayeredMaxSwitches = 1024;
+inline constexpr std::uint32_t kAutoLayeredMaxSwitches = 2048;
 inline constexpr std::uint64_t kAutoBalancedMaxLidsPerTree = 2;
 
 class AutoEngine final : public RoutingEngine {

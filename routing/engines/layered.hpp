@@ -135,7 +135,7 @@ inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
 // torus minus 30 links 0.18 s, 10x10x10 minus 60 1.3 s, 16x16x16 minus 12
 // 7.8 s, minus 36 24 s, minus 245 246 s (and 26.7x the bound, LIDs
 // falling back to VL 0). Past this product a grid with gaps is routed as
-// any other topology (and auto, above 1,024 switches, takes updn).
+// any other topology (and auto, above 2,048 switches, takes updn).
 inline constexpr std::uint64_t kLayeredGridRepairWork = std::uint64_t{1} << 28;
 Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
                                   const GridShape& shape, const DorCover& cover,
