@@ -19,7 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::uint64_t kSearchWork = std::uint64_t{1} << 26;
+constexpr std::uint64_t kSearchWork = std::uint64_t{1} << 23;
 
 struct MaskHash {
   std::size_t operator()(const PortMask& m) const {
@@ -416,11 +416,13 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   // Searches for a new order cost up to the layer's size each: beyond
   // kSearchWork (classes x switches x ports) a channel joins only where its
   // dependencies agree with the order as it stands. Random graphs of
-  // degree 16, 8 CAs per switch (failover_bench): 600 switches (2^25.5)
-  // plan in 3.9 s with searches and leave 64,811 (switch, destination)
-  // pairs to the SM, 0.9 s and 78,853 without; 1,000 switches (2^27)
-  // 16.7 s and 226,361 with, 3.0 s and 253,381 without (66 s with
-  // searches before the two-way ordered search).
+  // degree 16, 8 CAs per switch (failover_bench): 600 switches (737
+  // classes x 9,600 channels, 2^22.8) plan in 3.3-3.9 s with searches and
+  // leave 64,811 (switch, destination) pairs to the SM, 0.9 s and 78,853
+  // without; 1,000 switches (1,150 x 16,000, 2^24.1) 13.7 s and 226,361
+  // with, 2.0 s and 253,381 without (66 s with searches before the
+  // two-way ordered search); 2,000 (2^26.05) 9.4 s without. (At 2^26,
+  // set when 1,000 was thought to be 2^27, random 1,000 searched.)
   const bool search = std::uint64_t{classes} * arcs <= kSearchWork;
   // Two ports a group at most: the class's entry and the nearest channel
   // that fits (or two entries). Every class's group adds dependencies to a

@@ -55,10 +55,11 @@
 // another LID's entry outside it, so every state's dependencies are in the
 // layer's graph: no credit loop on any VL and no forwarding loop. Classes
 // planned first get the room a dense layer has left; stats() count the
-// pairs with an alternative. Beyond classes x channels = 2^26 (about 600
-// switches of degree 16) a channel joins only where its dependencies agree
+// pairs with an alternative. Beyond classes x channels = 2^23 (random
+// graphs of degree 16: 600 switches, 737 classes, search; 1,000, 1,150
+// classes, do not) a channel joins only where its dependencies agree
 // with the layer's order as it stands, without searching for a new one
-// (random 1,000 switches of degree 16: 3 s, not 17). Switches keep their notification state
+// (random 1,000 switches of degree 16: 2 s, not 14). Switches keep their notification state
 // per destination switch (discovery/sim/sim_failover.cpp): a switch stranded for one class of t
 // tells its neighbours about t, and they drop the port for all of t's classes, a subset of each
 // group, which stays safe.

@@ -173,9 +173,11 @@ int main(int argc, char** argv) {
   if (!plan.ok()) return fail("failover plan", plan.error());
   const routing::FailoverPlanStats& ps = plan->stats();
   std::printf(
-      "failover plan: %.2f s; %u destination switches, %llu (switch, destination) groups, %llu "
-      "with an alternative, %llu narrowed; %u groups in all, at most %u on a switch; %.1f MiB\n",
-      seconds_since(t0), ps.destinations, static_cast<unsigned long long>(ps.pairs_grouped),
+      "failover plan: %.2f s; %u destination switches, %u classes, %llu (switch, destination) "
+      "groups, %llu with an alternative, %llu narrowed; %u groups in all, at most %u on a switch; "
+      "%.1f MiB\n",
+      seconds_since(t0), ps.destinations, ps.classes,
+      static_cast<unsigned long long>(ps.pairs_grouped),
       static_cast<unsigned long long>(ps.pairs_with_alternative),
       static_cast<unsigned long long>(ps.pairs_narrowed), ps.groups, ps.max_groups,
       static_cast<double>(ps.memory_bytes) / (1 << 20));
