@@ -244,10 +244,12 @@ std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables
   return fmt::to_string(out);
 }
 
-std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
-                           const routing::Routes& routes) {
-  std::vector<Guid> sources;         // CA/router nodes, once per port
-  std::vector<std::uint32_t> dlids;  // their LIDs (every LMC LID)
+namespace {
+
+// The path-SL file's sources (CA/router nodes, once per port) and
+// destinations (their LIDs, every LMC LID): a line for each pair.
+void path_sl_ends(const routing::Topology& t, const routing::LidMap& lids,
+                  std::vector<Guid>& sources, std::vector<std::uint32_t>& dlids) {
   for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
     const NodeId n{i};
     if (t.node(n).type == routing::NodeType::kSwitch) continue;
@@ -259,6 +261,15 @@ std::string format_path_sl(const routing::Topology& t, const routing::LidMap& li
       for (std::uint32_t k = 0; k < lids.lids_per_port(t, n); ++k) dlids.push_back(base.value + k);
     }
   }
+}
+
+}  // namespace
+
+std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
+                           const routing::Routes& routes) {
+  std::vector<Guid> sources;
+  std::vector<std::uint32_t> dlids;
+  path_sl_ends(t, lids, sources, dlids);
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   for (const Guid guid : sources) {
@@ -271,7 +282,8 @@ std::string format_path_sl(const routing::Topology& t, const routing::LidMap& li
 
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,
-                              NodeId sm_node, const routing::McastTables* multicast) {
+                              NodeId sm_node, const routing::McastTables* multicast,
+                              std::uint64_t path_sl_max_lines) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{Errc::kIo, fmt::format("dump_dir {}: {}", dir, ec.message())};
@@ -279,11 +291,24 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
   SUBNETD_TRY(write_atomically(d / "opensm-subnet.lst", format_subnet_lst(t, lids, sm_node)));
   SUBNETD_TRY(write_atomically(d / "opensm.fdbs", format_fdbs(t, lids, routes)));
   SUBNETD_TRY(write_atomically(d / "opensm.mcfdbs", format_mcfdbs(t, multicast)));
-  if (routes.num_vls > 1) {
-    SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", format_path_sl(t, lids, routes)));
-  } else {
+  if (routes.num_vls <= 1) {
     std::filesystem::remove(d / "opensm-path-sl.dump", ec);
+    return {};
   }
+  std::vector<Guid> sources;
+  std::vector<std::uint32_t> dlids;
+  path_sl_ends(t, lids, sources, dlids);
+  const std::uint64_t lines = std::uint64_t{sources.size()} * dlids.size();
+  if (lines > path_sl_max_lines) {
+    std::filesystem::remove(d / "opensm-path-sl.dump", ec);  // not a stale one
+    return Error{Errc::kOutOfRange,
+                 fmt::format("opensm-path-sl.dump not written: {} CA/router ports x {} LIDs is {} "
+                             "lines, over the {} it is written for (ibdmchk -c is a small "
+                             "fabric's check; subnetd's verifier checks every VL); the other "
+                             "files are written",
+                             sources.size(), dlids.size(), lines, path_sl_max_lines)};
+  }
+  SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", format_path_sl(t, lids, routes)));
   return {};
 }
 

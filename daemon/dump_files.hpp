@@ -14,11 +14,15 @@
 //                      port and CA/router LID, the SL of its layer, what
 //                      ibdmchk -c parses (SL2VL: ibdmchk's default, the
 //                      identity, is ours between switch ports). Its size is
-//                      CA ports x CA LIDs lines: a small fabric's check.
+//                      CA ports x CA LIDs lines: a small fabric's check,
+//                      written up to kPathSlMaxLines (1,024 CAs with one
+//                      LID each; 16,000 CAs would be 256 million lines,
+//                      7.7 GB, built in memory on the SM strand).
 // Formats: tests/opensm/README.md and OpenSM 3.3's osm_dump.c. The SM's own
 // node is marked CA-SM / SW-SM when `sm_node` is given. Only meaningful for
 // 16-bit LIDs (ibdmchk is an IBA tool); wider LIDs get more hex digits.
 
+#include <cstdint>
 #include <string>
 
 #include "routing/lft.hpp"
@@ -37,12 +41,17 @@ std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables
 std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
                            const routing::Routes& routes);
 
+inline constexpr std::uint64_t kPathSlMaxLines = std::uint64_t{1} << 20;
+
 // Writes the files into `dir` (created if missing; a path-SL file left from
-// layered routing is removed when the routing has one layer). Each file is written
-// to a temporary name and renamed, so a reader never sees half a file.
+// layered routing is removed when the routing has one layer, or when the
+// file would pass `path_sl_max_lines`: then, the other files written, an
+// error of code kOutOfRange says so). Each file is written to a temporary
+// name and renamed, so a reader never sees half a file.
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,
                               NodeId sm_node = kNoNode,
-                              const routing::McastTables* multicast = nullptr);
+                              const routing::McastTables* multicast = nullptr,
+                              std::uint64_t path_sl_max_lines = kPathSlMaxLines);
 
 }  // namespace subnetd::daemon

@@ -212,6 +212,31 @@ TEST(Ibdmchk, LayeredRoutesAreLoopFreePerSl) {
   }
 }
 
+// The path-SL file grows as CA ports x CA LIDs: past its bound it is not
+// written (nor one left from before), the error says why, and the other
+// files are written all the same.
+TEST(DumpFiles, APathSlFileOverItsBoundIsLeftOutAndSaysWhy) {
+  Direct d;
+  route_directly("random:switches=16,degree=4,hosts=2,seed=7", "layered", d);
+  if (HasFatalFailure()) return;
+  ASSERT_GT(d.routes.num_vls, 1);
+  const std::string dir = scratch_dir("path_sl_bound");
+  ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes, kNoNode, nullptr, 32 * 32).ok());
+  ASSERT_TRUE(std::filesystem::exists(dir + "/opensm-path-sl.dump"));  // 32 x 32 lines
+  std::filesystem::remove(dir + "/opensm.fdbs");
+  const Result<void> over =
+      write_dump_files(dir, d.topo, d.lids, d.routes, kNoNode, nullptr, 32 * 32 - 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, Errc::kOutOfRange);
+  EXPECT_EQ(over.error().message,
+            "opensm-path-sl.dump not written: 32 CA/router ports x 32 LIDs is 1024 lines, over "
+            "the 1023 it is written for (ibdmchk -c is a small fabric's check; subnetd's "
+            "verifier checks every VL); the other files are written");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/opensm-path-sl.dump"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/opensm.fdbs"));
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
 // One removed LFT entry in updn's tables: ibdmchk's traversal check catches
 // it (so a clean traversal above means something).
 TEST(Ibdmchk, ARemovedEntryIsATraversalError) {
