@@ -61,6 +61,34 @@ Square make_square() {
   return s;
 }
 
+// cdg_frame holds a bit for exactly the dependencies a route can make
+// (into a switch, then out of it, the way back included), and a dag in it
+// refuses any other edge rather than lose it.
+TEST(CdgFrame, HoldsExactlyTheDependenciesOfChannelsThroughASwitch) {
+  const Square s = make_square();
+  const auto frame = cdg_frame(s.g);
+  ASSERT_EQ(frame->nodes(), s.g.num_arcs());
+  OrderedDag dag(frame);
+  std::uint32_t allowed = 0;
+  for (std::uint32_t a = 0; a < s.g.num_arcs(); ++a) {
+    for (std::uint32_t b = 0; b < s.g.num_arcs(); ++b) {
+      std::uint32_t out = 0, in = 0;
+      const bool through = s.g.arc_source(b) == s.g.arc(a).to;
+      EXPECT_EQ(frame->slots(a, b, out, in), through) << a << "->" << b;
+      if (through) ++allowed;
+    }
+  }
+  // Switches of degree 2, 3, 2 and 1: 4 + 9 + 4 + 1 dependencies.
+  EXPECT_EQ(allowed, 18U);
+  const std::uint32_t tx = s.arc(s.t, s.x), xm = s.arc(s.x, s.m), mx = s.arc(s.m, s.x);
+  EXPECT_EQ(dag.add(tx, xm), OrderedDag::Add::kNew);
+  EXPECT_EQ(dag.add(xm, mx), OrderedDag::Add::kNew);    // m's way back
+  EXPECT_EQ(dag.add(tx, mx), OrderedDag::Add::kCycle);  // m->x leaves m, not x
+  EXPECT_EQ(dag.edges(), 2U);
+  EXPECT_TRUE(dag.contains(tx, xm));
+  EXPECT_FALSE(dag.contains(tx, mx));
+}
+
 // x joins straight into t (y's way round costs more), and the layer
 // already holds x->t before m->x, so m's one channel into the tree is
 // refused: x turns to y instead, and m joins.
