@@ -223,8 +223,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   Routes routes;
   routes.engine = "layered";
   routes.max_lid = g.max_lid();
-  routes.lfts.resize(n);
-  for (Lft& lft : routes.lfts) lft.resize(routes.max_lid);
+  // The entries LID by LID while the trees are grown (tree_grower.hpp),
+  // the per-switch tables once they are done.
+  LidColumns cols(n, routes.max_lid);
   std::vector<std::uint8_t> lid_layer(std::size_t{max_lid} + 1, 0);
   std::vector<std::uint64_t> load(arcs, 0);
   const std::vector<std::uint64_t> no_load(arcs, 0);
@@ -235,7 +236,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   std::uint64_t escaped = 0, data_lids = 0;
 
   auto write = [&](std::uint32_t lid, std::uint32_t s, std::uint8_t port) {
-    routes.lfts[s].data()[lid] = port;
+    cols.set(s, lid, port);
   };
 
   // Destinations by switch: its own LID, and its CA/router LIDs, which
@@ -277,7 +278,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   auto place = [&](std::uint32_t u, std::span<const std::uint32_t> tree,
                    ArcLoads* placed = nullptr) {
     for (const std::uint32_t lid : unit_lids[u]) {
-      place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts, placed);
+      place_lid(g, grower, tree, lid, sources, load, pick, subtree, cols, placed);
     }
   };
   // Calls fn(arc, sources) once for every channel the routes to `lid`
@@ -307,7 +308,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         walk_mark[cur] = on_walk;
         walk.push_back(cur);
         carried[cur] = sources[cur];
-        const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, routes.lfts[cur].get(Lid{lid}));
+        const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, cols.get(cur, lid));
         next_arc[cur] = a;
         if (a == kNoArc) break;
         cur = g.arc(a).to.value;
@@ -332,7 +333,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // so).
   auto load_on = [&](std::uint32_t a, std::uint32_t lid) -> std::uint64_t {
     const std::uint32_t x = g.arc_source(a).value;
-    if (routes.lfts[x].get(Lid{lid}) != g.arc(a).local_port) return 0;
+    if (cols.get(x, lid) != g.arc(a).local_port) return 0;
     walk_epoch += 2;
     walk_mark[x] = walk_epoch;
     walk.assign(1, x);
@@ -343,7 +344,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
            ++o) {
         const std::uint32_t w = g.arc(o).to.value, in = rev[o];
         if (in == kNoArc || walk_mark[w] == walk_epoch ||
-            routes.lfts[w].get(Lid{lid}) != g.arc(in).local_port) {
+            cols.get(w, lid) != g.arc(in).local_port) {
           continue;
         }
         walk_mark[w] = walk_epoch;
@@ -485,7 +486,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
     old_ports.clear();
     for (const std::uint32_t lid : unit_lids[u]) {
-      for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(routes.lfts[s].get(Lid{lid}));
+      for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(cols.get(s, lid));
     }
     new_loads.clear();
     place(u, tree, &new_loads);
@@ -583,7 +584,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         if (tree_layer[u] == kNoLayer || settled[u] != 0) continue;
         const std::vector<std::uint32_t>& ul = unit_lids[u];
         if (std::none_of(ul.begin(), ul.end(),
-                         [&](std::uint32_t lid) { return routes.lfts[x].get(Lid{lid}) == port; })) {
+                         [&](std::uint32_t lid) { return cols.get(x, lid) == port; })) {
           continue;
         }
         // Its LIDs' loads on hot, kept (in by_hot) for the worst tree.
@@ -663,7 +664,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   routes.num_vls = std::max<std::uint8_t>(1, num);
   if (routes.num_vls > 1) routes.lid_layer = std::move(lid_layer);
 
-  routes.load = entry_load(g, routes.lfts);
+  routes.load = entry_load(g, cols);
+  routes.lfts = cols.lfts(routes.max_lid);
   std::uint64_t deps = 0;
   for (const OrderedDag& d : layers) deps += d.edges();
   const auto trees = static_cast<std::uint32_t>(

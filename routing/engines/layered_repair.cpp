@@ -154,22 +154,25 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   std::vector<std::uint64_t> load(arcs, 0), subtree(n, 0);
   std::vector<std::uint32_t> depth(n, 0), resolved(n, 0), on_path(n, 0), path, order, count;
   std::uint32_t epoch = 0;
+  // The entries LID by LID while they are repaired (tree_grower.hpp): a
+  // LID's routes are read and written a whole column at a time.
+  LidColumns cols(routes.lfts, routes.max_lid);
   auto next_arc = [&](std::uint32_t s, std::uint32_t lid) {
-    return g.arc_at_port(SwitchIndex{s}, routes.lfts[s].get(Lid{lid}));
+    return g.arc_at_port(SwitchIndex{s}, cols.get(s, lid));
   };
   // Returns how many switches of the part do not reach the LID (its own
   // switch's entry is set to its port first: a CA that moved ports).
   auto classify = [&](std::uint32_t lid, const LidAttachment& att) {
     ++epoch;
     const std::uint32_t t = att.sw.value;
-    routes.lfts[t].data()[lid] = att.port;
+    cols.set(t, lid, att.port);
     resolved[t] = epoch;
     depth[t] = 0;
     const std::uint32_t part = g.component(att.sw);
     std::uint32_t cut_off = 0;
     for (std::uint32_t s = 0; s < n; ++s) {
       if (g.component(SwitchIndex{s}) != part) {
-        routes.lfts[s].data()[lid] = kDropPort;  // not reachable from there
+        cols.set(s, lid, kDropPort);  // not reachable from there
         continue;
       }
       if (resolved[s] == epoch || on_path[s] == epoch) continue;
@@ -255,7 +258,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     const LidAttachment att = g.attachment(Lid{lid});
     if (!att.routable()) {  // its port is gone: dropped, as the engine leaves it
-      for (std::uint32_t s = 0; s < n; ++s) routes.lfts[s].data()[lid] = kDropPort;
+      for (std::uint32_t s = 0; s < n; ++s) cols.set(s, lid, kDropPort);
       continue;
     }
     const std::uint32_t cut_off = classify(lid, att);
@@ -357,7 +360,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
         }
         if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
       }
-      routes.lfts[b].data()[lid] = g.arc(in).local_port;
+      cols.set(b, lid, g.arc(in).local_port);
       resolved[b] = epoch;
       depth[b] = depth[x] + 1;
       --missing;
@@ -383,7 +386,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     std::uint8_t layer = kNoLayer;
     bool placed = false;
     auto place = [&](std::span<const std::uint32_t> tree, std::uint8_t k) {
-      place_lid(g, grower, tree, lid, sources, load, pick, subtree, routes.lfts);
+      place_lid(g, grower, tree, lid, sources, load, pick, subtree, cols);
       st.entries_rewritten += tree.size();
       ++st.trees_regrown;
       layer = k;
@@ -392,7 +395,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     const std::uint32_t want = part_size[g.component(SwitchIndex{t})];
     for (const std::uint8_t k : candidates) {
       const std::uint32_t cut_off = classify(lid, att);
-      for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = routes.lfts[s].get(Lid{lid});
+      for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, lid);
       added.clear();
       // (In its own layer the standing part is reserved already.)
       if ((k == had || add_intact(lid, t, layers[k], refused[k])) &&
@@ -402,7 +405,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
         break;
       }
       layers[k].undo(added);
-      for (std::uint32_t s = 0; s < n; ++s) routes.lfts[s].data()[lid] = old_ports[s];
+      for (std::uint32_t s = 0; s < n; ++s) cols.set(s, lid, old_ports[s]);
       added.clear();
       const std::span<const std::uint32_t> tree =
           grower.grow(t, load, hop, hop / 2, &layers[k], &refused[k], added);
@@ -443,7 +446,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     const std::uint32_t t = g.attachment(Lid{lid}).sw.value;
     added.clear();
     for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
-      routes.lfts[s].data()[lid] = s == t ? 0 : g.arc(grower.outs(s).front()).local_port;
+      cols.set(s, lid, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
     }
     ++st.switch_lids_rerouted;
   }
@@ -451,7 +454,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     if (l == kNoLayer) l = 0;
   }
 
-  routes.load = entry_load(g, routes.lfts);
+  routes.load = entry_load(g, cols);
+  routes.lfts = cols.lfts(routes.max_lid);
   routes.notes.push_back(fmt::format(
       "layered repair: {} destination LIDs kept as they were, {} re-attached ({} of them on a new "
       "tree; {} entries rewritten), {} new given a layer; {} moved to another layer (SL: hosts "
