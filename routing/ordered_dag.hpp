@@ -33,7 +33,6 @@
 //
 // Owner: one routing computation; single-threaded.
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -46,8 +45,8 @@ namespace subnetd::routing {
 // out_first[x] + out_width - 1 (consecutive nodes), its predecessors among
 // in_nodes[in_first[x] .. in_first[x] + in_width - 1] (kNone: no node),
 // where a node u sits at slot in_slot[u] in the window of every successor
-// it may have. A channel dependency graph fits (cdg_frame in
-// below); complete() fits any graph, at n^2/32 bits.
+// it may have. A channel dependency graph fits (cdg_frame below);
+// complete() fits any graph, at 2n^2 bits.
 struct DagFrame {
   static constexpr std::uint32_t kNone = ~0U;
   std::vector<std::uint32_t> out_first, in_first, in_nodes, in_slot;

@@ -17,44 +17,15 @@ namespace {
 
 constexpr std::uint8_t kNoLayer = 0xFF;
 
-// The channel dependencies of one layer as bits: dependency (a, b), where
-// b leaves a's head, is bit base[a] + (b - first arc of that head).
-class DepBits {
- public:
-  explicit DepBits(const SwitchGraph& g) : g_(g), base_(g.num_arcs() + 1, 0) {
-    for (std::uint32_t a = 0; a < g.num_arcs(); ++a) {
-      const SwitchIndex h = g.arc(a).to;
-      base_[a + 1] = base_[a] + (g.first_arc(SwitchIndex{h.value + 1}) - g.first_arc(h));
-    }
-  }
-  void set(std::vector<std::uint64_t>& bits, std::uint32_t a, std::uint32_t b) const {
-    const std::uint64_t i = index(a, b);
-    bits[i / 64] |= std::uint64_t{1} << (i % 64);
-  }
-  bool test(const std::vector<std::uint64_t>& bits, std::uint32_t a, std::uint32_t b) const {
-    const std::uint64_t i = index(a, b);
-    return ((bits[i / 64] >> (i % 64)) & 1U) != 0;
-  }
-  std::size_t words() const { return static_cast<std::size_t>(base_.back() / 64 + 1); }
-
- private:
-  std::uint64_t index(std::uint32_t a, std::uint32_t b) const {
-    return base_[a] + (b - g_.first_arc(g_.arc(a).to));
-  }
-  const SwitchGraph& g_;
-  std::vector<std::uint64_t> base_;
-};
-
 // The layer's CDG as an OrderedDag: a topological order of its channels
 // (Kahn), then every dependency, which then agrees with it. kCdgCycle when
 // the dependencies close a cycle.
 Result<OrderedDag> dag_of(const SwitchGraph& g, const std::shared_ptr<const DagFrame>& frame,
-                          const DepBits& db, const std::vector<std::uint64_t>& bits,
-                          unsigned layer) {
+                          const DepSet& deps, unsigned layer) {
   auto outs = [&](std::uint32_t a, auto&& fn) {
     const SwitchIndex h = g.arc(a).to;
     for (std::uint32_t b = g.first_arc(h); b < g.first_arc(SwitchIndex{h.value + 1}); ++b) {
-      if (db.test(bits, a, b)) fn(b);
+      if (deps.contains(a, b)) fn(b);
     }
   };
   std::optional<OrderedDag> dag = ordered_cdg(frame, outs);
@@ -147,10 +118,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // Per LID, the switches of its part whose entries still lead to its
   // switch over live links (resolved == epoch; depth: hops), as the
   // classification of classify() left them.
-  const DepBits db(g);
   const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
-  std::vector<std::vector<std::uint64_t>> deps(num_layers,
-                                               std::vector<std::uint64_t>(db.words(), 0));
+  std::vector<DepSet> deps(num_layers, DepSet(frame));
   std::vector<std::uint64_t> load(arcs, 0), subtree(n, 0);
   std::vector<std::uint32_t> depth(n, 0), resolved(n, 0), on_path(n, 0), path, order, count;
   std::uint32_t epoch = 0;
@@ -205,12 +174,12 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     return cut_off;
   };
   // The dependencies of the LID's routes from the switches that reach it.
-  auto add_deps = [&](std::uint32_t lid, std::uint32_t t, std::vector<std::uint64_t>& bits) {
+  auto add_deps = [&](std::uint32_t lid, std::uint32_t t, DepSet& into) {
     for (std::uint32_t s = 0; s < n; ++s) {
       if (resolved[s] != epoch || s == t) continue;
       const std::uint32_t a = next_arc(s, lid);
       const std::uint32_t w = g.arc(a).to.value;
-      if (w != t) db.set(bits, a, next_arc(w, lid));
+      if (w != t) into.insert(a, next_arc(w, lid));
     }
   };
   // The LID's sources onto the load of the channels they cross (every
@@ -279,11 +248,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // Layer 0 also holds every up*/down* dependency of multicast's order.
   if (!routes.vl0_rank.empty()) {
     for_each_updown_dep(g, routes.vl0_rank, rev,
-                        [&](std::uint32_t in, std::uint32_t out) { db.set(deps[0], in, out); });
+                        [&](std::uint32_t in, std::uint32_t out) { deps[0].insert(in, out); });
   }
   std::vector<OrderedDag> layers;
   for (unsigned k = 0; k < num_layers; ++k) {
-    Result<OrderedDag> dag = dag_of(g, frame, db, deps[k], k);
+    Result<OrderedDag> dag = dag_of(g, frame, deps[k], k);
     if (!dag.ok()) {
       return Error{dag.error().code, "layered repair: " + dag.error().message};
     }

@@ -134,12 +134,11 @@ inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t
   return dag;
 }
 
-// Dependencies a layer refused (they closed a cycle), refused again
-// without a search: it may have been refused for a tree taken back since;
-// refusing stays safe. A bit per dependency the frame (cdg_frame) allows.
-class RefusedDeps {
+// A set of channel dependencies: a bit per dependency the frame
+// (cdg_frame) allows.
+class DepSet {
  public:
-  explicit RefusedDeps(std::shared_ptr<const DagFrame> frame)
+  explicit DepSet(std::shared_ptr<const DagFrame> frame)
       : frame_(std::move(frame)),
         words_((frame_->out_width + 63) / 64),
         bits_(std::size_t{frame_->nodes()} * words_, 0) {}
@@ -160,6 +159,11 @@ class RefusedDeps {
   std::uint32_t words_;
   std::vector<std::uint64_t> bits_;
 };
+
+// Dependencies a layer refused (they closed a cycle), refused again
+// without a search: it may have been refused for a tree taken back since;
+// refusing stays safe.
+using RefusedDeps = DepSet;
 
 // Grows in-trees towards one switch. A switch two hops from the
 // destination may also keep other channels into the destination's
