@@ -263,13 +263,8 @@ void path_sl_ends(const routing::Topology& t, const routing::LidMap& lids,
   }
 }
 
-}  // namespace
-
-std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
-                           const routing::Routes& routes) {
-  std::vector<Guid> sources;
-  std::vector<std::uint32_t> dlids;
-  path_sl_ends(t, lids, sources, dlids);
+std::string path_sl_text(const std::vector<Guid>& sources, const std::vector<std::uint32_t>& dlids,
+                         const routing::Routes& routes) {
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   for (const Guid guid : sources) {
@@ -278,6 +273,16 @@ std::string format_path_sl(const routing::Topology& t, const routing::LidMap& li
     }
   }
   return fmt::to_string(out);
+}
+
+}  // namespace
+
+std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
+                           const routing::Routes& routes) {
+  std::vector<Guid> sources;
+  std::vector<std::uint32_t> dlids;
+  path_sl_ends(t, lids, sources, dlids);
+  return path_sl_text(sources, dlids, routes);
 }
 
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
@@ -300,7 +305,7 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
   path_sl_ends(t, lids, sources, dlids);
   const std::uint64_t lines = std::uint64_t{sources.size()} * dlids.size();
   if (lines > path_sl_max_lines) {
-    std::filesystem::remove(d / "opensm-path-sl.dump", ec);  // not a stale one
+    std::filesystem::remove(d / "opensm-path-sl.dump", ec);  // none left from before
     return Error{Errc::kOutOfRange,
                  fmt::format("opensm-path-sl.dump not written: {} CA/router ports x {} LIDs is {} "
                              "lines, over the {} it is written for (ibdmchk -c is a small "
@@ -308,7 +313,7 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
                              "files are written",
                              sources.size(), dlids.size(), lines, path_sl_max_lines)};
   }
-  SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", format_path_sl(t, lids, routes)));
+  SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", path_sl_text(sources, dlids, routes)));
   return {};
 }
 
