@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -78,7 +77,6 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   routes.engine = previous.engine;
   routes.max_lid = g.max_lid();
   routes.num_vls = num_layers;
-  routes.lfts.resize(n);
   routes.lid_layer.assign(std::size_t{max_lid} + 1, kNoLayer);
   for (std::uint32_t l = 0; l <= max_lid && l < previous.lid_layer.size(); ++l) {
     routes.lid_layer[l] = previous.lid_layer[l] < num_layers ? previous.lid_layer[l] : kNoLayer;
@@ -88,15 +86,13 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   std::uint32_t next_rank = 0;
   for (const std::uint32_t r : previous.vl0_rank) next_rank = std::max(next_rank, r + 1);
   if (!previous.vl0_rank.empty()) routes.vl0_rank.assign(n, 0);
+  std::vector<const Lft*> old_tables(n, nullptr);
   for (std::uint32_t s = 0; s < n; ++s) {
-    Lft& lft = routes.lfts[s];
-    lft.resize(routes.max_lid);
     const Guid guid = topo.node(topo.switch_node(SwitchIndex{s})).guid;
     const std::optional<NodeId> was = previous_topo.find_by_guid(guid);
     const SwitchIndex ps = was ? previous_topo.node(*was).switch_index : kNoSwitch;
     if (ps.valid() && ps.value < previous.lfts.size()) {
-      const Lft& old = previous.lfts[ps.value];
-      std::memcpy(lft.data(), old.data(), std::min(lft.size(), old.size()));
+      old_tables[s] = &previous.lfts[ps.value];
       if (!routes.vl0_rank.empty()) routes.vl0_rank[s] = previous.vl0_rank.at(ps.value);
     } else if (!routes.vl0_rank.empty()) {
       routes.vl0_rank[s] = next_rank++;
@@ -124,8 +120,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   std::vector<std::uint32_t> depth(n, 0), resolved(n, 0), on_path(n, 0), path, order, count;
   std::uint32_t epoch = 0;
   // The entries LID by LID while they are repaired (tree_grower.hpp): a
-  // LID's routes are read and written a whole column at a time.
-  LidColumns cols(routes.lfts, routes.max_lid);
+  // LID's routes are read and written a whole column at a time. The
+  // per-switch tables are built from them at the end.
+  LidColumns cols(old_tables, routes.max_lid);
   auto next_arc = [&](std::uint32_t s, std::uint32_t lid) {
     return g.arc_at_port(SwitchIndex{s}, cols.get(s, lid));
   };

@@ -450,13 +450,15 @@ class LidColumns {
  public:
   LidColumns(std::uint32_t switches, Lid max_lid)
       : n_(switches), ports_((std::size_t{max_lid.value} + 1) * switches, kDropPort) {}
-  // The entries of `rows` (one table per switch) for LIDs 0..max_lid.
-  LidColumns(const std::vector<Lft>& rows, Lid max_lid)
+  // The entries of `rows` (a table per switch; null: none, all drop) for
+  // LIDs 0..max_lid.
+  LidColumns(std::span<const Lft* const> rows, Lid max_lid)
       : LidColumns(static_cast<std::uint32_t>(rows.size()), max_lid) {
     for (std::uint32_t first = 0; first <= max_lid.value; first += kLftBlockSize) {
       const std::uint32_t end = std::min(first + kLftBlockSize, max_lid.value + 1);
       for (std::uint32_t s = 0; s < n_; ++s) {
-        for (std::uint32_t lid = first; lid < end; ++lid) set(s, lid, rows[s].get(Lid{lid}));
+        if (rows[s] == nullptr) continue;
+        for (std::uint32_t lid = first; lid < end; ++lid) set(s, lid, rows[s]->get(Lid{lid}));
       }
     }
   }
