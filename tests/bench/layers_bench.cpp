@@ -7,8 +7,9 @@
 //            destination from every CA), max and mean, next to two lower
 //            bounds no routing's busiest link beats: lb.mean, the mean over
 //            links when every path is a shortest one, and lb.cut, the
-//            paths out of a switch or a clique around it over the links
-//            leaving it (cut_bound); max/lb divides by the larger;
+//            paths out of a switch, a clique around it or a grid's slab
+//            over the links leaving it (cut_bound); max/lb divides by the
+//            larger;
 //   VLs used, time to route and to verify (every VL's CDG), peak RSS.
 //
 //   layers_bench [SPEC|NETFILE] [engines=updn,layered,minhop] [vls=8]
@@ -44,6 +45,7 @@
 #include "discovery/topo/netfile.hpp"
 #include "routing/engine.hpp"
 #include "routing/engines/layered.hpp"
+#include "routing/grid_shape.hpp"
 #include "routing/layers.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/switch_graph.hpp"
@@ -141,8 +143,13 @@ struct PathLoad {
 // set over one of the links out of it, so some link carries at least their
 // share, whatever the routing. The sets: each switch, and a clique grown
 // greedily around it (its neighbours sharing the most neighbours with it
-// first): a dragonfly's group, whose global links are its bottleneck.
-double cut_bound(const SwitchGraph& g, std::span<const std::uint64_t> src) {
+// first): a dragonfly's group, whose global links are its bottleneck. On a
+// grid (`grid`, when the switches form one, with gaps or not), its slabs
+// too: the switches whose coordinate in one dimension lies in an interval
+// (a path's prefixes, a ring's arcs), whose faces are what binds on a mesh
+// (the middle links carry every path across, whatever the routing) and on
+// a torus or mesh that lost links.
+double cut_bound(const SwitchGraph& g, std::span<const std::uint64_t> src, const GridShape* grid) {
   const std::uint32_t n = g.num_switches();
   std::vector<std::uint64_t> part_lids(g.num_components(), 0);
   for (std::uint32_t s = 0; s < n; ++s) part_lids[g.component(SwitchIndex{s})] += src[s];
@@ -190,12 +197,32 @@ double cut_bound(const SwitchGraph& g, std::span<const std::uint64_t> src) {
     }
     if (set.size() > 1) share();
   }
+  if (grid == nullptr) return best;
+  for (std::uint32_t d = 0; d < grid->dims(); ++d) {
+    const std::uint32_t size = grid->size[d];
+    // [first, first + len) along d, modulo size on a ring.
+    for (std::uint32_t len = 1; len < size; ++len) {
+      for (std::uint32_t first = 0; first < (grid->wrap[d] != 0 ? size : 1); ++first) {
+        ++epoch;
+        set.clear();
+        for (std::uint32_t s = 0; s < n; ++s) {
+          if ((grid->at(SwitchIndex{s}, d) + size - first) % size < len) {
+            set.push_back(s);
+            mark[s] = epoch;
+          }
+        }
+        // One component: a grid with gaps may not be, and then a slab's
+        // paths out are not all across its faces.
+        if (!set.empty() && g.num_components() == 1) share();
+      }
+    }
+  }
   return best;
 }
 
 // Paths per directed switch link: from every switch, weighted by its CA
 // LIDs, to every CA LID of its part, following the LFTs.
-PathLoad path_load(const SwitchGraph& g, const Routes& routes) {
+PathLoad path_load(const SwitchGraph& g, const Routes& routes, double cut) {
   const std::uint32_t n = g.num_switches();
   std::vector<std::uint64_t> src(n, 0);
   for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
@@ -229,7 +256,7 @@ PathLoad path_load(const SwitchGraph& g, const Routes& routes) {
     }
   }
   PathLoad p;
-  p.cut = cut_bound(g, src);
+  p.cut = cut;
   std::uint64_t total = 0;
   for (const std::uint64_t x : per_arc) {
     p.max = std::max(p.max, x);
@@ -264,6 +291,13 @@ int run(const Args& a) {
   auto g = SwitchGraph::build(*topo, lids->map);
   if (!g.ok()) return fail("switch graph", g.error());
   WorkerPool pool(a.threads);
+  std::vector<std::uint64_t> src(g->num_switches(), 0);
+  for (std::uint32_t l = 1; l <= g->max_lid().value; ++l) {
+    const LidAttachment att = g->attachment(Lid{l});
+    if (att.routable() && att.port != 0) ++src[att.sw.value];
+  }
+  Result<GridShape> grid = grid_shape_with_gaps(*topo, *g, g->num_arcs());
+  const double cut_lb = cut_bound(*g, src, grid.ok() ? &*grid : nullptr);
   std::printf("layers_bench %s: %zu switches, %zu CAs, %zu links cut, vls=%u\n", a.spec.c_str(),
               topo->num_switches(), topo->num_cas(), cut, a.vls);
   std::printf("%-11s %8s %8s %9s %9s %9s %9s %6s %4s %8s %8s  %s\n", "engine", "entr.max",
@@ -314,7 +348,7 @@ int run(const Args& a) {
       verdict = v.ok() ? "deadlock-free" : v.error().message;
     }
     const double t_verify = seconds_since(t0);
-    const PathLoad p = path_load(*g, *routes);
+    const PathLoad p = path_load(*g, *routes, cut_lb);
     const double lb = std::max(p.bound, p.cut);
     std::printf("%-11s %8llu %8.1f %9llu %9.1f %9.1f %9.1f %6.2f %4u %8.3f %8.3f  %s\n",
                 label.c_str(), static_cast<unsigned long long>(p.entries_max), p.entries_mean,
