@@ -281,79 +281,11 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       place_lid(g, grower, tree, lid, sources, load, pick, subtree, cols, placed);
     }
   };
-  // Calls fn(arc, sources) once for every channel the routes to `lid`
-  // (delivered by t) cross, as the LFTs hold them, with the CA/router
-  // sources whose route crosses it: each switch of t's part read once and
-  // the sources summed down the tree, where walking every source's route
-  // read a switch's entry once per route through it (2,000 switches: a
-  // quarter of the engine's time). A route that ends short of t (none do)
-  // stops there; a loop (none either) is cut where it closes.
-  std::vector<std::vector<std::uint32_t>> part_switches(g.num_components());
-  for (std::uint32_t s = 0; s < n; ++s) part_switches[g.component(SwitchIndex{s})].push_back(s);
-  std::vector<std::uint32_t> next_arc(n, kNoArc), walk_mark(n, 0), walk, rootward;
-  std::vector<std::uint64_t> carried(n, 0);
-  std::uint32_t walk_epoch = 0;
+  LidLoads lid_loads(g, sources, rev);
   auto for_each_load = [&](std::uint32_t t, std::uint32_t lid, auto&& fn) {
-    walk_epoch += 2;
-    const std::uint32_t on_walk = walk_epoch, known = walk_epoch + 1;
-    rootward.clear();  // every switch after the one it forwards to
-    walk_mark[t] = known;
-    for (const std::uint32_t s : part_switches[g.component(SwitchIndex{t})]) {
-      walk.clear();
-      for (std::uint32_t cur = s; walk_mark[cur] != known;) {
-        if (walk_mark[cur] == on_walk) {
-          next_arc[walk.back()] = kNoArc;
-          break;
-        }
-        walk_mark[cur] = on_walk;
-        walk.push_back(cur);
-        carried[cur] = sources[cur];
-        const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, cols.get(cur, lid));
-        next_arc[cur] = a;
-        if (a == kNoArc) break;
-        cur = g.arc(a).to.value;
-      }
-      for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
-        walk_mark[*it] = known;
-        rootward.push_back(*it);
-      }
-    }
-    for (auto it = rootward.rbegin(); it != rootward.rend(); ++it) {
-      const std::uint32_t a = next_arc[*it];
-      if (a == kNoArc || carried[*it] == 0) continue;
-      fn(a, carried[*it]);
-      carried[g.arc(a).to.value] += carried[*it];
-    }
+    lid_loads.for_each(cols, t, lid, fn);
   };
-  // The sources whose route to `lid` crosses channel `a`, as the LFTs
-  // hold them: the switches that forward `lid` into a's tail, found back
-  // from it (a few, but for a destination's last hops), where
-  // for_each_load reads every switch (the hot-spot steps, which ask this
-  // of a thousand LIDs a step at 2,000 switches, took most of their time
-  // so).
-  auto load_on = [&](std::uint32_t a, std::uint32_t lid) -> std::uint64_t {
-    const std::uint32_t x = g.arc_source(a).value;
-    if (cols.get(x, lid) != g.arc(a).local_port) return 0;
-    walk_epoch += 2;
-    walk_mark[x] = walk_epoch;
-    walk.assign(1, x);
-    std::uint64_t from = sources[x];
-    for (std::size_t head = 0; head < walk.size(); ++head) {
-      const std::uint32_t z = walk[head];
-      for (std::uint32_t o = g.first_arc(SwitchIndex{z}); o < g.first_arc(SwitchIndex{z + 1});
-           ++o) {
-        const std::uint32_t w = g.arc(o).to.value, in = rev[o];
-        if (in == kNoArc || walk_mark[w] == walk_epoch ||
-            cols.get(w, lid) != g.arc(in).local_port) {
-          continue;
-        }
-        walk_mark[w] = walk_epoch;
-        walk.push_back(w);
-        from += sources[w];
-      }
-    }
-    return from;
-  };
+  auto load_on = [&](std::uint32_t a, std::uint32_t lid) { return lid_loads.on(cols, a, lid); };
   // The loads the routes to unit u's LIDs put on channels, as the LFTs
   // hold them, into `into`; a list's loads added to the channels' or taken
   // off; and the busiest channel of a list.

@@ -486,6 +486,104 @@ class LidColumns {
   std::vector<std::uint8_t> ports_;
 };
 
+// The loads the routes to one LID put on channels, as LidColumns hold
+// them, for the layered engine's rip-up and hot-spot passes and the
+// repair's hot spots. `sources`: CA/router LIDs by switch.
+class LidLoads {
+ public:
+  LidLoads(const SwitchGraph& g, std::span<const std::uint64_t> sources,
+           std::span<const std::uint32_t> rev)
+      : g_(g),
+        sources_(sources),
+        rev_(rev),
+        part_switches_(g.num_components()),
+        next_arc_(g.num_switches(), kNoArc),
+        walk_mark_(g.num_switches(), 0),
+        carried_(g.num_switches(), 0) {
+    for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+      part_switches_[g.component(SwitchIndex{s})].push_back(s);
+    }
+  }
+
+  // Calls fn(arc, sources) once for every channel the routes to `lid`
+  // (delivered by t) cross, with the sources whose route crosses it: each
+  // switch of t's part read once and the sources summed down the tree,
+  // where walking every source's route read a switch's entry once per
+  // route through it (2,000 switches: a quarter of the engine's time). A
+  // route that ends short of t (none do) stops there; a loop (none
+  // either) is cut where it closes.
+  template <class Fn>
+  void for_each(const LidColumns& cols, std::uint32_t t, std::uint32_t lid, Fn&& fn) {
+    epoch_ += 2;
+    const std::uint32_t on_walk = epoch_, known = epoch_ + 1;
+    rootward_.clear();  // every switch after the one it forwards to
+    walk_mark_[t] = known;
+    for (const std::uint32_t s : part_switches_[g_.component(SwitchIndex{t})]) {
+      walk_.clear();
+      for (std::uint32_t cur = s; walk_mark_[cur] != known;) {
+        if (walk_mark_[cur] == on_walk) {
+          next_arc_[walk_.back()] = kNoArc;
+          break;
+        }
+        walk_mark_[cur] = on_walk;
+        walk_.push_back(cur);
+        carried_[cur] = sources_[cur];
+        const std::uint32_t a = g_.arc_at_port(SwitchIndex{cur}, cols.get(cur, lid));
+        next_arc_[cur] = a;
+        if (a == kNoArc) break;
+        cur = g_.arc(a).to.value;
+      }
+      for (auto it = walk_.rbegin(); it != walk_.rend(); ++it) {
+        walk_mark_[*it] = known;
+        rootward_.push_back(*it);
+      }
+    }
+    for (auto it = rootward_.rbegin(); it != rootward_.rend(); ++it) {
+      const std::uint32_t a = next_arc_[*it];
+      if (a == kNoArc || carried_[*it] == 0) continue;
+      fn(a, carried_[*it]);
+      carried_[g_.arc(a).to.value] += carried_[*it];
+    }
+  }
+
+  // The sources whose route to `lid` crosses channel `a`: the switches
+  // that forward `lid` into a's tail, found back from it (a few, but for a
+  // destination's last hops), where for_each reads every switch (the
+  // hot-spot steps, which ask this of a thousand LIDs a step at 2,000
+  // switches, took most of their time so).
+  std::uint64_t on(const LidColumns& cols, std::uint32_t a, std::uint32_t lid) {
+    const std::uint32_t x = g_.arc_source(a).value;
+    if (cols.get(x, lid) != g_.arc(a).local_port) return 0;
+    epoch_ += 2;
+    walk_mark_[x] = epoch_;
+    walk_.assign(1, x);
+    std::uint64_t from = sources_[x];
+    for (std::size_t head = 0; head < walk_.size(); ++head) {
+      const std::uint32_t z = walk_[head];
+      for (std::uint32_t o = g_.first_arc(SwitchIndex{z}); o < g_.first_arc(SwitchIndex{z + 1});
+           ++o) {
+        const std::uint32_t w = g_.arc(o).to.value, in = rev_[o];
+        if (in == kNoArc || walk_mark_[w] == epoch_ || cols.get(w, lid) != g_.arc(in).local_port) {
+          continue;
+        }
+        walk_mark_[w] = epoch_;
+        walk_.push_back(w);
+        from += sources_[w];
+      }
+    }
+    return from;
+  }
+
+ private:
+  const SwitchGraph& g_;
+  std::span<const std::uint64_t> sources_;
+  std::span<const std::uint32_t> rev_;
+  std::vector<std::vector<std::uint32_t>> part_switches_;
+  std::vector<std::uint32_t> next_arc_, walk_mark_, walk_, rootward_;
+  std::vector<std::uint64_t> carried_;
+  std::uint32_t epoch_ = 0;
+};
+
 // Routes `lid`, delivered by tree.front() (t), along `tree` (the switches
 // grower.grow() returned, with their channels in grower.outs()): each
 // switch takes the channel whose load plus the load of the channel after
