@@ -28,18 +28,6 @@ constexpr std::uint32_t kRefinePasses = 1;
 // degraded fat tree k=16: 1.56x, 1.48x). Down to 2 moved more trees and
 // balanced some fabrics better and others worse.
 constexpr std::uint64_t kFunnelled = 3;
-// Hot-spot steps after the rip-up pass (below): at most one per tree,
-// and none once kHotSpotStall steps in a row have not taken the busiest
-// channel's load down by 1/kHotSpotDrop. Busiest link over the lower
-// bound (layers_bench, 8 VLs), with a quarter of the trees' count and 32
-// steps of stall (when a step took ~20 ms at 2,000 switches), then with
-// these (a step ~5 ms): random 2,000 switches, degree 16: 1.52 -> 1.33,
-// 2 s -> 6 s of steps (2.38 before any; 128 steps of stall: 1.25 in 13
-// s more); 1 CA per switch 1.67 either way; random 1,000 1.12 -> 1.11;
-// 200 1.09 -> 1.08; fat tree k=16 minus 5% 1.32 -> 1.25; torus 8x8x8
-// (general engine) 1.59 -> 1.53, minus 2% of its links 4.73 -> 4.50.
-constexpr std::uint32_t kHotSpotStall = 64;
-constexpr std::uint64_t kHotSpotDrop = 128;
 // Trees x switches the engine allows itself before it gives more LIDs of
 // a switch one tree (random graphs with 8 CAs per switch: 200, 600 and
 // 1,000 switches, trees of two LIDs, 0.2, 6 and 25 s on the 2-core bench
@@ -658,7 +646,8 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   dor.vl0_rank = bfs_rank(g, 0, dist);
   LayeredRepairStats st;
   Routes routes;
-  SUBNETD_TRY_ASSIGN(routes, repair_layered(topo, lids, topo, dor, opts, stop, &st));
+  SUBNETD_TRY_ASSIGN(
+      routes, repair_layered(topo, lids, topo, dor, opts, stop, &st, RepairBalance::kHotSpots));
   std::uint8_t top = 1;
   for (const std::uint8_t l : routes.lid_layer) top = std::max(top, l);
   routes.num_vls = static_cast<std::uint8_t>(top + 1);
@@ -674,9 +663,11 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
       "layered: {}: dimension-order routes on {} of {} data VL(s) (VL 0: multicast, and "
       "up*/down* routes to {} LID(s) no other layer fits), repaired around the gaps in their "
       "layers ({} of {} destination LIDs re-attached, {} of them on a new tree, {} moved to "
-      "another layer)",
+      "another layer; then {} hot-spot moves: the LID loading the busiest link most given a new "
+      "tree off it)",
       what, routes.num_vls, opts.max_vls, on_vl0, st.lids_regrown,
-      st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown, st.lids_moved));
+      st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown, st.lids_moved,
+      st.hot_spot_moves));
   for (const std::string& note : g.notes()) routes.notes.push_back(note);
   if (g.num_switches() > kLayeredGridCompareMaxSwitches) return routes;
 

@@ -115,9 +115,11 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
 // The share of a grid's links that may be missing for it to be routed as
 // a grid (dimension order repaired around the gaps), and that many links
 // for g's cabled ones. The repaired routes' busiest link over the lower
-// bound on an 8x8x8 torus, against the general engine's (layers_bench):
-// 1% missing 1.51 (5.28), 2% 1.58 (4.50), 3% 3.35 (5.37), 4% 4.88 (5.59):
-// past that the seven layers' CDGs leave the detours too few turns.
+// bound on an 8x8x8 torus, against the general engine's (layers_bench,
+// with the repair's hot-spot steps): 1% missing 1.08 (5.28), 2% 1.06
+// (4.37), 3% 1.23 (5.37), 4% 2.30 (5.59): past that the seven layers'
+// CDGs leave the detours too few turns (the busiest link then carries
+// LIDs that fit VL 0's up*/down* routes only).
 inline constexpr double kLayeredGridMaxMissingShare = 0.05;
 std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
 
@@ -126,9 +128,10 @@ std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
 // to kLayeredGridCompareMaxSwitches switches (where the general engine
 // takes under a second) both are routed and the routes whose busiest link
 // carries fewer CA-to-CA paths are kept, the first note saying which and
-// by how much: a detour kept to its layer's turns funnels more on small
-// grids and hypercubes (a 5x5x5 torus minus 2%: 1.52x the lower bound
-// against 1.26; an 8x8x8 torus: 1.58 against 4.50).
+// by how much: a detour kept to its layer's turns may funnel more on
+// small grids and hypercubes (an 8-cube minus 3% of its links: 1.14x the
+// lower bound against 1.10; a 5x5x5 torus minus 2%: 1.09 against 1.26;
+// an 8x8x8 torus minus 2%: 1.06 against 4.37).
 inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
 // The repair's time grows with the links missing times the switches
 // squared (each broken LID's detours searched over the fabric): an 8x8x8

@@ -42,7 +42,7 @@ Result<OrderedDag> dag_of(const SwitchGraph& g, const std::shared_ptr<const DagF
 Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                               const Topology& previous_topo, const Routes& previous,
                               const EngineOptions& opts, std::stop_token stop,
-                              LayeredRepairStats* stats) {
+                              LayeredRepairStats* stats, RepairBalance balance) {
   if (previous.num_vls < 2 || previous.lid_layer.empty()) {
     return Error{Errc::kUnsupported,
                  fmt::format("layered repair: the previous routes ({}) are not layered on "
@@ -420,15 +420,111 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     if (l == kNoLayer) l = 0;
   }
 
+  // Hot spots (RepairBalance), a LID at a time.
+  if (balance == RepairBalance::kHotSpots && arcs != 0) {
+    LidLoads lid_loads(g, sources, rev);
+    std::vector<std::uint8_t> settled(std::size_t{max_lid} + 1, 0);  // no new tree was better
+    ArcLoads old_loads, new_loads;
+    auto busiest_of = [&](const ArcLoads& list) {
+      std::uint64_t busiest = 0;
+      for (const auto& l : list) busiest = std::max(busiest, load[l.first]);
+      return busiest;
+    };
+    auto shift = [&](const ArcLoads& list, bool on) {
+      for (const auto& [a, from] : list) {
+        if (on) {
+          load[a] += from;
+        } else {
+          load[a] -= from;
+        }
+      }
+    };
+    const std::uint64_t penalty = hop * n;
+    std::uint64_t mark = *std::max_element(load.begin(), load.end());
+    const std::uint64_t steps = st.lids_kept + st.lids_regrown + st.lids_placed;
+    for (std::uint64_t step = 0, stalled = 0; step < steps && stalled < kHotSpotStall;
+         ++step, ++stalled) {
+      if (stop.stop_requested()) return Error{Errc::kCancelled, "layered repair: cancelled"};
+      const auto hot =
+          static_cast<std::uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
+      if (load[hot] * kHotSpotDrop < mark * (kHotSpotDrop - 1)) {
+        mark = load[hot];
+        stalled = 0;
+      }
+      // The LID pouring the most over `hot` (cheap test first: does it
+      // leave hot's switch through it at all).
+      const std::uint32_t x = g.arc_source(hot).value;
+      const std::uint8_t port = g.arc(hot).local_port;
+      std::uint32_t worst = 0;  // none
+      std::uint64_t worst_from = 0;
+      for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+        if (settled[lid] != 0 || cols.get(x, lid) != port) continue;
+        const LidAttachment att = g.attachment(Lid{lid});
+        if (!att.routable() || att.port == 0) continue;
+        const std::uint64_t from = lid_loads.on(cols, hot, lid);
+        if (from > worst_from) {
+          worst = lid;
+          worst_from = from;
+        }
+      }
+      if (worst == 0) break;
+      const std::uint32_t t = g.attachment(Lid{worst}).sw.value;
+      const std::uint8_t k = routes.lid_layer[worst];
+      old_loads.clear();
+      lid_loads.for_each(cols, t, worst, [&](std::uint32_t a, std::uint64_t from) {
+        old_loads.emplace_back(a, from);
+      });
+      const std::uint64_t before = busiest_of(old_loads);
+      shift(old_loads, false);
+      for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, worst);
+      auto try_layer = [&](std::uint8_t layer) {
+        added.clear();
+        load[hot] += penalty;
+        const std::span<const std::uint32_t> tree =
+            grower.grow(t, load, hop, hop / 2, &layers[layer], &refused[layer], added);
+        load[hot] -= penalty;
+        if (tree.size() == part_size[g.component(SwitchIndex{t})]) {
+          new_loads.clear();
+          place_lid(g, grower, tree, worst, sources, load, pick, subtree, cols, &new_loads);
+          if (busiest_of(new_loads) < before) return true;
+          shift(new_loads, false);
+          for (std::uint32_t s = 0; s < n; ++s) cols.set(s, worst, old_ports[s]);
+        }
+        layers[layer].undo(added);
+        return false;
+      };
+      // Its own layer first; then (its SL changes) the free layers and
+      // the escape layer, in the order the repair tries them.
+      bool moved = try_layer(k);
+      for (std::uint8_t i = 1; i <= num_layers && !moved; ++i) {
+        const auto o = static_cast<std::uint8_t>(i % num_layers);
+        if (o == k || !try_layer(o)) continue;
+        moved = true;
+        routes.lid_layer[worst] = o;
+        ++st.lids_moved;
+      }
+      if (moved) {
+        ++st.hot_spot_moves;
+        continue;
+      }
+      shift(old_loads, true);
+      settled[worst] = 1;
+    }
+  }
+
   routes.load = entry_load(g, cols);
   routes.lfts = cols.lfts(routes.max_lid);
   routes.notes.push_back(fmt::format(
       "layered repair: {} destination LIDs kept as they were, {} re-attached ({} of them on a new "
       "tree; {} entries rewritten), {} new given a layer; {} moved to another layer (SL: hosts "
       "must resolve their PathRecords to them again), every other LID kept its layer; {} switch "
-      "LID(s) re-routed",
+      "LID(s) re-routed{}",
       st.lids_kept, st.lids_regrown, st.trees_regrown, st.entries_rewritten, st.lids_placed,
-      st.lids_moved, st.switch_lids_rerouted));
+      st.lids_moved, st.switch_lids_rerouted,
+      balance == RepairBalance::kHotSpots
+          ? fmt::format("; {} hot-spot moves (LIDs given a new tree off the busiest channel)",
+                        st.hot_spot_moves)
+          : std::string()));
   if (stats != nullptr) *stats = st;
   return routes;
 }

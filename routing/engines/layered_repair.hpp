@@ -61,15 +61,32 @@ struct LayeredRepairStats {
   std::uint64_t lids_placed = 0;        // ... that had no layer and were given one
   std::uint64_t entries_rewritten = 0;  // CA/router LID entries re-attached
   std::uint64_t trees_regrown = 0;      // LIDs given a whole new tree
-  std::uint64_t lids_moved = 0;         // re-attached ones that fit their layer no longer
+  std::uint64_t lids_moved = 0;         // moved to another layer (their SL changes): re-attached
+                                        // ones that fit theirs no longer, and hot-spot moves
   std::uint64_t switch_lids_rerouted = 0;
+  std::uint64_t hot_spot_moves = 0;  // LIDs given a new tree off the busiest channel
 };
+
+// What the repair may change: only the routes the change broke (the
+// daemon's heavy sweeps: few LFT writes, every LID kept where it stands),
+// or then also the hot spots (a grid with gaps routed afresh from
+// dimension order: engines/layered.cpp). A hot-spot step grows the LID
+// that loads the busiest channel most a new tree, that channel weighing as
+// a detour through every switch, kept if the busiest channel it crosses
+// carries less than the busiest did: in its own layer first, then (its SL
+// changes, counted in lids_moved) the free layers and the escape layer. A
+// LID no layer gives a better tree is left as it is; the steps stop as the
+// engine's do (kHotSpotStall, tree_grower.hpp). An 8x8x8 torus minus 2% of
+// its links: the busiest link 1.53 -> 1.06 times the lower bound (only in
+// its own layer: 1.10), in 0.3 s more.
+enum class RepairBalance : std::uint8_t { kBrokenOnly, kHotSpots };
 
 // `previous` was computed for `previous_topo` (its lfts by that topology's
 // switch_index); `topo` and `lids` are the fabric now.
 Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                               const Topology& previous_topo, const Routes& previous,
                               const EngineOptions& opts, std::stop_token stop,
-                              LayeredRepairStats* stats = nullptr);
+                              LayeredRepairStats* stats = nullptr,
+                              RepairBalance balance = RepairBalance::kBrokenOnly);
 
 }  // namespace subnetd::routing

@@ -15,6 +15,8 @@
 
 #include "routing/engines/dor.hpp"
 #include "routing/engines/layered.hpp"
+#include "routing/engines/layered_repair.hpp"
+#include "routing/engines/tree_grower.hpp"
 #include "routing/grid_shape.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
@@ -387,6 +389,46 @@ TEST(GappedGrid, NearlyEveryLidKeepsItsLayerWhenTheGapsCloseAgain) {
   }
   ASSERT_EQ(cas, 512U);
   EXPECT_GE(same, cas * 95 / 100) << same << " of " << cas << " LIDs kept their layer";
+}
+
+// A grid with gaps routed afresh: after the repair of its dimension-order
+// routes, the hot-spot steps (RepairBalance::kHotSpots) take the busiest
+// link's paths down, and the routes stay complete, deadlock-free and
+// within the budget. The repair alone (the daemon's, after a change)
+// takes none.
+TEST(GappedGrid, HotSpotStepsTakeTheBusiestLinkDown) {
+  Fabric f = make_fabric("torus:dims=8x8x8,hosts=2");
+  cut_links(f.topo, 30, 1);
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  auto shape = grid_shape_with_gaps(f.topo, *g, 30);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  auto dor = dor_routes(*g, *shape, dor_cover(*shape), {});
+  ASSERT_TRUE(dor.ok()) << dor.error().message;
+  dor->num_vls = 8;
+  // Multicast's order: breadth first from switch 0.
+  std::vector<std::uint32_t> dist, order;
+  bfs_hops(*g, 0, dist, order);
+  ASSERT_EQ(order.size(), g->num_switches());
+  dor->vl0_rank.assign(order.size(), 0);
+  for (std::uint32_t i = 0; i < order.size(); ++i) dor->vl0_rank[order[i]] = i;
+  EngineOptions opts;
+  opts.max_vls = 8;
+  LayeredRepairStats plain_st, spread_st;
+  auto plain = repair_layered(f.topo, f.lids, f.topo, *dor, opts, {}, &plain_st);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  auto spread =
+      repair_layered(f.topo, f.lids, f.topo, *dor, opts, {}, &spread_st, RepairBalance::kHotSpots);
+  ASSERT_TRUE(spread.ok()) << spread.error().message;
+  EXPECT_EQ(plain_st.hot_spot_moves, 0U);
+  EXPECT_GT(spread_st.hot_spot_moves, 0U);
+  const std::vector<std::uint64_t> before = path_loads(f, *plain), after = path_loads(f, *spread);
+  ASSERT_FALSE(before.empty());
+  EXPECT_LT(*std::max_element(after.begin(), after.end()),
+            *std::max_element(before.begin(), before.end()));
+  EXPECT_LE(spread->num_vls, 8);
+  expect_delivered_deadlock_free(f, *plain);
+  expect_delivered_deadlock_free(f, *spread);
 }
 
 // `f` without switch `dead` (none: kNoSwitch) and the CAs cabled only to
