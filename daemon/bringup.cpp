@@ -110,7 +110,8 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
           "again";
     } else if (grown.empty()) {
       auto repaired =
-          routing::repair_layered(topo, lids, *opts.previous_topology, *prev, eopts, stop);
+          routing::repair_layered(topo, lids, *opts.previous_topology, *prev, eopts, stop, nullptr,
+                                  routing::RepairBalance::kHotSpotsInLayer);
       if (repaired.ok()) {
         return std::make_shared<const routing::Routes>(std::move(repaired).value());
       }

@@ -421,7 +421,10 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   }
 
   // Hot spots (RepairBalance), a LID at a time.
-  if (balance == RepairBalance::kHotSpots && arcs != 0) {
+  const bool spread =
+      balance == RepairBalance::kHotSpots ||
+      (balance == RepairBalance::kHotSpotsInLayer && st.lids_regrown + st.lids_placed != 0);
+  if (spread && arcs != 0) {
     LidLoads lid_loads(g, sources, rev);
     std::vector<std::uint8_t> settled(std::size_t{max_lid} + 1, 0);  // no new tree was better
     ArcLoads old_loads, new_loads;
@@ -496,7 +499,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       // Its own layer first; then (its SL changes) the free layers and
       // the escape layer, in the order the repair tries them.
       bool moved = try_layer(k);
-      for (std::uint8_t i = 1; i <= num_layers && !moved; ++i) {
+      for (std::uint8_t i = 1; balance == RepairBalance::kHotSpots && i <= num_layers && !moved;
+           ++i) {
         const auto o = static_cast<std::uint8_t>(i % num_layers);
         if (o == k || !try_layer(o)) continue;
         moved = true;
@@ -521,7 +525,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       "LID(s) re-routed{}",
       st.lids_kept, st.lids_regrown, st.trees_regrown, st.entries_rewritten, st.lids_placed,
       st.lids_moved, st.switch_lids_rerouted,
-      balance == RepairBalance::kHotSpots
+      balance != RepairBalance::kBrokenOnly
           ? fmt::format("; {} hot-spot moves (LIDs given a new tree off the busiest channel)",
                         st.hot_spot_moves)
           : std::string()));

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 #include <string>
@@ -155,6 +156,47 @@ TEST_P(LayeredRepairTest, EveryLidKeepsItsLayerAndOnlyBrokenRoutesChange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, LayeredRepairTest, ::testing::ValuesIn(kCases));
+
+// The daemon's repair (RepairBalance::kHotSpotsInLayer): after the broken
+// routes are mended, the hot spots their detours made are spread, each
+// LID kept in the layer the repair alone leaves it in (no SL changes);
+// the busiest link carries fewer paths, and the routes stay complete and
+// deadlock-free. With nothing broken, nothing is rewritten.
+TEST(LayeredRepair, HotSpotsSpreadInTheirLayersAfterARepair) {
+  Fabric f = make_fabric("random:switches=200,degree=8,hosts=8,seed=1");
+  const Topology before = f.topo;
+  const Routes prev = route_layered(before, f.lids, 8);
+  ASSERT_GT(prev.num_vls, 1);
+  EngineOptions opts;
+  opts.max_vls = 8;
+  LayeredRepairStats same_st;
+  auto same = repair_layered(before, f.lids, before, prev, opts, {}, &same_st,
+                             RepairBalance::kHotSpotsInLayer);
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ(same_st.hot_spot_moves, 0U);
+  for (std::uint32_t s = 0; s < before.num_switches(); ++s) {
+    ASSERT_EQ(same->lfts[s], prev.lfts[s]) << "switch " << s;
+  }
+
+  cut_links(f.topo, 3, 1);
+  LayeredRepairStats plain_st, spread_st;
+  auto plain = repair_layered(f.topo, f.lids, before, prev, opts, {}, &plain_st);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  auto spread = repair_layered(f.topo, f.lids, before, prev, opts, {}, &spread_st,
+                               RepairBalance::kHotSpotsInLayer);
+  ASSERT_TRUE(spread.ok()) << spread.error().message;
+  EXPECT_EQ(plain_st.hot_spot_moves, 0U);
+  EXPECT_GT(spread_st.hot_spot_moves, 0U);
+  EXPECT_EQ(spread_st.lids_moved, plain_st.lids_moved);
+  for (std::uint32_t l = 1; l <= f.lids.max_lid.value; ++l) {
+    EXPECT_EQ(spread->layer(Lid{l}), plain->layer(Lid{l})) << "LID " << l;
+  }
+  const std::vector<std::uint64_t> p = testing::path_loads(f, *plain),
+                                   q = testing::path_loads(f, *spread);
+  ASSERT_FALSE(p.empty());
+  EXPECT_LT(*std::max_element(q.begin(), q.end()), *std::max_element(p.begin(), p.end()));
+  expect_deadlock_free(f.topo, f.lids, *spread);
+}
 
 TEST(LayeredRepair, RepairsAgainAfterASecondFailure) {
   Fabric f = make_fabric("torus:dims=6x6,hosts=2");
