@@ -502,7 +502,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       for (std::uint8_t i = 1; balance == RepairBalance::kHotSpots && i <= num_layers && !moved;
            ++i) {
         const auto o = static_cast<std::uint8_t>(i % num_layers);
-        if (o == k || !try_layer(o)) continue;
+        // (VL 0 only where its CDG holds multicast's order, as above.)
+        if (o == k || (o == 0 && routes.vl0_rank.empty()) || !try_layer(o)) continue;
         moved = true;
         routes.lid_layer[worst] = o;
         ++st.lids_moved;

@@ -24,12 +24,12 @@
 namespace subnetd::routing {
 
 // Hot-spot steps after the layered engine's rip-up pass (layered.cpp),
-// and after the repair of a grid routed afresh (layered_repair.cpp): at
-// most one per tree, and none once kHotSpotStall steps in a row have not
-// taken the busiest channel's load down by 1/kHotSpotDrop. Busiest link over the lower
-// bound (layers_bench, 8 VLs), with a quarter of the trees' count and 32
-// steps of stall (when a step took ~20 ms at 2,000 switches), then with
-// these (a step ~5 ms): random 2,000 switches, degree 16: 1.52 -> 1.33,
+// and after a repair (layered_repair.hpp, RepairBalance): at most one per
+// tree, and none once kHotSpotStall steps in a row have not taken the
+// busiest channel's load down by 1/kHotSpotDrop. The engine's busiest
+// link over the lower bound (layers_bench, 8 VLs), with a quarter of the
+// trees' count and 32 steps of stall (when a step took ~20 ms at 2,000
+// switches), then with these (a step ~5 ms): random 2,000 switches, degree 16: 1.52 -> 1.33,
 // 2 s -> 6 s of steps (2.38 before any; 128 steps of stall: 1.25 in 13
 // s more); 1 CA per switch 1.67 either way; random 1,000 1.12 -> 1.11;
 // 200 1.09 -> 1.08; fat tree k=16 minus 5% 1.32 -> 1.25; torus 8x8x8
