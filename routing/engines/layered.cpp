@@ -284,17 +284,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                     [&](std::uint32_t a, std::uint64_t from) { into.emplace_back(a, from); });
     }
   };
-  auto add_loads = [&](const ArcLoads& list) {
-    for (const auto& [a, from] : list) load[a] += from;
-  };
-  auto take_loads = [&](const ArcLoads& list) {
-    for (const auto& [a, from] : list) load[a] -= from;
-  };
-  auto busiest_of = [&](const ArcLoads& list) {
-    std::uint64_t busiest = 0;
-    for (const auto& l : list) busiest = std::max(busiest, load[l.first]);
-    return busiest;
-  };
+  auto add_loads = [&](const ArcLoads& list) { routing::add_loads(load, list); };
+  auto take_loads = [&](const ArcLoads& list) { routing::take_loads(load, list); };
+  auto busiest_of = [&](const ArcLoads& list) { return routing::busiest_of(load, list); };
 
   // A switch's own LID: shortest paths, no load, layer 0 (on one VL,
   // updn's own routes: the rerouter keeps switch LIDs up*/down* too).
@@ -483,17 +475,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     std::vector<std::uint32_t> targets;
     // (load on hot, LID) of the worst tree's LIDs, and of the tree weighed.
     std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hot, candidate;
-    std::uint64_t mark = *std::max_element(load.begin(), load.end());
-    const std::uint32_t steps = units;  // at most one per tree
-    for (std::uint32_t step = 0, stalled = 0; step < steps && stalled < kHotSpotStall;
-         ++step, ++stalled) {
+    HotSpotPace pace(load, units);  // at most a step per tree
+    for (std::uint32_t hot = pace.next(); hot != kNoArc; hot = pace.next()) {
       if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};
-      const auto hot =
-          static_cast<std::uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
-      if (load[hot] * kHotSpotDrop < mark * (kHotSpotDrop - 1)) {
-        mark = load[hot];
-        stalled = 0;
-      }
       // The tree pouring the most over `hot` (cheap test first: does one
       // of its LIDs leave hot's switch through it at all).
       const std::uint32_t x = g.arc_source(hot).value;

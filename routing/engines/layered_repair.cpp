@@ -428,32 +428,10 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     LidLoads lid_loads(g, sources, rev);
     std::vector<std::uint8_t> settled(std::size_t{max_lid} + 1, 0);  // no new tree was better
     ArcLoads old_loads, new_loads;
-    auto busiest_of = [&](const ArcLoads& list) {
-      std::uint64_t busiest = 0;
-      for (const auto& l : list) busiest = std::max(busiest, load[l.first]);
-      return busiest;
-    };
-    auto shift = [&](const ArcLoads& list, bool on) {
-      for (const auto& [a, from] : list) {
-        if (on) {
-          load[a] += from;
-        } else {
-          load[a] -= from;
-        }
-      }
-    };
     const std::uint64_t penalty = hop * n;
-    std::uint64_t mark = *std::max_element(load.begin(), load.end());
-    const std::uint64_t steps = st.lids_kept + st.lids_regrown + st.lids_placed;
-    for (std::uint64_t step = 0, stalled = 0; step < steps && stalled < kHotSpotStall;
-         ++step, ++stalled) {
+    HotSpotPace pace(load, st.lids_kept + st.lids_regrown + st.lids_placed);
+    for (std::uint32_t hot = pace.next(); hot != kNoArc; hot = pace.next()) {
       if (stop.stop_requested()) return Error{Errc::kCancelled, "layered repair: cancelled"};
-      const auto hot =
-          static_cast<std::uint32_t>(std::max_element(load.begin(), load.end()) - load.begin());
-      if (load[hot] * kHotSpotDrop < mark * (kHotSpotDrop - 1)) {
-        mark = load[hot];
-        stalled = 0;
-      }
       // The LID pouring the most over `hot` (cheap test first: does it
       // leave hot's switch through it at all).
       const std::uint32_t x = g.arc_source(hot).value;
@@ -477,8 +455,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       lid_loads.for_each(cols, t, worst, [&](std::uint32_t a, std::uint64_t from) {
         old_loads.emplace_back(a, from);
       });
-      const std::uint64_t before = busiest_of(old_loads);
-      shift(old_loads, false);
+      const std::uint64_t before = busiest_of(load, old_loads);
+      take_loads(load, old_loads);
       for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, worst);
       auto try_layer = [&](std::uint8_t layer) {
         added.clear();
@@ -489,8 +467,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
         if (tree.size() == part_size[g.component(SwitchIndex{t})]) {
           new_loads.clear();
           place_lid(g, grower, tree, worst, sources, load, pick, subtree, cols, &new_loads);
-          if (busiest_of(new_loads) < before) return true;
-          shift(new_loads, false);
+          if (busiest_of(load, new_loads) < before) return true;
+          take_loads(load, new_loads);
           for (std::uint32_t s = 0; s < n; ++s) cols.set(s, worst, old_ports[s]);
         }
         layers[layer].undo(added);
@@ -512,7 +490,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
         ++st.hot_spot_moves;
         continue;
       }
-      shift(old_loads, true);
+      add_loads(load, old_loads);
       settled[worst] = 1;
     }
   }

@@ -454,6 +454,48 @@ class TreeGrower {
 // Loads some routes put on channels: (channel, sources crossing it).
 using ArcLoads = std::vector<std::pair<std::uint32_t, std::uint64_t>>;
 
+// A list's loads added to the channels' `load`, or taken off; and the
+// busiest of the channels a list names.
+inline void add_loads(std::span<std::uint64_t> load, const ArcLoads& list) {
+  for (const auto& [a, from] : list) load[a] += from;
+}
+inline void take_loads(std::span<std::uint64_t> load, const ArcLoads& list) {
+  for (const auto& [a, from] : list) load[a] -= from;
+}
+inline std::uint64_t busiest_of(std::span<const std::uint64_t> load, const ArcLoads& list) {
+  std::uint64_t busiest = 0;
+  for (const auto& l : list) busiest = std::max(busiest, load[l.first]);
+  return busiest;
+}
+
+// The pace of the hot-spot steps (kHotSpotStall): next() gives the
+// busiest channel of `load` for each step, kNoArc once `steps` are taken
+// or kHotSpotStall steps in a row have not taken the busiest channel's
+// load down by 1/kHotSpotDrop.
+class HotSpotPace {
+ public:
+  HotSpotPace(std::span<const std::uint64_t> load, std::uint64_t steps)
+      : load_(load),
+        steps_(steps),
+        mark_(load.empty() ? 0 : *std::max_element(load.begin(), load.end())) {}
+  std::uint32_t next() {
+    if (load_.empty() || step_ >= steps_ || stalled_ >= kHotSpotStall) return kNoArc;
+    const auto hot =
+        static_cast<std::uint32_t>(std::max_element(load_.begin(), load_.end()) - load_.begin());
+    if (load_[hot] * kHotSpotDrop < mark_ * (kHotSpotDrop - 1)) {
+      mark_ = load_[hot];
+      stalled_ = 0;
+    }
+    ++step_;
+    ++stalled_;  // this step counts as stalled until a later one drops
+    return hot;
+  }
+
+ private:
+  std::span<const std::uint64_t> load_;
+  std::uint64_t steps_, step_ = 0, stalled_ = 0, mark_;
+};
+
 // Forwarding entries LID by LID, every switch's entry for a LID side by
 // side: the layered engine reads and writes a LID's whole column at a
 // time (a tree placed, its loads summed, a regrown tree taken back), which
