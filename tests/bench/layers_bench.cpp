@@ -221,14 +221,11 @@ double cut_bound(const SwitchGraph& g, std::span<const std::uint64_t> src, const
 }
 
 // Paths per directed switch link: from every switch, weighted by its CA
-// LIDs, to every CA LID of its part, following the LFTs.
-PathLoad path_load(const SwitchGraph& g, const Routes& routes, double cut) {
+// LIDs (`src`), to every CA LID of its part, following the LFTs; `cut`
+// is cut_bound's, the same for every engine run.
+PathLoad path_load(const SwitchGraph& g, const Routes& routes, std::span<const std::uint64_t> src,
+                   double cut) {
   const std::uint32_t n = g.num_switches();
-  std::vector<std::uint64_t> src(n, 0);
-  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
-    const LidAttachment a = g.attachment(Lid{l});
-    if (a.routable() && a.port != 0) ++src[a.sw.value];
-  }
   std::vector<std::uint64_t> per_arc(g.num_arcs(), 0), entries(g.num_arcs(), 0);
   std::uint64_t shortest_total = 0;
   std::vector<std::uint32_t> dist_cache;
@@ -348,7 +345,7 @@ int run(const Args& a) {
       verdict = v.ok() ? "deadlock-free" : v.error().message;
     }
     const double t_verify = seconds_since(t0);
-    const PathLoad p = path_load(*g, *routes, cut_lb);
+    const PathLoad p = path_load(*g, *routes, src, cut_lb);
     const double lb = std::max(p.bound, p.cut);
     std::printf("%-11s %8llu %8.1f %9llu %9.1f %9.1f %9.1f %6.2f %4u %8.3f %8.3f  %s\n",
                 label.c_str(), static_cast<unsigned long long>(p.entries_max), p.entries_mean,
