@@ -284,9 +284,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                     [&](std::uint32_t a, std::uint64_t from) { into.emplace_back(a, from); });
     }
   };
-  auto add_loads = [&](const ArcLoads& list) { routing::add_loads(load, list); };
-  auto take_loads = [&](const ArcLoads& list) { routing::take_loads(load, list); };
-  auto busiest_of = [&](const ArcLoads& list) { return routing::busiest_of(load, list); };
 
   // A switch's own LID: shortest paths, no load, layer 0 (on one VL,
   // updn's own routes: the rerouter keeps switch LIDs up*/down* too).
@@ -382,8 +379,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                     std::uint32_t avoid = kNoArc) {
     const std::uint32_t t = unit_sw[u];
     loads_of(u, old_loads);
-    const std::uint64_t before = busiest_of(old_loads);
-    take_loads(old_loads);
+    const std::uint64_t before = busiest_of(load, old_loads);
+    take_loads(load, old_loads);
     added.clear();
     // A channel to avoid weighs as much as a detour through every switch.
     const std::uint64_t penalty = avoid == kNoArc ? 0 : hop * n;
@@ -393,7 +390,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     if (avoid != kNoArc) load[avoid] -= penalty;
     if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
       layers[k].undo(added);
-      add_loads(old_loads);
+      add_loads(load, old_loads);
       return false;
     }
     old_ports.clear();
@@ -402,14 +399,14 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     }
     new_loads.clear();
     place(u, tree, &new_loads);
-    const std::uint64_t after = busiest_of(new_loads);
+    const std::uint64_t after = busiest_of(load, new_loads);
     if (after < before || (!strict && after == before)) return true;
-    take_loads(new_loads);
+    take_loads(load, new_loads);
     std::size_t i = 0;
     for (const std::uint32_t lid : unit_lids[u]) {
       for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
     }
-    add_loads(old_loads);
+    add_loads(load, old_loads);
     layers[k].undo(added);
     return false;
   };

@@ -29,11 +29,12 @@ namespace subnetd::routing {
 // busiest channel's load down by 1/kHotSpotDrop. The engine's busiest
 // link over the lower bound (layers_bench, 8 VLs), with a quarter of the
 // trees' count and 32 steps of stall (when a step took ~20 ms at 2,000
-// switches), then with these (a step ~5 ms): random 2,000 switches, degree 16: 1.52 -> 1.33,
-// 2 s -> 6 s of steps (2.38 before any; 128 steps of stall: 1.25 in 13
-// s more); 1 CA per switch 1.67 either way; random 1,000 1.12 -> 1.11;
-// 200 1.09 -> 1.08; fat tree k=16 minus 5% 1.32 -> 1.25; torus 8x8x8
-// (general engine) 1.59 -> 1.53, minus 2% of its links 4.73 -> 4.50.
+// switches), then with these (a step ~5 ms): random 2,000 switches,
+// degree 16: 1.52 -> 1.33, 2 s -> 6 s of steps (2.38 before any; 128
+// steps of stall: 1.25 in 13 s more); 1 CA per switch 1.67 either way;
+// random 1,000 1.12 -> 1.11; 200 1.09 -> 1.08; fat tree k=16 minus 5%
+// 1.32 -> 1.25; torus 8x8x8 (general engine) 1.59 -> 1.53, minus 2% of
+// its links 4.73 -> 4.50.
 inline constexpr std::uint32_t kHotSpotStall = 64;
 inline constexpr std::uint64_t kHotSpotDrop = 128;
 
