@@ -28,4 +28,13 @@ Result<std::vector<std::uint32_t>> find_cdg_cycle(const SwitchGraph& g,
                                                   std::span<const std::uint64_t> deps,
                                                   std::stop_token stop);
 
+// The same over channels on `vls` VLs whose dependencies may change VL
+// (per-hop VLs, Routes::hop_vls): `deps` holds vls x vls blocks of
+// g.num_arcs() x kCdgDepWords words, block v * vls + w the dependencies of
+// channels on VL v onto channels on VL w. The cycle's channels are
+// VL * g.num_arcs() + arc. With vls 1 it is find_cdg_cycle.
+Result<std::vector<std::uint32_t>> find_cdg_cycle_across(const SwitchGraph& g,
+                                                         std::span<const std::uint64_t> deps,
+                                                         std::uint32_t vls, std::stop_token stop);
+
 }  // namespace subnetd::routing

@@ -19,6 +19,10 @@
 namespace subnetd::routing {
 
 inline constexpr std::uint8_t kDropPort = 255;
+// Service levels, and the VL an SL2VL table gives an SL whose packets
+// are to be dropped (IBA 7.6.6: VL 15 for a data SL).
+inline constexpr std::uint32_t kNumSls = 16;
+inline constexpr std::uint8_t kDropVl = 15;
 inline constexpr std::uint32_t kLftBlockSize = 64;
 
 class Lft {
@@ -84,16 +88,33 @@ struct Routes {
   std::uint8_t num_vls = 1;
   // With num_vls > 1: by LID (0..max_lid), the layer the traffic to it
   // travels on (its SL, and the VL SL2VL maps it to on every port;
-  // routing/layers.hpp). Empty with one VL.
+  // routing/layers.hpp; with per-hop VLs, below, its SL only). Empty
+  // with one VL.
   std::vector<std::uint8_t> lid_layer;
   // The layer (SL) of the traffic to `l`: 0 with one VL.
   std::uint8_t layer(Lid l) const {
     return num_vls > 1 && l.value < lid_layer.size() ? lid_layer[l.value] : 0;
   }
+  // Per-hop VLs (dimension order with datelines, engines/dor.hpp): by
+  // switch_index, the VL each SL takes out of each of the switch's ports,
+  // the same from every input port (what its SL2VL tables hold):
+  // hop_vls[s][port * kNumSls + sl], kDropVl for an SL no route uses. Then
+  // lid_layer holds each LID's SL, which is not its VL, and num_vls the
+  // data VLs the hops use. Empty: SL i travels on VL i on every port.
+  std::vector<std::vector<std::uint8_t>> hop_vls;
+  bool per_hop_vls() const { return !hop_vls.empty(); }
+  // The VL traffic on SL `sl` takes out of switch s's port `out`
+  // (kDropVl: none); SL i is VL i without per-hop VLs.
+  std::uint8_t hop_vl(std::uint32_t s, std::uint8_t out, std::uint8_t sl) const {
+    if (hop_vls.empty()) return sl;
+    const std::size_t i = std::size_t{out} * kNumSls + sl;
+    return s < hop_vls.size() && i < hop_vls[s].size() ? hop_vls[s][i] : kDropVl;
+  }
   // Routes on several VLs, each LID's traffic kept to its layer, with no
   // up/down order (layered, dimension order): the rerouter cannot repair
   // them (it keeps routes up*/down*); fast failover plans them per layer,
-  // and the heavy sweep repairs them within their layers.
+  // and the heavy sweep repairs them within their layers (per-hop VLs
+  // neither: no plan, and the heavy sweep routes afresh).
   bool layered_without_order() const {
     return num_vls > 1 && !lid_layer.empty() && updown_rank.empty();
   }

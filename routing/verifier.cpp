@@ -125,15 +125,19 @@ class Checker {
                  fmt::format("{}: forwarding loop {} (switches: {})", lid(d), text, guids)};
   }
 
-  // A cycle of channels (arc indices) in the dependency graph of VL vl.
-  Error cycle_error(std::uint32_t vl, const std::vector<std::uint32_t>& cycle,
-                    bool switch_traffic) const {
+  // A cycle of channels (arc indices) in the dependency graph of VL vl;
+  // with per-hop VLs (`hop_vls`: each channel's VL) of the VLs together.
+  Error cycle_error(std::uint32_t vl, const std::vector<std::uint32_t>& cycle, bool switch_traffic,
+                    const std::vector<std::uint32_t>* hop_vls = nullptr) const {
     std::string text;
     std::string guids;
     std::vector<std::uint32_t> named;
-    for (std::uint32_t c : cycle) {
+    for (std::size_t i = 0; i < cycle.size(); ++i) {
+      const std::uint32_t c = cycle[i];
       const std::uint32_t s = g_.arc_source(c).value;
-      text += fmt::format("{}[{}] -> ", label(s), g_.arc(c).local_port);
+      text += hop_vls != nullptr
+                  ? fmt::format("{}[{}] (VL {}) -> ", label(s), g_.arc(c).local_port, (*hop_vls)[i])
+                  : fmt::format("{}[{}] -> ", label(s), g_.arc(c).local_port);
       if (std::find(named.begin(), named.end(), s) == named.end()) {
         guids += fmt::format("{}{} {:#018x}", named.empty() ? "" : ", ", label(s),
                              topo_.node(topo_.switch_node(SwitchIndex{s})).guid.value);
@@ -159,8 +163,22 @@ class Checker {
         }
       }
     }
-    return Error{Errc::kCdgCycle,
-                 fmt::format("VL {}: credit loop {} (switches: {}){}", vl, text, guids, example)};
+    return Error{
+        Errc::kCdgCycle,
+        hop_vls != nullptr
+            ? fmt::format("per-hop VLs: credit loop {} (switches: {}){}", text, guids, example)
+            : fmt::format("VL {}: credit loop {} (switches: {}){}", vl, text, guids, example)};
+  }
+
+  // Switch s sends counted traffic to LID d out of port p on VL vl (its
+  // SL2VL for the LID's SL), which the routes do not use or that drops it.
+  Error vl_error(std::uint32_t s, std::uint8_t p, std::uint32_t d, std::uint32_t vl) const {
+    return Error{
+        Errc::kIncomplete,
+        fmt::format("switch {} sends {} (SL {}) out of port {} on VL {}{}", sw(s), lid(d),
+                    routes_.lid_layer[d], p, vl,
+                    vl == kDropVl ? ", which drops it"
+                                  : fmt::format(", beyond the routes' {} VLs", routes_.num_vls))};
   }
 
  private:
@@ -216,13 +234,28 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
                    fmt::format("routes use {} VLs but give a layer for {} of LIDs 0..{}", num_vls,
                                routes.lid_layer.size(), g.max_lid().value)};
     }
+    const bool per_hop = routes.per_hop_vls();
     for (std::uint32_t l = 0; l <= g.max_lid().value; ++l) {
-      if (routes.lid_layer[l] >= num_vls) {
+      if (per_hop && routes.lid_layer[l] >= kNumSls) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("LID {} is on SL {} of {}", l, routes.lid_layer[l], kNumSls)};
+      }
+      if (!per_hop && routes.lid_layer[l] >= num_vls) {
         return Error{Errc::kInvalidArgument, fmt::format("LID {} is on layer {} of {} VLs", l,
                                                          routes.lid_layer[l], num_vls)};
       }
     }
   }
+  // Per-hop VLs (Routes::hop_vls): a dependency may change VL, so the
+  // graphs of the VLs are one, kept as num_vls x num_vls blocks (VL in,
+  // VL out) of the channels' out-port sets; else a block per VL.
+  const bool per_hop = routes.per_hop_vls();
+  if (per_hop && (num_vls < 2 || routes.hop_vls.size() != n)) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("routes give per-hop VLs for {} of {} switches on {} VLs",
+                             routes.hop_vls.size(), n, num_vls)};
+  }
+  const std::uint32_t blocks = per_hop ? num_vls * num_vls : num_vls;
   auto vl_of = [&](std::uint32_t lid) -> std::uint32_t {
     return num_vls > 1 ? routes.lid_layer[lid] : 0;
   };
@@ -267,7 +300,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   const std::uint32_t tiles = max_lid / kTile + 1;
   // deps[(vl * arcs + a) * kDepWords + w]: bit p = channel a feeds out-port p
   // of the switch it leads to. Written through atomic_ref while tiles run.
-  std::vector<std::uint64_t> deps(std::size_t{g.num_arcs()} * num_vls * kDepWords, 0);
+  std::vector<std::uint64_t> deps(std::size_t{g.num_arcs()} * blocks * kDepWords, 0);
 
   std::vector<TileScratch> scratch(pool.size());
   std::atomic<std::uint32_t> error_tile{UINT32_MAX};
@@ -379,7 +412,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
     // rows; a hop into the LID's own switch, which delivers it, makes none).
     // By (VL, arc of the switch): the tile's LIDs on each VL.
     const std::size_t local_vl = std::size_t{g.max_degree()} * kDepWords;
-    w.local.assign(local_vl * num_vls, 0);
+    w.local.assign(local_vl * blocks, 0);
     for (std::uint32_t s = 0; s < n; ++s) {
       const SwitchIndex sw{s};
       const std::uint8_t* row = &w.buf[std::size_t{s} * kTile];
@@ -392,16 +425,28 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
           if (sw == att[l].sw && p == att[l].port) continue;  // delivered here
           const SwitchIndex nb = g.peer_at_port(sw, p);
           const std::uint8_t p2 = w.buf[std::size_t{nb.value} * kTile + l];
+          std::uint32_t block = 0;
+          if (per_hop) {
+            const std::uint8_t sl = routes.lid_layer[lid0 + l];
+            const std::uint32_t v1 = routes.hop_vl(s, p, sl);
+            if (v1 >= num_vls) return check.vl_error(s, p, lid0 + l, v1);
+            const bool last = nb == att[l].sw && p2 == att[l].port;
+            const std::uint32_t v2 = last ? 0 : routes.hop_vl(nb.value, p2, sl);
+            if (v2 >= num_vls) return check.vl_error(nb.value, p2, lid0 + l, v2);
+            block = v1 * num_vls + v2;
+          } else {
+            block = vl_of(lid0 + l);
+          }
           if (nb == att[l].sw && p2 == att[l].port) continue;  // leaves the fabric there
           const std::uint32_t a = g.arc_at_port(sw, p) - arc0;
-          w.local[vl_of(lid0 + l) * local_vl + std::size_t{a} * kDepWords + p2 / 64] |=
-              std::uint64_t{1} << (p2 % 64);
+          w.local[block * local_vl + std::size_t{a} * kDepWords + p2 / 64] |= std::uint64_t{1}
+                                                                              << (p2 % 64);
           any = true;
         }
       }
       if (!any) continue;
       const std::uint32_t degree = g.first_arc(SwitchIndex{s + 1}) - arc0;
-      for (std::uint32_t vl = 0; vl < num_vls; ++vl) {
+      for (std::uint32_t vl = 0; vl < blocks; ++vl) {
         std::uint64_t* const local = &w.local[vl * local_vl];
         std::uint64_t* const global = &deps[(std::size_t{vl} * g.num_arcs() + arc0) * kDepWords];
         for (std::size_t i = 0; i < std::size_t{degree} * kDepWords; ++i) {
@@ -466,7 +511,19 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   for (std::uint64_t word : deps)
     report.dependencies += static_cast<std::uint64_t>(std::popcount(word));
   const std::uint32_t arcs = g.num_arcs();
-  for (std::uint32_t vl = 0; vl < num_vls; ++vl) {
+  if (per_hop) {
+    auto cycle = find_cdg_cycle_across(g, deps, num_vls, stop);
+    if (!cycle.ok()) return Error{Errc::kCancelled, "verification cancelled"};
+    if (!cycle->empty()) {
+      std::vector<std::uint32_t> vls;
+      for (std::uint32_t& c : *cycle) {
+        vls.push_back(c / arcs);
+        c %= arcs;
+      }
+      return check.cycle_error(0, *cycle, opts.switch_traffic, &vls);
+    }
+  }
+  for (std::uint32_t vl = 0; vl < (per_hop ? 0 : num_vls); ++vl) {
     auto cycle =
         find_cdg_cycle(g,
                        std::span<const std::uint64_t>(deps).subspan(

@@ -193,22 +193,18 @@ std::uint32_t dor_layers(const GridShape& shape) {
   return dor_cover(shape).vls();
 }
 
-Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
-                          std::stop_token stop) {
+namespace {
+
+// Dimension-order tables over g's switches, which form `shape`, with each
+// data LID's layer (its SL) `layer_of` its switch; the channels' entry
+// counts in Routes::load. Switch LIDs stay on layer 0.
+template <class LayerOf>
+Result<Routes> dor_tables(const SwitchGraph& g, const GridShape& shape, std::stop_token stop,
+                          LayerOf&& layer_of) {
   const std::uint32_t n = g.num_switches();
   const std::uint32_t nd = shape.dims();
   if (shape.coord.size() != std::size_t{n} * nd) {
     return Error{Errc::kInternal, "dor: the grid shape does not fit the switch graph"};
-  }
-  if (cover.vls() > 15) {
-    return Error{
-        Errc::kOutOfRange,
-        fmt::format("dor: the {} needs more VLs (its layers and multicast's) than the 15 data VLs",
-                    shape.describe())};
-  }
-  if (cover.dims != nd || cover.width.size() != nd ||
-      cover.start.size() != std::size_t{cover.count} * nd) {
-    return Error{Errc::kInternal, "dor: the layers do not fit the grid shape"};
   }
   // Channels per (switch, dimension, direction: 0 = +, 1 = -); parallel
   // links are several channels of one direction.
@@ -218,14 +214,9 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
   std::vector<std::uint32_t> first(std::size_t{n} * nd * 2 + 1, 0);
   std::vector<std::size_t> arc_slot(g.num_arcs(), 0);
   for (std::uint32_t a = 0; a < g.num_arcs(); ++a) {
-    const SwitchIndex s = g.arc_source(a), w = g.arc(a).to;
-    std::uint32_t d = 0;
-    while (d < nd && shape.at(s, d) == shape.at(w, d)) ++d;
-    if (d == nd) return Error{Errc::kInternal, "dor: a link joins one grid point to itself"};
-    const std::uint32_t k = shape.size[d];
-    const bool plus = shape.wrap[d] != 0 ? (shape.at(s, d) + 1) % k == shape.at(w, d)
-                                         : shape.at(s, d) + 1 == shape.at(w, d);
-    arc_slot[a] = slot(s.value, d, plus ? 0 : 1);
+    const std::optional<GridStep> step = grid_step(shape, g.arc_source(a), g.arc(a).to);
+    if (!step) return Error{Errc::kInternal, "dor: a link joins one grid point to itself"};
+    arc_slot[a] = slot(g.arc_source(a).value, step->dim, step->plus ? 0 : 1);
     ++first[arc_slot[a] + 1];
   }
   for (std::size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
@@ -240,8 +231,7 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
   routes.max_lid = g.max_lid();
   routes.lfts.resize(n);
   for (Lft& lft : routes.lfts) lft.resize(routes.max_lid);
-  std::vector<std::uint8_t> lid_layer(std::size_t{max_lid} + 1, 0);
-  std::vector<std::uint8_t> used(cover.count, 0);
+  routes.lid_layer.assign(std::size_t{max_lid} + 1, 0);
   std::vector<std::uint32_t> rank(n, 0);  // data LIDs seen per switch
   std::vector<std::uint64_t> entries(g.num_arcs(), 0);
 
@@ -255,8 +245,6 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
     // coordinates and the LID's rank on its switch.
     std::uint32_t parity = data ? rank[t.value]++ : 0;
     for (std::uint32_t d = 0; d < nd; ++d) parity += shape.at(t, d);
-    const std::uint32_t layer = cover.box_of(shape, t);
-    if (layer == cover.count) return Error{Errc::kInternal, "dor: a grid point outside the layers"};
     for (std::uint32_t s = 0; s < n; ++s) {
       if (s == t.value) {
         routes.lfts[s].data()[lid] = att.port;
@@ -279,24 +267,8 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
       routes.lfts[s].data()[lid] = g.arc(a).local_port;
       if (data) ++entries[a];
     }
-    if (data) {
-      lid_layer[lid] = static_cast<std::uint8_t>(layer);
-      used[layer] = 1;
-    }
+    if (data) routes.lid_layer[lid] = static_cast<std::uint8_t>(layer_of(t));
   }
-
-  // Layers in use, numbered from 1 without gaps (VL 0: multicast).
-  std::vector<std::uint8_t> renum(used.size(), 0);
-  std::uint32_t num = 1;
-  for (std::size_t k = 0; k < used.size(); ++k) {
-    if (used[k] != 0) renum[k] = static_cast<std::uint8_t>(num++);
-  }
-  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
-    const LidAttachment att = g.attachment(Lid{lid});
-    if (att.routable() && att.port != 0) lid_layer[lid] = renum[lid_layer[lid]];
-  }
-  routes.num_vls = static_cast<std::uint8_t>(std::max<std::uint32_t>(2, num));
-  routes.lid_layer = std::move(lid_layer);
 
   std::uint64_t total = 0;
   for (const std::uint64_t e : entries) {
@@ -306,6 +278,153 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
   routes.load.links = g.num_arcs();
   routes.load.mean_routes =
       g.num_arcs() == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(g.num_arcs());
+  return routes;
+}
+
+// Rings whose routes take two hops or more within the ring (four
+// switches or more): their channels can close a cycle.
+bool dateline_ring(const GridShape& shape, std::uint32_t d) {
+  return shape.wrap[d] != 0 && shape.size[d] >= 4;
+}
+
+}  // namespace
+
+std::optional<GridStep> grid_step(const GridShape& shape, SwitchIndex s, SwitchIndex w) {
+  const std::uint32_t nd = shape.dims();
+  std::uint32_t d = 0;
+  while (d < nd && shape.at(s, d) == shape.at(w, d)) ++d;
+  if (d == nd) return std::nullopt;
+  const std::uint32_t k = shape.size[d];
+  const bool plus = shape.wrap[d] != 0 ? (shape.at(s, d) + 1) % k == shape.at(w, d)
+                                       : shape.at(s, d) + 1 == shape.at(w, d);
+  return GridStep{d, plus};
+}
+
+Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
+                          std::stop_token stop) {
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t nd = shape.dims();
+  if (cover.vls() > 15) {
+    return Error{
+        Errc::kOutOfRange,
+        fmt::format("dor: the {} needs more VLs (its layers and multicast's) than the 15 data VLs",
+                    shape.describe())};
+  }
+  if (cover.dims != nd || cover.width.size() != nd ||
+      cover.start.size() != std::size_t{cover.count} * nd ||
+      shape.coord.size() != std::size_t{n} * nd) {
+    return Error{Errc::kInternal, "dor: the layers do not fit the grid shape"};
+  }
+  std::vector<std::uint32_t> box(n);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    box[s] = cover.box_of(shape, SwitchIndex{s});
+    if (box[s] == cover.count)
+      return Error{Errc::kInternal, "dor: a grid point outside the layers"};
+  }
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(routes,
+                     dor_tables(g, shape, stop, [&](SwitchIndex t) { return box[t.value]; }));
+  // Layers in use, numbered from 1 without gaps (VL 0: multicast).
+  std::vector<std::uint8_t> used(cover.count, 0);
+  const std::uint32_t max_lid = g.max_lid().value;
+  auto data = [&](std::uint32_t lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    return att.routable() && att.port != 0;
+  };
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    if (data(lid)) used[routes.lid_layer[lid]] = 1;
+  }
+  std::vector<std::uint8_t> renum(used.size(), 0);
+  std::uint32_t num = 1;
+  for (std::size_t k = 0; k < used.size(); ++k) {
+    if (used[k] != 0) renum[k] = static_cast<std::uint8_t>(num++);
+  }
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    if (data(lid)) routes.lid_layer[lid] = renum[routes.lid_layer[lid]];
+  }
+  routes.num_vls = static_cast<std::uint8_t>(std::max<std::uint32_t>(2, num));
+  return routes;
+}
+
+std::uint32_t dor_dateline_sls(const GridShape& shape) {
+  std::uint32_t rings = 0;
+  for (std::uint32_t d = 0; d < shape.dims(); ++d) rings += dateline_ring(shape, d) ? 1 : 0;
+  return rings >= 31 ? UINT32_MAX : 1 + (std::uint32_t{1} << rings);
+}
+
+Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
+                                   std::stop_token stop) {
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t nd = shape.dims();
+  if (shape.missing_links != 0 || shape.missing_switches != 0) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("dor: datelines route a whole grid only, and the {} has {} missing",
+                             shape.describe(), shape.gaps())};
+  }
+  if (dor_dateline_sls(shape) > kNumSls) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("dor: datelines on the {} need {} SLs (one for multicast, one per "
+                             "half of each ring of four or more), more than {}",
+                             shape.describe(), dor_dateline_sls(shape), kNumSls)};
+  }
+  if (shape.coord.size() != std::size_t{n} * nd) {
+    return Error{Errc::kInternal, "dor: the grid shape does not fit the switch graph"};
+  }
+  // A ring's bit of the SL: set when the destination's coordinate is in
+  // the upper half, at floor(k/2) or more.
+  std::vector<std::int32_t> bit(nd, -1);
+  for (std::uint32_t d = 0, b = 0; d < nd; ++d) {
+    if (dateline_ring(shape, d)) bit[d] = static_cast<std::int32_t>(b++);
+  }
+  const std::uint32_t sls = dor_dateline_sls(shape);
+  auto sl_of = [&](SwitchIndex t) {
+    std::uint32_t code = 0;
+    for (std::uint32_t d = 0; d < nd; ++d) {
+      if (bit[d] >= 0 && shape.at(t, d) >= shape.size[d] / 2) code |= 1U << bit[d];
+    }
+    return 1 + code;
+  };
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(routes, dor_tables(g, shape, stop, sl_of));
+  // Switch LIDs too: management traffic (GMPs) a host sends on the SL
+  // its PathRecord gives keeps to the same VLs, where the layers leave
+  // it on VL 0.
+  for (std::uint32_t lid = 1; lid <= g.max_lid().value; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (att.routable() && att.port == 0)
+      routes.lid_layer[lid] = static_cast<std::uint8_t>(sl_of(att.sw));
+  }
+  // Each switch's SL2VL, the same from every input port: on a ring of four
+  // or more, a hop going + takes VL 2 where the destination is in the
+  // lower half and the switch at floor(k/2) or beyond (the route wraps
+  // ahead of it: it goes + from c to t < c only when c - t >= ceil(k/2)),
+  // and a hop going - takes VL 2 where the destination is in the upper
+  // half and the switch below ceil(k/2) (mirrored); every other hop of a
+  // data SL takes VL 1, SL 0 (multicast) VL 0, and SLs no route uses are
+  // dropped.
+  routes.hop_vls.resize(n);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    const SwitchIndex sw{s};
+    std::vector<std::uint8_t>& table = routes.hop_vls[s];
+    table.assign((std::size_t{g.num_ports(sw)} + 1) * kNumSls, kDropVl);
+    for (std::uint32_t p = 0; p <= g.num_ports(sw); ++p) {
+      std::uint8_t* vl = &table[std::size_t{p} * kNumSls];
+      vl[0] = 0;
+      const std::uint32_t a = g.arc_at_port(sw, static_cast<PortNum>(p));
+      std::fill(vl + 1, vl + sls, std::uint8_t{1});
+      if (a == kNoArc) continue;  // to a CA or router: delivered
+      const GridStep step = grid_step(shape, sw, g.arc(a).to).value_or(GridStep{});
+      if (bit[step.dim] < 0) continue;
+      const std::uint32_t k = shape.size[step.dim], c = shape.at(sw, step.dim);
+      for (std::uint32_t sl = 1; sl < sls; ++sl) {
+        const bool upper = ((sl - 1) >> bit[step.dim] & 1U) != 0;
+        if (step.plus ? !upper && c >= k / 2 : upper && c < (k + 1) / 2) vl[sl] = 2;
+      }
+    }
+  }
+  bool any_ring = false;
+  for (std::uint32_t d = 0; d < nd; ++d) any_ring = any_ring || bit[d] >= 0;
+  routes.num_vls = any_ring ? 3 : 2;
   return routes;
 }
 

@@ -34,6 +34,7 @@
 // Switch LIDs (VL15) take dimension-order routes too, on layer 0.
 
 #include <cstdint>
+#include <optional>
 #include <stop_token>
 #include <vector>
 
@@ -77,5 +78,34 @@ std::uint32_t dor_layers(const GridShape& shape);
 // those routes in their layers (repair_layered), as after a link failure.
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
                           std::stop_token stop);
+
+// Where the layers exceed the VLs (a 12x12x12 torus needs 9 boxes, 16
+// with multicast's): dimension-order routes whose VL changes hop by hop,
+// after torus-2QoS's datelines, with the SL the destination's alone. Its
+// SL is 1 + a bit per ring of four or more: whether the destination lies
+// in the ring's upper half (floor(k/2) or beyond). A shortest route going
+// + from c to t wraps only when c - t >= ceil(k/2): t in the lower half
+// and c in the upper, so the switch knows from its own coordinate and
+// the SL whether a hop is before the wrap. Those hops take VL 2, all
+// others VL 1 (going -, mirrored): each ring's VL 1 never crosses the
+// wrap link and its VL 2 ends there, dimension order orders the
+// dimensions, and any torus needs 3 data VLs with multicast's VL 0.
+// Routes::hop_vls holds each switch's SL2VL per output port (the same
+// from every input port; SLs no route uses dropped) and lid_layer the
+// SLs. A whole grid only (the repair of routes around gaps keeps LIDs to
+// layers); at most three such rings (1 + 2^rings of the 16 SLs).
+Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
+                                   std::stop_token stop);
+// The SLs dateline routes on `shape` use, SL 0 (multicast) included.
+std::uint32_t dor_dateline_sls(const GridShape& shape);
+
+// A link's step in the grid: its dimension, and whether it goes + (up a
+// ring or path, over a ring's wrap from k-1 to 0). Nothing when the two
+// switches are one grid point.
+struct GridStep {
+  std::uint32_t dim = 0;
+  bool plus = false;
+};
+std::optional<GridStep> grid_step(const GridShape& shape, SwitchIndex s, SwitchIndex w);
 
 }  // namespace subnetd::routing
