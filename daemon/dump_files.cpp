@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -285,6 +286,38 @@ std::string format_path_sl(const routing::Topology& t, const routing::LidMap& li
   return path_sl_text(sources, dlids, routes);
 }
 
+std::string format_sl2vl(const routing::Topology& t, const routing::LidMap& lids,
+                         const routing::Routes& routes) {
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId n{i};
+    const routing::Node& node = t.node(n);
+    if (node.type != NodeType::kSwitch) continue;
+    fmt::format_to(
+        it,
+        "Switch 0x{:016x}, base LID {}, \"{}\"\n#in out : 0  1  2  3  4  5  6  7  8  9  10 "
+        "11 12 13 14 15\n#{}\n",
+        t.port(n, 0).guid.value, lids.base_lid(t, n, 0).value, node.description,
+        std::string(56, '-'));
+    for (unsigned o = 1; o <= node.num_ports; ++o) {
+      if (!t.port(n, static_cast<PortNum>(o)).connected()) continue;
+      std::array<std::uint8_t, routing::kNumSls> vl{};
+      for (std::uint32_t sl = 0; sl < routing::kNumSls; ++sl) {
+        vl[sl] = routes.hop_vl(node.switch_index.value, static_cast<std::uint8_t>(o),
+                               static_cast<std::uint8_t>(sl));
+      }
+      for (unsigned in = 0; in <= node.num_ports; ++in) {
+        if (in != 0 && (in == o || !t.port(n, static_cast<PortNum>(in)).connected())) continue;
+        fmt::format_to(it, "{:<3} {:<3} :", in, o);
+        for (const std::uint8_t v : vl) fmt::format_to(it, " {:<2}", v);
+        fmt::format_to(it, "\n");
+      }
+    }
+  }
+  return fmt::to_string(out);
+}
+
 Result<void> write_dump_files(const std::string& dir, const routing::Topology& t,
                               const routing::LidMap& lids, const routing::Routes& routes,
                               NodeId sm_node, const routing::McastTables* multicast,
@@ -296,6 +329,8 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
   SUBNETD_TRY(write_atomically(d / "opensm-subnet.lst", format_subnet_lst(t, lids, sm_node)));
   SUBNETD_TRY(write_atomically(d / "opensm.fdbs", format_fdbs(t, lids, routes)));
   SUBNETD_TRY(write_atomically(d / "opensm.mcfdbs", format_mcfdbs(t, multicast)));
+  // None left from before unless written below, with the path-SL file.
+  std::filesystem::remove(d / "opensm-sl2vl.dump", ec);
   if (routes.num_vls <= 1) {
     std::filesystem::remove(d / "opensm-path-sl.dump", ec);
     return {};
@@ -314,6 +349,9 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
                              sources.size(), dlids.size(), lines, path_sl_max_lines)};
   }
   SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", path_sl_text(sources, dlids, routes)));
+  if (routes.per_hop_vls()) {
+    SUBNETD_TRY(write_atomically(d / "opensm-sl2vl.dump", format_sl2vl(t, lids, routes)));
+  }
   return {};
 }
 

@@ -18,6 +18,15 @@
 //                      written up to kPathSlMaxLines (1,024 CAs with one
 //                      LID each; 16,000 CAs would be 256 million lines,
 //                      7.7 GB, built in memory on the SM strand).
+//   opensm-sl2vl.dump  only when the VL changes hop by hop (dimension order
+//                      with datelines, Routes::hop_vls): each switch's
+//                      SL2VL for every (input, output) port pair, in
+//                      OpenSM's format ("Switch 0x<port GUID>, base LID
+//                      2, ..." then "in out : vl0 ... vl15" lines), what
+//                      ibdmchk -d parses; without it ibdmchk takes SL i
+//                      to VL i, as our tables do between switch ports
+//                      otherwise. Written with the path-SL file (and
+//                      left out with it): switch ports x links lines.
 // Formats: tests/opensm/README.md and OpenSM 3.3's osm_dump.c. The SM's own
 // node is marked CA-SM / SW-SM when `sm_node` is given. Only meaningful for
 // 16-bit LIDs (ibdmchk is an IBA tool); wider LIDs get more hex digits.
@@ -38,6 +47,8 @@ std::string format_subnet_lst(const routing::Topology& t, const routing::LidMap&
 std::string format_fdbs(const routing::Topology& t, const routing::LidMap& lids,
                         const routing::Routes& routes);
 std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables* multicast);
+std::string format_sl2vl(const routing::Topology& t, const routing::LidMap& lids,
+                         const routing::Routes& routes);
 std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
                            const routing::Routes& routes);
 

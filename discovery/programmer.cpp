@@ -287,6 +287,9 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     return at < sweep.port_info.size() ? mad::PortInfo::decode(sweep.port_info[at])
                                        : mad::PortInfo{};
   };
+  auto port_sl2vl = [&](NodeId n, PortNum p, unsigned vls) {
+    return port_sl2vl_table(routes, t.node(n), p, vls);
+  };
   // The SMP a request stands for, on the directed route known now.
   auto build = [&](const Req& q) {
     const NodeId n = q.node;
@@ -309,7 +312,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         mad::Smp smp = mad::make_dr_smp(
             mad::Method::kSet, mad::AttrId::kSlToVlMappingTable, sw ? mod : 0,
             sw ? dr.path(n) : sweep.path_to_port(n, static_cast<PortNum>(mod & 0xFF)), 0);
-        sl2vl_table(q.arg >> 20).encode(mad::data_of(smp));
+        port_sl2vl(n, static_cast<PortNum>(mod & 0xFF), q.arg >> 20).encode(mad::data_of(smp));
         return smp;
       }
       case Kind::kVlArb: {
@@ -434,7 +437,10 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     }
     if (q.kind == Kind::kVlArb && ((q.arg >> 8) & 0xF) == 1 && live.held_vls != nullptr) {
       // The low-priority table goes last to a port: it and its SL2VL held.
-      live.held_vls->set(t.node(q.node).guid, static_cast<PortNum>(q.arg & 0xFF), q.arg >> 20);
+      const auto port = static_cast<PortNum>(q.arg & 0xFF);
+      live.held_vls->set(
+          t.node(q.node).guid, port,
+          PortVlTables{q.arg >> 20, sl2vl_bits(port_sl2vl(q.node, port, q.arg >> 20))});
       return;
     }
     if (q.kind != Kind::kPKeys || live.held_pkeys == nullptr) return;
@@ -478,11 +484,15 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     const routing::Node& node = t.node(n);
     const bool sw = node.type == NodeType::kSwitch;
     const Guid guid = node.guid;
-    auto want = [&](PortNum p) {
+    auto want_vls = [&](PortNum p) {
       return data_vls(port_link_settings(t, sweep.port_info, n, p, routes.num_vls).operational_vls);
     };
+    auto want = [&](PortNum p) {
+      const unsigned vls = want_vls(p);
+      return PortVlTables{vls, sl2vl_bits(port_sl2vl(n, p, vls))};
+    };
     auto held_now = [&](PortNum p) {
-      return live.held_vls != nullptr ? live.held_vls->held(guid, p) : 0U;
+      return live.held_vls != nullptr ? live.held_vls->held(guid, p) : PortVlTables{};
     };
     auto vlarb = [&](PortNum p, unsigned vls) {
       const auto read = port_info_read(n, p);
@@ -500,8 +510,8 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       for (unsigned pn = 1; pn <= node.num_ports; ++pn) {
         const auto p = static_cast<PortNum>(pn);
         if (!t.port(n, p).connected()) continue;
-        const unsigned vls = want(p);
-        if (held_now(p) == vls) {
+        const unsigned vls = want_vls(p);
+        if (held_now(p) == want(p)) {
           ++report.vl_ports_unchanged;
           continue;
         }
@@ -518,14 +528,16 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
                            mad::SwitchInfo::decode(sweep.switch_info[si]).optimized_sl2vl != 0;
     std::vector<PortNum> changed;
     unsigned common = 0;
-    bool uniform = true;
+    // One table for every port, unless routes change VL hop by hop (their
+    // tables differ by output port, and port 0's from the links').
+    bool uniform = !routes.per_hop_vls();
     for (unsigned pn = 1; pn <= node.num_ports; ++pn) {
       const auto p = static_cast<PortNum>(pn);
       if (!t.port(n, p).connected()) continue;
-      const unsigned vls = want(p);
+      const unsigned vls = want_vls(p);
       uniform = uniform && (common == 0 || common == vls);
       common = vls;
-      if (held_now(p) == vls) {
+      if (held_now(p) == want(p)) {
         ++report.vl_ports_unchanged;
       } else {
         changed.push_back(p);
@@ -538,7 +550,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         out.push_back(Req{Kind::kSl2Vl, n, kSl2VlAllInputs | kSl2VlAllOutputs | (common << 20)});
       } else {
         for (const PortNum p : changed) {
-          const unsigned vls = want(p);
+          const unsigned vls = want_vls(p);
           if (optimized) {
             ++report.sl2vl_sets;
             out.push_back(Req{Kind::kSl2Vl, n, kSl2VlAllInputs | p | (vls << 20)});
@@ -551,7 +563,7 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
         }
       }
     }
-    for (const PortNum p : changed) vlarb(p, want(p));
+    for (const PortNum p : changed) vlarb(p, want_vls(p));
   };
   failed = [&](std::uint64_t word, const Error& e) {
     const Req q = Req::unpack(word);

@@ -28,6 +28,22 @@ mad::SlToVlMappingTable sl2vl_table(unsigned n) {
   return t;
 }
 
+mad::SlToVlMappingTable port_sl2vl_table(const routing::Routes& routes, const routing::Node& node,
+                                         PortNum out, unsigned n) {
+  if (node.type != routing::NodeType::kSwitch || !routes.per_hop_vls()) return sl2vl_table(n);
+  mad::SlToVlMappingTable t;
+  for (std::uint32_t sl = 0; sl < t.vl.size(); ++sl) {
+    t.vl[sl] = routes.hop_vl(node.switch_index.value, out, static_cast<std::uint8_t>(sl));
+  }
+  return t;
+}
+
+std::uint64_t sl2vl_bits(const mad::SlToVlMappingTable& t) {
+  std::uint64_t bits = 0;
+  for (const std::uint8_t vl : t.vl) bits = bits << 4 | (vl & 0xFU);
+  return bits;
+}
+
 std::optional<mad::VlArbitrationTable> vlarb_block(unsigned n, unsigned block, std::uint8_t low_cap,
                                                    std::uint8_t high_cap) {
   if (block < 1 || block > 4) return std::nullopt;
@@ -45,16 +61,16 @@ std::optional<mad::VlArbitrationTable> vlarb_block(unsigned n, unsigned block, s
   return t;
 }
 
-unsigned HeldVls::held(Guid node, PortNum port) const {
+PortVlTables HeldVls::held(Guid node, PortNum port) const {
   const auto it = held_.find(node);
-  if (it == held_.end() || port >= it->second.size()) return 0;
+  if (it == held_.end() || port >= it->second.size()) return {};
   return it->second[port];
 }
 
-void HeldVls::set(Guid node, PortNum port, unsigned n) {
-  std::vector<std::uint8_t>& ports = held_[node];
-  if (ports.size() <= port) ports.resize(std::size_t{port} + 1, 0);
-  ports[port] = static_cast<std::uint8_t>(n);
+void HeldVls::set(Guid node, PortNum port, PortVlTables tables) {
+  std::vector<PortVlTables>& ports = held_[node];
+  if (ports.size() <= port) ports.resize(std::size_t{port} + 1);
+  ports[port] = tables;
 }
 
 }  // namespace subnetd::discovery

@@ -53,13 +53,16 @@ void sl2vl_records(const RecordContext& cx, RecordSet& out) {
   // An endport's record has input and output port 0, and a query's ports
   // do not select it (its LID names the port), as OpenSM answers.
   const std::uint64_t ports_mask = (1ULL << 1) | (1ULL << 2);
-  auto emit = [&](Lid lid, unsigned in, unsigned outp, unsigned vls, bool endport) {
+  const routing::Routes no_routes;
+  const routing::Routes& routes = st.routes != nullptr ? *st.routes : no_routes;
+  auto emit = [&](NodeId n, Lid lid, unsigned in, unsigned outp, unsigned vls, bool endport) {
     std::span<std::uint8_t> r = out.fresh();
     out.set("LID", lid.value);
     out.set("InputPortNum", in);
     out.set("OutputPortNum", outp);
     std::array<std::uint8_t, 64> wire{};
-    discovery::sl2vl_table(vls).encode(discovery::mad::SmpData(wire));
+    discovery::port_sl2vl_table(routes, t.node(n), static_cast<PortNum>(outp), vls)
+        .encode(discovery::mad::SmpData(wire));
     std::memcpy(&r[table_c.offset / 8], wire.data(), 8);
     out.offer(endport ? out.mask() & ~ports_mask : out.mask());
   };
@@ -77,11 +80,11 @@ void sl2vl_records(const RecordContext& cx, RecordSet& out) {
         continue;
       }
       if (!sw) {
-        emit(lid, 0, 0, vls->vls, true);
+        emit(n, lid, 0, 0, vls->vls, true);
         continue;
       }
       for (unsigned in = 0; in <= node.num_ports; ++in) {
-        if (!want_in || *want_in == in) emit(lid, in, pn, vls->vls, false);
+        if (!want_in || *want_in == in) emit(n, lid, in, pn, vls->vls, false);
       }
     }
   }

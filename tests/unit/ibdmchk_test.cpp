@@ -23,6 +23,8 @@
 #include "daemon/transport_factory.hpp"
 #include "discovery/sim/sim_fabric.hpp"
 #include "routing/engine.hpp"
+#include "routing/engines/dor.hpp"
+#include "routing/grid_shape.hpp"
 #include "routing/lid_assigner.hpp"
 #include "routing/verifier.hpp"
 
@@ -50,12 +52,13 @@ std::string scratch_dir(const std::string& name) {
 // Runs ibdmchk on the dump files in `dir` from `dir` (it writes side reports
 // into its working directory) and returns what it printed.
 // `path_sl`: with the CAxCA->SL file of layered routing (-c; SL2VL is
-// ibdmchk's identity, as ours between switch ports).
-std::string run_ibdmchk(const std::string& dir, bool path_sl = false) {
+// ibdmchk's identity, as ours between switch ports), and `sl2vl` the
+// switches' SL2VL file of per-hop VLs (-d).
+std::string run_ibdmchk(const std::string& dir, bool path_sl = false, bool sl2vl = false) {
   const std::string cmd = fmt::format(
       "cd '{}' && timeout 120 ibdmchk -s opensm-subnet.lst -f opensm.fdbs -m opensm.mcfdbs "
-      "{}> ibdmchk.out 2>&1",
-      dir, path_sl ? "-c opensm-path-sl.dump " : "");
+      "{}{}> ibdmchk.out 2>&1",
+      dir, path_sl ? "-c opensm-path-sl.dump " : "", sl2vl ? "-d opensm-sl2vl.dump " : "");
   [[maybe_unused]] const int rc = std::system(cmd.c_str());  // it may crash after its verdict
   std::ifstream f(dir + "/ibdmchk.out");
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
@@ -75,7 +78,7 @@ Verdict read_verdict(const std::string& out) {
   v.no_loops = out.find("\n-I- no credit loops found") != std::string::npos;
   v.loops = out.find("\n-E- credit loops in routing") != std::string::npos;
   for (const char* e : {"Some Point to Point Traversals Failed", "Fail to traverse", "Dead end",
-                        "Unassigned LFT"}) {
+                        "Unassigned LFT", "Unassigned SL2VL"}) {
     v.traversal_errors |= out.find(e) != std::string::npos;
   }
   std::smatch m;
@@ -210,6 +213,48 @@ TEST(Ibdmchk, LayeredRoutesAreLoopFreePerSl) {
     EXPECT_TRUE(one_vl.loops) << "layered routes are cyclic on one VL: " << dir << "/ibdmchk.out";
     if (!HasFailure()) std::filesystem::remove_all(dir);
   }
+}
+
+// Dimension order on per-hop VLs (a torus whose layers exceed the VLs):
+// with the path-SL file and the switches' SL2VL file, ibdmchk follows
+// each hop's VL and finds no credit loop; with an SL2VL file that keeps
+// every data SL on VL 1 it finds one (so it reads the file).
+TEST(Ibdmchk, PerHopVlsAreLoopFreeWithTheirSl2Vl) {
+  if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
+  Direct d;
+  route_directly("torus:dims=6x6,hosts=1", "layered", d);
+  if (HasFatalFailure()) return;
+  auto g = routing::SwitchGraph::build(d.topo, d.lids);
+  ASSERT_TRUE(g.ok());
+  auto shape = routing::grid_shape(d.topo, *g);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  auto dateline = routing::dor_dateline_routes(*g, *shape, {});
+  ASSERT_TRUE(dateline.ok()) << dateline.error().message;
+  d.routes = std::move(dateline).value();
+  ASSERT_TRUE(d.routes.per_hop_vls());
+  routing::WorkerPool pool(1);
+  auto ours = routing::verify(d.topo, d.lids, d.routes, pool, {});
+  ASSERT_TRUE(ours.ok()) << ours.error().message;
+  const std::string dir = scratch_dir("per_hop_vls");
+  ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes).ok());
+  ASSERT_TRUE(std::filesystem::exists(dir + "/opensm-sl2vl.dump"));
+  const std::string out = run_ibdmchk(dir, true, true);
+  const Verdict with = read_verdict(out);
+  EXPECT_EQ(with.fdb_entries, routed_entries(d.routes));
+  EXPECT_NE(out.find("-I- Defined 16 VLs in use"), std::string::npos)
+      << "VL 15 drops the SLs no route uses: " << dir << "/ibdmchk.out";
+  EXPECT_TRUE(with.no_loops) << dir << "/ibdmchk.out";
+  EXPECT_FALSE(with.loops) << dir << "/ibdmchk.out";
+  EXPECT_FALSE(with.traversal_errors) << dir << "/ibdmchk.out";
+
+  routing::Routes one = d.routes;
+  for (std::vector<std::uint8_t>& table : one.hop_vls) {
+    for (std::uint8_t& vl : table) vl = vl == 2 ? 1 : vl;
+  }
+  std::ofstream(dir + "/opensm-sl2vl.dump") << format_sl2vl(d.topo, d.lids, one);
+  const Verdict on_one = read_verdict(run_ibdmchk(dir, true, true));
+  EXPECT_TRUE(on_one.loops) << "every data SL on VL 1: " << dir << "/ibdmchk.out";
+  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 // The path-SL file grows as CA ports x CA LIDs: past its bound it is not

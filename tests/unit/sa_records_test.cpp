@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "discovery/mad/bytes.hpp"
+#include "discovery/vl_tables.hpp"
 #include "routing/mcast.hpp"
 #include "sa_test_support.hpp"
 #include "state/mcast_groups.hpp"
@@ -171,6 +172,33 @@ TEST_F(SaRecordsTest, Sl2VlAndVlArbRecordsAreTheProgrammedTables) {
   set(qs, "LID", switch_lid(0).value);
   set(qs, "OutputPortNum", out);
   EXPECT_EQ(table(ask(qs)).size(), topo_->node(sw).num_ports + 1U);
+  // Per-hop VLs (dimension order with datelines): the routes' own table
+  // of that output port, from every input port.
+  {
+    auto hop = std::make_shared<routing::Routes>(*state_.routes);
+    hop->num_vls = 3;
+    hop->lid_layer.assign(hop->max_lid.value + 1, 1);
+    hop->hop_vls.resize(switches_);
+    for (std::uint32_t s = 0; s < switches_; ++s) {
+      const auto ports = topo_->node(topo_->switch_node(SwitchIndex{s})).num_ports;
+      hop->hop_vls[s].assign((ports + 1U) * routing::kNumSls, 1);
+      for (unsigned p = 0; p <= ports; ++p) hop->hop_vls[s][p * routing::kNumSls] = 0;
+    }
+    hop->hop_vls[0][out * routing::kNumSls + 3] = 2;
+    const auto plain = state_.routes;
+    state_.routes = hop;
+    discovery::mad::SlToVlMappingTable want;
+    want.vl.fill(1);
+    want.vl[0] = 0;
+    want.vl[3] = 2;
+    const auto per_hop = table(ask(qs));
+    ASSERT_EQ(per_hop.size(), topo_->node(sw).num_ports + 1U);
+    for (const auto& r : per_hop) {
+      EXPECT_EQ(get(Attr::kSlToVlTableRecord, r, "SLtoVLMappingTable"),
+                discovery::sl2vl_bits(want));
+    }
+    state_.routes = plain;
+  }
 
   // VLArb: the blocks the port's caps hold (low and high, 32 entries each).
   auto pi = std::make_shared<std::vector<std::array<std::uint8_t, 64>>>(*state_.port_info);
