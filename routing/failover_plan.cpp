@@ -277,6 +277,12 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
                                                  std::stop_token stop) {
   const auto t0 = Clock::now();
   const auto n = static_cast<std::uint32_t>(topo.num_switches());
+  if (routes.per_hop_vls()) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("routes of engine {} change VL hop by hop (dimension order with "
+                             "datelines); fast failover groups are proven per layer",
+                             routes.engine)};
+  }
   if (routes.lfts.size() != n || (!routes.vl0_rank.empty() && routes.vl0_rank.size() != n)) {
     return Error{Errc::kInvalidArgument,
                  fmt::format("routes of engine {} are for {} switches (multicast order for {}), "

@@ -411,6 +411,7 @@ Routes Rerouter::export_routes(WorkerPool& pool) const {
   out.max_lid = base_->max_lid;
   out.num_vls = base_->num_vls;
   out.lid_layer = base_->lid_layer;
+  out.hop_vls = base_->hop_vls;
   out.updown_rank = base_->updown_rank;
   out.notes = base_->notes;
   out.lfts.resize(n_);

@@ -91,12 +91,16 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
                                 "({}), too large for balanced trees per LID",
                                 missing);
   } else if (const Result<GridShape> grid = grid_shape(topo, g);
-             grid.ok() && dor_layers(*grid) <= opts.max_vls) {
+             grid.ok() &&
+             (dor_layers(*grid) <= opts.max_vls || dor_dateline_fits(*grid, opts.max_vls))) {
     routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);
     why = fmt::format(
         "auto: layered, the switches form a {}, whose dimension-order routes need {} of the {} "
-        "data VL(s) the switch links offer (VL 0 for multicast)",
-        grid->describe(), routes.ok() ? routes->num_vls : 0, opts.max_vls);
+        "data VL(s) the switch links offer (VL 0 for multicast){}",
+        grid->describe(), routes.ok() ? routes->num_vls : 0, opts.max_vls,
+        routes.ok() && routes->per_hop_vls() ? ", their VL changing hop by hop at each ring's "
+                                               "dateline"
+                                             : "");
   } else if (gapped_grid()) {
     // routes and why are set.
   } else if (opts.max_vls >= 2 && g.num_switches() <= kAutoLayeredMaxSwitches) {

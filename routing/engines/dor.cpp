@@ -352,6 +352,13 @@ std::uint32_t dor_dateline_sls(const GridShape& shape) {
   return rings >= 31 ? UINT32_MAX : 1 + (std::uint32_t{1} << rings);
 }
 
+bool dor_dateline_fits(const GridShape& shape, std::uint32_t max_vls) {
+  std::uint32_t rings = 0;
+  for (std::uint32_t d = 0; d < shape.dims(); ++d) rings += dateline_ring(shape, d) ? 1 : 0;
+  return shape.missing_links == 0 && shape.missing_switches == 0 &&
+         max_vls >= (rings != 0 ? 3U : 2U) && dor_dateline_sls(shape) <= kNumSls;
+}
+
 Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
                                    std::stop_token stop) {
   const std::uint32_t n = g.num_switches();

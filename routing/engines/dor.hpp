@@ -98,6 +98,9 @@ Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
                                    std::stop_token stop);
 // The SLs dateline routes on `shape` use, SL 0 (multicast) included.
 std::uint32_t dor_dateline_sls(const GridShape& shape);
+// Whether dateline routes on the whole grid `shape` fit `max_vls` data
+// VLs and the 16 SLs.
+bool dor_dateline_fits(const GridShape& shape, std::uint32_t max_vls);
 
 // A link's step in the grid: its dimension, and whether it goes + (up a
 // ring or path, over a ring's wrap from k-1 to 0). Nothing when the two

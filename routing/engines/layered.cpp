@@ -694,6 +694,19 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
       for (const std::string& note : g.notes()) routes.notes.push_back(note);
       return routes;
     }
+    if (dor_dateline_fits(*shape, opts.max_vls)) {
+      Routes routes;
+      SUBNETD_TRY_ASSIGN(routes, dor_dateline_routes(g, *shape, stop));
+      routes.engine = std::string(name());
+      routes.notes.push_back(fmt::format(
+          "layered: the switches form a {}, whose dimension-order layers need {} data VLs (one "
+          "for multicast), more than the {} given: dimension-order routes on {} data VL(s), "
+          "each hop's VL set by its switch's SL2VL at each ring's dateline (VL 0: multicast "
+          "only; SLs 1-{}: the destination's half of each ring)",
+          shape->describe(), need, opts.max_vls, routes.num_vls, dor_dateline_sls(*shape) - 1));
+      for (const std::string& note : g.notes()) routes.notes.push_back(note);
+      return routes;
+    }
     grid_note = fmt::format(
         "layered: the switches form a {}, whose dimension-order routes need {} data VLs (one for "
         "multicast), more "

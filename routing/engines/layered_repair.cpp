@@ -49,6 +49,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                              "several VLs",
                              previous.engine)};
   }
+  if (previous.per_hop_vls()) {
+    return Error{Errc::kUnsupported,
+                 "layered repair: the previous routes change VL hop by hop (dimension order "
+                 "with datelines); their detours would have to follow the switches' SL2VL"};
+  }
   if (opts.max_vls < previous.num_vls) {
     return Error{Errc::kUnsupported,
                  fmt::format("layered repair: the ports offer {} data VL(s), the layers need {}",

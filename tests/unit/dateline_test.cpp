@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "routing/engines/dor.hpp"
+#include "routing/engines/layered_repair.hpp"
+#include "routing/failover_plan.hpp"
 #include "routing/grid_shape.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
@@ -200,6 +202,30 @@ TEST(Dateline, WhatItCannotRouteItRefusesWithTheReason) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::kUnsupported);
   EXPECT_NE(r.error().message.find("a whole grid only"), std::string::npos) << r.error().message;
+}
+
+// Fast failover proves its groups per layer, and the repair keeps LIDs
+// to layers: neither takes routes whose VL changes hop by hop, and each
+// says so (the daemon then arms nothing, or routes afresh).
+TEST(Dateline, FailoverPlansAndTheRepairRefuseThem) {
+  const Fabric f = make_fabric("torus:dims=6x6,hosts=1");
+  const Grid grid = grid_of(f);
+  auto r = dor_dateline_routes(grid.g, grid.shape, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  r->engine = "layered";
+  WorkerPool pool(2);
+  auto plan = FailoverPlan::build(f.topo, f.lids, *r, pool, {});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, Errc::kUnsupported);
+  EXPECT_NE(plan.error().message.find("change VL hop by hop"), std::string::npos)
+      << plan.error().message;
+  EngineOptions eo;
+  eo.max_vls = 3;
+  auto repaired = repair_layered(f.topo, f.lids, f.topo, *r, eo, {});
+  ASSERT_FALSE(repaired.ok());
+  EXPECT_EQ(repaired.error().code, Errc::kUnsupported);
+  EXPECT_NE(repaired.error().message.find("change VL hop by hop"), std::string::npos)
+      << repaired.error().message;
 }
 
 }  // namespace

@@ -612,22 +612,35 @@ TEST(Dor, TheLayersCoverTheGridWithFewBoxes) {
   }
 }
 
-// A torus whose dimension-order layers do not fit the budget is routed by
-// the general engine within it, and the notes say why.
-TEST(Dor, ATorusNeedingMoreVlsThanGivenIsRoutedInGeneral) {
+// A torus whose dimension-order layers do not fit the budget takes
+// per-hop VLs at the rings' datelines (three data VLs); with two it is
+// routed by the general engine within them. The notes say why.
+TEST(Dor, ATorusNeedingMoreVlsThanGivenTakesDatelinesOrIsRoutedInGeneral) {
   const Fabric f = make_fabric("torus:dims=5x5x5,hosts=1");
-  auto r = route_layered(f, 4);
+  auto notes_of = [](const Routes& r) {
+    std::string notes;
+    for (const std::string& n : r.notes) notes += n + "\n";
+    return notes;
+  };
+  auto dl = route_layered(f, 4);
+  ASSERT_TRUE(dl.ok()) << dl.error().message;
+  EXPECT_TRUE(dl->per_hop_vls());
+  EXPECT_EQ(dl->num_vls, 3);
+  EXPECT_NE(notes_of(*dl).find("5x5x5 torus, whose dimension-order layers need 5 data VLs (one "
+                               "for multicast), more than the 4 given: dimension-order routes on "
+                               "3 data VL(s), each hop's VL set by its switch's SL2VL"),
+            std::string::npos)
+      << notes_of(*dl);
+  expect_delivered_deadlock_free(f, *dl);
+
+  auto r = route_layered(f, 2);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_LE(r->num_vls, 4);
-  bool said = false;
-  std::string notes;
-  for (const std::string& n : r->notes) {
-    notes += n + "\n";
-    said |= n.find(
-                "5x5x5 torus, whose dimension-order routes need 5 data VLs (one for multicast), "
-                "more than the 4 given") != std::string::npos;
-  }
-  EXPECT_TRUE(said) << notes;
+  EXPECT_FALSE(r->per_hop_vls());
+  EXPECT_LE(r->num_vls, 2);
+  EXPECT_NE(notes_of(*r).find("5x5x5 torus, whose dimension-order routes need 5 data VLs (one "
+                              "for multicast), more than the 2 given"),
+            std::string::npos)
+      << notes_of(*r);
   expect_delivered_deadlock_free(f, *r);
 }
 

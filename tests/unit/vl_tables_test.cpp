@@ -236,6 +236,59 @@ TEST(VlTables, LayeredRoutingRunsItsLayersOnEveryLink) {
   EXPECT_EQ(again->program.operational_vls_sets, 0U);
 }
 
+// Dimension order on per-hop VLs (a torus whose layers exceed the VLs):
+// each switch output port holds the routes' own SL2VL, the same from
+// every input port, sent once per output port; a second pass sends none.
+TEST(VlTables, PerHopVlsGoToEachOutputPort) {
+  auto truth = daemon::load_topology("torus:dims=6x6,hosts=1");
+  ASSERT_TRUE(truth.ok());
+  auto made = sim::SimFabric::create(std::move(truth).value(), {});
+  ASSERT_TRUE(made.ok());
+  Up up;
+  up.sim = std::move(made).value();
+  routing::WorkerPool pool(1);
+  daemon::BringUpOptions o;
+  o.engine = "layered";
+  o.max_vls = 3;
+  auto r = daemon::BringUp::run_blocking(*up.sim, pool, o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  up.r = std::move(r).value();
+  const routing::Routes& routes = *up.r.routes;
+  ASSERT_TRUE(routes.per_hop_vls()) << "a 6x6 torus needs 5 VLs in layers, 3 on datelines";
+  ASSERT_EQ(routes.num_vls, 3);
+  const routing::Topology& t = up.r.sweep.topology;
+  auto sim_node = [&](NodeId n) { return *up.sim->node_by_guid(t.node(n).guid); };
+  std::uint64_t switch_ports = 0, ca_ports = 0, on_vl2 = 0;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId n{i};
+    const bool sw = t.node(n).type == routing::NodeType::kSwitch;
+    for (unsigned p = 1; p <= t.node(n).num_ports; ++p) {
+      if (!t.port(n, static_cast<PortNum>(p)).connected()) continue;
+      (sw ? switch_ports : ca_ports) += 1;
+      if (!sw) continue;
+      for (unsigned in = 0; in <= t.node(n).num_ports; ++in) {
+        const auto table = up.sim->sl2vl(sim_node(n), static_cast<PortNum>(p), (in << 8) | p);
+        ASSERT_TRUE(table.ok());
+        for (unsigned sl = 0; sl < 16; ++sl) {
+          const std::uint8_t want =
+              routes.hop_vl(t.node(n).switch_index.value, static_cast<std::uint8_t>(p),
+                            static_cast<std::uint8_t>(sl));
+          EXPECT_EQ(table->vl[sl], want) << t.label(n) << " " << in << "->" << p << " SL " << sl;
+          on_vl2 += in == 0 && want == 2 ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(on_vl2, 0U) << "hops before a dateline";
+  EXPECT_EQ(up.r.program.sl2vl_sets, switch_ports + ca_ports);
+  HeldVls held;
+  const ProgramReport first = program(up, held);
+  EXPECT_EQ(first.sl2vl_sets, switch_ports + ca_ports);
+  const ProgramReport none = program(up, held);
+  EXPECT_EQ(none.sl2vl_sets + none.vlarb_sets, 0U);
+  EXPECT_EQ(none.vl_ports_unchanged, switch_ports + ca_ports);
+}
+
 // The VLs the layered engine may use: the least VLCap of the switch links.
 TEST(VlTables, FabricDataVlsIsTheLeastSwitchLinkCap) {
   const routing::Topology t = routing::testing::make_fabric("torus:dims=3x3,hosts=1").topo;
