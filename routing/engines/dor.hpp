@@ -79,7 +79,7 @@ std::uint32_t dor_layers(const GridShape& shape);
 Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const DorCover& cover,
                           std::stop_token stop);
 
-// Where the layers exceed the VLs (a 12x12x12 torus needs 9 boxes, 16
+// Where the layers exceed the VLs (a 12x12x12 torus needs 8 boxes, 9 VLs
 // with multicast's): dimension-order routes whose VL changes hop by hop,
 // after torus-2QoS's datelines, with the SL the destination's alone. Its
 // SL is 1 + a bit per ring of four or more: whether the destination lies
