@@ -230,10 +230,13 @@ asio::awaitable<void> SubnetManager::handle_traps(std::vector<TrapEvent> traps) 
     // repaired within their layers (route_step), in the heavy sweep.
     const routing::Routes* routes = current_ ? current_->routes.get() : nullptr;
     const bool layered = routes != nullptr && routes->layered_without_order();
-    sweep_soon(layered ? fmt::format("no fast path for routes on {} VLs: repaired in their "
-                                     "layers by the heavy sweep",
-                                     routes->num_vls)
-                       : std::string("no fast path"));
+    sweep_soon(!layered ? std::string("no fast path")
+               : routes->per_hop_vls()
+                   ? std::string("no fast path for dimension-order routes on per-hop VLs: "
+                                 "routed afresh by the heavy sweep")
+                   : fmt::format("no fast path for routes on {} VLs: repaired in their "
+                                 "layers by the heavy sweep",
+                                 routes->num_vls));
     co_return;
   }
   const auto start = traps.front().received_wall;

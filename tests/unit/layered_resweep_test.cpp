@@ -66,5 +66,54 @@ TEST(LayeredResweep, ALostLinkIsRepairedInTheLayersAndAGainedOneRoutedAfresh) {
       << third->routes->notes.front();
 }
 
+// Dimension order on per-hop dateline VLs (a torus whose layers exceed
+// the VLs) keeps LIDs to no layer: a lost link is routed afresh, the
+// first note saying why, and the torus with its gap takes the general
+// engine within the same VLs; whole again, it takes the datelines back.
+TEST(LayeredResweep, DatelineRoutesAreRoutedAfreshWhenALinkIsLost) {
+  auto truth = load_topology("torus:dims=6x6,hosts=1");
+  ASSERT_TRUE(truth.ok());
+  auto made = sim::SimFabric::create(std::move(truth).value(), {});
+  ASSERT_TRUE(made.ok());
+  std::unique_ptr<sim::SimFabric> fabric = std::move(made).value();
+  routing::WorkerPool pool(1);
+  BringUpOptions o;
+  o.engine = "layered";
+  o.max_vls = 3;
+  auto first = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_TRUE(first->routes->per_hop_vls());
+
+  const routing::Topology& t = first->sweep.topology;
+  const NodeId sw = t.switch_node(SwitchIndex{0});
+  PortNum cut = 0;
+  for (unsigned p = 1; p <= t.node(sw).num_ports && cut == 0; ++p) {
+    const routing::Port& port = t.port(sw, static_cast<PortNum>(p));
+    if (port.connected() && t.node(port.remote_node).type == routing::NodeType::kSwitch) {
+      cut = static_cast<PortNum>(p);
+    }
+  }
+  ASSERT_NE(cut, 0);
+  ASSERT_TRUE(fabric->link_down(t.node(sw).description, cut).ok());
+  o.previous_routes = first->routes;
+  o.previous_topology = std::make_shared<const routing::Topology>(t);
+  auto second = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_FALSE(second->routes->notes.empty());
+  EXPECT_NE(second->routes->notes.front().find("change VL hop by hop"), std::string::npos)
+      << second->routes->notes.front();
+  EXPECT_NE(second->routes->notes.front().find("routed afresh"), std::string::npos)
+      << second->routes->notes.front();
+  EXPECT_FALSE(second->routes->per_hop_vls());
+  EXPECT_LE(second->routes->num_vls, 3);
+
+  ASSERT_TRUE(fabric->link_up(t.node(sw).description, cut).ok());
+  o.previous_routes = second->routes;
+  o.previous_topology = std::make_shared<const routing::Topology>(second->sweep.topology);
+  auto third = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  EXPECT_TRUE(third->routes->per_hop_vls());
+}
+
 }  // namespace
 }  // namespace subnetd::daemon
