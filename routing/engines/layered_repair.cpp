@@ -86,6 +86,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   for (std::uint32_t l = 0; l <= max_lid && l < previous.lid_layer.size(); ++l) {
     routes.lid_layer[l] = previous.lid_layer[l] < num_layers ? previous.lid_layer[l] : kNoLayer;
   }
+  const std::vector<std::uint8_t> had_layer = routes.lid_layer;
   // Each switch's previous table (matched by GUID; none for a new switch),
   // and multicast's order carried over, new switches ranked after the rest.
   std::uint32_t next_rank = 0;
@@ -409,7 +410,6 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     routes.lid_layer[lid] = layer;
     ++(had != kNoLayer ? st.lids_regrown : st.lids_placed);
-    if (had != kNoLayer && layer != had) ++st.lids_moved;
   }
   // Switch LIDs: shortest paths (management traffic; no CDG).
   const std::vector<std::uint64_t> no_load(arcs, 0);
@@ -489,7 +489,6 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
         if (o == k || (o == 0 && routes.vl0_rank.empty()) || !try_layer(o)) continue;
         moved = true;
         routes.lid_layer[worst] = o;
-        ++st.lids_moved;
       }
       if (moved) {
         ++st.hot_spot_moves;
@@ -500,6 +499,15 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
   }
 
+  // The LIDs whose layer (SL) is not the one they had, however often they
+  // moved.
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (att.routable() && att.port != 0 && had_layer[lid] != kNoLayer &&
+        routes.lid_layer[lid] != had_layer[lid]) {
+      ++st.lids_moved;
+    }
+  }
   routes.load = entry_load(g, cols);
   routes.lfts = cols.lfts(routes.max_lid);
   routes.notes.push_back(fmt::format(

@@ -62,8 +62,9 @@ struct LayeredRepairStats {
   std::uint64_t lids_placed = 0;        // ... that had no layer and were given one
   std::uint64_t entries_rewritten = 0;  // CA/router LID entries re-attached
   std::uint64_t trees_regrown = 0;      // LIDs given a whole new tree
-  std::uint64_t lids_moved = 0;         // moved to another layer (their SL changes): re-attached
-                                        // ones that fit theirs no longer, and hot-spot moves
+  std::uint64_t lids_moved = 0;         // on another layer than before (their SL changes):
+                                        // re-attached ones that fit theirs no longer, and
+                                        // hot-spot moves; each LID once
   std::uint64_t switch_lids_rerouted = 0;
   std::uint64_t hot_spot_moves = 0;  // LIDs given a new tree off the busiest channel
 };
