@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for the bring-up tests (sweeper_test, programmer_test,
-// bringup_test, ibdmchk_test): the fabrics every family is tested on, a
+// bringup_test, ibdmchk_test, vl_tables_test, layered_resweep_test): the
+// simulator on a spec, the fabrics every family is tested on, a
 // GUID-keyed comparison of a discovered Topology against the generator's
 // truth, a check that each directed-route path really leads to its node, and
 // a LID-routed probe of every LID through the switches' own tables.
@@ -16,12 +17,14 @@
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "daemon/transport_factory.hpp"
 #include "discovery/mad/smp.hpp"
 #include "discovery/mad_engine.hpp"
 #include "discovery/sim/sim_fabric.hpp"
@@ -33,6 +36,17 @@ namespace subnetd::bringup_testing {
 
 using routing::NodeType;
 using routing::Topology;
+
+// The embedded simulator running the generator spec or net file `spec`
+// (null, with a failure, when it does not load).
+inline std::unique_ptr<discovery::sim::SimFabric> sim_of(const std::string& spec) {
+  auto truth = daemon::load_topology(spec);
+  EXPECT_TRUE(truth.ok()) << spec << ": " << (truth.ok() ? "" : truth.error().message);
+  if (!truth.ok()) return nullptr;
+  auto made = discovery::sim::SimFabric::create(std::move(truth).value(), {});
+  EXPECT_TRUE(made.ok()) << spec << ": " << (made.ok() ? "" : made.error().message);
+  return made.ok() ? std::move(made).value() : nullptr;
+}
 
 // Every generator family at a small size: fat trees of 2 and 3 levels (and
 // dual-port CAs cabled to two switches), PGFTs with parallel links, 2-D and

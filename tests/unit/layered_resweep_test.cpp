@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "bringup_test_support.hpp"
 #include "daemon/bringup.hpp"
 #include "daemon/transport_factory.hpp"
 #include "discovery/sim/sim_fabric.hpp"
@@ -17,12 +18,20 @@ namespace {
 
 namespace sim = discovery::sim;
 
+// A port of switch `sw` cabled to another switch (0: none).
+PortNum switch_link_of(const routing::Topology& t, NodeId sw) {
+  for (unsigned p = 1; p <= t.node(sw).num_ports; ++p) {
+    const routing::Port& port = t.port(sw, static_cast<PortNum>(p));
+    if (port.connected() && t.node(port.remote_node).type == routing::NodeType::kSwitch) {
+      return static_cast<PortNum>(p);
+    }
+  }
+  return 0;
+}
+
 TEST(LayeredResweep, ALostLinkIsRepairedInTheLayersAndAGainedOneRoutedAfresh) {
-  auto truth = load_topology("torus:dims=5x5,hosts=1");
-  ASSERT_TRUE(truth.ok());
-  auto made = sim::SimFabric::create(std::move(truth).value(), {});
-  ASSERT_TRUE(made.ok());
-  std::unique_ptr<sim::SimFabric> fabric = std::move(made).value();
+  std::unique_ptr<sim::SimFabric> fabric = bringup_testing::sim_of("torus:dims=5x5,hosts=1");
+  ASSERT_NE(fabric, nullptr);
   routing::WorkerPool pool(1);
   BringUpOptions o;
   o.engine = "layered";
@@ -33,13 +42,7 @@ TEST(LayeredResweep, ALostLinkIsRepairedInTheLayersAndAGainedOneRoutedAfresh) {
   // One switch-to-switch link goes down.
   const routing::Topology& t = first->sweep.topology;
   const NodeId sw = t.switch_node(SwitchIndex{0});
-  PortNum cut = 0;
-  for (unsigned p = 1; p <= t.node(sw).num_ports && cut == 0; ++p) {
-    const routing::Port& port = t.port(sw, static_cast<PortNum>(p));
-    if (port.connected() && t.node(port.remote_node).type == routing::NodeType::kSwitch) {
-      cut = static_cast<PortNum>(p);
-    }
-  }
+  const PortNum cut = switch_link_of(t, sw);
   ASSERT_NE(cut, 0);
   ASSERT_TRUE(fabric->link_down(t.node(sw).description, cut).ok());
   o.previous_routes = first->routes;
@@ -71,11 +74,8 @@ TEST(LayeredResweep, ALostLinkIsRepairedInTheLayersAndAGainedOneRoutedAfresh) {
 // first note saying why, and the torus with its gap takes the general
 // engine within the same VLs; whole again, it takes the datelines back.
 TEST(LayeredResweep, DatelineRoutesAreRoutedAfreshWhenALinkIsLost) {
-  auto truth = load_topology("torus:dims=6x6,hosts=1");
-  ASSERT_TRUE(truth.ok());
-  auto made = sim::SimFabric::create(std::move(truth).value(), {});
-  ASSERT_TRUE(made.ok());
-  std::unique_ptr<sim::SimFabric> fabric = std::move(made).value();
+  std::unique_ptr<sim::SimFabric> fabric = bringup_testing::sim_of("torus:dims=6x6,hosts=1");
+  ASSERT_NE(fabric, nullptr);
   routing::WorkerPool pool(1);
   BringUpOptions o;
   o.engine = "layered";
@@ -86,13 +86,7 @@ TEST(LayeredResweep, DatelineRoutesAreRoutedAfreshWhenALinkIsLost) {
 
   const routing::Topology& t = first->sweep.topology;
   const NodeId sw = t.switch_node(SwitchIndex{0});
-  PortNum cut = 0;
-  for (unsigned p = 1; p <= t.node(sw).num_ports && cut == 0; ++p) {
-    const routing::Port& port = t.port(sw, static_cast<PortNum>(p));
-    if (port.connected() && t.node(port.remote_node).type == routing::NodeType::kSwitch) {
-      cut = static_cast<PortNum>(p);
-    }
-  }
+  const PortNum cut = switch_link_of(t, sw);
   ASSERT_NE(cut, 0);
   ASSERT_TRUE(fabric->link_down(t.node(sw).description, cut).ok());
   o.previous_routes = first->routes;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bringup_test_support.hpp"
 #include "daemon/bringup.hpp"
 #include "daemon/transport_factory.hpp"
 #include "discovery/programmer.hpp"
@@ -57,11 +58,8 @@ struct Up {
 };
 
 void bring_up(Up& up) {
-  auto truth = daemon::load_topology("fat-tree:levels=2,radix=4");
-  ASSERT_TRUE(truth.ok());
-  auto made = sim::SimFabric::create(std::move(truth).value(), {});
-  ASSERT_TRUE(made.ok());
-  up.sim = std::move(made).value();
+  up.sim = bringup_testing::sim_of("fat-tree:levels=2,radix=4");
+  ASSERT_NE(up.sim, nullptr);
   daemon::BringUpOptions o;
   o.engine = "updn";
   routing::WorkerPool pool(1);
@@ -180,12 +178,9 @@ TEST(VlTables, EveryPortHoldsThemAndOnlyChangesAreSent) {
 // destination's layer as SL. A bring-up onto ACTIVE ports that ran one VL
 // changes them in place (phase 1c), and a second pass changes nothing.
 TEST(VlTables, LayeredRoutingRunsItsLayersOnEveryLink) {
-  auto truth = daemon::load_topology("torus:dims=5x5,hosts=1");
-  ASSERT_TRUE(truth.ok());
-  auto made = sim::SimFabric::create(std::move(truth).value(), {});
-  ASSERT_TRUE(made.ok());
   Up up;
-  up.sim = std::move(made).value();
+  up.sim = bringup_testing::sim_of("torus:dims=5x5,hosts=1");
+  ASSERT_NE(up.sim, nullptr);
   routing::WorkerPool pool(1);
   daemon::BringUpOptions o;
   o.engine = "updn";
@@ -240,12 +235,9 @@ TEST(VlTables, LayeredRoutingRunsItsLayersOnEveryLink) {
 // each switch output port holds the routes' own SL2VL, the same from
 // every input port, sent once per output port; a second pass sends none.
 TEST(VlTables, PerHopVlsGoToEachOutputPort) {
-  auto truth = daemon::load_topology("torus:dims=6x6,hosts=1");
-  ASSERT_TRUE(truth.ok());
-  auto made = sim::SimFabric::create(std::move(truth).value(), {});
-  ASSERT_TRUE(made.ok());
   Up up;
-  up.sim = std::move(made).value();
+  up.sim = bringup_testing::sim_of("torus:dims=6x6,hosts=1");
+  ASSERT_NE(up.sim, nullptr);
   routing::WorkerPool pool(1);
   daemon::BringUpOptions o;
   o.engine = "layered";
