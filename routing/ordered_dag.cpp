@@ -20,27 +20,32 @@ std::shared_ptr<const DagFrame> DagFrame::complete(std::uint32_t nodes) {
   return f;
 }
 
-std::shared_ptr<const DagFrame> cdg_frame(const SwitchGraph& g) {
+std::shared_ptr<const DagFrame> cdg_frame(const SwitchGraph& g, std::uint32_t vls) {
   auto f = std::make_shared<DagFrame>();
   const std::uint32_t arcs = g.num_arcs(), n = g.num_switches();
-  f->out_first.resize(arcs);
-  f->in_first.resize(arcs);
-  f->in_slot.resize(arcs);
-  std::vector<std::uint32_t> entering(n, 0);
-  for (std::uint32_t a = 0; a < arcs; ++a) {
-    const SwitchIndex h = g.arc(a).to;
-    f->out_first[a] = g.first_arc(h);
-    f->in_slot[a] = entering[h.value]++;
-  }
+  const std::size_t nodes = std::size_t{arcs} * vls;  // channel (a, vl): a * vls + vl
+  f->out_first.resize(nodes);
+  f->in_first.resize(nodes);
+  f->in_slot.resize(nodes);
+  std::vector<std::uint32_t> entering(n, 0), slot(arcs);
+  for (std::uint32_t a = 0; a < arcs; ++a) slot[a] = entering[g.arc(a).to.value]++;
+  std::uint32_t degree = 0, in_degree = 0;
   for (std::uint32_t s = 0; s < n; ++s) {
-    f->out_width =
-        std::max(f->out_width, g.first_arc(SwitchIndex{s + 1}) - g.first_arc(SwitchIndex{s}));
-    f->in_width = std::max(f->in_width, entering[s]);
+    degree = std::max(degree, g.first_arc(SwitchIndex{s + 1}) - g.first_arc(SwitchIndex{s}));
+    in_degree = std::max(in_degree, entering[s]);
   }
+  f->out_width = degree * vls;
+  f->in_width = in_degree * vls;
   f->in_nodes.assign(std::size_t{n} * f->in_width, DagFrame::kNone);
   for (std::uint32_t a = 0; a < arcs; ++a) {
-    f->in_nodes[std::size_t{g.arc(a).to.value} * f->in_width + f->in_slot[a]] = a;
-    f->in_first[a] = g.arc_source(a).value * f->in_width;
+    for (std::uint32_t vl = 0; vl < vls; ++vl) {
+      const std::size_t x = std::size_t{a} * vls + vl;
+      f->out_first[x] = g.first_arc(g.arc(a).to) * vls;
+      f->in_slot[x] = slot[a] * vls + vl;
+      f->in_nodes[std::size_t{g.arc(a).to.value} * f->in_width + f->in_slot[x]] =
+          static_cast<std::uint32_t>(x);
+      f->in_first[x] = g.arc_source(a).value * f->in_width;
+    }
   }
   return f;
 }

@@ -68,8 +68,11 @@ class SwitchGraph;
 
 // The frame of g's channel dependency graphs: a channel's dependencies go
 // to the channels leaving its head, and come from the channels entering
-// its tail. One for all of a computation's CDGs.
-std::shared_ptr<const DagFrame> cdg_frame(const SwitchGraph& g);
+// its tail. One for all of a computation's CDGs. With `vls` > 1, of one
+// graph over the channels of that many VLs whose dependencies may change
+// VL (per-hop VLs, Routes::hop_vls): channel (arc a, VL v) is node
+// a * vls + v.
+std::shared_ptr<const DagFrame> cdg_frame(const SwitchGraph& g, std::uint32_t vls = 1);
 
 class OrderedDag {
  public:

@@ -236,6 +236,10 @@ class TreeGrower {
     // Adds the dependency in -> out to the dag (appended to `added` when
     // new); false, remembered in `refused`, when it closes a cycle.
     auto depend = [&](std::uint32_t in, std::uint32_t out) {
+      if (!node_of_.empty()) {
+        in = node_of_[in];
+        out = node_of_[out];
+      }
       const OrderedDag::Add r =
           refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
       if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
@@ -365,8 +369,13 @@ class TreeGrower {
   std::span<const std::uint32_t> outs(std::uint32_t s) const {
     return std::span<const std::uint32_t>(outs_).subspan(std::size_t{s} * kMaxOut, num_outs_[s]);
   }
+  // Per-hop VLs (Routes::hop_vls): the dag's node for each channel, as the
+  // VL the tree's SL takes on it (cdg_frame with VLs); empty: the channel
+  // itself. Dependencies in `added` and `refused` are then nodes.
+  void map_channels(std::span<const std::uint32_t> node_of) { node_of_ = node_of; }
 
  private:
+  std::span<const std::uint32_t> node_of_;
   const SwitchGraph& g_;
   std::span<const std::uint32_t> rev_;
   std::vector<std::uint32_t> outs_;
