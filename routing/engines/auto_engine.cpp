@@ -52,7 +52,7 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
     const Result<GridShape> gapped = grid_shape_with_gaps(topo, g, layered_grid_max_missing(g));
     if (!gapped.ok()) return false;
     const DorCover cover = dor_cover(*gapped);
-    if (cover.vls() > opts.max_vls) return false;
+    if (cover.vls() > opts.max_vls && !dor_dateline_fits(*gapped, opts.max_vls)) return false;
     Result<Routes> r = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
     if (!r.ok() && r.error().code != Errc::kCancelled) {
       gaps_note = fmt::format(
@@ -65,8 +65,11 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
     why = fmt::format(
         "auto: layered, the switches form a {} with {} missing, whose "
         "dimension-order routes need {} of the {} data VL(s) the switch links offer (VL 0 for "
-        "multicast): routed as a grid, repaired around the gaps{}",
-        gapped->describe(), gapped->gaps(), cover.vls(), opts.max_vls,
+        "multicast{}): routed as a grid, repaired around the gaps{}",
+        gapped->describe(), gapped->gaps(), routes.ok() ? routes->num_vls : 0, opts.max_vls,
+        routes.ok() && routes->per_hop_vls()
+            ? "; the VL changing hop by hop at each ring's dateline"
+            : "",
         g.num_switches() <= kLayeredGridCompareMaxSwitches
             ? ", or in general where that is better balanced (next note)"
             : "");

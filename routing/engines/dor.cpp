@@ -355,19 +355,13 @@ std::uint32_t dor_dateline_sls(const GridShape& shape) {
 bool dor_dateline_fits(const GridShape& shape, std::uint32_t max_vls) {
   std::uint32_t rings = 0;
   for (std::uint32_t d = 0; d < shape.dims(); ++d) rings += dateline_ring(shape, d) ? 1 : 0;
-  return shape.missing_links == 0 && shape.missing_switches == 0 &&
-         max_vls >= (rings != 0 ? 3U : 2U) && dor_dateline_sls(shape) <= kNumSls;
+  return max_vls >= (rings != 0 ? 3U : 2U) && dor_dateline_sls(shape) <= kNumSls;
 }
 
 Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
-                                   std::stop_token stop) {
+                                   std::stop_token stop, std::uint32_t max_vls) {
   const std::uint32_t n = g.num_switches();
   const std::uint32_t nd = shape.dims();
-  if (shape.missing_links != 0 || shape.missing_switches != 0) {
-    return Error{Errc::kUnsupported,
-                 fmt::format("dor: datelines route a whole grid only, and the {} has {} missing",
-                             shape.describe(), shape.gaps())};
-  }
   if (dor_dateline_sls(shape) > kNumSls) {
     return Error{Errc::kOutOfRange,
                  fmt::format("dor: datelines on the {} need {} SLs (one for multicast, one per "
@@ -409,6 +403,12 @@ Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
   // half and the switch below ceil(k/2) (mirrored); every other hop of a
   // data SL takes VL 1, SL 0 (multicast) VL 0, and SLs no route uses are
   // dropped.
+  // The free SLs after them: SL sls + j on VL base + j on every port.
+  bool any_ring = false;
+  for (std::uint32_t d = 0; d < nd; ++d) any_ring = any_ring || bit[d] >= 0;
+  const std::uint32_t base = any_ring ? 3 : 2;
+  const std::uint32_t free =
+      std::min(std::min(max_vls, 15U) > base ? std::min(max_vls, 15U) - base : 0U, kNumSls - sls);
   routes.hop_vls.resize(n);
   for (std::uint32_t s = 0; s < n; ++s) {
     const SwitchIndex sw{s};
@@ -419,6 +419,7 @@ Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
       vl[0] = 0;
       const std::uint32_t a = g.arc_at_port(sw, static_cast<PortNum>(p));
       std::fill(vl + 1, vl + sls, std::uint8_t{1});
+      for (std::uint32_t j = 0; j < free; ++j) vl[sls + j] = static_cast<std::uint8_t>(base + j);
       if (a == kNoArc) continue;  // to a CA or router: delivered
       const GridStep step = grid_step(shape, sw, g.arc(a).to).value_or(GridStep{});
       if (bit[step.dim] < 0) continue;
@@ -429,9 +430,7 @@ Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
       }
     }
   }
-  bool any_ring = false;
-  for (std::uint32_t d = 0; d < nd; ++d) any_ring = any_ring || bit[d] >= 0;
-  routes.num_vls = any_ring ? 3 : 2;
+  routes.num_vls = static_cast<std::uint8_t>(base + free);
   return routes;
 }
 

@@ -92,14 +92,19 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
 // dimensions, and any torus needs 3 data VLs with multicast's VL 0.
 // Routes::hop_vls holds each switch's SL2VL per output port (the same
 // from every input port; SLs no route uses dropped) and lid_layer the
-// SLs. A whole grid only (the repair of routes around gaps keeps LIDs to
-// layers); at most three such rings (1 + 2^rings of the 16 SLs).
+// SLs. On a grid with links missing the hops over them are left unrouted,
+// for the repair (repair_layered, on the one CDG of the VLs' channels);
+// at most three such rings (1 + 2^rings of the 16 SLs).
+// Up to `max_vls` data VLs (as the SLs allow), each VL past the
+// datelines' gets a free SL mapped to it on every port, empty: room for
+// the repair's detours that the datelines' CDG refuses (a layer of the
+// general engine's kind). 0: the datelines' VLs alone.
 Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
-                                   std::stop_token stop);
+                                   std::stop_token stop, std::uint32_t max_vls = 0);
 // The SLs dateline routes on `shape` use, SL 0 (multicast) included.
 std::uint32_t dor_dateline_sls(const GridShape& shape);
-// Whether dateline routes on the whole grid `shape` fit `max_vls` data
-// VLs and the 16 SLs.
+// Whether dateline routes on `shape` fit `max_vls` data VLs and the 16
+// SLs.
 bool dor_dateline_fits(const GridShape& shape, std::uint32_t max_vls);
 
 // A link's step in the grid: its dimension, and whether it goes + (up a

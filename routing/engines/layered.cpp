@@ -614,13 +614,22 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
                              "long (links x switches^2 above 2^{}, about 10 s)",
                              shape.missing_links, n, std::countr_zero(kLayeredGridRepairWork))};
   }
+  // Boxes when they fit the VLs, else dateline VLs (3 whatever the size).
+  const bool dateline = cover.vls() > opts.max_vls;
+  if (dateline && !dor_dateline_fits(shape, opts.max_vls)) {
+    return Error{Errc::kOutOfRange,
+                 fmt::format("they need {} data VLs in layers (one for multicast), more than the "
+                             "{} given, and {} SLs on datelines",
+                             cover.vls(), opts.max_vls, dor_dateline_sls(shape))};
+  }
   Routes dor;
-  SUBNETD_TRY_ASSIGN(dor, dor_routes(g, shape, cover, stop));
+  SUBNETD_TRY_ASSIGN(dor, dateline ? dor_dateline_routes(g, shape, stop, opts.max_vls)
+                                   : dor_routes(g, shape, cover, stop));
   dor.engine = "layered";
   // The VLs dimension order leaves free are room for the LIDs whose detours
   // fit their layer no longer (a mesh has one layer, whose turns allow
-  // no detour).
-  dor.num_vls = opts.max_vls;
+  // no detour). Dateline routes keep their VLs: each hop's is its SL's.
+  if (!dateline) dor.num_vls = opts.max_vls;
   // And VL 0, multicast's, takes up*/down* routes in multicast's order
   // when no other layer fits a LID (as the general engine's escape layer).
   std::vector<std::uint32_t> dist;
@@ -629,9 +638,11 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   Routes routes;
   SUBNETD_TRY_ASSIGN(
       routes, repair_layered(topo, lids, topo, dor, opts, stop, &st, RepairBalance::kHotSpots));
-  std::uint8_t top = 1;
-  for (const std::uint8_t l : routes.lid_layer) top = std::max(top, l);
-  routes.num_vls = static_cast<std::uint8_t>(top + 1);
+  if (!dateline) {
+    std::uint8_t top = 1;
+    for (const std::uint8_t l : routes.lid_layer) top = std::max(top, l);
+    routes.num_vls = static_cast<std::uint8_t>(top + 1);
+  }
   std::uint64_t on_vl0 = 0;
   for (std::uint32_t lid = 1; lid < routes.lid_layer.size(); ++lid) {
     const LidAttachment att = g.attachment(Lid{lid});
@@ -641,14 +652,18 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
       fmt::format("the switches form a {} with {} missing", shape.describe(), shape.gaps());
   routes.notes.clear();
   routes.notes.push_back(fmt::format(
-      "layered: {}: dimension-order routes on {} of {} data VL(s) (VL 0: multicast, and "
+      "layered: {}: dimension-order routes on {} of {} data VL(s){} (VL 0: multicast, and "
       "up*/down* routes to {} LID(s) no other layer fits), repaired around the gaps in their "
       "layers ({} of {} destination LIDs re-attached, {} of them on a new tree, {} moved to "
       "another layer; then {} hot-spot moves: the LID loading the busiest link most given a new "
       "tree off it)",
-      what, routes.num_vls, opts.max_vls, on_vl0, st.lids_regrown,
-      st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown, st.lids_moved,
-      st.hot_spot_moves));
+      what, routes.num_vls, opts.max_vls,
+      dateline ? fmt::format(", each hop's VL set by its switch's SL2VL at each ring's dateline "
+                             "(its layers would need {})",
+                             cover.vls())
+               : std::string(),
+      on_vl0, st.lids_regrown, st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown,
+      st.lids_moved, st.hot_spot_moves));
   for (const std::string& note : g.notes()) routes.notes.push_back(note);
   if (g.num_switches() > kLayeredGridCompareMaxSwitches) return routes;
 
@@ -716,12 +731,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
                  grid_shape_with_gaps(topo, g, layered_grid_max_missing(g));
              gapped.ok()) {
     const DorCover cover = dor_cover(*gapped);
-    Result<Routes> routes =
-        cover.vls() <= opts.max_vls
-            ? gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop)
-            : Error{Errc::kOutOfRange, fmt::format("they need {} data VLs (one for multicast), "
-                                                   "more than the {} given",
-                                                   cover.vls(), opts.max_vls)};
+    Result<Routes> routes = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
     if (routes.ok() || routes.error().code == Errc::kCancelled) return routes;
     grid_note = fmt::format(
         "layered: the switches form a {} with {} missing, but its "

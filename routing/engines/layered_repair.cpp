@@ -19,12 +19,14 @@ constexpr std::uint8_t kNoLayer = 0xFF;
 // The layer's CDG as an OrderedDag: a topological order of its channels
 // (Kahn), then every dependency, which then agrees with it. kCdgCycle when
 // the dependencies close a cycle.
+// With `vls` > 1, of the channels of that many VLs (cdg_frame with VLs).
 Result<OrderedDag> dag_of(const SwitchGraph& g, const std::shared_ptr<const DagFrame>& frame,
-                          const DepSet& deps, unsigned layer) {
-  auto outs = [&](std::uint32_t a, auto&& fn) {
-    const SwitchIndex h = g.arc(a).to;
-    for (std::uint32_t b = g.first_arc(h); b < g.first_arc(SwitchIndex{h.value + 1}); ++b) {
-      if (deps.contains(a, b)) fn(b);
+                          const DepSet& deps, unsigned layer, std::uint32_t vls = 1) {
+  auto outs = [&](std::uint32_t x, auto&& fn) {
+    const SwitchIndex h = g.arc(x / vls).to;
+    const std::uint32_t end = g.first_arc(SwitchIndex{h.value + 1}) * vls;
+    for (std::uint32_t y = g.first_arc(h) * vls; y < end; ++y) {
+      if (deps.contains(x, y)) fn(y);
     }
   };
   std::optional<OrderedDag> dag = ordered_cdg(frame, outs);
@@ -49,11 +51,6 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                              "several VLs",
                              previous.engine)};
   }
-  if (previous.per_hop_vls()) {
-    return Error{Errc::kUnsupported,
-                 "layered repair: the previous routes change VL hop by hop (dimension order "
-                 "with datelines); their detours would have to follow the switches' SL2VL"};
-  }
   if (opts.max_vls < previous.num_vls) {
     return Error{Errc::kUnsupported,
                  fmt::format("layered repair: the ports offer {} data VL(s), the layers need {}",
@@ -75,6 +72,14 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   const std::uint32_t arcs = g.num_arcs();
   const std::uint32_t max_lid = g.max_lid().value;
   const std::uint8_t num_layers = previous.num_vls;
+  // Per-hop VLs (dimension order with datelines, Routes::hop_vls): each
+  // LID's SL (lid_layer) picks a VL per hop from the switches' SL2VL, so
+  // the VLs' channels form one CDG, node a * num_layers + VL for channel
+  // a, and a LID's routes are checked with its SL's channels. A "layer"
+  // is then an SL, all of them on that one CDG; a LID fitting its own SL
+  // no longer takes SL 0's (VL 0's) up*/down* escape.
+  const bool per_hop = previous.per_hop_vls();
+  const std::uint32_t sl_limit = per_hop ? kNumSls : num_layers;
   const std::vector<std::uint32_t> rev = reverse_arcs(g);
   LayeredRepairStats st;
 
@@ -84,7 +89,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   routes.num_vls = num_layers;
   routes.lid_layer.assign(std::size_t{max_lid} + 1, kNoLayer);
   for (std::uint32_t l = 0; l <= max_lid && l < previous.lid_layer.size(); ++l) {
-    routes.lid_layer[l] = previous.lid_layer[l] < num_layers ? previous.lid_layer[l] : kNoLayer;
+    routes.lid_layer[l] = previous.lid_layer[l] < sl_limit ? previous.lid_layer[l] : kNoLayer;
   }
   const std::vector<std::uint8_t> had_layer = routes.lid_layer;
   // Each switch's previous table (matched by GUID; none for a new switch),
@@ -93,10 +98,18 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   for (const std::uint32_t r : previous.vl0_rank) next_rank = std::max(next_rank, r + 1);
   if (!previous.vl0_rank.empty()) routes.vl0_rank.assign(n, 0);
   std::vector<const Lft*> old_tables(n, nullptr);
+  if (per_hop) routes.hop_vls.resize(n);
   for (std::uint32_t s = 0; s < n; ++s) {
     const Guid guid = topo.node(topo.switch_node(SwitchIndex{s})).guid;
     const std::optional<NodeId> was = previous_topo.find_by_guid(guid);
     const SwitchIndex ps = was ? previous_topo.node(*was).switch_index : kNoSwitch;
+    if (per_hop && (!ps.valid() || ps.value >= previous.hop_vls.size())) {
+      return Error{Errc::kUnsupported,
+                   fmt::format("layered repair: switch {} is new, and routes whose VL changes hop "
+                               "by hop give it no SL2VL",
+                               topo.switch_label(SwitchIndex{s}))};
+    }
+    if (per_hop) routes.hop_vls[s] = previous.hop_vls[ps.value];
     if (ps.valid() && ps.value < previous.lfts.size()) {
       old_tables[s] = &previous.lfts[ps.value];
       if (!routes.vl0_rank.empty()) routes.vl0_rank[s] = previous.vl0_rank.at(ps.value);
@@ -120,8 +133,41 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // Per LID, the switches of its part whose entries still lead to its
   // switch over live links (resolved == epoch; depth: hops), as the
   // classification of classify() left them.
-  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
-  std::vector<DepSet> deps(num_layers, DepSet(frame));
+  const std::shared_ptr<const DagFrame> frame = per_hop ? cdg_frame(g, num_layers) : cdg_frame(g);
+  const std::uint32_t num_dags = per_hop ? 1 : num_layers;
+  std::vector<DepSet> deps(num_dags, DepSet(frame));
+  // Per-hop VLs: by SL, each channel's node (an SL no table uses: none).
+  std::vector<std::vector<std::uint32_t>> sl_nodes(per_hop ? kNumSls : 0);
+  for (std::uint32_t sl = 0; sl < sl_nodes.size(); ++sl) {
+    std::vector<std::uint32_t> nodes(arcs);
+    for (std::uint32_t a = 0; a < arcs; ++a) {
+      const std::uint8_t vl =
+          routes.hop_vl(g.arc_source(a).value, g.arc(a).local_port, static_cast<std::uint8_t>(sl));
+      if (vl >= num_layers) {
+        nodes.clear();  // dropped somewhere: no LID's SL
+        break;
+      }
+      nodes[a] = a * num_layers + vl;
+    }
+    sl_nodes[sl] = std::move(nodes);
+  }
+  // Per-hop VLs: the SLs on one VL on every channel (dateline routes'
+  // free SLs), layers of the general engine's kind.
+  std::vector<std::uint8_t> free_sls;
+  for (std::uint32_t sl = 1; sl < sl_nodes.size(); ++sl) {
+    const std::vector<std::uint32_t>& nodes = sl_nodes[sl];
+    if (!nodes.empty() && std::all_of(nodes.begin(), nodes.end(), [&](std::uint32_t x) {
+          return x % num_layers == nodes.front() % num_layers;
+        })) {
+      free_sls.push_back(static_cast<std::uint8_t>(sl));
+    }
+  }
+  // The CDG a layer's routes go in, and a channel's node there.
+  auto dag_at = [&](std::uint8_t k) -> std::uint32_t { return per_hop ? 0U : k; };
+  auto nodes_of = [&](std::uint8_t k) -> std::span<const std::uint32_t> {
+    return per_hop ? std::span<const std::uint32_t>(sl_nodes[k]) : std::span<const std::uint32_t>();
+  };
+  auto node = [&](std::uint8_t k, std::uint32_t a) { return per_hop ? sl_nodes[k][a] : a; };
   std::vector<std::uint64_t> load(arcs, 0), subtree(n, 0);
   std::vector<std::uint32_t> depth(n, 0), resolved(n, 0), on_path(n, 0), path, order, count;
   std::uint32_t epoch = 0;
@@ -176,13 +222,14 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     return cut_off;
   };
-  // The dependencies of the LID's routes from the switches that reach it.
-  auto add_deps = [&](std::uint32_t lid, std::uint32_t t, DepSet& into) {
+  // The dependencies of the LID's routes from the switches that reach it,
+  // on layer (SL) k.
+  auto add_deps = [&](std::uint32_t lid, std::uint32_t t, std::uint8_t k) {
     for (std::uint32_t s = 0; s < n; ++s) {
       if (resolved[s] != epoch || s == t) continue;
       const std::uint32_t a = next_arc(s, lid);
       const std::uint32_t w = g.arc(a).to.value;
-      if (w != t) into.insert(a, next_arc(w, lid));
+      if (w != t) deps[dag_at(k)].insert(node(k, a), node(k, next_arc(w, lid)));
     }
   };
   // The LID's sources onto the load of the channels they cross (every
@@ -238,8 +285,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       if (cut_off != 0) broken_switch_lids.push_back(lid);
       continue;
     }
-    const std::uint8_t layer = routes.lid_layer[lid];
-    if (layer != kNoLayer) add_deps(lid, att.sw.value, deps[layer]);
+    std::uint8_t layer = routes.lid_layer[lid];
+    if (per_hop && layer != kNoLayer && sl_nodes[layer].empty()) {
+      layer = routes.lid_layer[lid] = kNoLayer;  // an SL the tables drop: placed anew
+    }
+    if (layer != kNoLayer) add_deps(lid, att.sw.value, layer);
     if (cut_off == 0 && layer != kNoLayer) {
       add_load(lid, att.sw.value);
       ++st.lids_kept;
@@ -250,12 +300,13 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
 
   // Layer 0 also holds every up*/down* dependency of multicast's order.
   if (!routes.vl0_rank.empty()) {
-    for_each_updown_dep(g, routes.vl0_rank, rev,
-                        [&](std::uint32_t in, std::uint32_t out) { deps[0].insert(in, out); });
+    for_each_updown_dep(g, routes.vl0_rank, rev, [&](std::uint32_t in, std::uint32_t out) {
+      deps[0].insert(node(0, in), node(0, out));
+    });
   }
   std::vector<OrderedDag> layers;
-  for (unsigned k = 0; k < num_layers; ++k) {
-    Result<OrderedDag> dag = dag_of(g, frame, deps[k], k);
+  for (unsigned k = 0; k < num_dags; ++k) {
+    Result<OrderedDag> dag = dag_of(g, frame, deps[k], k, per_hop ? num_layers : 1);
     if (!dag.ok()) {
       return Error{dag.error().code, "layered repair: " + dag.error().message};
     }
@@ -269,7 +320,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // through a channel only if its dependency on the next hop's channel
   // keeps the layer's CDG acyclic.
   const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
-  std::vector<RefusedDeps> refused(num_layers, RefusedDeps(frame));
+  std::vector<RefusedDeps> refused(num_dags, RefusedDeps(frame));
   std::vector<Dep> added;
   using Item = std::pair<std::uint64_t, std::uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
@@ -279,13 +330,15 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // The dependencies of the routes from the switches that still reach the
   // LID, into another layer's CDG (false: they close a cycle; what was
   // added is in `added`).
-  auto add_intact = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag, RefusedDeps& cache) {
+  auto add_intact = [&](std::uint32_t lid, std::uint32_t t, std::uint8_t k) {
+    OrderedDag& dag = layers[dag_at(k)];
+    RefusedDeps& cache = refused[dag_at(k)];
     for (std::uint32_t s = 0; s < n; ++s) {
       if (resolved[s] != epoch || s == t) continue;
-      const std::uint32_t a = next_arc(s, lid);
-      const std::uint32_t w = g.arc(a).to.value;
+      const std::uint32_t a = node(k, next_arc(s, lid));
+      const std::uint32_t w = g.arc(next_arc(s, lid)).to.value;
       if (w == t) continue;
-      const std::uint32_t out = next_arc(w, lid);
+      const std::uint32_t out = node(k, next_arc(w, lid));
       const OrderedDag::Add r = dag.add(a, out);
       if (r == OrderedDag::Add::kCycle) {
         cache.insert(a, out);
@@ -295,7 +348,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     return true;
   };
-  auto attach = [&](std::uint32_t lid, std::uint32_t t, OrderedDag& dag, RefusedDeps& cache) {
+  auto attach = [&](std::uint32_t lid, std::uint32_t t, std::uint8_t k) {
+    OrderedDag& dag = layers[dag_at(k)];
+    RefusedDeps& cache = refused[dag_at(k)];
     heap = {};
     const std::uint32_t part = g.component(SwitchIndex{t});
     auto push_into = [&](std::uint32_t x, std::uint64_t cost) {
@@ -323,14 +378,13 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       const std::uint32_t x = g.arc(in).to.value;
       if (resolved[b] == epoch) continue;
       if (x != t) {
-        const std::uint32_t out = next_arc(x, lid);
-        const OrderedDag::Add r =
-            cache.contains(in, out) ? OrderedDag::Add::kCycle : dag.add(in, out);
+        const std::uint32_t u = node(k, in), v = node(k, next_arc(x, lid));
+        const OrderedDag::Add r = cache.contains(u, v) ? OrderedDag::Add::kCycle : dag.add(u, v);
         if (r == OrderedDag::Add::kCycle) {
-          cache.insert(in, out);
+          cache.insert(u, v);
           continue;
         }
-        if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
+        if (r == OrderedDag::Add::kNew) added.emplace_back(u, v);
       }
       cols.set(b, lid, g.arc(in).local_port);
       resolved[b] = epoch;
@@ -340,19 +394,40 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     return missing == 0;
   };
+  // Per-hop VLs: the SL of each switch's LIDs (one per switch: its
+  // coordinates'), for a LID new on it.
+  std::vector<std::uint8_t> switch_sl(per_hop ? n : 0, kNoLayer);
+  for (std::uint32_t lid = 1; per_hop && lid <= max_lid; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (!att.routable() || routes.lid_layer[lid] == kNoLayer) continue;
+    if (att.port == 0 || switch_sl[att.sw.value] == kNoLayer) {
+      switch_sl[att.sw.value] = routes.lid_layer[lid];  // the switch's own LID first
+    }
+  }
   for (const std::uint32_t lid : broken) {
     if (stop.stop_requested()) return Error{Errc::kCancelled, "layered repair: cancelled"};
     const LidAttachment att = g.attachment(Lid{lid});
     const std::uint32_t t = att.sw.value;
     const std::uint8_t had = routes.lid_layer[lid];
     // Its own layer first; then (its SL changes) the free layers, then the
-    // escape layer, where multicast's order rules VL 0.
+    // escape layer, where multicast's order rules VL 0. Per-hop VLs: its
+    // own SL (a new LID: the SL of its switch's other LIDs), the free SLs,
+    // then SL 0.
     std::vector<std::uint8_t> candidates;
-    if (had != kNoLayer) candidates.push_back(had);
-    for (std::uint8_t k = 1; k < num_layers; ++k) {
+    if (had != kNoLayer) {
+      candidates.push_back(had);
+    } else if (per_hop && switch_sl[t] != kNoLayer) {
+      candidates.push_back(switch_sl[t]);
+    }
+    for (std::uint8_t k = 1; !per_hop && k < num_layers; ++k) {
       if (k != had) candidates.push_back(k);
     }
-    if (had != 0 && !routes.vl0_rank.empty()) candidates.push_back(0);
+    for (const std::uint8_t k : free_sls) {
+      if (candidates.empty() || k != candidates.front()) candidates.push_back(k);
+    }
+    if (had != 0 && !routes.vl0_rank.empty() && (candidates.empty() || candidates.back() != 0)) {
+      candidates.push_back(0);
+    }
     // In each: the switches cut off re-attached; failing that, a whole new
     // tree (as the engine grows one; the old tree's dependencies stay).
     std::uint8_t layer = kNoLayer;
@@ -370,27 +445,29 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, lid);
       added.clear();
       // (In its own layer the standing part is reserved already.)
-      if ((k == had || add_intact(lid, t, layers[k], refused[k])) &&
-          attach(lid, t, layers[k], refused[k])) {
+      if ((k == had || add_intact(lid, t, k)) && attach(lid, t, k)) {
         st.entries_rewritten += cut_off;
         layer = k;
         break;
       }
-      layers[k].undo(added);
+      OrderedDag& dag = layers[dag_at(k)];
+      dag.undo(added);
       for (std::uint32_t s = 0; s < n; ++s) cols.set(s, lid, old_ports[s]);
       added.clear();
+      grower.map_channels(nodes_of(k));
       const std::span<const std::uint32_t> tree =
-          grower.grow(t, load, hop, hop / 2, &layers[k], &refused[k], added);
+          grower.grow(t, load, hop, hop / 2, &dag, &refused[dag_at(k)], added);
       if (tree.size() == want) {
         place(tree, k);
         break;
       }
-      layers[k].undo(added);
+      dag.undo(added);
     }
     // Last, up*/down* routes in multicast's order: the escape layer holds
     // every dependency they can have.
     if (layer == kNoLayer && !routes.vl0_rank.empty()) {
       added.clear();
+      grower.map_channels(nodes_of(0));
       const std::span<const std::uint32_t> tree =
           grower.grow(t, load, hop, hop / 2, &layers[0], &refused[0], added, routes.vl0_rank);
       if (tree.size() == want) place(tree, 0);
@@ -466,8 +543,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       auto try_layer = [&](std::uint8_t layer) {
         added.clear();
         load[hot] += penalty;
-        const std::span<const std::uint32_t> tree =
-            grower.grow(t, load, hop, hop / 2, &layers[layer], &refused[layer], added);
+        grower.map_channels(nodes_of(layer));
+        const std::span<const std::uint32_t> tree = grower.grow(
+            t, load, hop, hop / 2, &layers[dag_at(layer)], &refused[dag_at(layer)], added);
         load[hot] -= penalty;
         if (tree.size() == part_size[g.component(SwitchIndex{t})]) {
           new_loads.clear();
@@ -476,15 +554,23 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
           take_loads(load, new_loads);
           for (std::uint32_t s = 0; s < n; ++s) cols.set(s, worst, old_ports[s]);
         }
-        layers[layer].undo(added);
+        layers[dag_at(layer)].undo(added);
         return false;
       };
       // Its own layer first; then (its SL changes) the free layers and
       // the escape layer, in the order the repair tries them.
       bool moved = try_layer(k);
-      for (std::uint8_t i = 1; balance == RepairBalance::kHotSpots && i <= num_layers && !moved;
-           ++i) {
-        const auto o = static_cast<std::uint8_t>(i % num_layers);
+      // (Per-hop VLs: the free SLs, then SL 0.)
+      std::vector<std::uint8_t> others;
+      for (std::uint8_t i = 1; !per_hop && i <= num_layers; ++i) {
+        others.push_back(static_cast<std::uint8_t>(i % num_layers));
+      }
+      if (per_hop) {
+        others = free_sls;
+        others.push_back(0);
+      }
+      for (const std::uint8_t o : others) {
+        if (balance != RepairBalance::kHotSpots || moved) break;
         // (VL 0 only where its CDG holds multicast's order, as above.)
         if (o == k || (o == 0 && routes.vl0_rank.empty()) || !try_layer(o)) continue;
         moved = true;

@@ -34,6 +34,14 @@
 // Switch LIDs (management traffic) whose routes broke take shortest paths.
 // Then, as asked (RepairBalance, below), the hot spots are spread.
 //
+// Per-hop VLs (Routes::hop_vls: dimension order on dateline VLs, whose
+// LIDs' "layers" are SLs): the VLs' channels form one CDG (node a *
+// num_vls + VL for channel a, cdg_frame with VLs), and each LID's routes
+// are checked on the channels its SL takes (the switches' SL2VL, carried
+// over by GUID; a new switch has none, and is refused). A LID that fits
+// its own SL no longer tries the free SLs (one VL on every port), then
+// SL 0's up*/down* escape; a new LID takes its switch's SL.
+//
 // Refused (an Error; the caller routes afresh and says why): previous
 // routes that are not layered on several VLs, fewer VLs offered now than
 // the layers need, a layer whose kept dependencies close a cycle on the

@@ -94,7 +94,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"dragonfly:a=4,p=2,h=2,g=5", "layered", 0, false},
                       Case{"fat-tree:levels=3,k=8,hosts_per_edge=1", "layered", 6, false},
                       Case{"torus:dims=4x4x3,hosts=1", "layered", 0, false},
-                      Case{"torus:dims=5x5,hosts=2", "layered@3", 2, false},
+                      // (With 3 VLs a degraded 5x5 torus takes dateline
+                      // VLs, which fast failover does not arm.)
+                      Case{"torus:dims=5x5,hosts=2", "layered@2", 2, false},
                       Case{"hypercube:dim=5,hosts=2", "layered", 0, false}));
 
 // Every group of every switch widened to all of its switch ports: traffic
