@@ -103,7 +103,12 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
   if (prev != nullptr && opts.previous_topology && prev->layered_without_order() &&
       (opts.engine == "layered" || opts.engine == "auto")) {
     const std::string grown = new_in(*opts.previous_topology, topo);
-    if (opts.rebalance) {
+    if (prev->per_hop_vls()) {
+      repair_note =
+          "dimension-order routes on per-hop dateline VLs routed afresh around the change (a "
+          "LID's SL follows its switch's grid coordinates, so it stays; only LIDs no detour fits "
+          "there move to a free SL or VL 0)";
+    } else if (opts.rebalance) {
       repair_note =
           "layered routes routed afresh to re-balance them, as requested (subnetctl sweep "
           "--rebalance): LIDs may change layer, and a host must resolve its PathRecord (SL) "
