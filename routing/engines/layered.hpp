@@ -65,9 +65,10 @@
 // get dimension-order routes instead (routing/engines/dor.hpp: shortest,
 // even on a torus, a layer per box of grid points on VLs 1 and up —
 // 7 on an 8x8x8 torus — VL 0 left to multicast), when those VLs fit the
-// budget; a whole torus whose boxes do not takes dimension order on
-// per-hop dateline VLs (3 data VLs whatever its size; dor_dateline_routes),
-// and with fewer VLs still the note says so and it is routed as above.
+// budget; a torus whose boxes do not takes dimension order on per-hop
+// dateline VLs (3 data VLs whatever its size, dor_dateline_routes; with
+// gaps, repaired as below with the VLs past those as free SLs), and with
+// fewer VLs still the note says so and it is routed as above.
 // So do grids
 // with up to kLayeredGridMaxMissingShare of their links missing
 // (grid_shape_with_gaps: dead cables, disabled ports), their dimension-
