@@ -510,8 +510,9 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
       for (unsigned pn = 1; pn <= node.num_ports; ++pn) {
         const auto p = static_cast<PortNum>(pn);
         if (!t.port(n, p).connected()) continue;
-        const unsigned vls = want_vls(p);
-        if (held_now(p) == want(p)) {
+        const PortVlTables tables = want(p);
+        const unsigned vls = tables.vls;
+        if (held_now(p) == tables) {
           ++report.vl_ports_unchanged;
           continue;
         }
@@ -534,10 +535,10 @@ boost::asio::awaitable<Result<ProgramReport>> Programmer::program(
     for (unsigned pn = 1; pn <= node.num_ports; ++pn) {
       const auto p = static_cast<PortNum>(pn);
       if (!t.port(n, p).connected()) continue;
-      const unsigned vls = want_vls(p);
-      uniform = uniform && (common == 0 || common == vls);
-      common = vls;
-      if (held_now(p) == want(p)) {
+      const PortVlTables tables = want(p);
+      uniform = uniform && (common == 0 || common == tables.vls);
+      common = tables.vls;
+      if (held_now(p) == tables) {
         ++report.vl_ports_unchanged;
       } else {
         changed.push_back(p);

@@ -227,6 +227,11 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
         fmt::format("routes hold {} LFTs, the fabric has {} switches", routes.lfts.size(), n)};
   }
   const std::uint32_t num_vls = routes.num_vls == 0 ? 1 : routes.num_vls;
+  // Per-hop VLs (Routes::hop_vls): lid_layer holds SLs, and a dependency
+  // may change VL, so the graphs of the VLs are one, kept as num_vls x
+  // num_vls blocks (VL in, VL out) of the channels' out-port sets; else a
+  // block per VL.
+  const bool per_hop = routes.per_hop_vls();
   if (num_vls > 1) {
     // Each destination's traffic on its layer's VL (routing/layers.hpp).
     if (routes.lid_layer.size() <= g.max_lid().value) {
@@ -234,7 +239,6 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
                    fmt::format("routes use {} VLs but give a layer for {} of LIDs 0..{}", num_vls,
                                routes.lid_layer.size(), g.max_lid().value)};
     }
-    const bool per_hop = routes.per_hop_vls();
     for (std::uint32_t l = 0; l <= g.max_lid().value; ++l) {
       if (per_hop && routes.lid_layer[l] >= kNumSls) {
         return Error{Errc::kInvalidArgument,
@@ -246,10 +250,6 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
       }
     }
   }
-  // Per-hop VLs (Routes::hop_vls): a dependency may change VL, so the
-  // graphs of the VLs are one, kept as num_vls x num_vls blocks (VL in,
-  // VL out) of the channels' out-port sets; else a block per VL.
-  const bool per_hop = routes.per_hop_vls();
   if (per_hop && (num_vls < 2 || routes.hop_vls.size() != n)) {
     return Error{Errc::kInvalidArgument,
                  fmt::format("routes give per-hop VLs for {} of {} switches on {} VLs",
@@ -425,19 +425,19 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
           if (sw == att[l].sw && p == att[l].port) continue;  // delivered here
           const SwitchIndex nb = g.peer_at_port(sw, p);
           const std::uint8_t p2 = w.buf[std::size_t{nb.value} * kTile + l];
+          const bool last = nb == att[l].sw && p2 == att[l].port;  // leaves the fabric there
           std::uint32_t block = 0;
           if (per_hop) {
             const std::uint8_t sl = routes.lid_layer[lid0 + l];
             const std::uint32_t v1 = routes.hop_vl(s, p, sl);
             if (v1 >= num_vls) return check.vl_error(s, p, lid0 + l, v1);
-            const bool last = nb == att[l].sw && p2 == att[l].port;
             const std::uint32_t v2 = last ? 0 : routes.hop_vl(nb.value, p2, sl);
             if (v2 >= num_vls) return check.vl_error(nb.value, p2, lid0 + l, v2);
             block = v1 * num_vls + v2;
           } else {
             block = vl_of(lid0 + l);
           }
-          if (nb == att[l].sw && p2 == att[l].port) continue;  // leaves the fabric there
+          if (last) continue;
           const std::uint32_t a = g.arc_at_port(sw, p) - arc0;
           w.local[block * local_vl + std::size_t{a} * kDepWords + p2 / 64] |= std::uint64_t{1}
                                                                               << (p2 % 64);
