@@ -346,16 +346,28 @@ Result<Routes> dor_routes(const SwitchGraph& g, const GridShape& shape, const Do
   return routes;
 }
 
-std::uint32_t dor_dateline_sls(const GridShape& shape) {
+namespace {
+
+// The rings that take a bit of the SL, and the data VLs their datelines
+// use (VL 0 for multicast, VL 1, and VL 2 where some ring wraps).
+std::uint32_t dateline_rings(const GridShape& shape) {
   std::uint32_t rings = 0;
   for (std::uint32_t d = 0; d < shape.dims(); ++d) rings += dateline_ring(shape, d) ? 1 : 0;
+  return rings;
+}
+std::uint32_t dateline_vls(const GridShape& shape) {
+  return dateline_rings(shape) != 0 ? 3 : 2;
+}
+
+}  // namespace
+
+std::uint32_t dor_dateline_sls(const GridShape& shape) {
+  const std::uint32_t rings = dateline_rings(shape);
   return rings >= 31 ? UINT32_MAX : 1 + (std::uint32_t{1} << rings);
 }
 
 bool dor_dateline_fits(const GridShape& shape, std::uint32_t max_vls) {
-  std::uint32_t rings = 0;
-  for (std::uint32_t d = 0; d < shape.dims(); ++d) rings += dateline_ring(shape, d) ? 1 : 0;
-  return max_vls >= (rings != 0 ? 3U : 2U) && dor_dateline_sls(shape) <= kNumSls;
+  return max_vls >= dateline_vls(shape) && dor_dateline_sls(shape) <= kNumSls;
 }
 
 Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
@@ -404,9 +416,7 @@ Result<Routes> dor_dateline_routes(const SwitchGraph& g, const GridShape& shape,
   // data SL takes VL 1, SL 0 (multicast) VL 0, and SLs no route uses are
   // dropped.
   // The free SLs after them: SL sls + j on VL base + j on every port.
-  bool any_ring = false;
-  for (std::uint32_t d = 0; d < nd; ++d) any_ring = any_ring || bit[d] >= 0;
-  const std::uint32_t base = any_ring ? 3 : 2;
+  const std::uint32_t base = dateline_vls(shape);
   const std::uint32_t free =
       std::min(std::min(max_vls, 15U) > base ? std::min(max_vls, 15U) - base : 0U, kNumSls - sls);
   routes.hop_vls.resize(n);
