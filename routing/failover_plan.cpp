@@ -277,11 +277,15 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
                                                  std::stop_token stop) {
   const auto t0 = Clock::now();
   const auto n = static_cast<std::uint32_t>(topo.num_switches());
-  if (routes.per_hop_vls()) {
-    return Error{Errc::kUnsupported,
-                 fmt::format("routes of engine {} change VL hop by hop (dimension order with "
-                             "datelines); fast failover groups are proven per layer",
-                             routes.engine)};
+  // Per-hop VLs (Routes::hop_vls): a class is a switch's LIDs on one SL,
+  // and the layers' graphs are one over (channel, VL) nodes, a channel's
+  // VL for the class the SL2VL of the port it leaves by.
+  const bool per_hop = routes.per_hop_vls();
+  if (per_hop && routes.hop_vls.size() != n) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("routes of engine {} give per-hop VLs for {} switches, the fabric "
+                             "has {}",
+                             routes.engine, routes.hop_vls.size(), n)};
   }
   if (routes.lfts.size() != n || (!routes.vl0_rank.empty() && routes.vl0_rank.size() != n)) {
     return Error{Errc::kInvalidArgument,
@@ -294,26 +298,28 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   const SwitchGraph& g = *built;
   const std::uint32_t arcs = g.num_arcs();
   const std::uint8_t layers = routes.num_vls;
+  const std::uint32_t slots = per_hop ? kNumSls : layers;  // what a LID's layer names
   const std::span<const LidAttachment> attach = g.attachments();
 
-  // Classes: (switch, layer) pairs that deliver some CA/router LID.
+  // Classes: (switch, layer) pairs that deliver some CA/router LID (per
+  // hop: (switch, SL)).
   FailoverPlan plan;
   plan.n_ = n;
   plan.layers_ = layers;
   plan.home_.resize(attach.size());
   plan.lid_class_.assign(attach.size(), kNoClass);
-  std::vector<std::uint32_t> class_of(std::size_t{n} * layers, kNoClass);
+  std::vector<std::uint32_t> class_of(std::size_t{n} * slots, kNoClass);
   std::vector<std::uint8_t> is_dest(n, 0);
   for (std::size_t l = 0; l < attach.size(); ++l) {
     plan.home_[l] = l == 0 ? kNoSwitch.value : attach[l].sw.value;
     if (l == 0 || !attach[l].routable() || attach[l].port == 0) continue;
     const std::uint8_t k = routes.layer(Lid{static_cast<std::uint32_t>(l)});
-    if (k >= layers) {
+    if (k >= slots) {
       return Error{Errc::kInvalidArgument,
-                   fmt::format("routes of engine {} put LID {:#x} on layer {} of {}", routes.engine,
-                               l, k, layers)};
+                   fmt::format("routes of engine {} put LID {:#x} on {} {} of {}", routes.engine, l,
+                               per_hop ? "SL" : "layer", k, slots)};
     }
-    std::uint32_t& c = class_of[std::size_t{attach[l].sw.value} * layers + k];
+    std::uint32_t& c = class_of[std::size_t{attach[l].sw.value} * slots + k];
     if (c == kNoClass) {
       c = plan.classes_++;
       plan.class_switch_.push_back(attach[l].sw.value);
@@ -342,17 +348,27 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     return g.arc_at_port(SwitchIndex{x}, routes.lfts[x].get(Lid{lid}));
   };
 
-  // Each layer's CDG as the routes stand, LID by LID.
+  // The VL class c's traffic takes on channel a: its layer's, or per hop
+  // the SL2VL of the port a leaves by (kDropVl and beyond: none).
+  const std::uint32_t vls = layers;
+  auto vl_on = [&](std::uint32_t c, std::uint32_t a) -> std::uint32_t {
+    return per_hop ? routes.hop_vl(g.arc_source(a).value, g.arc(a).local_port, plan.class_layer_[c])
+                   : plan.class_layer_[c];
+  };
+  // Each layer's CDG as the routes stand, LID by LID: a block of channels'
+  // out-port sets per layer, or per hop per (VL in, VL out), as the
+  // verifier keeps them.
   const std::size_t layer_words = std::size_t{arcs} * kCdgDepWords;
+  const std::uint32_t blocks = per_hop ? vls * vls : vls;
   std::vector<std::vector<std::uint64_t>> slot_deps(pool.size());
+  std::atomic<std::uint32_t> dropped{kNoArc};  // a channel whose VL is none
   pool.parallel_for(classes, 4, [&](std::size_t b, std::size_t e, unsigned slot) {
     std::vector<std::uint64_t>& dep = slot_deps[slot];
-    if (dep.empty()) dep.assign(layer_words * layers, 0);
+    if (dep.empty()) dep.assign(layer_words * blocks, 0);
     for (std::size_t ci = b; ci < e && !stop.stop_requested(); ++ci) {
       const auto c = static_cast<std::uint32_t>(ci);
       const std::uint32_t t = plan.class_switch_[c];
       const std::uint32_t part = g.component(SwitchIndex{t});
-      std::uint64_t* layer_dep = &dep[layer_words * plan.class_layer_[c]];
       for (std::uint32_t i = lid_first[c]; i < lid_first[c + 1]; ++i) {
         const std::uint32_t lid = lid_list[i];
         for (std::uint32_t x = 0; x < n; ++x) {
@@ -361,14 +377,27 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
           if (a == kNoArc || g.arc(a).to.value == t) continue;
           const std::uint32_t o = entry_arc(g.arc(a).to.value, lid);
           if (o == kNoArc) continue;
+          const std::uint32_t v1 = vl_on(c, a), v2 = vl_on(c, o);
+          if (v1 >= vls || v2 >= vls) {
+            dropped = v1 >= vls ? a : o;
+            continue;
+          }
+          const std::uint32_t block = per_hop ? v1 * vls + v2 : v1;
           const PortNum p = g.arc(o).local_port;
-          layer_dep[std::size_t{a} * kCdgDepWords + p / 64] |= std::uint64_t{1} << (p % 64);
+          dep[layer_words * block + std::size_t{a} * kCdgDepWords + p / 64] |= std::uint64_t{1}
+                                                                               << (p % 64);
         }
       }
     }
   });
   if (stop.stop_requested()) return Error{Errc::kCancelled, "failover plan cancelled"};
-  std::vector<std::uint64_t> deps(layer_words * layers, 0);
+  if (const std::uint32_t a = dropped.load(); a != kNoArc) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("routes of engine {} send traffic out of port {} of switch {} on a VL "
+                             "that its SL2VL drops or the routes do not use",
+                             routes.engine, g.arc(a).local_port, g.arc_source(a).value)};
+  }
+  std::vector<std::uint64_t> deps(layer_words * blocks, 0);
   for (const auto& d : slot_deps) {
     for (std::size_t i = 0; i < d.size(); ++i) deps[i] |= d[i];
   }
@@ -388,25 +417,35 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   // into every channel w may send it on (w's entries and group). The
   // switch's own entries are tried like any other channel (another LID of
   // the class may take them), nearest the class's switch first.
+  // Per hop, one graph over (channel, VL) nodes, channel a on VL v node
+  // a * vls + v (cdg_frame), a block's dependencies changing VL.
   std::vector<OrderedDag> dags;
-  dags.reserve(layers);
-  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
-  for (std::uint8_t k = 0; k < layers; ++k) {
-    const std::uint64_t* dep = &deps[layer_words * k];
-    auto for_deps = [&](std::uint32_t a, auto&& fn) {
+  const std::uint32_t num_dags = per_hop ? 1 : vls;
+  dags.reserve(num_dags);
+  const std::shared_ptr<const DagFrame> frame = per_hop ? cdg_frame(g, vls) : cdg_frame(g);
+  for (std::uint32_t k = 0; k < num_dags; ++k) {
+    auto for_block = [&](std::uint32_t block, std::uint32_t a, std::uint32_t to_vl, auto&& fn) {
+      const std::uint64_t* dep = &deps[layer_words * block + std::size_t{a} * kCdgDepWords];
       for (std::uint32_t i = 0; i < kCdgDepWords; ++i) {
-        for (std::uint64_t w = dep[std::size_t{a} * kCdgDepWords + i]; w != 0; w &= w - 1) {
+        for (std::uint64_t w = dep[i]; w != 0; w &= w - 1) {
           const auto p = static_cast<PortNum>(i * 64 + std::countr_zero(w));
-          fn(g.arc_at_port(g.arc(a).to, p));
+          fn(g.arc_at_port(g.arc(a).to, p) * (per_hop ? vls : 1) + to_vl);
         }
       }
+    };
+    auto for_deps = [&](std::uint32_t x, auto&& fn) {
+      if (!per_hop) return for_block(k, x, 0, fn);
+      for (std::uint32_t v2 = 0; v2 < vls; ++v2) for_block((x % vls) * vls + v2, x / vls, v2, fn);
     };
     std::optional<OrderedDag> dag = ordered_cdg(frame, for_deps);
     if (!dag) {
       return Error{Errc::kCdgCycle,
-                   fmt::format("routes of engine {}: the dependencies of layer {} close a "
-                               "cycle; no failover groups",
-                               routes.engine, k)};
+                   per_hop ? fmt::format("routes of engine {}: their dependencies across the VLs "
+                                         "close a cycle; no failover groups",
+                                         routes.engine)
+                           : fmt::format("routes of engine {}: the dependencies of layer {} close "
+                                         "a cycle; no failover groups",
+                                         routes.engine, k)};
     }
     dags.push_back(std::move(*dag));
   }
@@ -448,7 +487,13 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     }
     const std::uint32_t t = plan.class_switch_[c];
     const std::uint32_t part = g.component(SwitchIndex{t});
-    OrderedDag& dag = dags[plan.class_layer_[c]];
+    OrderedDag& dag = dags[per_hop ? 0 : plan.class_layer_[c]];
+    // The dag's node of channel a for this class (kNoArc: a VL none takes).
+    auto node = [&](std::uint32_t a) -> std::uint32_t {
+      if (!per_hop) return a;
+      const std::uint32_t v = vl_on(c, a);
+      return v < vls ? a * vls + v : kNoArc;
+    };
     std::fill(h.begin(), h.end(), PortMask{});
     std::fill(grp.begin(), grp.end(), PortMask{});
     for (std::uint32_t x = 0; x < n; ++x) {
@@ -463,7 +508,9 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     auto take = [&](std::uint32_t s, std::uint32_t a) {
       const std::uint32_t w = g.arc(a).to.value;
       added.clear();
-      auto add = [&](std::uint32_t u, std::uint32_t v) {
+      auto add = [&](std::uint32_t in, std::uint32_t out) {
+        const std::uint32_t u = node(in), v = node(out);
+        if (u == kNoArc || v == kNoArc) return false;
         if (!search && dag.position(u) > dag.position(v) && !dag.contains(u, v)) return false;
         const OrderedDag::Add r = dag.add(u, v);
         if (r == OrderedDag::Add::kNew) added.emplace_back(u, v);

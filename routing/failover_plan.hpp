@@ -64,6 +64,13 @@
 // tells its neighbours about t, and they drop the port for all of t's classes, a subset of each
 // group, which stays safe.
 //
+// Routes on per-hop VLs (Routes::hop_vls, dimension order with datelines):
+// a class is one switch's CA/router LIDs on one SL (lid_layer holds SLs),
+// and the layers' graphs are one over (channel, VL) nodes (cdg_frame with
+// VLs), a channel's node for a class the VL its port's SL2VL gives the
+// class's SL. The same groups, the same search; kInvalidArgument when an
+// entry leaves by a port whose SL2VL drops the class's SL.
+//
 // Memory: S x S bytes of group ids (S x classes on several VLs) (64 MB at 8,000 switches), up to
 // 255 x 32 bytes of masks per switch, 4 bytes per LID; 2 x S x S bits of closures and S x S bits of
 // "descends" while it is built. Pure computation (no I/O); build() runs on the caller's thread and

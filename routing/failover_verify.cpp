@@ -186,7 +186,18 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
   const std::uint32_t arcs = g.num_arcs();
   const std::uint32_t layers = std::max<std::uint32_t>(1, routes.num_vls);
   const std::size_t layer_words = std::size_t{arcs} * kCdgDepWords;
-  std::vector<std::uint32_t> dests;  // classes
+  // Per-hop VLs (Routes::hop_vls): a LID's layer is its SL, a channel's VL
+  // the SL2VL of the port it leaves by, and the VLs' graphs are one, kept
+  // as (VL in, VL out) blocks as the plain verifier keeps them.
+  const bool per_hop = routes.per_hop_vls();
+  if (per_hop && (routes.hop_vls.size() != n || layers < 2)) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("routes give per-hop VLs for {} of {} switches on {} VLs",
+                             routes.hop_vls.size(), n, layers)};
+  }
+  const std::uint32_t blocks = per_hop ? layers * layers : layers;
+  std::atomic<std::uint32_t> dropped{kNoArc};  // a channel of H on a VL none takes
+  std::vector<std::uint32_t> dests;            // classes
   for (std::uint32_t c = 0; c < plan.num_classes(); ++c) {
     if (check.has_data(c)) dests.push_back(c);
   }
@@ -194,7 +205,7 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
   std::atomic<std::uint64_t> pairs{0};
   pool.parallel_for(dests.size(), 1, [&](std::size_t b, std::size_t e, unsigned slot) {
     std::vector<std::uint64_t>& dep = deps[slot];
-    if (dep.empty()) dep.assign(layer_words * layers, 0);
+    if (dep.empty()) dep.assign(layer_words * blocks, 0);
     std::vector<PortMask> h(n), group(n);
     std::vector<std::uint32_t> active(n, 0), counted(n, 0);
     std::uint32_t epoch = 0, class_epoch = 0;
@@ -222,7 +233,6 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
           }
         });
       }
-      std::uint64_t* layer_dep = &dep[layer_words * layer];
       for (const std::uint32_t s : queue) {
         if (counted[s] != class_epoch) {
           counted[s] = class_epoch;
@@ -232,9 +242,27 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
           const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, p);
           const std::uint32_t m = g.arc(a).to.value;
           if (m == t) return;
-          const auto& w = h[m].words();
-          std::uint64_t* d = &layer_dep[std::size_t{a} * kCdgDepWords];
-          for (std::uint32_t k = 0; k < kCdgDepWords; ++k) d[k] |= w[k];
+          if (!per_hop) {
+            const auto& w = h[m].words();
+            std::uint64_t* d = &dep[layer_words * layer + std::size_t{a} * kCdgDepWords];
+            for (std::uint32_t k = 0; k < kCdgDepWords; ++k) d[k] |= w[k];
+            return;
+          }
+          const auto sl = static_cast<std::uint8_t>(layer);
+          const std::uint32_t v1 = routes.hop_vl(s, p, sl);
+          if (v1 >= layers) {
+            dropped = a;
+            return;
+          }
+          h[m].for_each([&](PortNum p2) {
+            const std::uint32_t v2 = routes.hop_vl(m, p2, sl);
+            if (v2 >= layers) {
+              dropped = g.arc_at_port(SwitchIndex{m}, p2);
+              return;
+            }
+            dep[layer_words * (v1 * layers + v2) + std::size_t{a} * kCdgDepWords + p2 / 64] |=
+                std::uint64_t{1} << (p2 % 64);
+          });
         });
       }
     };
@@ -258,13 +286,20 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
           const std::uint8_t p = check.entry(s, l);
           if (in_part(s) && g.arc_at_port(SwitchIndex{s}, p) != kNoArc) h[s].set(p);
         }
-        walk(t, std::min<std::uint32_t>(routes.layer(Lid{l}), layers - 1));
+        walk(t, per_hop ? routes.layer(Lid{l})
+                        : std::min<std::uint32_t>(routes.layer(Lid{l}), layers - 1));
       }
     }
     pairs += my_pairs;
   });
   if (stop.stop_requested()) return Error{Errc::kCancelled, "failover verification cancelled"};
-  std::vector<std::uint64_t> all(layer_words * layers, 0);
+  if (const std::uint32_t a = dropped.load(); a != kNoArc) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("fast failover groups send traffic out of {}[{}] on a VL its SL2VL "
+                             "drops or the routes do not use",
+                             check.label(g.arc_source(a).value), g.arc(a).local_port)};
+  }
+  std::vector<std::uint64_t> all(layer_words * blocks, 0);
   for (const auto& d : deps) {
     for (std::size_t i = 0; i < d.size(); ++i) all[i] |= d[i];
   }
@@ -280,7 +315,23 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     report.dependencies += static_cast<std::uint64_t>(std::popcount(w));
   report.pairs = pairs.load();
   report.channels = std::uint64_t{arcs} * layers;
-  for (std::uint32_t k = 0; k < layers; ++k) {
+  if (per_hop) {
+    auto cycle = find_cdg_cycle_across(g, all, layers, stop);
+    if (!cycle.ok()) return Error{Errc::kCancelled, "failover verification cancelled"};
+    if (!cycle->empty()) {
+      std::string text;
+      for (const std::uint32_t node : *cycle) {
+        const std::uint32_t c = node % arcs;
+        text += fmt::format("{}[{}] VL {} -> ", check.label(g.arc_source(c).value),
+                            g.arc(c).local_port, node / arcs);
+      }
+      const std::uint32_t c0 = cycle->front() % arcs;
+      text += fmt::format("{}[{}]", check.label(g.arc_source(c0).value), g.arc(c0).local_port);
+      return Error{Errc::kCdgCycle,
+                   fmt::format("fast failover groups allow a credit loop across VLs: {}", text)};
+    }
+  }
+  for (std::uint32_t k = 0; k < (per_hop ? 0 : layers); ++k) {
     auto cycle = find_cdg_cycle(
         g, std::span<const std::uint64_t>(all).subspan(layer_words * k, layer_words), stop);
     if (!cycle.ok()) return Error{Errc::kCancelled, "failover verification cancelled"};

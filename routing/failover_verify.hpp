@@ -17,7 +17,9 @@
 //      graph of every such state. It must be acyclic on every VL (each
 //      layer's graph apart; VL 0 also holds every up*/down* dependency of
 //      Routes::vl0_rank, multicast's order), else kCdgCycle naming the VL
-//      and the channels.
+//      and the channels. Per-hop VLs (Routes::hop_vls): one graph across
+//      the VLs, a dependency's VLs those the ports' SL2VL give the LID's
+//      SL, kept as (VL in, VL out) blocks and searched whole.
 //  (c) every single switch-to-switch link failure: the state the switches
 //      settle in, exactly as they compute it (discovery/sim/sim_failover.cpp):
 //      a switch is stranded for t when, for some class of t, it has a group,

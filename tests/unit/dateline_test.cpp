@@ -12,6 +12,7 @@
 #include "routing/engines/dor.hpp"
 #include "routing/engines/layered.hpp"
 #include "routing/failover_plan.hpp"
+#include "routing/failover_verify.hpp"
 #include "routing/grid_shape.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
@@ -249,9 +250,9 @@ TEST(Dateline, AGappedTorusIsRepairedOnTheDatelinesAndFreeSls) {
   }
 }
 
-// Fast failover proves its groups per layer: it takes no routes whose VL
-// changes hop by hop, and says so (the daemon then arms nothing).
-TEST(Dateline, FailoverPlansRefuseThem) {
+// Fast failover arms such routes: groups per (switch, SL), proven on one
+// dependency graph across the VLs with each port's SL2VL applied.
+TEST(Dateline, FailoverPlansAreProvenAcrossTheVls) {
   const Fabric f = make_fabric("torus:dims=6x6,hosts=1");
   const Grid grid = grid_of(f);
   auto r = dor_dateline_routes(grid.g, grid.shape, {});
@@ -259,10 +260,27 @@ TEST(Dateline, FailoverPlansRefuseThem) {
   r->engine = "layered";
   WorkerPool pool(2);
   auto plan = FailoverPlan::build(f.topo, f.lids, *r, pool, {});
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.error().code, Errc::kUnsupported);
-  EXPECT_NE(plan.error().message.find("change VL hop by hop"), std::string::npos)
-      << plan.error().message;
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  // A class per (switch, SL): one SL per switch on a whole torus.
+  EXPECT_EQ(plan->num_classes(), grid.g.num_switches());
+  for (std::uint32_t c = 0; c < plan->num_classes(); ++c) {
+    EXPECT_NE(plan->class_layer(c), 0) << "class " << c;  // SL 0: multicast's alone
+  }
+  EXPECT_GT(plan->stats().pairs_with_alternative, 0U);
+  auto report = verify_failover(f.topo, f.lids, *r, *plan, {}, pool);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->channels, std::uint64_t{grid.g.num_arcs()} * r->num_vls);
+  EXPECT_GT(report->links_checked, 0U);
+  // A SL2VL that drops a class's VL on one port: refused, named.
+  Routes dropped = *r;
+  const std::uint8_t sl = r->layer(Lid{1}) != 0 ? r->layer(Lid{1}) : 1;
+  for (std::size_t i = sl; i < dropped.hop_vls[0].size(); i += kNumSls) {
+    dropped.hop_vls[0][i] = kDropVl;
+  }
+  auto refused = FailoverPlan::build(f.topo, f.lids, dropped, pool, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("drops"), std::string::npos) << refused.error().message;
 }
 
 }  // namespace
