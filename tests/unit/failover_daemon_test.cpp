@@ -5,7 +5,8 @@
 // the same cut strands pairs until the SM repairs. With the SM running, the
 // fast path repairs the tables (stage 2) and the re-balancing sweep re-arms
 // and clears what the notifications left. Layered routes on several VLs
-// are armed per layer and repaired in their layers by the heavy sweep.
+// are armed per layer and repaired in their layers by the heavy sweep;
+// dateline routes per (switch, SL), and routed afresh by it.
 
 #include <gtest/gtest.h>
 
@@ -141,6 +142,50 @@ TEST(FailoverDaemon, LayeredRoutesAreArmedPerLayerAndRepairedInTheirLayers) {
   EXPECT_EQ(routes->notes.size(), 1U);  // the repair's own note, not a re-balance
   EXPECT_EQ(routes->notes.front().find("re-balance"), std::string::npos);
   v = h.verify(true);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+}
+
+// Dimension order on per-hop dateline VLs (a torus whose layers exceed the
+// VLs): armed per (switch, SL), the switches route around what the groups
+// cover without a loop, and the heavy sweep routes afresh around a cut,
+// re-arms and clears the notifications.
+TEST(FailoverDaemon, DatelineRoutesAreArmedAndRoutedAfreshAroundACut) {
+  constexpr const char* kTorus = "torus:dims=6x6,hosts=1";
+  auto dateline = [](Config& cfg) {
+    cfg.routing.engine = EngineKind::kLayered;
+    cfg.routing.max_vls = 3;  // dimension order's 4 layers do not fit
+  };
+  {
+    testing::SimSm h(kTorus, dateline);
+    h.start();
+    ASSERT_TRUE(h.settle());
+    ASSERT_TRUE(h.publisher.current()->routes->per_hop_vls());
+    EXPECT_TRUE(event_says(h, "fast failover armed on 36 of 36 switches")) << "no arming event";
+    h.stop();
+    std::uint32_t recovered = 0;
+    for (const PortRef& l : switch_links(h.sim->topology())) {
+      ASSERT_TRUE(h.sim->link_down(l).ok());
+      h.sim->run_for(50us);
+      const auto fc = h.sim->check_failover_forwarding();
+      EXPECT_EQ(fc.loops, 0U) << fc.first_problem;
+      if (fc.changed > 0 && fc.unreachable_sources == 0) ++recovered;
+      ASSERT_TRUE(h.sim->restore_link(l).ok());
+      h.sim->clear_all_failover_state();
+    }
+    EXPECT_GT(recovered, 0U);
+  }
+  testing::SimSm h(kTorus, dateline);
+  h.start();
+  ASSERT_TRUE(h.settle());
+  const PortRef cut = switch_links(h.sim->topology()).front();
+  ASSERT_TRUE(h.sim->link_down(cut).ok());
+  ASSERT_TRUE(h.settle());  // trap, heavy sweep: routed afresh, re-armed
+  const auto routes = h.publisher.current()->routes;
+  ASSERT_TRUE(routes->per_hop_vls());
+  const auto fc = h.sim->check_failover_forwarding();
+  EXPECT_EQ(fc.changed, 0U) << fc.switches_changed << " switches still forward around the cut";
+  EXPECT_EQ(fc.unreachable_sources, 0U);
+  auto v = h.verify(true);
   ASSERT_TRUE(v.ok()) << v.error().message;
 }
 
