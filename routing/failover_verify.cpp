@@ -398,6 +398,47 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     if (a < g.arc_at_port(arc.to, arc.remote_port)) links.push_back(a);
   }
   report.links_checked = static_cast<std::uint32_t>(links.size());
+  // Bridges (links whose failure splits their part): only across one does
+  // a pair lose its physical path, so only then is a side searched, once
+  // per failure (a search per destination was most of a torus's check:
+  // 12x12x12 on dateline VLs, 5,184 failures in 35.7 s).
+  std::vector<std::uint8_t> bridge(arcs, 0);
+  {
+    const std::vector<std::uint32_t> rev = reverse_arcs(g);
+    std::vector<std::uint32_t> disc(n, 0), low(n, 0), enter(n, kNoArc), next(n, 0), stack;
+    std::uint32_t timer = 0;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      if (disc[r] != 0) continue;
+      disc[r] = low[r] = ++timer;
+      next[r] = g.first_arc(SwitchIndex{r});
+      stack.assign(1, r);
+      while (!stack.empty()) {
+        const std::uint32_t x = stack.back();
+        if (next[x] < g.first_arc(SwitchIndex{x + 1})) {
+          const std::uint32_t c = next[x]++;
+          if (enter[x] != kNoArc && c == rev[enter[x]]) continue;  // the link it came by
+          const std::uint32_t m = g.arc(c).to.value;
+          if (disc[m] == 0) {
+            enter[m] = c;
+            disc[m] = low[m] = ++timer;
+            next[m] = g.first_arc(SwitchIndex{m});
+            stack.push_back(m);
+          } else {
+            low[x] = std::min(low[x], disc[m]);
+          }
+          continue;
+        }
+        stack.pop_back();
+        if (enter[x] == kNoArc) continue;
+        const std::uint32_t up = g.arc_source(enter[x]).value;
+        low[up] = std::min(low[up], low[x]);
+        if (low[x] > disc[up]) {
+          bridge[enter[x]] = 1;
+          if (rev[enter[x]] != kNoArc) bridge[rev[enter[x]]] = 1;
+        }
+      }
+    }
+  }
   std::vector<FailureScratch> scratch(pool.size());
   std::atomic<std::uint32_t> links_with_gaps{0}, max_depth{0};
   std::atomic<std::uint64_t> gap_pairs{0}, stranded{0};
@@ -489,13 +530,16 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
         // lost are gaps: a stranded or silent switch with CAs, and a live
         // switch that still sends t into one (not notified: no notify port
         // towards it, or a silent one never notifies).
+        // Whether y is still connected to t without the failed link: in
+        // t's part unless the link is a bridge, then on t's side of it.
         auto connected = [&](std::uint32_t y) {
+          if (g.component(SwitchIndex{y}) != g.component(SwitchIndex{t})) return false;
+          if (bridge[a] == 0) return true;
           if (!reach_ready) {
-            // Switches connected to t without the failed link (a bridge
-            // disconnects; then the pair is not the failover's to save).
+            // The switches on sa's side of the bridge.
             ++sc.reach_epoch;
-            sc.bfs.assign(1, t);
-            sc.reach[t] = sc.reach_epoch;
+            sc.bfs.assign(1, sa);
+            sc.reach[sa] = sc.reach_epoch;
             for (std::size_t k = 0; k < sc.bfs.size(); ++k) {
               const std::uint32_t w = sc.bfs[k];
               for (std::uint32_t c = g.first_arc(SwitchIndex{w});
@@ -510,7 +554,7 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
             }
             reach_ready = true;
           }
-          return sc.reach[y] == sc.reach_epoch;
+          return (sc.reach[y] == sc.reach_epoch) == (sc.reach[t] == sc.reach_epoch);
         };
         for (const std::uint32_t x : sc.queue) {
           std::uint32_t d = sc.depth[x];
@@ -545,7 +589,6 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
           sc.dead[x] = 0;
         }
         sc.touched.clear();
-        reach_ready = false;  // the BFS is per destination t
       }
       if (my_gaps != 0) {
         ++links_with_gaps;

@@ -182,6 +182,24 @@ TEST(FailoverVerify, WithoutAlternativesFailuresAreGapsAndCoverageIsRefused) {
   EXPECT_EQ(refused.error().code, Errc::kUnreachable);
 }
 
+// On a line every link is a bridge: its failure cuts the pairs across it
+// off, which no alternative could save, so they are not gaps (the switches
+// still strand and notify), and coverage is complete.
+TEST(FailoverVerify, PairsABridgeCutsOffAreNotGaps) {
+  WorkerPool pool(2);
+  Fabric f = make_fabric("mesh:dims=5,hosts=1");
+  const Routes routes = route(f, "updn", pool);
+  auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  FailoverVerifyOptions strict;
+  strict.require_coverage = true;
+  auto report = verify_failover(f.topo, f.lids, routes, *plan, strict, pool);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->links_checked, 4U);
+  EXPECT_EQ(report->gap_pairs, 0U) << report->first_gap;
+  EXPECT_GT(report->stranded_pairs, 0U);
+}
+
 TEST(FailoverPlan, RoutesWithoutAnUpDownOrderOrLayersHaveNoPlan) {
   WorkerPool pool(1);
   Fabric f = make_fabric("ring:switches=4,hosts=1");
