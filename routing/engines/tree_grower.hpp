@@ -70,9 +70,15 @@ inline void bfs_hops(const SwitchGraph& g, std::uint32_t root, std::vector<std::
 
 // A CDG over the channels of `frame` (cdg_frame), given by outs(a, fn)
 // calling fn(b) for every dependency a->b, as an OrderedDag: a
-// topological order of the channels (Kahn's, FIFO), then every
-// dependency, which agrees with it. Empty when the dependencies close a
-// cycle.
+// topological order of the channels, then every dependency, which agrees
+// with it. Empty when the dependencies close a cycle. Kahn's with a stack,
+// so a chain of dependencies stays together in the order: where a failover
+// plan may add only dependencies that agree with the order (no search),
+// a torus on dateline VLs got 4.5x the alternatives of Kahn's with a
+// queue (12x12x12: 1,518,891 (switch, destination) pairs against 338,966;
+// 2,713 pairs left to the SM a failure against 4,273), random 1,000
+// switches the same (254,415 against 253,381). With searches the order
+// decides only their cost.
 template <class Outs>
 std::optional<OrderedDag> ordered_cdg(std::shared_ptr<const DagFrame> frame, Outs&& outs) {
   const std::uint32_t nodes = frame->nodes();
@@ -83,14 +89,19 @@ std::optional<OrderedDag> ordered_cdg(std::shared_ptr<const DagFrame> frame, Out
   for (std::uint32_t a = 0; a < nodes; ++a) {
     if (indeg[a] == 0) queue.push_back(a);
   }
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    outs(queue[head], [&](std::uint32_t b) {
+  std::vector<std::uint32_t> order;
+  order.reserve(nodes);
+  while (!queue.empty()) {
+    const std::uint32_t x = queue.back();
+    queue.pop_back();
+    order.push_back(x);
+    outs(x, [&](std::uint32_t b) {
       if (--indeg[b] == 0) queue.push_back(b);
     });
   }
-  if (queue.size() != nodes) return std::nullopt;
+  if (order.size() != nodes) return std::nullopt;
   std::vector<std::uint32_t> pos(nodes);
-  for (std::uint32_t i = 0; i < nodes; ++i) pos[queue[i]] = i;
+  for (std::uint32_t i = 0; i < nodes; ++i) pos[order[i]] = i;
   OrderedDag dag(std::move(frame), std::move(pos));
   for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { dag.add(a, b); });
   return dag;
