@@ -392,10 +392,11 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   });
   if (stop.stop_requested()) return Error{Errc::kCancelled, "failover plan cancelled"};
   if (const std::uint32_t a = dropped.load(); a != kNoArc) {
-    return Error{Errc::kInvalidArgument,
-                 fmt::format("routes of engine {} send traffic out of port {} of switch {} on a VL "
-                             "that its SL2VL drops or the routes do not use",
-                             routes.engine, g.arc(a).local_port, g.arc_source(a).value)};
+    return Error{
+        Errc::kInvalidArgument,
+        fmt::format("routes of engine {} send traffic out of {}[{}] on a VL that its "
+                    "SL2VL drops or the routes do not use",
+                    routes.engine, topo.switch_label(g.arc_source(a)), g.arc(a).local_port)};
   }
   std::vector<std::uint64_t> deps(layer_words * blocks, 0);
   for (const auto& d : slot_deps) {

@@ -281,6 +281,8 @@ TEST(Dateline, FailoverPlansAreProvenAcrossTheVls) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
   EXPECT_NE(refused.error().message.find("drops"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find(f.topo.switch_label(SwitchIndex{0})), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace
