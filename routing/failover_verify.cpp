@@ -125,6 +125,49 @@ struct FailureScratch {
   }
 };
 
+// By arc: whether its link is a bridge (its failure splits its part), both
+// directions marked. Tarjan's low links, iteratively; a link with a
+// parallel twin is never one.
+std::vector<std::uint8_t> bridge_arcs(const SwitchGraph& g) {
+  const std::uint32_t n = g.num_switches();
+  std::vector<std::uint8_t> bridge(g.num_arcs(), 0);
+  const std::vector<std::uint32_t> rev = reverse_arcs(g);
+  std::vector<std::uint32_t> disc(n, 0), low(n, 0), enter(n, kNoArc), next(n, 0), stack;
+  std::uint32_t timer = 0;
+  for (std::uint32_t r = 0; r < n; ++r) {
+    if (disc[r] != 0) continue;
+    disc[r] = low[r] = ++timer;
+    next[r] = g.first_arc(SwitchIndex{r});
+    stack.assign(1, r);
+    while (!stack.empty()) {
+      const std::uint32_t x = stack.back();
+      if (next[x] < g.first_arc(SwitchIndex{x + 1})) {
+        const std::uint32_t c = next[x]++;
+        if (enter[x] != kNoArc && c == rev[enter[x]]) continue;  // the link it came by
+        const std::uint32_t m = g.arc(c).to.value;
+        if (disc[m] == 0) {
+          enter[m] = c;
+          disc[m] = low[m] = ++timer;
+          next[m] = g.first_arc(SwitchIndex{m});
+          stack.push_back(m);
+        } else {
+          low[x] = std::min(low[x], disc[m]);
+        }
+        continue;
+      }
+      stack.pop_back();
+      if (enter[x] == kNoArc) continue;
+      const std::uint32_t up = g.arc_source(enter[x]).value;
+      low[up] = std::min(low[up], low[x]);
+      if (low[x] > disc[up]) {
+        bridge[enter[x]] = 1;
+        if (rev[enter[x]] != kNoArc) bridge[rev[enter[x]]] = 1;
+      }
+    }
+  }
+  return bridge;
+}
+
 }  // namespace
 
 Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap& lids,
@@ -398,47 +441,11 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     if (a < g.arc_at_port(arc.to, arc.remote_port)) links.push_back(a);
   }
   report.links_checked = static_cast<std::uint32_t>(links.size());
-  // Bridges (links whose failure splits their part): only across one does
-  // a pair lose its physical path, so only then is a side searched, once
-  // per failure (a search per destination was most of a torus's check:
-  // 12x12x12 on dateline VLs, 5,184 failures in 35.7 s).
-  std::vector<std::uint8_t> bridge(arcs, 0);
-  {
-    const std::vector<std::uint32_t> rev = reverse_arcs(g);
-    std::vector<std::uint32_t> disc(n, 0), low(n, 0), enter(n, kNoArc), next(n, 0), stack;
-    std::uint32_t timer = 0;
-    for (std::uint32_t r = 0; r < n; ++r) {
-      if (disc[r] != 0) continue;
-      disc[r] = low[r] = ++timer;
-      next[r] = g.first_arc(SwitchIndex{r});
-      stack.assign(1, r);
-      while (!stack.empty()) {
-        const std::uint32_t x = stack.back();
-        if (next[x] < g.first_arc(SwitchIndex{x + 1})) {
-          const std::uint32_t c = next[x]++;
-          if (enter[x] != kNoArc && c == rev[enter[x]]) continue;  // the link it came by
-          const std::uint32_t m = g.arc(c).to.value;
-          if (disc[m] == 0) {
-            enter[m] = c;
-            disc[m] = low[m] = ++timer;
-            next[m] = g.first_arc(SwitchIndex{m});
-            stack.push_back(m);
-          } else {
-            low[x] = std::min(low[x], disc[m]);
-          }
-          continue;
-        }
-        stack.pop_back();
-        if (enter[x] == kNoArc) continue;
-        const std::uint32_t up = g.arc_source(enter[x]).value;
-        low[up] = std::min(low[up], low[x]);
-        if (low[x] > disc[up]) {
-          bridge[enter[x]] = 1;
-          if (rev[enter[x]] != kNoArc) bridge[rev[enter[x]]] = 1;
-        }
-      }
-    }
-  }
+  // Only across a bridge does a failure cut a pair's physical path, so
+  // only then is a side searched, once per failure (a search per
+  // destination was most of a torus's check: 12x12x12 on dateline VLs,
+  // 5,184 failures in 35.7 s).
+  const std::vector<std::uint8_t> bridge = bridge_arcs(g);
   std::vector<FailureScratch> scratch(pool.size());
   std::atomic<std::uint32_t> links_with_gaps{0}, max_depth{0};
   std::atomic<std::uint64_t> gap_pairs{0}, stranded{0};
