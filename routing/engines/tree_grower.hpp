@@ -84,24 +84,22 @@ std::optional<OrderedDag> ordered_cdg(std::shared_ptr<const DagFrame> frame, Out
   const std::uint32_t nodes = frame->nodes();
   std::vector<std::uint32_t> indeg(nodes, 0);
   for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { ++indeg[b]; });
-  std::vector<std::uint32_t> queue;
-  queue.reserve(nodes);
+  std::vector<std::uint32_t> ready;  // a stack
+  ready.reserve(nodes);
   for (std::uint32_t a = 0; a < nodes; ++a) {
-    if (indeg[a] == 0) queue.push_back(a);
+    if (indeg[a] == 0) ready.push_back(a);
   }
-  std::vector<std::uint32_t> order;
-  order.reserve(nodes);
-  while (!queue.empty()) {
-    const std::uint32_t x = queue.back();
-    queue.pop_back();
-    order.push_back(x);
+  std::vector<std::uint32_t> pos(nodes);
+  std::uint32_t placed = 0;
+  while (!ready.empty()) {
+    const std::uint32_t x = ready.back();
+    ready.pop_back();
+    pos[x] = placed++;
     outs(x, [&](std::uint32_t b) {
-      if (--indeg[b] == 0) queue.push_back(b);
+      if (--indeg[b] == 0) ready.push_back(b);
     });
   }
-  if (order.size() != nodes) return std::nullopt;
-  std::vector<std::uint32_t> pos(nodes);
-  for (std::uint32_t i = 0; i < nodes; ++i) pos[order[i]] = i;
+  if (placed != nodes) return std::nullopt;
   OrderedDag dag(std::move(frame), std::move(pos));
   for (std::uint32_t a = 0; a < nodes; ++a) outs(a, [&](std::uint32_t b) { dag.add(a, b); });
   return dag;
