@@ -58,7 +58,7 @@ OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame)
       }()) {}
 
 OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame, std::vector<std::uint32_t> order_pos)
-    : node_(order_pos.size() + 2), frame_(std::move(frame)) {
+    : node_(order_pos.size() + 2), prev_(order_pos.size() + 2, 0), frame_(std::move(frame)) {
   const auto n = static_cast<std::uint32_t>(order_pos.size());
   out_words_ = (frame_->out_width + 63) / 64;
   stride_ = out_words_ + (frame_->in_width + 63) / 64;
@@ -75,12 +75,12 @@ OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame, std::vector<std::u
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint32_t x = at[i];
     node_[x].label = (std::uint64_t{i} + 1) * step;
-    node_[x].prev = prev;
+    prev_[x] = prev;
     node_[prev].next = x;
     prev = x;
   }
   node_[prev].next = tail_;
-  node_[tail_].prev = prev;
+  prev_[tail_] = prev;
 }
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
@@ -146,13 +146,18 @@ bool before_in_order(const Reached& a, const Reached& b) {
 // queue empty, B is the node before v, F the node after u.
 bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
   const std::uint64_t lb = node_[v].label, ub = node_[u].label;
-  ++epoch_;
+  if (epoch_ >= UINT32_MAX - 3) {  // marks wrap: clear them
+    for (Node& x : node_) x.mark = 0;
+    epoch_ = 0;
+  }
+  epoch_ += 2;
+  const std::uint32_t fwd_mark = epoch_, back_mark = epoch_ + 1;
   fwd_.assign(1, Reached{lb, v});
   bwd_.assign(1, Reached{ub, u});
   fwd_done_.clear();
   bwd_done_.clear();
-  node_[v].fwd_epoch = epoch_;
-  node_[u].back_epoch = epoch_;
+  node_[v].mark = fwd_mark;
+  node_[u].mark = back_mark;
   for (bool forward = true;
        !fwd_.empty() && !bwd_.empty() && fwd_.front().first < bwd_.front().first;
        forward = !forward) {
@@ -168,9 +173,9 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
           const std::uint32_t y =
               first + k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
           Node& ny = node_[y];
-          if (ny.back_epoch == epoch_) return false;
-          if (ny.fwd_epoch != epoch_ && ny.label < ub) {
-            ny.fwd_epoch = epoch_;
+          if (ny.mark == back_mark) return false;
+          if (ny.mark != fwd_mark && ny.label < ub) {
+            ny.mark = fwd_mark;
             fwd_.emplace_back(ny.label, y);
             std::push_heap(fwd_.begin(), fwd_.end(), after_in_order);
           }
@@ -187,9 +192,9 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
         for (std::uint64_t bits = w[k]; bits != 0; bits &= bits - 1) {
           const std::uint32_t y = from[k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits))];
           Node& ny = node_[y];
-          if (ny.fwd_epoch == epoch_) return false;
-          if (ny.back_epoch != epoch_ && ny.label > lb) {
-            ny.back_epoch = epoch_;
+          if (ny.mark == fwd_mark) return false;
+          if (ny.mark != back_mark && ny.label > lb) {
+            ny.mark = back_mark;
             bwd_.emplace_back(ny.label, y);
             std::push_heap(bwd_.begin(), bwd_.end(), before_in_order);
           }
@@ -199,32 +204,32 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
   }
   // B and F (neither was scanned: a node reached by both sides is a
   // cycle, found where the second side reached it).
-  const std::uint32_t b = bwd_.empty() ? node_[v].prev : bwd_.front().second;
+  const std::uint32_t b = bwd_.empty() ? prev_[v] : bwd_.front().second;
   const std::uint32_t f = fwd_.empty() ? node_[u].next : fwd_.front().second;
   for (const std::uint32_t x : fwd_done_) unlink(x);
   for (const std::uint32_t x : bwd_done_) unlink(x);
   // Scanned backward most ordered first: in order, reversed.
   std::reverse(bwd_done_.begin(), bwd_done_.end());
   if (!bwd_done_.empty()) insert_after(b, bwd_done_);
-  insert_after(node_[f].prev, fwd_done_);
+  insert_after(prev_[f], fwd_done_);
   return true;
 }
 
 void OrderedDag::unlink(std::uint32_t x) {
-  node_[node_[x].prev].next = node_[x].next;
-  node_[node_[x].next].prev = node_[x].prev;
+  node_[prev_[x]].next = node_[x].next;
+  prev_[node_[x].next] = prev_[x];
 }
 
 void OrderedDag::insert_after(std::uint32_t after, std::span<const std::uint32_t> block) {
   const std::uint32_t next = node_[after].next;
   std::uint32_t prev = after;
   for (const std::uint32_t x : block) {
-    node_[x].prev = prev;
+    prev_[x] = prev;
     node_[prev].next = x;
     prev = x;
   }
   node_[prev].next = next;
-  node_[next].prev = prev;
+  prev_[next] = prev;
   // Labels: spread over the room between the block's neighbours if there
   // is any; else over a stretch around it, grown (about three times each
   // step) until it has kRoom a node. The list's ends are labelled 0 and
@@ -233,7 +238,7 @@ void OrderedDag::insert_after(std::uint32_t after, std::span<const std::uint32_t
   std::uint64_t count = block.size();
   std::uint64_t need = 1;
   for (;;) {
-    const std::uint64_t a = node_[node_[lo].prev].label, z = node_[node_[hi].next].label;
+    const std::uint64_t a = node_[prev_[lo]].label, z = node_[node_[hi].next].label;
     const std::uint64_t step = (z - a) / (count + 1);
     if (step >= need) {
       std::uint64_t label = a;
@@ -246,8 +251,7 @@ void OrderedDag::insert_after(std::uint32_t after, std::span<const std::uint32_t
     }
     need = kRoom;
     const std::uint64_t grow = count;
-    for (std::uint64_t i = 0; i < grow && node_[lo].prev != head_; ++i, ++count)
-      lo = node_[lo].prev;
+    for (std::uint64_t i = 0; i < grow && prev_[lo] != head_; ++i, ++count) lo = prev_[lo];
     for (std::uint64_t i = 0; i < grow && node_[hi].next != tail_; ++i, ++count)
       hi = node_[hi].next;
   }

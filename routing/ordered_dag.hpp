@@ -109,16 +109,20 @@ class OrderedDag {
 
   void set(std::uint32_t u, std::uint32_t v, std::uint32_t out, std::uint32_t in, bool on);
 
-  // What a search reads of a node it meets, side by side in one line.
+  // What a search reads of a node it meets, in 16 bytes: a search's
+  // misses are mostly a node's predecessors, scattered over the fabric,
+  // and a smaller node leaves more of them in the cache (the list's
+  // backward links, which no search reads, are apart in prev_).
   struct Node {
-    std::uint64_t label = 0;       // order: labels grow along the list
-    std::uint32_t fwd_epoch = 0;   // reached forward in this search
-    std::uint32_t back_epoch = 0;  // reached backward
-    std::uint32_t prev = 0;        // the list, in order
-    std::uint32_t next = 0;
+    std::uint64_t label = 0;  // order: labels grow along the list
+    // epoch_: reached forward in this search; epoch_ + 1: backward (a
+    // node both sides reach ends the search).
+    std::uint32_t mark = 0;
+    std::uint32_t next = 0;  // the list, in order
   };
   // Nodes 0..n-1, then the list's head (label 0) and tail (label max).
   std::vector<Node> node_;
+  std::vector<std::uint32_t> prev_;
   std::uint32_t head_ = 0, tail_ = 0;
   std::shared_ptr<const DagFrame> frame_;
   // By node, stride_ words: out_words_ of successor bits (by slot in its
@@ -126,7 +130,7 @@ class OrderedDag {
   std::uint32_t out_words_ = 0, stride_ = 0;
   std::vector<std::uint64_t> words_;
   std::size_t edges_ = 0;
-  std::uint32_t epoch_ = 0;
+  std::uint32_t epoch_ = 0;  // even; a search's marks are epoch_ and epoch_ + 1
   // Each side's queue (a heap by label, as (label, node)) and the nodes it
   // scanned, in the order scanned.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> fwd_, bwd_;
