@@ -208,7 +208,8 @@ struct RoutedFabric {
 // Generates `spec`, assigns LIDs in a `lid_bits` space and routes with
 // `engine` on `pool`, printing a line for the fabric and one for the routes.
 inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
-                                          const std::string& engine, routing::WorkerPool& pool) {
+                                          const std::string& engine, routing::WorkerPool& pool,
+                                          const routing::EngineOptions& opts = {}) {
   RoutedFabric f;
   auto t0 = Clock::now();
   auto generated = discovery::topo::generate(spec);
@@ -227,7 +228,7 @@ inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
   t0 = Clock::now();
   auto made = routing::make_engine(engine);
   if (!made.ok()) return made.error();
-  auto computed = (*made)->compute(f.topo, f.lids, {}, pool, {});
+  auto computed = (*made)->compute(f.topo, f.lids, opts, pool, {});
   if (!computed.ok()) return computed.error();
   f.routes = std::make_shared<const routing::Routes>(std::move(computed).value());
   std::printf("routes: engine %s in %.2f s\n", f.routes->engine.c_str(), seconds_since(t0));

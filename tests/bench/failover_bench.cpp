@@ -2,10 +2,14 @@
 // around a failure by themselves, before any SM acts, and what the SM's
 // stage 2 then costs.
 //
-//   failover_bench [SPEC] [engine=ftree|updn|auto] [lid_bits=24] [links=1000]
-//                  [switches=100] [seed=1] [threads=2] [stage2=1]
+//   failover_bench [SPEC] [engine=ftree|updn|auto|layered] [lid_bits=24]
+//                  [links=1000] [switches=100] [seed=1] [threads=2] [stage2=1]
+//                  [vls=8]
 //
 // SPEC defaults to fat-tree:levels=3,k=80 (8,000 switches, 128,000 CAs).
+// vls: the data VLs the engine may use (EngineOptions::max_vls, 1-15): a
+// torus routed by `layered` takes dateline VLs when its dimension-order
+// layers need more (a 6x6x6 torus on vls=3, where 8 fit its layers).
 //  1. The fabric is generated, given LIDs, routed by `engine` and programmed
 //     into the simulator (with its latency model) by SMP, ports ACTIVE.
 //  2. The SM's failover plan (routing/failover_plan.hpp) is computed and
@@ -63,6 +67,7 @@ struct Args {
   std::uint64_t seed = 1;
   unsigned threads = 2;
   bool stage2 = true;
+  int vls = 8;
 };
 
 struct Sample {
@@ -144,6 +149,8 @@ int main(int argc, char** argv) {
       ok = parse_value(arg.value, a.seed);
     } else if (arg.key == "threads") {
       ok = parse_value(arg.value, a.threads) && a.threads > 0;
+    } else if (arg.key == "vls") {
+      ok = parse_value(arg.value, a.vls) && a.vls >= 1 && a.vls <= 15;
     } else if (arg.key == "stage2") {
       ok = parse_value(arg.value, a.stage2);
     } else {
@@ -154,12 +161,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("failover_bench %s engine=%s lid_bits=%d links=%d switches=%d seed=%llu threads=%u\n",
-              a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.links, a.switches,
-              static_cast<unsigned long long>(a.seed), a.threads);
+  std::printf(
+      "failover_bench %s engine=%s lid_bits=%d links=%d switches=%d seed=%llu threads=%u "
+      "vls=%d\n",
+      a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.links, a.switches,
+      static_cast<unsigned long long>(a.seed), a.threads, a.vls);
 
   routing::WorkerPool pool(a.threads);
-  auto fabric = routed_fabric(a.spec, a.lid_bits, a.engine, pool);
+  routing::EngineOptions eo;
+  eo.max_vls = static_cast<std::uint8_t>(a.vls);
+  auto fabric = routed_fabric(a.spec, a.lid_bits, a.engine, pool, eo);
   if (!fabric.ok()) return fail("fabric", fabric.error());
   const routing::Topology& topo = fabric->topo;
   const routing::LidMap& lids = fabric->lids;
