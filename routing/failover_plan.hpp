@@ -114,8 +114,16 @@ class FailoverPlan {
   // kUnsupported when the routes carry neither an up/down order nor
   // layers (minhop); kInvalidArgument when they do not fit the topology;
   // kCdgCycle when a layer of routes on several VLs is not acyclic.
+  //
+  // Routes on several VLs: where classes x channels exceed `search_work`,
+  // a group's dependencies must agree with the layer's order as it stands
+  // (per-hop VLs: searched, up to a few nodes), where below it the order
+  // is searched for room (failover_plan.cpp; tests lower it to reach the
+  // larger fabrics' way on small ones).
+  static constexpr std::uint64_t kSearchWork = std::uint64_t{1} << 23;
   static Result<FailoverPlan> build(const Topology& topo, const LidMap& lids, const Routes& routes,
-                                    WorkerPool& pool, std::stop_token stop = {});
+                                    WorkerPool& pool, std::stop_token stop = {},
+                                    std::uint64_t search_work = kSearchWork);
 
   std::uint32_t num_switches() const { return n_; }
   // Destination classes. One VL: class t is switch t. Several: a switch's
@@ -166,7 +174,7 @@ class FailoverPlan {
  private:
   static Result<FailoverPlan> build_layered(const Topology& topo, const LidMap& lids,
                                             const Routes& routes, WorkerPool& pool,
-                                            std::stop_token stop);
+                                            std::stop_token stop, std::uint64_t search_work);
   // Lays out every switch's numbered groups (per_switch[s][id]), the
   // notify ports (every switch link) and the statistics they give.
   void finish(const SwitchGraph& g, std::vector<std::vector<PortMask>> per_switch);

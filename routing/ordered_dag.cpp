@@ -83,11 +83,11 @@ OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame, std::vector<std::u
   prev_[tail_] = prev;
 }
 
-OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v) {
+OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan) {
   std::uint32_t out = 0, in = 0;
   if (u == v || !frame_->slots(u, v, out, in)) return Add::kCycle;
   if (contains(u, v)) return Add::kKnown;
-  if (node_[u].label > node_[v].label && !reorder(u, v)) return Add::kCycle;
+  if (node_[u].label > node_[v].label && !reorder(u, v, max_scan)) return Add::kCycle;
   ++edges_;
   set(u, v, out, in, true);
   return Add::kNew;
@@ -144,7 +144,7 @@ bool before_in_order(const Reached& a, const Reached& b) {
 // or before, or scanned); each forward node moves later, but stays before
 // every node it reaches (ordered at F or after, or scanned). With a side's
 // queue empty, B is the node before v, F the node after u.
-bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
+bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan) {
   const std::uint64_t lb = node_[v].label, ub = node_[u].label;
   if (epoch_ >= UINT32_MAX - 3) {  // marks wrap: clear them
     for (Node& x : node_) x.mark = 0;
@@ -161,6 +161,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v) {
   for (bool forward = true;
        !fwd_.empty() && !bwd_.empty() && fwd_.front().first < bwd_.front().first;
        forward = !forward) {
+    if (fwd_done_.size() + bwd_done_.size() >= max_scan) return false;
     if (forward) {
       std::pop_heap(fwd_.begin(), fwd_.end(), after_in_order);
       const std::uint32_t x = fwd_.back().second;

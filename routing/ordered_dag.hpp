@@ -86,7 +86,11 @@ class OrderedDag {
 
   // Adds u->v unless it closes a cycle (kCycle: the graph is unchanged;
   // also for an edge the frame has no room for, which no CDG adds).
-  Add add(std::uint32_t u, std::uint32_t v);
+  Add add(std::uint32_t u, std::uint32_t v) { return add(u, v, ~0U); }
+  // The same, but a search that scans more than `max_scan` nodes gives up
+  // and refuses the edge (kCycle, the graph unchanged), as callers for
+  // whom a refusal is always safe bound their time by.
+  Add add(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan);
   // Takes back edges add() returned kNew for, in the order they were added
   // (the last one first).
   void undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added);
@@ -102,7 +106,7 @@ class OrderedDag {
   std::uint64_t position(std::uint32_t x) const { return node_[x].label; }
 
  private:
-  bool reorder(std::uint32_t u, std::uint32_t v);
+  bool reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan);
   void unlink(std::uint32_t x);
   // Links `block` (in order, unlinked) in after node `after` and labels it.
   void insert_after(std::uint32_t after, std::span<const std::uint32_t> block);

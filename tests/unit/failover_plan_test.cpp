@@ -108,6 +108,31 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"torus:dims=5x5,hosts=2", "layered@3", 2, false},
                       Case{"hypercube:dim=5,hosts=2", "layered", 0, false}));
 
+// Past FailoverPlan::kSearchWork (here lowered to 0, so that small
+// fabrics take the large ones' way): layers take only dependencies that
+// agree with their order, per-hop plans search a few nodes at most. The
+// plans still verify acyclic, and still give alternatives.
+TEST(FailoverPlanWithoutFullSearches, PlansVerifyOnLayersAndDatelines) {
+  WorkerPool pool(2);
+  for (const auto& [spec, engine] :
+       {std::pair{"torus:dims=6x6x6,hosts=1", "layered@3"},
+        std::pair{"random:switches=40,degree=6,hosts=2,seed=3", "layered"}}) {
+    Fabric f = make_fabric(spec);
+    const Routes routes = route(f, engine, pool);
+    auto searched = FailoverPlan::build(f.topo, f.lids, routes, pool);
+    auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool, {}, 0);
+    ASSERT_TRUE(searched.ok() && plan.ok()) << spec;
+    EXPECT_GT(plan->stats().pairs_with_alternative, 0U) << spec;
+    // Fewer alternatives than the full searches found (the figures of
+    // failover_plan.cpp: random 1,000 and 12x12x12 leave more to the SM).
+    EXPECT_LT(plan->stats().pairs_with_alternative, searched->stats().pairs_with_alternative)
+        << spec;
+    auto report = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
+    ASSERT_TRUE(report.ok()) << spec << ": " << report.error().message;
+    EXPECT_GT(report->dependencies, 0U);
+  }
+}
+
 // Every group of every switch widened to all of its switch ports: traffic
 // may then turn down->up, and on a torus that closes a credit loop.
 TEST(FailoverVerify, GroupsThatAllowACreditLoopAreRefused) {

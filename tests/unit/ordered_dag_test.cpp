@@ -73,6 +73,34 @@ TEST(OrderedDag, ChainAgainstTheOrderThenItsCycle) {
   EXPECT_EQ(dag.edges(), kN);
 }
 
+// add() with a scan limit: a search that would scan more nodes refuses
+// the edge and leaves the graph as it was, though the edge closes no
+// cycle; one within the limit reorders as before.
+TEST(OrderedDag, ASearchPastItsLimitRefusesAndLeavesTheGraph) {
+  OrderedDag dag(DagFrame::complete(24));
+  std::set<Edge> edges;
+  for (std::uint32_t x = 0; x < 9; ++x) {  // two chains in the order
+    ASSERT_EQ(dag.add(x, x + 1), OrderedDag::Add::kNew);
+    ASSERT_EQ(dag.add(10 + x, 11 + x), OrderedDag::Add::kNew);
+    edges.emplace(x, x + 1);
+    edges.emplace(10 + x, 11 + x);
+  }
+  // 19 -> 0 against the order: both chains must be scanned to move.
+  EXPECT_EQ(dag.add(19, 0, 4), OrderedDag::Add::kCycle);
+  EXPECT_EQ(dag.edges(), edges.size());
+  EXPECT_FALSE(dag.contains(19, 0));
+  expect_topological(dag, edges);
+  // Within the limit: 21 -> 20 scans one node.
+  EXPECT_EQ(dag.add(21, 20, 4), OrderedDag::Add::kNew);
+  edges.emplace(21, 20);
+  expect_topological(dag, edges);
+  // Without one, 19 -> 0 closes no cycle.
+  EXPECT_EQ(dag.add(19, 0), OrderedDag::Add::kNew);
+  edges.emplace(19, 0);
+  expect_topological(dag, edges);
+  EXPECT_EQ(dag.add(9, 10, 4), OrderedDag::Add::kCycle);  // 9 -> 10 -> ... -> 19 -> 0 -> 9
+}
+
 struct RandomCase {
   std::uint32_t nodes;
   std::uint32_t tries;
