@@ -472,14 +472,18 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   // Per-hop plans (dateline tori) past it still search, but give up past
   // kCappedScan nodes (a refusal is always safe); nine in ten searches
   // that find a new order scan four nodes or fewer. Pairs a single link
-  // failure leaves to the SM, summed over every link: torus 12x12x12
-  // 14,063,694 -> 9,179,661 (plan 2.4 -> 5.5 s), 16x16x16 110.5 M ->
-  // 71.9 M (20 -> 35 s). On random graphs it gained less for the time
-  // (random 1,000: 254,415 -> 229,505, 2.2 -> 5.5 s; 2,000: 4% fewer,
-  // 11.7 -> 22.3 s), so they keep to the order.
+  // failure leaves to the SM, summed over every link (with the channel
+  // order below): torus 12x12x12 14,063,694 -> 7,818,634 (plan 2.4 ->
+  // 4.0-5.6 s), 16x16x16 110.5 M -> 58.5 M (20 -> 34 s). On random graphs
+  // it gained less for the time (random 1,000: 254,415 -> 229,505, 2.2
+  // -> 5.5 s; 2,000: 4% fewer, 11.7 -> 22.3 s), so they keep to the
+  // order.
   const bool search = std::uint64_t{classes} * arcs <= search_work;
   const std::uint32_t max_scan = search ? ~0U : per_hop ? kCappedScan : 0;
-  std::vector<std::uint32_t> new_deps(search ? arcs : 0);  // by channel, for one switch
+  // Where the plan searches (whole or capped), channels that add the
+  // fewest new dependencies go first (below).
+  const bool fewest = max_scan != 0;
+  std::vector<std::uint32_t> new_deps(fewest ? arcs : 0);  // by channel, for one switch
   // Two ports a group at most: the class's entry and the nearest channel
   // that fits (or two entries). Every class's group adds dependencies to a
   // layer the engine left dense, so small groups leave room for the next
@@ -572,24 +576,25 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
         const std::uint32_t w = g.arc(a).to.value;
         if (w == t || !h[w].none()) cand.push_back(a);
       }
-      // Entries first, then (where the layer is searched) those that add
-      // the fewest dependencies the layer does not hold yet, then nearer
-      // the class's switch first. A channel whose turns the routes or
-      // earlier groups already make leaves the layer room for the next
-      // classes' alternatives (single link failures' pairs left to the
-      // SM, failover_bench: the 8x8x8 torus in boxes 97,002 -> 80,797,
-      // the dragonfly g=16 1,413 -> 1,212, random 200 12,788 -> 12,612;
-      // the 6x6x6 torus on dateline VLs 38,641 -> 39,708). Without
-      // searches only dependencies that agree with the order are taken,
-      // and counting new ones there left more (random 1,000: 254,415 ->
-      // 261,698).
-      if (search) {
+      // Entries first, then (where the layer is searched, whole or
+      // capped) those that add the fewest dependencies the layer does not
+      // hold yet, then nearer the class's switch first. A channel whose
+      // turns the routes or earlier groups already make leaves the layer
+      // room for the next classes' alternatives (single link failures'
+      // pairs left to the SM, failover_bench: the 8x8x8 torus in boxes
+      // 97,002 -> 80,797, the dragonfly g=16 1,413 -> 1,212, random 200
+      // 12,788 -> 12,612; on dateline VLs 6x6x6 38,641 -> 39,708 but
+      // 7x7x7 114,525 -> 110,429, 9x9x9 723,622 -> 691,773, and capped
+      // at 12x12x12 9,179,661 -> 7,818,634). Without searches only
+      // dependencies that agree with the order are taken, and counting
+      // new ones there left more (random 1,000: 254,415 -> 261,698).
+      if (fewest) {
         for (const std::uint32_t a : cand) new_deps[a] = new_deps_of(s, a);
       }
       std::stable_sort(cand.begin(), cand.end(), [&](std::uint32_t x, std::uint32_t y) {
         const bool ex = h[s].test(g.arc(x).local_port), ey = h[s].test(g.arc(y).local_port);
         if (ex != ey) return ex;
-        if (search && new_deps[x] != new_deps[y]) return new_deps[x] < new_deps[y];
+        if (fewest && new_deps[x] != new_deps[y]) return new_deps[x] < new_deps[y];
         return dist[g.arc(x).to.value] < dist[g.arc(y).to.value];
       });
       for (const std::uint32_t a : cand) {

@@ -123,9 +123,10 @@ TEST(FailoverPlanWithoutFullSearches, PlansVerifyOnLayersAndDatelines) {
     auto plan = FailoverPlan::build(f.topo, f.lids, routes, pool, {}, 0);
     ASSERT_TRUE(searched.ok() && plan.ok()) << spec;
     EXPECT_GT(plan->stats().pairs_with_alternative, 0U) << spec;
-    // Fewer alternatives than the full searches found (the figures of
-    // failover_plan.cpp: random 1,000 and 12x12x12 leave more to the SM).
-    EXPECT_LT(plan->stats().pairs_with_alternative, searched->stats().pairs_with_alternative)
+    // Another plan than the full searches' (they find room the order
+    // or a capped search does not, and lose it to later classes: the
+    // counts differ either way).
+    EXPECT_NE(plan->stats().pairs_with_alternative, searched->stats().pairs_with_alternative)
         << spec;
     auto report = verify_failover(f.topo, f.lids, routes, *plan, {}, pool);
     ASSERT_TRUE(report.ok()) << spec << ": " << report.error().message;
