@@ -519,54 +519,52 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
       }
     }
     bfs_hops(g, t, dist, order);  // nearest the class's switch first: where its traffic converges
+    // Calls fn(u, v) for the dag's nodes of each dependency channel a
+    // (s->w) brings the class: from every channel the class may arrive at
+    // s by, into every channel w may send it on; stops at the first fn
+    // that returns false, or a channel on a VL none takes (false).
+    auto for_each_dep = [&](std::uint32_t s, std::uint32_t a, auto&& fn) {
+      auto one = [&](std::uint32_t in, std::uint32_t out) {
+        const std::uint32_t u = node(in), v = node(out);
+        return u != kNoArc && v != kNoArc && fn(u, v);
+      };
+      bool ok = true;
+      for (std::uint32_t o = g.first_arc(SwitchIndex{s}); ok && o < g.first_arc(SwitchIndex{s + 1});
+           ++o) {
+        const std::uint32_t in = rev[o];  // from o's neighbour into s
+        if (in != kNoArc && h[g.arc(o).to.value].test(g.arc(in).local_port)) ok = one(in, a);
+      }
+      const std::uint32_t w = g.arc(a).to.value;
+      if (ok && w != t) {
+        h[w].for_each([&](PortNum p) {
+          if (ok) ok = one(a, g.arc_at_port(SwitchIndex{w}, p));
+        });
+      }
+      return ok;
+    };
     // Takes channel a (s->w) into the layer for the class, or nothing.
     auto take = [&](std::uint32_t s, std::uint32_t a) {
-      const std::uint32_t w = g.arc(a).to.value;
       added.clear();
-      auto add = [&](std::uint32_t in, std::uint32_t out) {
-        const std::uint32_t u = node(in), v = node(out);
-        if (u == kNoArc || v == kNoArc) return false;
+      const bool ok = for_each_dep(s, a, [&](std::uint32_t u, std::uint32_t v) {
         if (max_scan == 0 && dag.position(u) > dag.position(v) && !dag.contains(u, v)) {
           return false;
         }
         const OrderedDag::Add r = dag.add(u, v, max_scan);
         if (r == OrderedDag::Add::kNew) added.emplace_back(u, v);
         return r != OrderedDag::Add::kCycle;
-      };
-      bool ok = true;
-      for (std::uint32_t o = g.first_arc(SwitchIndex{s}); ok && o < g.first_arc(SwitchIndex{s + 1});
-           ++o) {
-        const std::uint32_t in = rev[o];  // from o's neighbour into s
-        if (in != kNoArc && h[g.arc(o).to.value].test(g.arc(in).local_port)) ok = add(in, a);
-      }
-      if (ok && w != t) {
-        h[w].for_each([&](PortNum p) {
-          if (ok) ok = add(a, g.arc_at_port(SwitchIndex{w}, p));
-        });
-      }
+      });
       if (!ok) dag.undo(added);
       return ok;
     };
-    // The dependencies take(s, a) would add that the layer lacks (a VL
-    // none takes counts as many).
+    // The dependencies take(s, a) would add that the layer lacks (kNoArc:
+    // a VL none takes).
     auto new_deps_of = [&](std::uint32_t s, std::uint32_t a) {
       std::uint32_t count = 0;
-      auto one = [&](std::uint32_t in, std::uint32_t out) {
-        const std::uint32_t u = node(in), v = node(out);
-        if (u == kNoArc || v == kNoArc) {
-          count = kNoArc;
-        } else if (count != kNoArc && !dag.contains(u, v)) {
-          ++count;
-        }
-      };
-      for (std::uint32_t o = g.first_arc(SwitchIndex{s}); o < g.first_arc(SwitchIndex{s + 1});
-           ++o) {
-        const std::uint32_t in = rev[o];
-        if (in != kNoArc && h[g.arc(o).to.value].test(g.arc(in).local_port)) one(in, a);
-      }
-      const std::uint32_t w = g.arc(a).to.value;
-      if (w != t) h[w].for_each([&](PortNum p) { one(a, g.arc_at_port(SwitchIndex{w}, p)); });
-      return count;
+      const bool ok = for_each_dep(s, a, [&](std::uint32_t u, std::uint32_t v) {
+        if (!dag.contains(u, v)) ++count;
+        return true;
+      });
+      return ok ? count : kNoArc;
     };
     for (const std::uint32_t s : order) {
       if (s == t || h[s].none()) continue;

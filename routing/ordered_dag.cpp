@@ -191,8 +191,8 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
       const std::uint32_t* from = &frame_->in_nodes[frame_->in_first[x]];
       for (std::uint32_t k = 0; k < stride_ - out_words_; ++k) {
         // The predecessors lie all over the node array: ask for every one
-        // before reading the first, so that their misses overlap (random
-        // 2,000 switches: 22.7 / 23.8 s -> 22.4 / 21.2 s in pairs).
+        // before reading the first, so that their misses overlap (a few
+        // percent at most, routing/README.md).
         for (std::uint64_t bits = w[k]; bits != 0; bits &= bits - 1) {
           __builtin_prefetch(
               &node_[from[k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits))]]);
