@@ -115,11 +115,11 @@ class FailoverPlan {
   // layers (minhop); kInvalidArgument when they do not fit the topology;
   // kCdgCycle when a layer of routes on several VLs is not acyclic.
   //
-  // Routes on several VLs: where classes x channels exceed `search_work`,
-  // a group's dependencies must agree with the layer's order as it stands
-  // (per-hop VLs: searched, up to a few nodes), where below it the order
-  // is searched for room (failover_plan.cpp; tests lower it to reach the
-  // larger fabrics' way on small ones).
+  // Routes on several VLs: up to `search_work` classes x channels, the
+  // layer's order is searched for room for a group's dependencies; past
+  // it they must agree with the order as it stands (per-hop VLs: searched
+  // up to a few nodes). See failover_plan.cpp; tests lower it to take the
+  // larger fabrics' way on small ones.
   static constexpr std::uint64_t kSearchWork = std::uint64_t{1} << 23;
   static Result<FailoverPlan> build(const Topology& topo, const LidMap& lids, const Routes& routes,
                                     WorkerPool& pool, std::stop_token stop = {},
