@@ -48,6 +48,14 @@ struct EngineOptions {
   // OperationalVLs over switch-to-switch links), 1..15; the engine uses at
   // most this many layers.
   std::uint8_t max_vls = 8;
+  // layered: a hot-spot tree that no single layer takes off the busiest
+  // channel may give each of its branches (the switches behind one
+  // neighbour's neighbour of its switch) a layer of its own; the SL then
+  // depends on the source as well as the destination (Routes::
+  // path_layers). Off by default, and the daemon never sets it: the SA,
+  // the verifier, fast failover and the repair read one layer per LID yet
+  // (routing/README.md). layers_bench turns it on (branches=1).
+  bool branch_layers = false;
 };
 
 class RoutingEngine {

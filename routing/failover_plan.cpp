@@ -78,6 +78,12 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
                                          std::stop_token stop, std::uint64_t search_work) {
   const auto t0 = Clock::now();
   const auto n = static_cast<std::uint32_t>(topo.num_switches());
+  if (!routes.path_layers.empty()) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("routes of engine {} give layers per source (branch layers); fast "
+                             "failover plans one layer per LID yet",
+                             routes.engine)};
+  }
   if (routes.layered_without_order()) {
     return build_layered(topo, lids, routes, pool, stop, search_work);
   }

@@ -95,6 +95,17 @@ struct Routes {
   std::uint8_t layer(Lid l) const {
     return num_vls > 1 && l.value < lid_layer.size() ? lid_layer[l.value] : 0;
   }
+  // With EngineOptions::branch_layers: by LID, empty or the layer of each
+  // switch's path to it (by switch_index), where one destination's routes
+  // take several layers; else empty. Read by path_layer().
+  std::vector<std::vector<std::uint8_t>> path_layers;
+  // The layer of the traffic from switch s (its CAs) to `l`.
+  std::uint8_t path_layer(std::uint32_t s, Lid l) const {
+    if (l.value < path_layers.size() && s < path_layers[l.value].size()) {
+      return path_layers[l.value][s];
+    }
+    return layer(l);
+  }
   // Per-hop VLs (dimension order with datelines, engines/dor.hpp): by
   // switch_index, the VL each SL takes out of each of the switch's ports,
   // the same from every input port (what its SL2VL tables hold):

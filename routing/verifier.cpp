@@ -232,6 +232,32 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   // num_vls blocks (VL in, VL out) of the channels' out-port sets; else a
   // block per VL.
   const bool per_hop = routes.per_hop_vls();
+  // Layers per source (Routes::path_layers): those LIDs' routes are
+  // proven loop-free with the others, and their dependencies walked from
+  // each source apart, on its own layer.
+  if (!routes.path_layers.empty()) {
+    if (per_hop) {
+      return Error{Errc::kInvalidArgument, "routes give both per-hop VLs and layers per source"};
+    }
+    for (std::uint32_t l = 0; l < routes.path_layers.size(); ++l) {
+      const std::vector<std::uint8_t>& by_switch = routes.path_layers[l];
+      if (by_switch.empty()) continue;
+      if (by_switch.size() != n) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("LID {}: layers for {} of {} switches", l, by_switch.size(), n)};
+      }
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (by_switch[s] >= num_vls) {
+          return Error{Errc::kInvalidArgument,
+                       fmt::format("LID {}: the traffic from switch {} on layer {} of {} VLs", l, s,
+                                   by_switch[s], num_vls)};
+        }
+      }
+    }
+  }
+  auto per_source = [&](std::uint32_t lid) {
+    return lid < routes.path_layers.size() && !routes.path_layers[lid].empty();
+  };
   if (num_vls > 1) {
     // Each destination's traffic on its layer's VL (routing/layers.hpp).
     if (routes.lid_layer.size() <= g.max_lid().value) {
@@ -395,6 +421,7 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
           for (std::uint32_t v : w.path) w.stamp[v] = 2 * e + 1;
         }
         if (!opts.switch_traffic && att[l].port == 0) continue;  // management traffic only
+        if (per_source(lid0 + l)) continue;                      // walked apart, below
         const std::uint64_t bit = std::uint64_t{1} << (l - l0);
         std::uint64_t* const active = &w.active[strip];
         for (std::uint32_t s0 : sources) {
@@ -485,6 +512,29 @@ Result<VerifyReport> verify(const Topology& topo, const LidMap& lids, const Rout
   report.tables_seconds = seconds_since(t_tables);
   report.pairs_checked = pairs.load();
   report.lids = lid_count.load();
+
+  // LIDs whose layer depends on the source: each source's route, every
+  // hop proven to lead on by the walks above.
+  const std::uint32_t num_arcs = g.num_arcs();
+  for (std::uint32_t lid = 1; lid < routes.path_layers.size() && lid <= max_lid; ++lid) {
+    if (!per_source(lid)) continue;
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (!att.routable() || (!opts.switch_traffic && att.port == 0)) continue;
+    for (const std::uint32_t s0 : sources) {
+      if (g.component(SwitchIndex{s0}) != g.component(att.sw)) continue;
+      const std::size_t block = std::size_t{routes.path_layers[lid][s0]} * num_arcs;
+      for (std::uint32_t s = s0;;) {
+        const std::uint8_t p = routes.lfts[s].get(Lid{lid});
+        if (s == att.sw.value && p == att.port) break;  // delivered
+        const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, p);
+        const std::uint32_t nb = g.arc(a).to.value;
+        const std::uint8_t p2 = routes.lfts[nb].get(Lid{lid});
+        if (nb == att.sw.value && p2 == att.port) break;  // leaves the fabric there
+        deps[(block + a) * kDepWords + p2 / 64] |= std::uint64_t{1} << (p2 % 64);
+        s = nb;
+      }
+    }
+  }
 
   // Multicast trees on VL 0.
   if (opts.multicast != nullptr && opts.multicast->num_switches() == g.num_switches()) {

@@ -51,6 +51,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                              "several VLs",
                              previous.engine)};
   }
+  if (!previous.path_layers.empty()) {
+    return Error{Errc::kUnsupported,
+                 "layered repair: the previous routes give layers per source (branch layers); "
+                 "the repair keeps one layer per LID yet"};
+  }
   if (opts.max_vls < previous.num_vls) {
     return Error{Errc::kUnsupported,
                  fmt::format("layered repair: the ports offer {} data VL(s), the layers need {}",

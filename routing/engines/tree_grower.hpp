@@ -248,24 +248,76 @@ class TreeGrower {
     // refusal takes back what it added and returns false.
     // Adds the dependency in -> out to the dag (appended to `added` when
     // new); false, remembered in `refused`, when it closes a cycle.
-    auto depend = [&](std::uint32_t in, std::uint32_t out) {
+    const bool split = !split_dags_.empty();
+    auto depend_on = [&](OrderedDag& d, RefusedDeps& r, std::uint32_t layer, std::uint32_t in,
+                         std::uint32_t out) {
       if (!node_of_.empty()) {
         in = node_of_[in];
         out = node_of_[out];
       }
-      const OrderedDag::Add r =
-          refused->contains(in, out) ? OrderedDag::Add::kCycle : dag->add(in, out);
-      if (r == OrderedDag::Add::kNew) added.emplace_back(in, out);
-      if (r != OrderedDag::Add::kCycle) return true;
-      refused->insert(in, out);
+      const OrderedDag::Add res = r.contains(in, out) ? OrderedDag::Add::kCycle : d.add(in, out);
+      if (res == OrderedDag::Add::kNew) {
+        added.emplace_back(in, out);
+        if (split) added_layer_->push_back(static_cast<std::uint8_t>(layer));
+      }
+      if (res != OrderedDag::Add::kCycle) return true;
+      r.insert(in, out);
       return false;
+    };
+    auto depend = [&](std::uint32_t in, std::uint32_t out) {
+      return depend_on(*dag, *refused, 0, in, out);
     };
     // Takes back what depend() added since `mark`.
     auto take_back = [&](std::size_t mark) {
-      dag->undo(std::span<const Dep>(added).subspan(mark));
+      if (split) {
+        for (std::size_t i = added.size(); i-- > mark;) {
+          split_dags_[(*added_layer_)[i]].undo(std::span<const Dep>(&added[i], 1));
+        }
+        added_layer_->resize(mark);
+      } else {
+        dag->undo(std::span<const Dep>(added).subspan(mark));
+      }
       added.resize(mark);
     };
+    auto into_t = [&](std::uint32_t w) {
+      return num_outs_[w] != 0 && g_.arc(outs_[std::size_t{w} * kMaxOut]).to.value == t;
+    };
+    // Split mode: channel `in`'s dependencies on layer k.
+    auto take_on = [&](std::uint32_t in, std::uint32_t k) {
+      const std::size_t mark = added.size();
+      for (const std::uint32_t out : outs(g_.arc(in).to.value)) {
+        if (!depend_on(split_dags_[k], split_refused_[k], k, in, out)) {
+          take_back(mark);
+          return false;
+        }
+      }
+      return true;
+    };
+    // Split mode: a switch joining through a neighbour of t picks the
+    // first layer of split_pref_ that takes its dependencies; any other
+    // keeps its next hop's layer (an already joined switch, its own).
+    auto take_split = [&](std::uint32_t in) {
+      const std::uint32_t s = g_.arc_source(in).value, x = g_.arc(in).to.value;
+      if (x == t) {
+        path_layer_[s] = static_cast<std::uint8_t>(split_pref_.front());
+        return true;
+      }
+      if (done_[s] == epoch_) return take_on(in, path_layer_[s]);
+      if (into_t(x)) {
+        for (const std::uint32_t k : split_pref_) {
+          if (take_on(in, k)) {
+            path_layer_[s] = static_cast<std::uint8_t>(k);
+            return true;
+          }
+        }
+        return false;
+      }
+      if (!take_on(in, path_layer_[x])) return false;
+      path_layer_[s] = path_layer_[x];
+      return true;
+    };
     auto take = [&](std::uint32_t in) {
+      if (split) return take_split(in);
       if (!updown.empty()) {
         if (up(in)) return true;
         const auto outs_in = outs(g_.arc(in).to.value);
@@ -280,9 +332,6 @@ class TreeGrower {
         }
       }
       return true;
-    };
-    auto into_t = [&](std::uint32_t w) {
-      return num_outs_[w] != 0 && g_.arc(outs_[std::size_t{w} * kMaxOut]).to.value == t;
     };
     auto join = [&](std::uint32_t s, std::uint32_t arc, std::uint64_t cost) {
       done_[s] = epoch_;
@@ -339,6 +388,7 @@ class TreeGrower {
              ++c) {
           const std::uint32_t x = g_.arc(c).to.value;
           if (done_[x] != epoch_ || num_outs_[x] == 0) continue;  // t: never refused
+          if (split && into_t(x)) continue;                       // its children's layers differ
           // The channels into x the tree uses, and m's.
           into_.assign(1, c);
           for (std::uint32_t o = g_.first_arc(SwitchIndex{x}); o < g_.first_arc(SwitchIndex{x + 1});
@@ -354,11 +404,20 @@ class TreeGrower {
             if (done_[y] != epoch_ || joined_at_[y] >= joined_at_[x] || b == outs(x).front()) {
               continue;
             }
+            // Split mode: x keeps its layer, which y's path must share
+            // unless y forwards straight to t.
+            const std::uint32_t k = split ? path_layer_[x] : 0;
+            if (split && y != t && !into_t(y) && path_layer_[y] != k) continue;
+            auto dep = [&](std::uint32_t in, std::uint32_t out) {
+              return split ? depend_on(split_dags_[k], split_refused_[k], k, in, out)
+                           : depend(in, out);
+            };
             const std::size_t mark = added.size();
             const auto yo = outs(y);
             if (std::all_of(into_.begin(), into_.end(),
-                            [&](std::uint32_t in) { return depend(in, b); }) &&
-                std::all_of(yo.begin(), yo.end(), [&](std::uint32_t o) { return depend(b, o); })) {
+                            [&](std::uint32_t in) { return dep(in, b); }) &&
+                std::all_of(yo.begin(), yo.end(), [&](std::uint32_t o) { return dep(b, o); })) {
+              if (split) path_layer_[m] = static_cast<std::uint8_t>(k);
               cost_[x] = cost_[y] + hop + load[b];
               num_outs_[x] = 1;
               outs_[std::size_t{x} * kMaxOut] = b;
@@ -382,6 +441,37 @@ class TreeGrower {
   std::span<const std::uint32_t> outs(std::uint32_t s) const {
     return std::span<const std::uint32_t>(outs_).subspan(std::size_t{s} * kMaxOut, num_outs_[s]);
   }
+  // grow() with a layer per branch: a switch joining the tree through a
+  // neighbour of t takes the first layer of `pref` (indices into `dags`
+  // and `refused`) that takes its dependencies, and every switch behind it
+  // keeps that layer; the neighbours of t themselves add none (t forwards
+  // to its CAs). New dependencies go to `added`, their layers to
+  // `added_layer`; path_layer(s) then gives each switch's layer. A
+  // left-out switch re-attaches as in grow(), on the layer of the switch
+  // it joins through, never through a neighbour of t (whose children's
+  // layers differ).
+  std::span<const std::uint32_t> grow_split(std::uint32_t t, std::span<const std::uint64_t> load,
+                                            std::uint64_t hop, std::uint64_t slack,
+                                            std::span<OrderedDag> dags,
+                                            std::span<RefusedDeps> refused,
+                                            std::span<const std::uint32_t> pref,
+                                            std::vector<Dep>& added,
+                                            std::vector<std::uint8_t>& added_layer) {
+    split_dags_ = dags;
+    split_refused_ = refused;
+    split_pref_ = pref;
+    added_layer_ = &added_layer;
+    path_layer_.resize(g_.num_switches(), 0);
+    path_layer_[t] = static_cast<std::uint8_t>(pref.front());
+    const std::span<const std::uint32_t> tree =
+        grow(t, load, hop, slack, &dags[pref.front()], &refused[pref.front()], added);
+    split_dags_ = {};
+    split_refused_ = {};
+    split_pref_ = {};
+    added_layer_ = nullptr;
+    return tree;
+  }
+  std::uint8_t path_layer(std::uint32_t s) const { return path_layer_[s]; }
   // Per-hop VLs (Routes::hop_vls): the dag's node for each channel, as the
   // VL the tree's SL takes on it (cdg_frame with VLs); empty: the channel
   // itself. Dependencies in `added` and `refused` are then nodes.
@@ -389,6 +479,11 @@ class TreeGrower {
 
  private:
   std::span<const std::uint32_t> node_of_;
+  std::span<OrderedDag> split_dags_;  // grow_split's
+  std::span<RefusedDeps> split_refused_;
+  std::span<const std::uint32_t> split_pref_;
+  std::vector<std::uint8_t>* added_layer_ = nullptr;
+  std::vector<std::uint8_t> path_layer_;  // by switch: grow_split's layer
   const SwitchGraph& g_;
   std::span<const std::uint32_t> rev_;
   std::vector<std::uint32_t> outs_;

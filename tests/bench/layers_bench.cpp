@@ -14,7 +14,11 @@
 //
 //   layers_bench [SPEC|NETFILE] [engines=updn,layered,minhop] [vls=8]
 //                [cut=PERCENT] [seed=1] [threads=2] [lid_bits=16|17|24]
-//                [lfts=DUMP] [label=NAME] [save=NET]
+//                [lfts=DUMP] [label=NAME] [save=NET] [branches=0|1]
+//
+// branches=1 lets the layered engine give a hot-spot tree's branches
+// layers of their own (EngineOptions::branch_layers): routes whose SL
+// depends on the source too, each source's traffic verified on its layer.
 //
 // engines= takes any engine name, and layered-general (shown as
 // "lay.general"): the layered engine without its grid specialisation
@@ -68,6 +72,7 @@ struct Args {
   std::string lfts;   // another SM's LFT dump
   std::string label;  // its name in the table
   std::string save;   // net file to write the fabric to
+  bool branches = false;
 };
 
 // Routes in our LID space from an LFT dump ("Unicast lids [..] of switch
@@ -311,6 +316,7 @@ int run(const Args& a) {
     } else {
       EngineOptions eopts;
       eopts.max_vls = static_cast<std::uint8_t>(a.vls);
+      eopts.branch_layers = a.branches;
       if (name == "layered-general") {
         routes = layered_general_routes(*topo, lids->map, eopts, pool, {});
       } else {
@@ -385,6 +391,10 @@ int main(int argc, char** argv) {
       a.label = arg.value;
     } else if (arg.key == "save") {
       a.save = arg.value;
+    } else if (arg.key == "branches") {
+      unsigned on = 0;
+      ok = parse_value(arg.value, on) && on <= 1;
+      a.branches = on == 1;
     } else if (arg.key == "lid_bits") {
       ok = parse_value(arg.value, a.lid_bits);
     } else {

@@ -5,8 +5,10 @@
 // the outcome with plain graph connectivity computed straight from the
 // Topology (nothing shared with routing/switch_graph).
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <ostream>
 #include <random>
@@ -274,6 +276,97 @@ inline std::vector<std::uint64_t> path_loads(const Fabric& f, const Routes& r) {
     }
   }
   return load;
+}
+
+// An oracle for routes whose SL depends on the source (Routes::
+// path_layers), apart from the verifier's tiles: walks the route from
+// every switch with CAs/routers to every CA/router LID, putting each
+// dependency on the layer Routes::path_layer gives that source, and looks
+// for a cycle in each layer's CDG by Kahn's algorithm. The distinct
+// dependencies; kCdgCycle naming the layer; kInvalidArgument naming the
+// switch and LID of a route that drops or loops, or of a layer past the
+// routes' VLs.
+inline Result<std::uint64_t> check_path_layers(const Topology& topo, const LidMap& lids,
+                                               const Routes& routes) {
+  if (routes.per_hop_vls()) {
+    return Error{Errc::kInvalidArgument, "path layers: routes on per-hop VLs (use the verifier)"};
+  }
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  const std::uint32_t n = g.num_switches();
+  if (routes.lfts.size() != n) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("path layers: routes hold {} LFTs, the fabric has {} switches",
+                             routes.lfts.size(), n)};
+  }
+  auto name = [&](std::uint32_t s) { return topo.label(topo.switch_node(SwitchIndex{s})); };
+  const std::uint32_t layers = std::max<std::uint32_t>(1, routes.num_vls);
+  const std::uint32_t arcs = g.num_arcs();
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> deps(layers);
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (!att.routable() || att.port == 0) continue;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (!g.has_endpoints(SwitchIndex{s}) || g.component(SwitchIndex{s}) != g.component(att.sw)) {
+        continue;
+      }
+      const std::uint32_t k = routes.path_layer(s, Lid{l});
+      if (k >= layers) {
+        return Error{
+            Errc::kInvalidArgument,
+            fmt::format("path layers: {} to LID {} on layer {} of {}", name(s), l, k, layers)};
+      }
+      std::uint32_t cur = s, prev = kNoArc;
+      for (std::uint32_t hops = 0;; ++hops) {
+        const std::uint8_t port = routes.lfts[cur].get(Lid{l});
+        if (cur == att.sw.value && port == att.port) break;  // delivered
+        const std::uint32_t a = g.arc_at_port(SwitchIndex{cur}, port);
+        if (a == kNoArc || hops >= n) {
+          return Error{Errc::kInvalidArgument,
+                       fmt::format("path layers: the route from {} to LID {} {} at {}", name(s), l,
+                                   a == kNoArc ? "drops" : "loops", name(cur))};
+        }
+        if (prev != kNoArc) deps[k].emplace_back(prev, a);
+        prev = a;
+        cur = g.arc(a).to.value;
+      }
+    }
+  }
+  std::uint64_t total = 0;
+  std::vector<std::uint32_t> indeg, first, ready;
+  for (std::uint32_t k = 0; k < layers; ++k) {
+    auto& d = deps[k];
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    total += d.size();
+    indeg.assign(arcs, 0);
+    first.assign(std::size_t{arcs} + 1, 0);
+    for (const auto& [from, to] : d) {
+      ++indeg[to];
+      ++first[from + 1];
+    }
+    for (std::uint32_t a = 0; a < arcs; ++a) first[a + 1] += first[a];
+    ready.clear();
+    for (std::uint32_t a = 0; a < arcs; ++a) {
+      if (indeg[a] == 0) ready.push_back(a);
+    }
+    std::uint32_t placed = 0;
+    while (!ready.empty()) {
+      const std::uint32_t a = ready.back();
+      ready.pop_back();
+      ++placed;
+      for (std::uint32_t i = first[a]; i < first[a + 1]; ++i) {
+        if (--indeg[d[i].second] == 0) ready.push_back(d[i].second);
+      }
+    }
+    if (placed != arcs) {
+      return Error{
+          Errc::kCdgCycle,
+          fmt::format("path layers: layer {}: {} of {} channels on or behind a dependency cycle", k,
+                      arcs - placed, arcs)};
+    }
+  }
+  return total;
 }
 
 }  // namespace subnetd::routing::testing
