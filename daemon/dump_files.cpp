@@ -247,10 +247,12 @@ std::string format_mcfdbs(const routing::Topology& t, const routing::McastTables
 
 namespace {
 
-// The path-SL file's sources (CA/router nodes, once per port) and
-// destinations (their LIDs, every LMC LID): a line for each pair.
+// The path-SL file's sources (CA/router nodes, once per port, with the
+// switch that port is cabled to, kNoSwitch for none) and destinations
+// (their LIDs, every LMC LID): a line for each pair.
 void path_sl_ends(const routing::Topology& t, const routing::LidMap& lids,
-                  std::vector<Guid>& sources, std::vector<std::uint32_t>& dlids) {
+                  std::vector<Guid>& sources, std::vector<std::uint32_t>& source_sw,
+                  std::vector<std::uint32_t>& dlids) {
   for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
     const NodeId n{i};
     if (t.node(n).type == routing::NodeType::kSwitch) continue;
@@ -259,18 +261,28 @@ void path_sl_ends(const routing::Topology& t, const routing::LidMap& lids,
       const Lid base = lids.base_lid(t, n, port);
       if (!base.valid()) continue;
       sources.push_back(t.node(n).guid);  // ibdmchk finds sources by node GUID
+      const routing::Port& cable = t.port(n, port);
+      source_sw.push_back(cable.connected() && t.node(cable.remote_node).type == NodeType::kSwitch
+                              ? t.node(cable.remote_node).switch_index.value
+                              : kNoSwitch.value);
       for (std::uint32_t k = 0; k < lids.lids_per_port(t, n); ++k) dlids.push_back(base.value + k);
     }
   }
 }
 
-std::string path_sl_text(const std::vector<Guid>& sources, const std::vector<std::uint32_t>& dlids,
-                         const routing::Routes& routes) {
+// Each pair's SL: its destination's layer, or its source switch's where
+// the layers depend on the source (Routes::path_layers).
+std::string path_sl_text(const std::vector<Guid>& sources,
+                         const std::vector<std::uint32_t>& source_sw,
+                         const std::vector<std::uint32_t>& dlids, const routing::Routes& routes) {
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
-  for (const Guid guid : sources) {
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const std::uint32_t sw = source_sw[i];
     for (const std::uint32_t d : dlids) {
-      fmt::format_to(it, "0x{:016x} {} {}\n", guid.value, d, routes.layer(Lid{d}));
+      const std::uint8_t sl =
+          sw == kNoSwitch.value ? routes.layer(Lid{d}) : routes.path_layer(sw, Lid{d});
+      fmt::format_to(it, "0x{:016x} {} {}\n", sources[i].value, d, sl);
     }
   }
   return fmt::to_string(out);
@@ -281,9 +293,9 @@ std::string path_sl_text(const std::vector<Guid>& sources, const std::vector<std
 std::string format_path_sl(const routing::Topology& t, const routing::LidMap& lids,
                            const routing::Routes& routes) {
   std::vector<Guid> sources;
-  std::vector<std::uint32_t> dlids;
-  path_sl_ends(t, lids, sources, dlids);
-  return path_sl_text(sources, dlids, routes);
+  std::vector<std::uint32_t> source_sw, dlids;
+  path_sl_ends(t, lids, sources, source_sw, dlids);
+  return path_sl_text(sources, source_sw, dlids, routes);
 }
 
 std::string format_sl2vl(const routing::Topology& t, const routing::LidMap& lids,
@@ -336,8 +348,8 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
     return {};
   }
   std::vector<Guid> sources;
-  std::vector<std::uint32_t> dlids;
-  path_sl_ends(t, lids, sources, dlids);
+  std::vector<std::uint32_t> source_sw, dlids;
+  path_sl_ends(t, lids, sources, source_sw, dlids);
   const std::uint64_t lines = std::uint64_t{sources.size()} * dlids.size();
   if (lines > path_sl_max_lines) {
     std::filesystem::remove(d / "opensm-path-sl.dump", ec);  // none left from before
@@ -348,7 +360,8 @@ Result<void> write_dump_files(const std::string& dir, const routing::Topology& t
                              "files are written",
                              sources.size(), dlids.size(), lines, path_sl_max_lines)};
   }
-  SUBNETD_TRY(write_atomically(d / "opensm-path-sl.dump", path_sl_text(sources, dlids, routes)));
+  SUBNETD_TRY(
+      write_atomically(d / "opensm-path-sl.dump", path_sl_text(sources, source_sw, dlids, routes)));
   if (routes.per_hop_vls()) {
     SUBNETD_TRY(write_atomically(d / "opensm-sl2vl.dump", format_sl2vl(t, lids, routes)));
   }

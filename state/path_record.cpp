@@ -107,7 +107,14 @@ Result<PathProperties> path_properties(const FabricState& st, PortRef source, Po
     speed = speed == 0 ? g : std::min(speed, g);
   }
   p.mtu = mtu == 0 ? kMtu2048 : mtu;
-  p.sl = st.routes->layer(dlid);  // SL2VL maps SL i to VL i (vl_tables.hpp)
+  // SL2VL maps SL i to VL i (vl_tables.hpp); the layer may depend on the
+  // source's switch (Routes::path_layers).
+  p.sl = st.routes->layer(dlid);
+  for (const routing::TraceHop& h : trace->hops) {
+    if (t.node(h.node).type != routing::NodeType::kSwitch) continue;
+    p.sl = st.routes->path_layer(t.node(h.node).switch_index.value, dlid);
+    break;
+  }
   // A path that crosses no cable (a switch to itself) runs at its port's rate.
   if (speed == 0) speed = link_gbps10(t.port(source.node, source.port));
   p.rate = rate_code(speed);
@@ -205,6 +212,7 @@ void PathIndex::walk_many(const FabricState& st, std::span<const PathQuery> quer
     PortRef owner;
     std::uint8_t mtu;
     std::uint16_t speed;
+    std::uint32_t first_sw = kNoSwitch.value;  // the source's switch
   };
   const auto cross = [](Lane& l, std::uint8_t link_mtu, std::uint16_t link_gbps10) {
     if (link_mtu != 0) l.mtu = l.mtu == 0 ? link_mtu : std::min(l.mtu, link_mtu);
@@ -217,7 +225,8 @@ void PathIndex::walk_many(const FabricState& st, std::span<const PathQuery> quer
         l.speed != 0 ? l.speed : link_gbps10(t.port(p.source.node, p.source.port));
     p.rate = rate_code(speed);
     p.gbps10 = gbps10_of(p.rate);
-    p.sl = st.routes->layer(p.dlid);
+    p.sl = l.first_sw == kNoSwitch.value ? st.routes->layer(p.dlid)
+                                         : st.routes->path_layer(l.first_sw, p.dlid);
   };
   // The walk's first step, up to the first switch: nullopt when the walk
   // ended there (out[job] holds its answer), else the lane to continue.
@@ -233,11 +242,12 @@ void PathIndex::walk_many(const FabricState& st, std::span<const PathQuery> quer
         lfts.size() != first_.size()) {
       return std::nullopt;
     }
-    Lane l{job, 0, owner, 0, 0};
+    Lane l{job, 0, owner, 0, 0, kNoSwitch.value};
     const routing::Node& src = t.node(q.source.node);
     if (src.type == routing::NodeType::kSwitch) {
       if (q.source.port != 0) return std::nullopt;
       l.sw = src.switch_index.value;
+      l.first_sw = l.sw;
     } else {
       if (q.source.port == 0 || q.source.port > src.num_ports) return std::nullopt;
       if (owner == q.source) {  // a CA port's path to itself: no cable crossed
@@ -262,6 +272,7 @@ void PathIndex::walk_many(const FabricState& st, std::span<const PathQuery> quer
       }
       cross(l, link_mtu, std::min(link_gbps10(o), link_gbps10(in)));
       l.sw = far.switch_index.value;
+      l.first_sw = l.sw;
     }
     out[job] = PathProperties{q.source, q.destination,
                               lids.base_lid(t, q.source.node, q.source.port), q.dlid};

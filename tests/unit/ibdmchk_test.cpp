@@ -144,7 +144,8 @@ struct Direct {
   routing::Routes routes;
 };
 
-void route_directly(const std::string& spec, const std::string& engine, Direct& d) {
+void route_directly(const std::string& spec, const std::string& engine, Direct& d,
+                    const routing::EngineOptions& opts = {}) {
   auto t = load_topology(spec);
   ASSERT_TRUE(t.ok()) << t.error().message;
   d.topo = std::move(t).value();
@@ -155,7 +156,7 @@ void route_directly(const std::string& spec, const std::string& engine, Direct& 
   auto e = routing::make_engine(engine);
   ASSERT_TRUE(e.ok());
   routing::WorkerPool pool(2);
-  auto routes = (*e)->compute(d.topo, d.lids, {}, pool, {});
+  auto routes = (*e)->compute(d.topo, d.lids, opts, pool, {});
   ASSERT_TRUE(routes.ok()) << routes.error().message;
   d.routes = std::move(routes).value();
 }
@@ -212,6 +213,44 @@ TEST(Ibdmchk, LayeredRoutesAreLoopFreePerSl) {
     const Verdict one_vl = read_verdict(run_ibdmchk(dir, false));
     EXPECT_TRUE(one_vl.loops) << "layered routes are cyclic on one VL: " << dir << "/ibdmchk.out";
     if (!HasFailure()) std::filesystem::remove_all(dir);
+  }
+}
+
+// Layers per source (branch layers): the path-SL file gives each source's
+// SL, and ibdmchk finds no credit loop; the same routes with every
+// source on its destination's layer are cyclic, to our verifier and to
+// ibdmchk alike.
+TEST(Ibdmchk, LayersPerSourceAreLoopFreeWithThePathSlFile) {
+  if (!have_ibdmchk()) GTEST_SKIP() << "ibdmchk (ibutils) is not installed";
+  routing::EngineOptions opts;
+  opts.max_vls = 4;
+  opts.branch_layers = true;
+  Direct d;
+  route_directly("random:switches=40,degree=4,hosts=1,seed=1", "layered", d, opts);
+  if (HasFatalFailure()) return;
+  ASSERT_FALSE(d.routes.path_layers.empty());
+  routing::WorkerPool pool(1);
+  auto ours = routing::verify(d.topo, d.lids, d.routes, pool, {});
+  ASSERT_TRUE(ours.ok()) << ours.error().message;
+  const std::string dir = scratch_dir("branch_layers");
+  ASSERT_TRUE(write_dump_files(dir, d.topo, d.lids, d.routes).ok());
+  const Verdict with = read_verdict(run_ibdmchk(dir, true));
+  EXPECT_TRUE(with.no_loops) << dir << "/ibdmchk.out";
+  EXPECT_FALSE(with.loops) << dir << "/ibdmchk.out";
+  EXPECT_FALSE(with.traversal_errors) << dir << "/ibdmchk.out";
+
+  routing::Routes per_lid = d.routes;
+  per_lid.path_layers.clear();
+  auto cyclic = routing::verify(d.topo, d.lids, per_lid, pool, {});
+  ASSERT_FALSE(cyclic.ok()) << "the routes need their layers per source";
+  EXPECT_EQ(cyclic.error().code, Errc::kCdgCycle);
+  const std::string dir2 = scratch_dir("branch_layers_per_lid");
+  ASSERT_TRUE(write_dump_files(dir2, d.topo, d.lids, per_lid).ok());
+  const Verdict without = read_verdict(run_ibdmchk(dir2, true));
+  EXPECT_TRUE(without.loops) << dir2 << "/ibdmchk.out";
+  if (!HasFailure()) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(dir2);
   }
 }
 

@@ -33,7 +33,8 @@ struct Fabric {
   }
 };
 
-Fabric make(const char* spec, std::uint8_t lmc, const char* engine_name = "updn") {
+Fabric make(const char* spec, std::uint8_t lmc, const char* engine_name = "updn",
+            const routing::EngineOptions& opts = {}) {
   Fabric f;
   auto topo = discovery::topo::generate(spec);
   EXPECT_TRUE(topo.ok());
@@ -46,7 +47,7 @@ Fabric make(const char* spec, std::uint8_t lmc, const char* engine_name = "updn"
   auto engine = routing::make_engine(engine_name);
   EXPECT_TRUE(engine.ok());
   routing::WorkerPool pool(1);
-  auto routes = (*engine)->compute(*f.topo, *f.lids, {}, pool, {});
+  auto routes = (*engine)->compute(*f.topo, *f.lids, opts, pool, {});
   EXPECT_TRUE(routes.ok());
   f.routes = std::make_shared<routing::Routes>(std::move(routes).value());
   return f;
@@ -64,6 +65,16 @@ std::vector<PortRef> endports(const Fabric& f) {
     }
   }
   return out;
+}
+
+// The switch a source's packets enter first (kNoSwitch: none).
+std::uint32_t first_switch(const Fabric& f, PortRef src) {
+  const routing::Node& n = f.topo->node(src.node);
+  if (n.type == routing::NodeType::kSwitch) return n.switch_index.value;
+  const routing::Port& cable = f.topo->port(src.node, src.port);
+  if (!cable.connected()) return kNoSwitch.value;
+  const routing::Node& far = f.topo->node(cable.remote_node);
+  return far.type == routing::NodeType::kSwitch ? far.switch_index.value : kNoSwitch.value;
 }
 
 // Walks every pair both ways; returns how many pairs had a path.
@@ -96,7 +107,9 @@ std::size_t compare_all(const Fabric& f) {
         EXPECT_EQ(fast->switch_hops, general->switch_hops)
             << f.topo->label(src.node) << " -> LID " << dlid.value;
         EXPECT_EQ(fast->sl, general->sl);
-        EXPECT_EQ(fast->sl, f.routes->layer(dlid));
+        const std::uint32_t sw = first_switch(f, src);
+        EXPECT_EQ(fast->sl, src == dst || sw == kNoSwitch.value ? f.routes->layer(dlid)
+                                                                : f.routes->path_layer(sw, dlid));
       }
     }
   }
@@ -139,6 +152,34 @@ TEST(PathIndex, SlIsTheDestinationsLayer) {
   const Fabric one = make("torus:dims=4x4,hosts=2", 0, "updn");
   EXPECT_EQ(one.routes->num_vls, 1);
   EXPECT_EQ(one.routes->layer(Lid{1}), 0);
+}
+
+// With layers per source (branch layers), a path's SL is the layer of its
+// source switch's route, both in the index and in the trace.
+TEST(PathIndex, SlFollowsTheSourceWhereLayersDependOnIt) {
+  routing::EngineOptions opts;
+  opts.max_vls = 4;
+  opts.branch_layers = true;
+  const Fabric f = make("random:switches=40,degree=4,hosts=1,seed=1", 0, "layered", opts);
+  ASSERT_FALSE(f.routes->path_layers.empty()) << "the test needs layers per source";
+  const std::size_t n = endports(f).size();
+  EXPECT_GT(compare_all(f), n * (n - 1));
+  // Some destination is reached on several SLs.
+  const FabricState st = f.state();
+  std::size_t several = 0;
+  for (const PortRef dst : endports(f)) {
+    if (f.topo->node(dst.node).type == routing::NodeType::kSwitch) continue;
+    const Lid dlid = f.lids->base_lid(*f.topo, dst.node, dst.port);
+    std::vector<bool> sls(16, false);
+    for (const PortRef src : endports(f)) {
+      if (f.topo->node(src.node).type == routing::NodeType::kSwitch || src == dst) continue;
+      auto p = path_properties(st, src, dst, dlid);
+      ASSERT_TRUE(p.ok()) << p.error().message;
+      sls[p->sl] = true;
+    }
+    if (std::count(sls.begin(), sls.end(), true) > 1) ++several;
+  }
+  EXPECT_GT(several, 0u);
 }
 
 TEST(PathIndex, AgreesWithTheTraceOnBrokenTablesAndMixedLinks) {
