@@ -52,8 +52,9 @@ struct EngineOptions {
   // channel may give each of its branches (the switches behind one
   // neighbour's neighbour of its switch) a layer of its own; the SL then
   // depends on the source as well as the destination (Routes::
-  // path_layers). Off by default, and the daemon never sets it: the SA,
-  // the verifier, fast failover and the repair read one layer per LID yet
+  // path_layers; the verifier, the SA and the path-SL dump read it). Off
+  // by default, and the daemon never sets it: fast failover and the
+  // repair plan one layer per LID yet and refuse such routes
   // (routing/README.md). layers_bench turns it on (branches=1).
   bool branch_layers = false;
 };
