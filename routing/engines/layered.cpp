@@ -376,6 +376,19 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // tree still fits; a new one that does not is taken back.
   std::uint64_t regrown = 0, moved = 0;
   std::vector<std::uint8_t> old_ports;
+  // Unit u's entries kept before it is grown again, and put back.
+  auto save_ports = [&](std::uint32_t u) {
+    old_ports.clear();
+    for (const std::uint32_t lid : unit_lids[u]) {
+      for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(cols.get(s, lid));
+    }
+  };
+  auto put_back_ports = [&](std::uint32_t u) {
+    std::size_t i = 0;
+    for (const std::uint32_t lid : unit_lids[u]) {
+      for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
+    }
+  };
   ArcLoads old_loads, new_loads;
   // Grows unit u again on layer k, knowing every other tree's load; keeps
   // it if the busiest channel it crosses carries no more than before
@@ -398,19 +411,13 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       add_loads(load, old_loads);
       return false;
     }
-    old_ports.clear();
-    for (const std::uint32_t lid : unit_lids[u]) {
-      for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(cols.get(s, lid));
-    }
+    save_ports(u);
     new_loads.clear();
     place(u, tree, &new_loads);
     const std::uint64_t after = busiest_of(load, new_loads);
     if (after < before || (!strict && after == before)) return true;
     take_loads(load, new_loads);
-    std::size_t i = 0;
-    for (const std::uint32_t lid : unit_lids[u]) {
-      for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
-    }
+    put_back_ports(u);
     add_loads(load, old_loads);
     layers[k].undo(added);
     return false;
@@ -493,10 +500,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       if (k != tree_layer[u]) pref.push_back(k);
     }
     if (tree_layer[u] != 0) pref.push_back(0);
-    old_ports.clear();
-    for (const std::uint32_t lid : unit_lids[u]) {
-      for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(cols.get(s, lid));
-    }
+    save_ports(u);
     auto take_back = [&] {
       for (std::size_t i = added.size(); i-- > 0;) {
         layers[added_layer[i]].undo(std::span<const Dep>(&added[i], 1));
@@ -531,10 +535,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         }
       }
       take_loads(load, new_loads);
-      std::size_t i = 0;
-      for (const std::uint32_t lid : unit_lids[u]) {
-        for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
-      }
+      put_back_ports(u);
       take_back();
     }
     add_loads(load, old_loads);

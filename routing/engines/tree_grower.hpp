@@ -282,16 +282,20 @@ class TreeGrower {
     auto into_t = [&](std::uint32_t w) {
       return num_outs_[w] != 0 && g_.arc(outs_[std::size_t{w} * kMaxOut]).to.value == t;
     };
-    // Split mode: channel `in`'s dependencies on layer k.
-    auto take_on = [&](std::uint32_t in, std::uint32_t k) {
+    // Channel `in`'s dependencies (onto each channel its head forwards
+    // on) added to d (layer k); on a refusal all taken back, false.
+    auto take_into = [&](OrderedDag& d, RefusedDeps& r, std::uint32_t k, std::uint32_t in) {
       const std::size_t mark = added.size();
       for (const std::uint32_t out : outs(g_.arc(in).to.value)) {
-        if (!depend_on(split_dags_[k], split_refused_[k], k, in, out)) {
+        if (!depend_on(d, r, k, in, out)) {
           take_back(mark);
           return false;
         }
       }
       return true;
+    };
+    auto take_on = [&](std::uint32_t in, std::uint32_t k) {  // split mode
+      return take_into(split_dags_[k], split_refused_[k], k, in);
     };
     // Split mode: a switch joining through a neighbour of t picks the
     // first layer of split_pref_ that takes its dependencies; any other
@@ -323,15 +327,7 @@ class TreeGrower {
         const auto outs_in = outs(g_.arc(in).to.value);
         return std::none_of(outs_in.begin(), outs_in.end(), up);
       }
-      if (dag == nullptr) return true;
-      const std::size_t mark = added.size();
-      for (const std::uint32_t out : outs(g_.arc(in).to.value)) {
-        if (!depend(in, out)) {
-          take_back(mark);
-          return false;
-        }
-      }
-      return true;
+      return dag == nullptr || take_into(*dag, *refused, 0, in);
     };
     auto join = [&](std::uint32_t s, std::uint32_t arc, std::uint64_t cost) {
       done_[s] = epoch_;
