@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "routing/arrival_layers.hpp"
 #include "routing/cdg.hpp"
 #include "routing/engines/tree_grower.hpp"
 #include "routing/switch_graph.hpp"
@@ -78,14 +79,14 @@ Result<FailoverPlan> FailoverPlan::build(const Topology& topo, const LidMap& lid
                                          std::stop_token stop, std::uint64_t search_work) {
   const auto t0 = Clock::now();
   const auto n = static_cast<std::uint32_t>(topo.num_switches());
-  if (!routes.path_layers.empty()) {
-    return Error{Errc::kUnsupported,
-                 fmt::format("routes of engine {} give layers per source (branch layers); fast "
-                             "failover plans one layer per LID yet",
-                             routes.engine)};
-  }
   if (routes.layered_without_order()) {
     return build_layered(topo, lids, routes, pool, stop, search_work);
+  }
+  if (!routes.path_layers.empty()) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("routes of engine {} give layers per source but no layer per LID; "
+                             "fast failover plans layers per source only beside one",
+                             routes.engine)};
   }
   if (routes.updown_rank.empty()) {
     return Error{Errc::kUnsupported,
@@ -293,6 +294,12 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
                              "has {}",
                              routes.engine, routes.hop_vls.size(), n)};
   }
+  if (per_hop && !routes.path_layers.empty()) {
+    return Error{Errc::kUnsupported,
+                 fmt::format("routes of engine {} give per-hop VLs and layers per source; fast "
+                             "failover plans one or the other",
+                             routes.engine)};
+  }
   if (routes.lfts.size() != n || (!routes.vl0_rank.empty() && routes.vl0_rank.size() != n)) {
     return Error{Errc::kInvalidArgument,
                  fmt::format("routes of engine {} are for {} switches (multicast order for {}), "
@@ -334,25 +341,97 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     }
     plan.lid_class_[l] = c;
   }
+  // The arc of switch x's entry for `lid` (kNoArc: it delivers or drops).
+  auto entry_arc = [&](std::uint32_t x, std::uint32_t lid) {
+    return g.arc_at_port(SwitchIndex{x}, routes.lfts[x].get(Lid{lid}));
+  };
+  // LIDs whose layer depends on the source (Routes::path_layers): by
+  // switch, the layers their traffic is on there (arrival_layers.hpp). A
+  // LID is in class (t, k) at the switches that carry layer k; it takes
+  // that class's group where k is all they carry, and a group of its
+  // entry alone where branches on several layers meet (a dead entry then
+  // strands the switch, whose neighbours turn away: no detour mixes the
+  // layers).
+  std::vector<std::uint32_t> split_lids;  // by row
+  std::vector<LayerSet> carried;          // row * n + switch
+  if (!routes.path_layers.empty()) {
+    std::vector<LayerSet> sets;
+    std::vector<std::uint32_t> scratch;
+    for (std::size_t l = 1; l < attach.size() && l < routes.path_layers.size(); ++l) {
+      if (routes.path_layers[l].empty() || plan.lid_class_[l] == kNoClass) continue;
+      const Lid lid{static_cast<std::uint32_t>(l)};
+      const std::uint32_t t = attach[l].sw.value;
+      for (std::uint32_t x = 0; x < n; ++x) {
+        if (routes.path_layer(x, lid) >= layers) {
+          return Error{Errc::kInvalidArgument,
+                       fmt::format("routes of engine {} send LID {:#x} from {} on layer {} of {}",
+                                   routes.engine, l, topo.switch_label(SwitchIndex{x}),
+                                   routes.path_layer(x, lid), layers)};
+        }
+      }
+      if (!arrival_layers(
+              g, t, [&](std::uint32_t x) { return entry_arc(x, lid.value); },
+              [&](std::uint32_t x) { return routes.path_layer(x, lid); }, sets, scratch)) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("routes of engine {} loop for LID {:#x}", routes.engine, l)};
+      }
+      plan.lid_class_[l] = kPerSwitch | static_cast<std::uint32_t>(split_lids.size());
+      split_lids.push_back(lid.value);
+      carried.insert(carried.end(), sets.begin(), sets.end());
+      // Its classes: (t, k) for every layer some switch carries.
+      LayerSet all = 0;
+      for (const LayerSet x : sets) all |= x;
+      for (std::uint32_t k = 0; k < layers; ++k) {
+        std::uint32_t& c = class_of[std::size_t{t} * slots + k];
+        if ((all & layer_bit(k)) == 0 || c != kNoClass) continue;
+        c = plan.classes_++;
+        plan.class_switch_.push_back(t);
+        plan.class_layer_.push_back(static_cast<std::uint8_t>(k));
+      }
+    }
+  }
   const std::uint32_t classes = plan.classes_;
+  // By class, its LIDs; a LID whose layer depends on the source is in
+  // every class of its switch on a layer some switch carries it on.
+  auto split_row = [&](std::uint32_t c) {
+    return c != kNoClass && (c & kPerSwitch) != 0 ? c & ~kPerSwitch : kNoClass;
+  };
   std::vector<std::uint32_t> lid_first(std::size_t{classes} + 1, 0), lid_list;
-  for (const std::uint32_t c : plan.lid_class_) {
-    if (c != kNoClass) ++lid_first[c + 1];
+  auto for_each_class = [&](std::size_t l, auto&& fn) {
+    const std::uint32_t c = plan.lid_class_[l];
+    if (c == kNoClass) return;
+    const std::uint32_t row = split_row(c);
+    if (row == kNoClass) return fn(c);
+    LayerSet all = 0;
+    for (std::uint32_t x = 0; x < n; ++x) all |= carried[std::size_t{row} * n + x];
+    for (std::uint32_t k = 0; k < layers; ++k) {
+      if ((all & layer_bit(k)) != 0) fn(class_of[std::size_t{attach[l].sw.value} * slots + k]);
+    }
+  };
+  for (std::size_t l = 0; l < attach.size(); ++l) {
+    for_each_class(l, [&](std::uint32_t c) { ++lid_first[c + 1]; });
   }
   for (std::uint32_t c = 0; c < classes; ++c) lid_first[c + 1] += lid_first[c];
   lid_list.resize(lid_first[classes]);
   {
     std::vector<std::uint32_t> fill(lid_first.begin(), lid_first.end() - 1);
     for (std::size_t l = 0; l < attach.size(); ++l) {
-      if (plan.lid_class_[l] != kNoClass) {
-        lid_list[fill[plan.lid_class_[l]]++] = static_cast<std::uint32_t>(l);
-      }
+      for_each_class(l,
+                     [&](std::uint32_t c) { lid_list[fill[c]++] = static_cast<std::uint32_t>(l); });
     }
   }
-  // The arc of switch x's entry for `lid` (kNoArc: it delivers or drops).
-  auto entry_arc = [&](std::uint32_t x, std::uint32_t lid) {
-    return g.arc_at_port(SwitchIndex{x}, routes.lfts[x].get(Lid{lid}));
+  // Whether switch x carries class c's traffic to `lid` (a LID of c).
+  auto carries = [&](std::uint32_t c, std::uint32_t lid, std::uint32_t x) {
+    const std::uint32_t row = split_row(plan.lid_class_[lid]);
+    return row == kNoClass ||
+           (carried[std::size_t{row} * n + x] & layer_bit(plan.class_layer_[c])) != 0;
   };
+  // By destination switch, the rows of its LIDs whose layer depends on
+  // the source.
+  std::vector<std::vector<std::uint32_t>> split_rows_of(split_lids.empty() ? 0 : n);
+  for (std::uint32_t row = 0; row < split_lids.size(); ++row) {
+    split_rows_of[attach[split_lids[row]].sw.value].push_back(row);
+  }
 
   // The VL class c's traffic takes on channel a: its layer's, or per hop
   // the SL2VL of the port a leaves by (kDropVl and beyond: none).
@@ -378,7 +457,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
       for (std::uint32_t i = lid_first[c]; i < lid_first[c + 1]; ++i) {
         const std::uint32_t lid = lid_list[i];
         for (std::uint32_t x = 0; x < n; ++x) {
-          if (x == t || g.component(SwitchIndex{x}) != part) continue;
+          if (x == t || g.component(SwitchIndex{x}) != part || !carries(c, lid, x)) continue;
           const std::uint32_t a = entry_arc(x, lid);
           if (a == kNoArc || g.arc(a).to.value == t) continue;
           const std::uint32_t o = entry_arc(g.arc(a).to.value, lid);
@@ -520,6 +599,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     for (std::uint32_t x = 0; x < n; ++x) {
       if (x == t || g.component(SwitchIndex{x}) != part) continue;
       for (std::uint32_t i = lid_first[c]; i < lid_first[c + 1]; ++i) {
+        if (!carries(c, lid_list[i], x)) continue;
         const std::uint32_t a = entry_arc(x, lid_list[i]);
         if (a != kNoArc) h[x].set(g.arc(a).local_port);
       }
@@ -572,13 +652,25 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
       });
       return ok ? count : kNoArc;
     };
+    // A channel s->w may join the group only if every LID that takes
+    // the group at s (on this class's layer alone there) finds its layer
+    // carried at w, where the LID's entry and group then hold it.
+    const LayerSet bit = layer_bit(plan.class_layer_[c]);
+    auto keeps_layer = [&](std::uint32_t s, std::uint32_t w) {
+      if (split_rows_of.empty()) return true;
+      for (const std::uint32_t row : split_rows_of[t]) {
+        const LayerSet* at = &carried[std::size_t{row} * n];
+        if (at[s] == bit && (at[w] & bit) == 0) return false;
+      }
+      return true;
+    };
     for (const std::uint32_t s : order) {
       if (s == t || h[s].none()) continue;
       cand.clear();
       for (std::uint32_t a = g.first_arc(SwitchIndex{s}); a < g.first_arc(SwitchIndex{s + 1});
            ++a) {
         const std::uint32_t w = g.arc(a).to.value;
-        if (w == t || !h[w].none()) cand.push_back(a);
+        if (w == t || (!h[w].none() && keeps_layer(s, w))) cand.push_back(a);
       }
       // Entries first, then (where the layer is searched, whole or
       // capped) those that add the fewest dependencies the layer does not
@@ -618,6 +710,30 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
       if (narrow) ++narrowed;
     }
   }
+  // Per switch, the group of each LID whose layer depends on the source:
+  // its class's where the switch carries one layer, its entry alone where
+  // several meet.
+  plan.split_gid_.assign(split_lids.size() * n, 0);
+  for (std::uint32_t row = 0; row < split_lids.size(); ++row) {
+    const std::uint32_t lid = split_lids[row];
+    const std::uint32_t t = attach[lid].sw.value;
+    for (std::uint32_t x = 0; x < n; ++x) {
+      const LayerSet at = carried[std::size_t{row} * n + x];
+      if (x == t || at == 0) continue;
+      std::uint8_t& id = plan.split_gid_[std::size_t{row} * n + x];
+      if (std::has_single_bit(at)) {
+        const std::uint32_t c = class_of[std::size_t{t} * slots + std::countr_zero(at)];
+        id = plan.gid_[std::size_t{x} * classes + c];
+      } else if (const std::uint32_t a = entry_arc(x, lid); a != kNoArc) {
+        PortMask entry;
+        entry.set(g.arc(a).local_port);
+        const auto [eid, narrow] = tables[x].id_of(entry);
+        id = eid;
+        if (narrow) ++narrowed;
+      }
+    }
+  }
+  plan.stats_.lids_per_switch = static_cast<std::uint32_t>(split_lids.size());
   std::vector<std::vector<PortMask>> per_switch(n);
   for (std::uint32_t s = 0; s < n; ++s) per_switch[s] = std::move(tables[s].masks());
   plan.finish(g, std::move(per_switch));
@@ -651,7 +767,8 @@ void FailoverPlan::finish(const SwitchGraph& g, std::vector<std::vector<PortMask
   stats_.layers = layers_;
   stats_.memory_bytes = gid_.size() + masks_.size() * sizeof(PortMask) +
                         notify_.size() * sizeof(PortMask) + home_.size() * 4 +
-                        group_first_.size() * 4 + lid_class_.size() * 4 + class_switch_.size() * 5;
+                        group_first_.size() * 4 + lid_class_.size() * 4 + class_switch_.size() * 5 +
+                        split_gid_.size();
 }
 
 }  // namespace subnetd::routing

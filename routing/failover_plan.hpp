@@ -64,6 +64,19 @@
 // tells its neighbours about t, and they drop the port for all of t's classes, a subset of each
 // group, which stays safe.
 //
+// Routes with layers per source (Routes::path_layers: the engine's branch
+// layers, whose SL depends on the source): such a LID's traffic is, at
+// each switch, on the layers of the sources whose routes pass there
+// (routing/arrival_layers.hpp; their dependencies are in those layers'
+// graphs from the start). It belongs to class (t, k) at the switches that
+// carry layer k, and takes that class's group where k is the only layer
+// they carry: a channel s->w joins a class's group only where w carries
+// the layer of every such LID that s sends by it. Where branches on
+// several layers meet (the neighbours of t, in the engine's trees) its
+// group is its entry alone: no detour mixes the layers, a dead entry
+// strands the switch and its neighbours turn away. lid_group(s, l) reads
+// the group switch by switch; lid_class(l) is kNoClass for them.
+//
 // Routes on per-hop VLs (Routes::hop_vls, dimension order with datelines):
 // a class is one switch's CA/router LIDs on one SL (lid_layer holds SLs),
 // and the layers' graphs are one over (channel, VL) nodes (cdg_frame with
@@ -97,6 +110,7 @@ struct FailoverPlanStats {
   std::uint32_t switches = 0;
   std::uint32_t destinations = 0;            // switches that deliver some LID
   std::uint32_t classes = 0;                 // destination classes (several VLs)
+  std::uint32_t lids_per_switch = 0;         // LIDs whose group depends on the switch
   std::uint8_t layers = 1;                   // VLs the classes are on
   std::uint64_t pairs_grouped = 0;           // (switch, class) pairs with a group
   std::uint64_t pairs_with_alternative = 0;  // ... whose group has two ports or more
@@ -131,9 +145,17 @@ class FailoverPlan {
   static constexpr std::uint32_t kNoClass = ~0U;
   std::uint32_t num_classes() const { return classes_; }
   std::uint8_t num_layers() const { return layers_; }
-  // The class of a LID's traffic (kNoClass: not under failover).
+  // The class of a LID's traffic (kNoClass: not under failover, or
+  // per_switch(l)).
   std::uint32_t lid_class(Lid l) const {
-    return l.value < lid_class_.size() ? lid_class_[l.value] : kNoClass;
+    const std::uint32_t c = l.value < lid_class_.size() ? lid_class_[l.value] : kNoClass;
+    return (c & kPerSwitch) != 0 ? kNoClass : c;
+  }
+  // Whether the LID's traffic takes layers per source (Routes::path_layers),
+  // its group then chosen switch by switch (lid_group).
+  bool per_switch(Lid l) const {
+    return l.value < lid_class_.size() && lid_class_[l.value] != kNoClass &&
+           (lid_class_[l.value] & kPerSwitch) != 0;
   }
   SwitchIndex class_switch(std::uint32_t c) const { return SwitchIndex{class_switch_[c]}; }
   std::uint8_t class_layer(std::uint32_t c) const { return class_layer_[c]; }
@@ -157,10 +179,17 @@ class FailoverPlan {
   SwitchIndex home(Lid l) const {
     return l.value < home_.size() ? SwitchIndex{home_[l.value]} : kNoSwitch;
   }
+  // The group switch s forwards a LID by when its entry dies (0: none).
   std::uint8_t lid_group(SwitchIndex s, Lid l) const {
     const SwitchIndex t = home(l);
-    const std::uint32_t c = lid_class(l);
-    return t.valid() && t != s && c != kNoClass ? class_group_id(s, c) : 0;
+    if (!t.valid() || t == s || l.value >= lid_class_.size()) return 0;
+    const std::uint32_t c = lid_class_[l.value];
+    if (c == kNoClass) return 0;
+    if ((c & kPerSwitch) != 0) return split_gid_[std::size_t{c & ~kPerSwitch} * n_ + s.value];
+    return class_group_id(s, c);
+  }
+  const PortMask& lid_group_ports(SwitchIndex s, Lid l) const {
+    return masks_[group_first_[s.value] + lid_group(s, l)];
   }
   const PortMask& notify(SwitchIndex s) const { return notify_[s.value]; }
   const FailoverPlanStats& stats() const { return stats_; }
@@ -179,6 +208,10 @@ class FailoverPlan {
   // notify ports (every switch link) and the statistics they give.
   void finish(const SwitchGraph& g, std::vector<std::vector<PortMask>> per_switch);
 
+  // lid_class_ of a LID whose group is per switch: this bit and its row
+  // of split_gid_.
+  static constexpr std::uint32_t kPerSwitch = 1U << 31;
+
   std::uint32_t n_ = 0;
   std::uint32_t classes_ = 0;
   std::uint8_t layers_ = 1;
@@ -189,7 +222,8 @@ class FailoverPlan {
   std::vector<std::uint32_t> group_first_;   // S + 1 offsets into masks_
   std::vector<PortMask> masks_;
   std::vector<PortMask> notify_;
-  std::vector<std::uint32_t> home_;  // by LID: delivering switch index
+  std::vector<std::uint32_t> home_;      // by LID: delivering switch index
+  std::vector<std::uint8_t> split_gid_;  // per-switch LIDs: row x S group ids
   FailoverPlanStats stats_;
 };
 

@@ -29,8 +29,28 @@ class Checker {
     // Data (CA/router) LIDs per destination class, and classes per switch.
     const auto attach = g.attachments();
     const std::uint32_t classes = plan.num_classes();
+    // LIDs under failover whose traffic takes layers per source (the
+    // routes say so, or the plan groups them switch by switch) are walked
+    // LID by LID, each source on its own layer; the others by class.
+    alone_first_.assign(std::size_t{n_} + 1, 0);
+    auto alone = [&](std::size_t l) {
+      const Lid lid{static_cast<std::uint32_t>(l)};
+      if (!attach[l].routable() || attach[l].port == 0) return false;
+      if (plan.lid_class(lid) == FailoverPlan::kNoClass && !plan.per_switch(lid)) return false;
+      return plan.per_switch(lid) ||
+             (l < routes.path_layers.size() && !routes.path_layers[l].empty());
+    };
+    for (std::size_t l = 1; l < attach.size(); ++l) {
+      if (alone(l)) ++alone_first_[attach[l].sw.value + 1];
+    }
+    for (std::uint32_t t = 0; t < n_; ++t) alone_first_[t + 1] += alone_first_[t];
+    alone_list_.resize(alone_first_[n_]);
+    std::vector<std::uint32_t> afill(alone_first_.begin(), alone_first_.end() - 1);
+    for (std::size_t l = 1; l < attach.size(); ++l) {
+      if (alone(l)) alone_list_[afill[attach[l].sw.value]++] = static_cast<std::uint32_t>(l);
+    }
     auto class_of = [&](std::size_t l) {
-      if (!attach[l].routable() || attach[l].port == 0) return FailoverPlan::kNoClass;
+      if (!attach[l].routable() || attach[l].port == 0 || alone(l)) return FailoverPlan::kNoClass;
       return plan.lid_class(Lid{static_cast<std::uint32_t>(l)});
     };
     lid_first_.assign(std::size_t{classes} + 1, 0);
@@ -86,10 +106,24 @@ class Checker {
     m |= plan_.class_group(SwitchIndex{s}, c);
     return m;
   }
-  // ... and every class of destination switch t's.
+  // Destination switch t's LIDs walked one by one (above).
+  std::span<const std::uint32_t> alone_of(std::uint32_t t) const {
+    return std::span<const std::uint32_t>(alone_list_)
+        .subspan(alone_first_[t], alone_first_[t + 1] - alone_first_[t]);
+  }
+  // Every port s may send LID l's traffic on: its entry (to a switch)
+  // and its group at s.
+  PortMask hset_lid(std::uint32_t s, std::uint32_t l) const {
+    PortMask m = plan_.lid_group_ports(SwitchIndex{s}, Lid{l});
+    const std::uint8_t p = entry(s, l);
+    if (g_.arc_at_port(SwitchIndex{s}, p) != kNoArc) m.set(p);
+    return m;
+  }
+  // ... and every class and LID of destination switch t's.
   PortMask hset_switch(std::uint32_t s, std::uint32_t t) const {
     PortMask m;
     for (const std::uint32_t c : classes_of(t)) m |= hset(s, c);
+    for (const std::uint32_t l : alone_of(t)) m |= hset_lid(s, l);
     return m;
   }
 
@@ -104,6 +138,8 @@ class Checker {
   std::vector<std::uint32_t> lid_list_;
   std::vector<std::uint32_t> class_first_;
   std::vector<std::uint32_t> class_list_;
+  std::vector<std::uint32_t> alone_first_;  // by destination switch
+  std::vector<std::uint32_t> alone_list_;
 };
 
 // Per-thread state of the single-failure walk for one destination.
@@ -238,11 +274,29 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
                  fmt::format("routes give per-hop VLs for {} of {} switches on {} VLs",
                              routes.hop_vls.size(), n, layers)};
   }
+  if (per_hop && !routes.path_layers.empty()) {
+    return Error{Errc::kUnsupported,
+                 "routes give per-hop VLs and layers per source; fast failover takes one or the "
+                 "other"};
+  }
   const std::uint32_t blocks = per_hop ? layers * layers : layers;
   std::atomic<std::uint32_t> dropped{kNoArc};  // a channel of H on a VL none takes
-  std::vector<std::uint32_t> dests;            // classes
+  std::vector<std::uint32_t> dests;            // classes, then LIDs walked alone
   for (std::uint32_t c = 0; c < plan.num_classes(); ++c) {
     if (check.has_data(c)) dests.push_back(c);
+  }
+  const std::size_t num_class_items = dests.size();
+  for (std::uint32_t t = 0; t < n; ++t) {
+    for (const std::uint32_t l : check.alone_of(t)) {
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (routes.path_layer(s, Lid{l}) >= layers) {
+          return Error{Errc::kInvalidArgument,
+                       fmt::format("routes send LID {:#x} from {} on layer {} of {}", l,
+                                   check.label(s), routes.path_layer(s, Lid{l}), layers)};
+        }
+      }
+      dests.push_back(l);
+    }
   }
   std::vector<std::vector<std::uint64_t>> deps(pool.size());
   std::atomic<std::uint64_t> pairs{0};
@@ -256,11 +310,14 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
     std::uint64_t my_pairs = 0;
     // The switches with CAs/routers, those they reach over h, and the
     // dependencies between h's channels there.
-    auto walk = [&](std::uint32_t t, std::uint32_t layer) {
+    // (Only the sources whose traffic is on `layer`, for a LID whose
+    // layer depends on the source: `alone`.)
+    auto walk = [&](std::uint32_t t, std::uint32_t layer, std::uint32_t alone = 0) {
       const std::uint32_t part = g.component(SwitchIndex{t});
       ++epoch;
       queue.clear();
       for (std::uint32_t s = 0; s < n; ++s) {
+        if (alone != 0 && routes.path_layer(s, Lid{alone}) != layer) continue;
         if (s != t && g.component(SwitchIndex{s}) == part && g.has_endpoints(SwitchIndex{s})) {
           active[s] = epoch;
           queue.push_back(s);
@@ -310,6 +367,24 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
       }
     };
     for (std::size_t i = b; i < e && !stop.stop_requested(); ++i) {
+      if (i >= num_class_items) {
+        // A LID walked alone: from each layer's sources, over its entries
+        // and its groups switch by switch.
+        const std::uint32_t l = dests[i];
+        const std::uint32_t t = attach[l].sw.value;
+        const std::uint32_t part = g.component(SwitchIndex{t});
+        std::uint32_t used = 0;  // layers some source sends it on
+        for (std::uint32_t s = 0; s < n; ++s) {
+          const bool in = s != t && g.component(SwitchIndex{s}) == part;
+          h[s] = in ? check.hset_lid(s, l) : PortMask{};
+          if (in && g.has_endpoints(SwitchIndex{s})) used |= 1U << routes.path_layer(s, Lid{l});
+        }
+        ++class_epoch;
+        for (std::uint32_t k = 0; k < layers; ++k) {
+          if ((used >> k & 1U) != 0) walk(t, k, l);
+        }
+        continue;
+      }
       const std::uint32_t c = dests[i];
       const std::uint32_t t = plan.class_switch(c).value;
       const std::uint32_t part = g.component(SwitchIndex{t});
@@ -410,9 +485,16 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
         const LidAttachment& at = attach[l];
         if (!at.routable() || at.port == 0 || at.sw.value == s) continue;
         const std::uint32_t c = plan.lid_class(Lid{l});
-        if (c >= lm.size()) continue;
         const std::uint8_t p = lft.get(Lid{l});
         if (g.arc_at_port(SwitchIndex{s}, p) == kNoArc) continue;
+        if (plan.per_switch(Lid{l})) {  // its own group here
+          const PortMask& grp = plan.lid_group_ports(SwitchIndex{s}, Lid{l});
+          PortMask only;
+          only.set(p);
+          if (grp.subset_of(only)) fragile[si].push_back((std::uint64_t{p} << 32) | at.sw.value);
+          continue;
+        }
+        if (c >= lm.size()) continue;
         if (lm[c].none()) touched.push_back(c);
         lm[c].set(p);
       }
@@ -503,6 +585,17 @@ Result<FailoverVerifyReport> verify_failover(const Topology& topo, const LidMap&
               silent = true;
               break;
             }
+          }
+          for (const std::uint32_t l : check.alone_of(t)) {  // each its own group here
+            const std::uint8_t p = check.entry(m, l);
+            if (p == 0 || p == kDropPort || usable(p)) continue;
+            const PortMask& grp = plan.lid_group_ports(SwitchIndex{m}, Lid{l});
+            PortMask left = grp.minus(sc.removed[m]);
+            if (m == sa) left.reset(pa);
+            if (m == sb) left.reset(pb);
+            if (!left.none()) continue;
+            if (!grp.none()) return kNotifies;
+            silent = true;
           }
           return silent ? kSilent : kAlive;
         };

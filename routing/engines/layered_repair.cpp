@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "routing/arrival_layers.hpp"
 #include "routing/engines/tree_grower.hpp"
 #include "routing/switch_graph.hpp"
 
@@ -51,10 +52,10 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                              "several VLs",
                              previous.engine)};
   }
-  if (!previous.path_layers.empty()) {
+  if (!previous.path_layers.empty() && previous.per_hop_vls()) {
     return Error{Errc::kUnsupported,
-                 "layered repair: the previous routes give layers per source (branch layers); "
-                 "the repair keeps one layer per LID yet"};
+                 "layered repair: the previous routes give per-hop VLs and layers per source; "
+                 "the repair takes one or the other"};
   }
   if (opts.max_vls < previous.num_vls) {
     return Error{Errc::kUnsupported,
@@ -103,6 +104,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   for (const std::uint32_t r : previous.vl0_rank) next_rank = std::max(next_rank, r + 1);
   if (!previous.vl0_rank.empty()) routes.vl0_rank.assign(n, 0);
   std::vector<const Lft*> old_tables(n, nullptr);
+  std::vector<std::uint32_t> old_index(n, kNoSwitch.value);  // by switch: previous switch_index
   if (per_hop) routes.hop_vls.resize(n);
   for (std::uint32_t s = 0; s < n; ++s) {
     const Guid guid = topo.node(topo.switch_node(SwitchIndex{s})).guid;
@@ -115,6 +117,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
                                topo.switch_label(SwitchIndex{s}))};
     }
     if (per_hop) routes.hop_vls[s] = previous.hop_vls[ps.value];
+    if (ps.valid()) old_index[s] = ps.value;
     if (ps.valid() && ps.value < previous.lfts.size()) {
       old_tables[s] = &previous.lfts[ps.value];
       if (!routes.vl0_rank.empty()) routes.vl0_rank[s] = previous.vl0_rank.at(ps.value);
@@ -276,6 +279,13 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // 866 broken LIDs then needed a whole new tree, 37 moved layer; none
   // now).
   std::vector<std::uint32_t> broken, broken_switch_lids;
+  routes.path_layers.resize(previous.path_layers.empty() ? 0 : std::size_t{max_lid} + 1);
+  // By LID, layers per source and broken: 0 none, 1 some switch's layer
+  // is not its tree's, 2 some source's (hosts' SLs): re-attached per
+  // source first (then 0), else on one layer.
+  std::vector<std::uint8_t> merged(previous.path_layers.empty() ? 0 : std::size_t{max_lid} + 1, 0);
+  std::vector<LayerSet> carried;
+  std::vector<std::uint32_t> scratch;
   for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
     if ((lid & 0xFFF) == 0 && stop.stop_requested()) {
       return Error{Errc::kCancelled, "layered repair: cancelled"};
@@ -293,6 +303,67 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     std::uint8_t layer = routes.lid_layer[lid];
     if (per_hop && layer != kNoLayer && sl_nodes[layer].empty()) {
       layer = routes.lid_layer[lid] = kNoLayer;  // an SL the tables drop: placed anew
+    }
+    // Layers per source (branch layers): an intact LID keeps each
+    // source's layer, its dependencies on every layer a switch carries
+    // (arrival_layers.hpp). A broken one takes its tree's layer alone
+    // (below): a source on another layer is moved (its SL changes).
+    const std::vector<std::uint8_t>* was_split =
+        lid < previous.path_layers.size() && !previous.path_layers[lid].empty()
+            ? &previous.path_layers[lid]
+            : nullptr;
+    if (was_split != nullptr && layer != kNoLayer) {
+      auto old_layer = [&](std::uint32_t s) -> std::uint8_t {
+        const std::uint32_t ps = old_index[s];
+        return ps < was_split->size() ? (*was_split)[ps] : layer;
+      };
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (old_layer(s) >= num_layers) {
+          return Error{
+              Errc::kInvalidArgument,
+              fmt::format("layered repair: the routes to LID {:#x} come from {} on "
+                          "layer {} of {}",
+                          lid, topo.switch_label(SwitchIndex{s}), old_layer(s), num_layers)};
+        }
+      }
+      if (!arrival_layers(
+              g, att.sw.value, [&](std::uint32_t s) { return next_arc(s, lid); }, old_layer,
+              carried, scratch)) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("layered repair: the routes to LID {:#x} loop", lid)};
+      }
+      // The part that stands keeps its dependencies where they are (a
+      // broken LID's too: until hosts resolve it again, they send on the
+      // layers they hold).
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (resolved[s] != epoch || s == att.sw.value) continue;
+        const std::uint32_t a = next_arc(s, lid);
+        if (g.arc(a).to.value == att.sw.value) continue;
+        for (std::uint32_t k = 0; k < num_layers; ++k) {
+          if ((carried[s] & layer_bit(k)) != 0) {
+            deps[k].insert(a, next_arc(g.arc(a).to.value, lid));
+          }
+        }
+      }
+      if (cut_off == 0) {
+        std::vector<std::uint8_t>& keep = routes.path_layers[lid];
+        keep.resize(n);
+        for (std::uint32_t s = 0; s < n; ++s) keep[s] = old_layer(s);
+        add_load(lid, att.sw.value);
+        ++st.lids_kept;
+        ++st.branch_lids_kept;
+        continue;
+      }
+      // Some switch's layer is not the tree's (1); some source's (2: its
+      // hosts' SL changes if the LID takes one layer).
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (g.component(SwitchIndex{s}) == g.component(att.sw) && old_layer(s) != layer) {
+          merged[lid] =
+              std::max<std::uint8_t>(merged[lid], g.has_endpoints(SwitchIndex{s}) ? 2 : 1);
+        }
+      }
+      broken.push_back(lid);
+      continue;
     }
     if (layer != kNoLayer) add_deps(lid, att.sw.value, layer);
     if (cut_off == 0 && layer != kNoLayer) {
@@ -353,7 +424,45 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     return true;
   };
-  auto attach = [&](std::uint32_t lid, std::uint32_t t, std::uint8_t k) {
+  // Layers per source: a switch cut off joins through channel `in` on
+  // layer k, its sources' own: the dependency into the next hop's channel
+  // and, down the path, those of every hop that did not carry layer k yet
+  // (carried), all or none; split_added (layer, dependency) keeps them.
+  std::vector<std::pair<std::uint8_t, Dep>> split_added;
+  auto undo_split = [&](std::size_t mark) {
+    while (split_added.size() > mark) {
+      const auto& [k, d] = split_added.back();
+      layers[k].undo(std::span<const Dep>(&d, 1));
+      split_added.pop_back();
+    }
+  };
+  auto join_split = [&](std::uint32_t lid, std::uint32_t t, std::uint32_t in, std::uint8_t k) {
+    const std::size_t mark = split_added.size();
+    const LayerSet bit = layer_bit(k);
+    std::uint32_t prev = in;
+    for (std::uint32_t y = g.arc(in).to.value; y != t;) {
+      const std::uint32_t out = next_arc(y, lid);
+      const OrderedDag::Add r = layers[k].add(prev, out);
+      if (r == OrderedDag::Add::kCycle) {
+        undo_split(mark);
+        return false;
+      }
+      if (r == OrderedDag::Add::kNew) split_added.emplace_back(k, Dep{prev, out});
+      if ((carried[y] & bit) != 0) break;  // its route on k is there already
+      prev = out;
+      y = g.arc(out).to.value;
+    }
+    for (std::uint32_t y = g.arc(in).to.value; y != t && (carried[y] & bit) == 0;
+         y = g.arc(next_arc(y, lid)).to.value) {
+      carried[y] |= bit;
+    }
+    carried[g.arc_source(in).value] = bit;
+    return true;
+  };
+  // With `own` (by switch, its sources' layer: layers per source), each
+  // switch joins on its own layer (join_split); else on layer k.
+  auto attach = [&](std::uint32_t lid, std::uint32_t t, std::uint8_t k,
+                    const std::vector<std::uint8_t>* own = nullptr) {
     OrderedDag& dag = layers[dag_at(k)];
     RefusedDeps& cache = refused[dag_at(k)];
     heap = {};
@@ -382,7 +491,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       const std::uint32_t b = g.arc_source(in).value;
       const std::uint32_t x = g.arc(in).to.value;
       if (resolved[b] == epoch) continue;
-      if (x != t) {
+      if (own != nullptr) {
+        if (!join_split(lid, t, in, (*own)[b])) continue;
+      } else if (x != t) {
         const std::uint32_t u = node(k, in), v = node(k, next_arc(x, lid));
         const OrderedDag::Add r = cache.contains(u, v) ? OrderedDag::Add::kCycle : dag.add(u, v);
         if (r == OrderedDag::Add::kCycle) {
@@ -437,6 +548,37 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     // tree (as the engine grows one; the old tree's dependencies stay).
     std::uint8_t layer = kNoLayer;
     bool placed = false;
+    // Layers per source: each switch cut off re-attaches on its sources'
+    // layer, so no SL the hosts hold changes; failing that, the LID takes
+    // one layer (below: its sources on other layers move).
+    if (!merged.empty() && merged[lid] != 0) {
+      const std::vector<std::uint8_t>& was = previous.path_layers[lid];
+      std::vector<std::uint8_t> own(n, had);
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (old_index[s] < was.size()) own[s] = was[old_index[s]];
+      }
+      const std::uint32_t cut_off = classify(lid, att);
+      for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, lid);
+      // The layers the standing part carries (the switches cut off none
+      // yet).
+      arrival_layers(
+          g, t, [&](std::uint32_t s) { return resolved[s] == epoch ? next_arc(s, lid) : kNoArc; },
+          [&](std::uint32_t s) { return own[s]; }, carried, scratch);
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (resolved[s] != epoch) carried[s] = 0;
+      }
+      split_added.clear();
+      if (attach(lid, t, had, &own)) {
+        st.entries_rewritten += cut_off;
+        layer = had;
+        merged[lid] = 0;
+        routes.path_layers[lid] = std::move(own);
+        ++st.branch_lids_reattached;
+      } else {
+        undo_split(0);
+        for (std::uint32_t s = 0; s < n; ++s) cols.set(s, lid, old_ports[s]);
+      }
+    }
     auto place = [&](std::span<const std::uint32_t> tree, std::uint8_t k) {
       place_lid(g, grower, tree, lid, sources, load, pick, subtree, cols);
       st.entries_rewritten += tree.size();
@@ -446,11 +588,14 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     };
     const std::uint32_t want = part_size[g.component(SwitchIndex{t})];
     for (const std::uint8_t k : candidates) {
+      if (layer != kNoLayer) break;  // re-attached on its sources' layers
       const std::uint32_t cut_off = classify(lid, att);
       for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, lid);
       added.clear();
-      // (In its own layer the standing part is reserved already.)
-      if ((k == had || add_intact(lid, t, k)) && attach(lid, t, k)) {
+      // (In its own layer the standing part is reserved already, unless
+      // its sources were on several.)
+      const bool reserved = k == had && (merged.empty() || merged[lid] == 0);
+      if ((reserved || add_intact(lid, t, k)) && attach(lid, t, k)) {
         st.entries_rewritten += cut_off;
         layer = k;
         break;
@@ -527,6 +672,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       std::uint64_t worst_from = 0;
       for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
         if (settled[lid] != 0 || cols.get(x, lid) != port) continue;
+        // (A LID kept on layers per source keeps its tree: a new one would
+        // be on one layer, moving some sources' SLs.)
+        if (lid < routes.path_layers.size() && !routes.path_layers[lid].empty()) continue;
         const LidAttachment att = g.attachment(Lid{lid});
         if (!att.routable() || att.port == 0) continue;
         const std::uint64_t from = lid_loads.on(cols, hot, lid);
@@ -595,9 +743,14 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
     const LidAttachment att = g.attachment(Lid{lid});
     if (att.routable() && att.port != 0 && had_layer[lid] != kNoLayer &&
-        routes.lid_layer[lid] != had_layer[lid]) {
+        (routes.lid_layer[lid] != had_layer[lid] || (lid < merged.size() && merged[lid] == 2))) {
       ++st.lids_moved;
     }
+    if (lid < merged.size() && merged[lid] != 0) ++st.branch_lids_merged;
+  }
+  if (std::all_of(routes.path_layers.begin(), routes.path_layers.end(),
+                  [](const std::vector<std::uint8_t>& v) { return v.empty(); })) {
+    routes.path_layers.clear();
   }
   routes.load = entry_load(g, cols);
   routes.lfts = cols.lfts(routes.max_lid);
@@ -605,9 +758,15 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       "layered repair: {} destination LIDs kept as they were, {} re-attached ({} of them on a new "
       "tree; {} entries rewritten), {} new given a layer; {} moved to another layer (SL: hosts "
       "must resolve their PathRecords to them again), every other LID kept its layer; {} switch "
-      "LID(s) re-routed{}",
+      "LID(s) re-routed{}{}",
       st.lids_kept, st.lids_regrown, st.trees_regrown, st.entries_rewritten, st.lids_placed,
       st.lids_moved, st.switch_lids_rerouted,
+      st.branch_lids_kept + st.branch_lids_reattached + st.branch_lids_merged != 0
+          ? fmt::format("; of the LIDs whose layer depended on the source, {} kept each source's "
+                        "layer, {} broken ones re-attached on them, {} took their tree's "
+                        "layer alone (counted as moved)",
+                        st.branch_lids_kept, st.branch_lids_reattached, st.branch_lids_merged)
+          : std::string(),
       balance != RepairBalance::kBrokenOnly
           ? fmt::format("; {} hot-spot moves (LIDs given a new tree off the busiest channel)",
                         st.hot_spot_moves)

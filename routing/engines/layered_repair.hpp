@@ -32,6 +32,14 @@
 // their PathRecords again (the SA answers the new SL at once). LIDs that
 // had no layer (a port that was not there) are placed the same way.
 // Switch LIDs (management traffic) whose routes broke take shortest paths.
+// Layers per source (Routes::path_layers, the engine's branch layers): a
+// LID keeps every source's layer, its routes' dependencies in every layer
+// a switch carries (routing/arrival_layers.hpp; a broken one's standing
+// part too), and no hot-spot step touches it. The switches cut off from a
+// broken one re-attach each on its sources' layer, the dependencies down
+// the path taken in every layer new to a hop; failing that, it is mended
+// on its tree's layer (Routes::lid_layer) alone, like any LID, and counted
+// in lids_moved (some sources' SL changes).
 // Then, as asked (RepairBalance, below), the hot spots are spread.
 //
 // Per-hop VLs (Routes::hop_vls: dimension order on dateline VLs, whose
@@ -74,6 +82,13 @@ struct LayeredRepairStats {
                                         // re-attached ones that fit theirs no longer, and
                                         // hot-spot moves; each LID once
   std::uint64_t switch_lids_rerouted = 0;
+  // Layers per source (Routes::path_layers): intact, kept so (of lids_kept);
+  // broken and re-attached, each source on its layer (of lids_regrown);
+  // broken and on their tree's layer alone now (of lids_regrown and
+  // lids_moved).
+  std::uint64_t branch_lids_kept = 0;
+  std::uint64_t branch_lids_reattached = 0;
+  std::uint64_t branch_lids_merged = 0;
   std::uint64_t hot_spot_moves = 0;  // LIDs given a new tree off the busiest channel
 };
 

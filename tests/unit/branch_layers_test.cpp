@@ -3,17 +3,20 @@
 // (check_path_layers, routing_test_support.hpp) does; the layered
 // engine's branch layers (EngineOptions::branch_layers) keep every layer
 // acyclic, each branch of a tree on one layer, and the busiest link less
-// busy than without them; fast failover and the repair refuse them.
+// busy than without them; fast failover groups and the layered repair
+// keep each source on its layer.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <set>
 #include <string>
 
 #include "routing/engines/layered.hpp"
 #include "routing/engines/layered_repair.hpp"
 #include "routing/failover_plan.hpp"
+#include "routing/failover_verify.hpp"
 #include "routing/layers.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
@@ -23,6 +26,7 @@ namespace subnetd::routing {
 namespace {
 
 using testing::check_path_layers;
+using testing::cut_links;
 using testing::Fabric;
 using testing::make_fabric;
 using testing::path_loads;
@@ -121,28 +125,169 @@ TEST(CheckPathLayers, ALoopInTheTablesIsNamed) {
 // Fast failover and the SM-side repair keep one layer per LID: they refuse
 // routes with layers per source, saying so (the daemon never asks the
 // engine for them).
-TEST(CheckPathLayers, FailoverAndRepairRefuseLayersPerSource) {
+// Fast failover on branch layers: a LID whose layer depends on the source
+// takes its class's group where a switch carries one layer and its entry
+// alone where branches on several layers meet (the neighbours of its
+// switch). The failover verifier and the tests' own oracle (every source
+// on its layer, over entries and groups as the switches hold them) find
+// every layer acyclic, and some such LID has an alternative somewhere.
+TEST(BranchLayersFailover, GroupsKeepEachSourcesLayer) {
+  for (const char* spec :
+       {"random:switches=40,degree=4,hosts=1,seed=1", "random:switches=100,degree=8,hosts=1,seed=1",
+        "random:switches=100,degree=8,hosts=1,seed=2"}) {
+    SCOPED_TRACE(spec);
+    const Fabric f = make_fabric(spec);
+    auto r = route_branches(f, true);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_FALSE(r->path_layers.empty());
+    WorkerPool pool(2);
+    auto plan = FailoverPlan::build(f.topo, f.lids, *r, pool);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    auto report = verify_failover(f.topo, f.lids, *r, *plan, {}, pool);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    auto oracle = testing::check_failover_layers(f.topo, f.lids, *r, *plan);
+    ASSERT_TRUE(oracle.ok()) << oracle.error().message;
+
+    SwitchGraph g;
+    auto built = SwitchGraph::build(f.topo, f.lids);
+    ASSERT_TRUE(built.ok());
+    g = std::move(built).value();
+    std::size_t split = 0, with_alternative = 0, meeting = 0;
+    for (std::uint32_t l = 1; l < r->path_layers.size(); ++l) {
+      if (r->path_layers[l].empty()) continue;
+      ++split;
+      const Lid lid{l};
+      EXPECT_TRUE(plan->per_switch(lid)) << "LID " << l;
+      EXPECT_EQ(plan->lid_class(lid), FailoverPlan::kNoClass);
+      const std::uint32_t t = g.attachment(lid).sw.value;
+      // The layers each switch carries: its own and those arriving.
+      std::vector<std::set<std::uint8_t>> carried(g.num_switches());
+      for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+        for (std::uint32_t x = s; x != t;) {
+          carried[x].insert(r->path_layer(s, lid));
+          x = g.arc(g.arc_at_port(SwitchIndex{x}, r->lfts[x].get(lid))).to.value;
+        }
+      }
+      for (std::uint32_t x = 0; x < g.num_switches(); ++x) {
+        if (x == t) continue;
+        const PortMask& grp = plan->lid_group_ports(SwitchIndex{x}, lid);
+        if (carried[x].size() > 1) {
+          ++meeting;
+          PortMask entry;
+          entry.set(r->lfts[x].get(lid));
+          EXPECT_TRUE(grp.subset_of(entry)) << "LID " << l << " at switch " << x;
+        } else if (grp.count() >= 2) {
+          ++with_alternative;
+          // Every port of it leads to the LID's switch or to a switch
+          // carrying the same layer.
+          grp.for_each([&](PortNum p) {
+            const std::uint32_t w = g.peer_at_port(SwitchIndex{x}, p).value;
+            EXPECT_TRUE(w == t || carried[w].count(*carried[x].begin()) != 0)
+                << "LID " << l << " at switch " << x << " port " << int{p};
+          });
+        }
+      }
+    }
+    EXPECT_EQ(plan->stats().lids_per_switch, split);
+    EXPECT_GT(meeting, 0u);
+    EXPECT_GT(with_alternative, 0u);
+  }
+}
+
+// The verifier and the oracle agree on groups widened at random (one port
+// more): both find a credit loop, or neither does; some widened plans
+// close one. Per-switch groups are walked from each source on its own
+// layer.
+TEST(BranchLayersFailover, TheVerifierAgreesWithTheOracleOnWidenedGroups) {
   const Fabric f = make_fabric("random:switches=40,degree=4,hosts=1,seed=1");
   auto r = route_branches(f, true);
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_FALSE(r->path_layers.empty());
   WorkerPool pool(2);
-  auto plan = FailoverPlan::build(f.topo, f.lids, *r, pool);
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.error().code, Errc::kUnsupported);
-  EXPECT_NE(plan.error().message.find("per source"), std::string::npos) << plan.error().message;
+  SwitchGraph g;
+  auto built = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(built.ok());
+  g = std::move(built).value();
+  std::mt19937_64 rng(7);
+  FailoverVerifyOptions vopts;
+  vopts.check_failures = false;
+  int cyclic = 0, acyclic = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    auto plan = FailoverPlan::build(f.topo, f.lids, *r, pool);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    // Widen one group by one more switch port of its switch.
+    const auto s = static_cast<std::uint32_t>(rng() % g.num_switches());
+    const auto groups = plan->groups(SwitchIndex{s});
+    const auto arcs = g.arcs(SwitchIndex{s});
+    if (groups.size() < 2 || arcs.empty()) continue;
+    const auto id = static_cast<std::uint8_t>(1 + rng() % (groups.size() - 1));
+    plan->mutable_group_for_test(SwitchIndex{s}, id).set(arcs[rng() % arcs.size()].local_port);
+    const bool oracle = testing::check_failover_layers(f.topo, f.lids, *r, *plan).ok();
+    auto v = verify_failover(f.topo, f.lids, *r, *plan, vopts, pool);
+    ASSERT_TRUE(v.ok() || v.error().code == Errc::kCdgCycle) << v.error().message;
+    EXPECT_EQ(v.ok(), oracle) << "trial " << trial << ": "
+                              << (v.ok() ? std::string("verified") : v.error().message);
+    ++(oracle ? acyclic : cyclic);
+  }
+  EXPECT_GT(cyclic, 0);
+  EXPECT_GT(acyclic, 0);
+}
+
+// The layered repair keeps the layers of every source of an intact LID
+// (on the fabric as it was: nothing changes), and after links fail
+// re-attaches the switches cut off from the broken ones each on its
+// sources' layer; the routes stay complete and acyclic per layer, and
+// fast failover plans them.
+TEST(BranchLayersRepair, KeepsEachSourcesLayerAndMendsBrokenOnesOnOne) {
+  Fabric f = make_fabric("random:switches=100,degree=8,hosts=1,seed=1");
+  const Topology before = f.topo;
+  auto prev = route_branches(f, true);
+  ASSERT_TRUE(prev.ok()) << prev.error().message;
+  ASSERT_FALSE(prev->path_layers.empty());
+  std::size_t split = 0;
+  for (const auto& v : prev->path_layers) split += v.empty() ? 0 : 1;
   EngineOptions opts;
   opts.max_vls = 4;
-  auto repaired = repair_layered(f.topo, f.lids, f.topo, *r, opts, {});
-  ASSERT_FALSE(repaired.ok());
-  EXPECT_EQ(repaired.error().code, Errc::kUnsupported);
-  EXPECT_NE(repaired.error().message.find("per source"), std::string::npos)
-      << repaired.error().message;
-  // Without them both take the same fabric's routes.
-  auto plain = route_branches(f, false);
-  ASSERT_TRUE(plain.ok());
-  EXPECT_TRUE(FailoverPlan::build(f.topo, f.lids, *plain, pool).ok());
-  EXPECT_TRUE(repair_layered(f.topo, f.lids, f.topo, *plain, opts, {}).ok());
+  LayeredRepairStats same_st;
+  auto same = repair_layered(before, f.lids, before, *prev, opts, {}, &same_st,
+                             RepairBalance::kHotSpotsInLayer);
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ(same_st.branch_lids_kept, split);
+  EXPECT_EQ(same_st.lids_moved, 0u);
+  EXPECT_EQ(same->path_layers, prev->path_layers);
+  for (std::uint32_t s = 0; s < before.num_switches(); ++s) {
+    ASSERT_EQ(same->lfts[s], prev->lfts[s]) << "switch " << s;
+  }
+
+  cut_links(f.topo, 6, 3);
+  LayeredRepairStats st;
+  auto fixed =
+      repair_layered(f.topo, f.lids, before, *prev, opts, {}, &st, RepairBalance::kHotSpotsInLayer);
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message;
+  EXPECT_GT(st.branch_lids_kept, 0u);
+  EXPECT_GT(st.branch_lids_reattached, 0u);  // broken, each source kept on its layer
+  EXPECT_LE(st.lids_moved, st.branch_lids_merged);
+  EXPECT_LE(st.branch_lids_kept + st.branch_lids_reattached + st.branch_lids_merged, split);
+  std::size_t kept = 0;
+  for (std::uint32_t l = 1; l < prev->path_layers.size(); ++l) {
+    if (prev->path_layers[l].empty()) continue;
+    if (l < fixed->path_layers.size() && !fixed->path_layers[l].empty()) {
+      ++kept;
+      EXPECT_EQ(fixed->path_layers[l], prev->path_layers[l]) << "LID " << l;
+    }
+  }
+  EXPECT_EQ(kept, st.branch_lids_kept + st.branch_lids_reattached);
+  const auto t = trace_all(f.topo, f.lids, *fixed);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  auto c = check_path_layers(f.topo, f.lids, *fixed);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto v = verify_routes(f, *fixed);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  WorkerPool pool(2);
+  auto plan = FailoverPlan::build(f.topo, f.lids, *fixed, pool);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto report = verify_failover(f.topo, f.lids, *fixed, *plan, {}, pool);
+  ASSERT_TRUE(report.ok()) << report.error().message;
 }
 
 // Random graphs with one CA per switch, where single trees funnel into

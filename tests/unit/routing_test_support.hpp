@@ -19,6 +19,8 @@
 
 #include "discovery/topo/generators.hpp"
 #include "routing/engine.hpp"
+#include "routing/engines/tree_grower.hpp"
+#include "routing/failover_plan.hpp"
 #include "routing/ids.hpp"
 #include "routing/lft.hpp"
 #include "routing/lid_assigner.hpp"
@@ -70,14 +72,23 @@ inline Fabric make_fabric(std::string_view spec) {
 
 // An engine name, or "NAME@V": that engine given V data VLs
 // (EngineOptions::max_vls; "layered@1" is balanced up*/down*).
+// `engine` is a make_engine name, then optionally "@" and the VLs it may
+// use, then optionally "/one-layer-per-lid" (EngineOptions::branch_layers
+// off).
 inline Result<Routes> route_engine(const Topology& topo, const LidMap& lids,
                                    std::string_view engine, WorkerPool& pool) {
   EngineOptions opts;
-  if (const auto at = engine.find('@'); at != std::string_view::npos) {
-    opts.max_vls = static_cast<std::uint8_t>(std::stoi(std::string(engine.substr(at + 1))));
-    engine = engine.substr(0, at);
+  constexpr std::string_view kOneLayer = "/one-layer-per-lid";
+  std::string name(engine);
+  if (const auto at = name.find(kOneLayer); at != std::string::npos) {
+    opts.branch_layers = false;
+    name.erase(at, kOneLayer.size());
   }
-  auto e = make_engine(engine);
+  if (const auto at = name.find('@'); at != std::string::npos) {
+    opts.max_vls = static_cast<std::uint8_t>(std::stoi(name.substr(at + 1)));
+    name.resize(at);
+  }
+  auto e = make_engine(name);
   if (!e.ok()) return e.error();
   return (*e)->compute(topo, lids, opts, pool, {});
 }
@@ -278,6 +289,48 @@ inline std::vector<std::uint64_t> path_loads(const Fabric& f, const Routes& r) {
   return load;
 }
 
+// Sorts and dedups each layer's (channel, channel) dependencies and looks
+// for a cycle in each by Kahn's algorithm: the distinct dependencies, or
+// kCdgCycle naming `what` and the layer.
+inline Result<std::uint64_t> acyclic_layers(
+    std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& deps, std::uint32_t arcs,
+    const char* what) {
+  std::uint64_t total = 0;
+  std::vector<std::uint32_t> indeg, first, ready;
+  for (std::uint32_t k = 0; k < deps.size(); ++k) {
+    auto& d = deps[k];
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    total += d.size();
+    indeg.assign(arcs, 0);
+    first.assign(std::size_t{arcs} + 1, 0);
+    for (const auto& [from, to] : d) {
+      ++indeg[to];
+      ++first[from + 1];
+    }
+    for (std::uint32_t a = 0; a < arcs; ++a) first[a + 1] += first[a];
+    ready.clear();
+    for (std::uint32_t a = 0; a < arcs; ++a) {
+      if (indeg[a] == 0) ready.push_back(a);
+    }
+    std::uint32_t placed = 0;
+    while (!ready.empty()) {
+      const std::uint32_t a = ready.back();
+      ready.pop_back();
+      ++placed;
+      for (std::uint32_t i = first[a]; i < first[a + 1]; ++i) {
+        if (--indeg[d[i].second] == 0) ready.push_back(d[i].second);
+      }
+    }
+    if (placed != arcs) {
+      return Error{Errc::kCdgCycle,
+                   fmt::format("{}: layer {}: {} of {} channels on or behind a dependency cycle",
+                               what, k, arcs - placed, arcs)};
+    }
+  }
+  return total;
+}
+
 // An oracle for routes whose SL depends on the source (Routes::
 // path_layers), apart from the verifier's tiles: walks the route from
 // every switch with CAs/routers to every CA/router LID, putting each
@@ -301,7 +354,6 @@ inline Result<std::uint64_t> check_path_layers(const Topology& topo, const LidMa
   }
   auto name = [&](std::uint32_t s) { return topo.label(topo.switch_node(SwitchIndex{s})); };
   const std::uint32_t layers = std::max<std::uint32_t>(1, routes.num_vls);
-  const std::uint32_t arcs = g.num_arcs();
   std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> deps(layers);
   for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
     const LidAttachment att = g.attachment(Lid{l});
@@ -332,41 +384,72 @@ inline Result<std::uint64_t> check_path_layers(const Topology& topo, const LidMa
       }
     }
   }
-  std::uint64_t total = 0;
-  std::vector<std::uint32_t> indeg, first, ready;
-  for (std::uint32_t k = 0; k < layers; ++k) {
-    auto& d = deps[k];
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
-    total += d.size();
-    indeg.assign(arcs, 0);
-    first.assign(std::size_t{arcs} + 1, 0);
-    for (const auto& [from, to] : d) {
-      ++indeg[to];
-      ++first[from + 1];
-    }
-    for (std::uint32_t a = 0; a < arcs; ++a) first[a + 1] += first[a];
-    ready.clear();
-    for (std::uint32_t a = 0; a < arcs; ++a) {
-      if (indeg[a] == 0) ready.push_back(a);
-    }
-    std::uint32_t placed = 0;
-    while (!ready.empty()) {
-      const std::uint32_t a = ready.back();
-      ready.pop_back();
-      ++placed;
-      for (std::uint32_t i = first[a]; i < first[a + 1]; ++i) {
-        if (--indeg[d[i].second] == 0) ready.push_back(d[i].second);
+  return acyclic_layers(deps, g.num_arcs(), "path layers");
+}
+
+// An oracle for fast failover on routes with several layers, apart from
+// the failover verifier: traffic from every switch with CAs/routers to
+// every CA/router LID, on its source's layer (Routes::path_layer), may
+// leave each switch it reaches by the LID's entry or by any port of the
+// LID's group there (FailoverPlan::lid_group_ports: what the switches
+// hold). The dependencies between those channels, with multicast's
+// up*/down* ones on layer 0, must be acyclic per layer (acyclic_layers).
+inline Result<std::uint64_t> check_failover_layers(const Topology& topo, const LidMap& lids,
+                                                   const Routes& routes, const FailoverPlan& plan) {
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t layers = std::max<std::uint32_t>(1, routes.num_vls);
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> deps(layers);
+  auto ports = [&](std::uint32_t x, Lid l) {
+    PortMask m = plan.lid_group_ports(SwitchIndex{x}, l);
+    m.set(routes.lfts[x].get(l));
+    return m;
+  };
+  std::vector<std::uint32_t> seen(g.num_arcs(), 0), queue;
+  std::uint32_t epoch = 0;
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (!att.routable() || att.port == 0) continue;
+    for (std::uint32_t k = 0; k < layers; ++k) {
+      ++epoch;
+      queue.clear();
+      for (std::uint32_t s = 0; s < n; ++s) {  // the sources on layer k
+        if (s == att.sw.value || !g.has_endpoints(SwitchIndex{s}) ||
+            g.component(SwitchIndex{s}) != g.component(att.sw) ||
+            routes.path_layer(s, Lid{l}) != k) {
+          continue;
+        }
+        ports(s, Lid{l}).for_each([&](PortNum p) {
+          const std::uint32_t a = g.arc_at_port(SwitchIndex{s}, p);
+          if (a != kNoArc && seen[a] != epoch) {
+            seen[a] = epoch;
+            queue.push_back(a);
+          }
+        });
+      }
+      for (std::size_t i = 0; i < queue.size(); ++i) {
+        const std::uint32_t a = queue[i];
+        const std::uint32_t y = g.arc(a).to.value;
+        if (y == att.sw.value) continue;  // delivered
+        ports(y, Lid{l}).for_each([&](PortNum p) {
+          const std::uint32_t b = g.arc_at_port(SwitchIndex{y}, p);
+          if (b == kNoArc) return;
+          deps[k].emplace_back(a, b);
+          if (seen[b] != epoch) {
+            seen[b] = epoch;
+            queue.push_back(b);
+          }
+        });
       }
     }
-    if (placed != arcs) {
-      return Error{
-          Errc::kCdgCycle,
-          fmt::format("path layers: layer {}: {} of {} channels on or behind a dependency cycle", k,
-                      arcs - placed, arcs)};
-    }
   }
-  return total;
+  if (routes.vl0_rank.size() == n) {
+    for_each_updown_dep(
+        g, routes.vl0_rank, reverse_arcs(g),
+        [&](std::uint32_t in, std::uint32_t out) { deps[0].emplace_back(in, out); });
+  }
+  return acyclic_layers(deps, g.num_arcs(), "failover layers");
 }
 
 }  // namespace subnetd::routing::testing
