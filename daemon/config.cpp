@@ -152,6 +152,7 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("routing.engine", routing.engine, kApplies),
     SUBNETD_KEY("routing.fallback", routing.fallback, kApplies),
     SUBNETD_KEY("routing.max_vls", routing.max_vls, kApplies),
+    SUBNETD_KEY("routing.branch_layers", routing.branch_layers, kApplies),
     SUBNETD_KEY("routing.root_guids", routing.root_guids, kApplies),
     SUBNETD_KEY("routing.threads", routing.threads, always<&kPoolAtStart>),
     SUBNETD_KEY("routing.fast_failover", routing.fast_failover, kApplies),
@@ -208,6 +209,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       !(running.routing.engine == next.routing.engine) ||
       !(running.routing.fallback == next.routing.fallback) ||
       running.routing.max_vls != next.routing.max_vls ||
+      running.routing.branch_layers != next.routing.branch_layers ||
       running.routing.root_guids != next.routing.root_guids ||
       running.routing.fast_failover != next.routing.fast_failover ||
       running.routing.failover_require_coverage != next.routing.failover_require_coverage;
@@ -387,6 +389,10 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        [&](const YAML::Node& n, const std::string& path) {
          if (auto v = p.integer(n, path, 0, 15))
            cfg.routing.max_vls = static_cast<std::uint8_t>(*v);
+       }},
+      {"branch_layers",
+       [&](const YAML::Node& n, const std::string& path) {
+         if (auto v = p.boolean(n, path)) cfg.routing.branch_layers = *v;
        }},
       {"root_guids",
        [&](const YAML::Node& n, const std::string& path) {

@@ -79,6 +79,10 @@ struct RoutingConfig {
   // switch-to-switch port offers (the least PortInfo:VLCap read), and
   // never more than that.
   std::uint8_t max_vls = 0;
+  // layered: a hot-spot tree no single layer takes off the busiest link
+  // may put each of its branches on a layer of its own (the SL then
+  // depends on the source too; routing::EngineOptions::branch_layers).
+  bool branch_layers = true;
   // Roots for updn/ftree. Empty = the engine picks (e.g. top-level switches).
   std::vector<Guid> root_guids;
   // Routing worker threads; 0 = one per hardware thread.

@@ -52,11 +52,10 @@ struct EngineOptions {
   // channel may give each of its branches (the switches behind one
   // neighbour's neighbour of its switch) a layer of its own; the SL then
   // depends on the source as well as the destination (Routes::
-  // path_layers; the verifier, the SA and the path-SL dump read it). Off
-  // by default, and the daemon never sets it: fast failover and the
-  // repair plan one layer per LID yet and refuse such routes
-  // (routing/README.md). layers_bench turns it on (branches=1).
-  bool branch_layers = false;
+  // path_layers; the verifier, the SA, the path-SL dump, fast failover
+  // and the layered repair read it). On by default (the daemon's
+  // routing.branch_layers); layers_bench compares (branches=0|1).
+  bool branch_layers = true;
 };
 
 class RoutingEngine {

@@ -4,12 +4,14 @@
 //
 //   failover_bench [SPEC] [engine=ftree|updn|auto|layered] [lid_bits=24]
 //                  [links=1000] [switches=100] [seed=1] [threads=2] [stage2=1]
-//                  [vls=8]
+//                  [vls=8] [branches=1]
 //
 // SPEC defaults to fat-tree:levels=3,k=80 (8,000 switches, 128,000 CAs).
 // vls: the data VLs the engine may use (EngineOptions::max_vls, 1-15): a
 // torus routed by `layered` takes dateline VLs when its dimension-order
 // layers need more (a 6x6x6 torus on vls=3, where 8 fit its layers).
+// branches: EngineOptions::branch_layers (layered: a layer per branch of
+// a hot-spot tree, the SL per source; 0 = one layer per LID).
 //  1. The fabric is generated, given LIDs, routed by `engine` and programmed
 //     into the simulator (with its latency model) by SMP, ports ACTIVE.
 //  2. The SM's failover plan (routing/failover_plan.hpp) is computed and
@@ -68,6 +70,7 @@ struct Args {
   unsigned threads = 2;
   bool stage2 = true;
   int vls = 8;
+  bool branches = true;
 };
 
 struct Sample {
@@ -151,6 +154,8 @@ int main(int argc, char** argv) {
       ok = parse_value(arg.value, a.threads) && a.threads > 0;
     } else if (arg.key == "vls") {
       ok = parse_value(arg.value, a.vls) && a.vls >= 1 && a.vls <= 15;
+    } else if (arg.key == "branches") {
+      ok = parse_value(arg.value, a.branches);
     } else if (arg.key == "stage2") {
       ok = parse_value(arg.value, a.stage2);
     } else {
@@ -163,13 +168,14 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "failover_bench %s engine=%s lid_bits=%d links=%d switches=%d seed=%llu threads=%u "
-      "vls=%d\n",
+      "vls=%d branches=%d\n",
       a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.links, a.switches,
-      static_cast<unsigned long long>(a.seed), a.threads, a.vls);
+      static_cast<unsigned long long>(a.seed), a.threads, a.vls, a.branches ? 1 : 0);
 
   routing::WorkerPool pool(a.threads);
   routing::EngineOptions eo;
   eo.max_vls = static_cast<std::uint8_t>(a.vls);
+  eo.branch_layers = a.branches;
   auto fabric = routed_fabric(a.spec, a.lid_bits, a.engine, pool, eo);
   if (!fabric.ok()) return fail("fabric", fabric.error());
   const routing::Topology& topo = fabric->topo;
@@ -184,10 +190,11 @@ int main(int argc, char** argv) {
   if (!plan.ok()) return fail("failover plan", plan.error());
   const routing::FailoverPlanStats& ps = plan->stats();
   std::printf(
-      "failover plan: %.2f s; %u destination switches, %u classes, %llu (switch, destination) "
+      "failover plan: %.2f s; %u destination switches, %u classes, %u LIDs grouped per switch "
+      "(layers per source), %llu (switch, destination) "
       "groups, %llu with an alternative, %llu narrowed; %u groups in all, at most %u on a switch; "
       "%.1f MiB\n",
-      seconds_since(t0), ps.destinations, ps.classes,
+      seconds_since(t0), ps.destinations, ps.classes, ps.lids_per_switch,
       static_cast<unsigned long long>(ps.pairs_grouped),
       static_cast<unsigned long long>(ps.pairs_with_alternative),
       static_cast<unsigned long long>(ps.pairs_narrowed), ps.groups, ps.max_groups,

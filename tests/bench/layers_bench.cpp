@@ -16,9 +16,10 @@
 //                [cut=PERCENT] [seed=1] [threads=2] [lid_bits=16|17|24]
 //                [lfts=DUMP] [label=NAME] [save=NET] [branches=0|1]
 //
-// branches=1 lets the layered engine give a hot-spot tree's branches
-// layers of their own (EngineOptions::branch_layers): routes whose SL
-// depends on the source too, each source's traffic verified on its layer.
+// branches=1 (the default, as the daemon's) lets the layered engine give
+// a hot-spot tree's branches layers of their own (EngineOptions::
+// branch_layers): routes whose SL depends on the source too, each
+// source's traffic verified on its layer. branches=0: one layer per LID.
 //
 // engines= takes any engine name, and layered-general (shown as
 // "lay.general"): the layered engine without its grid specialisation
@@ -72,7 +73,7 @@ struct Args {
   std::string lfts;   // another SM's LFT dump
   std::string label;  // its name in the table
   std::string save;   // net file to write the fabric to
-  bool branches = false;
+  bool branches = true;
 };
 
 // Routes in our LID space from an LFT dump ("Unicast lids [..] of switch

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "daemon/bringup.hpp"
+
 namespace subnetd::daemon {
 namespace {
 
@@ -44,6 +46,8 @@ TEST(ConfigParse, MinimalSimConfigGetsDefaults) {
   EXPECT_EQ(c.routing.engine, EngineKind::kAuto);
   EXPECT_EQ(c.routing.fallback, EngineKind::kUpdn);
   EXPECT_EQ(c.routing.max_vls, 0);
+  EXPECT_TRUE(c.routing.branch_layers);
+  EXPECT_TRUE(bring_up_options(c).engine_options.branch_layers);
   EXPECT_TRUE(c.routing.root_guids.empty());
   EXPECT_EQ(c.routing.threads, 0u);
   EXPECT_EQ(c.sweep.interval, milliseconds{10'000});
@@ -72,6 +76,7 @@ routing:
   engine: ftree
   fallback: minhop
   max_vls: 4
+  branch_layers: false
   root_guids: [0x10, "0x0002C90000000020", 48]
   threads: 3
   fast_failover: false
@@ -110,6 +115,8 @@ log:
   EXPECT_EQ(c.routing.engine, EngineKind::kFtree);
   EXPECT_EQ(c.routing.fallback, EngineKind::kMinhop);
   EXPECT_EQ(c.routing.max_vls, 4);
+  EXPECT_FALSE(c.routing.branch_layers);
+  EXPECT_FALSE(bring_up_options(c).engine_options.branch_layers);
   ASSERT_EQ(c.routing.root_guids.size(), 3u);
   EXPECT_EQ(c.routing.root_guids[0].value, 0x10u);
   EXPECT_EQ(c.routing.root_guids[1].value, 0x0002c90000000020u);
@@ -178,8 +185,8 @@ TEST(ConfigErrors, UnknownTopLevelKey) {
 TEST(ConfigErrors, UnknownNestedKey) {
   expect_error(std::string(kSim) + "routing:\n  engine: updn\n  enigne: ftree\n", "5:3",
                "routing.enigne",
-               "unknown key (expected one of: engine, fallback, max_vls, root_guids, threads, "
-               "fast_failover, failover_require_coverage)");
+               "unknown key (expected one of: engine, fallback, max_vls, branch_layers, "
+               "root_guids, threads, fast_failover, failover_require_coverage)");
 }
 
 TEST(ConfigErrors, DuplicateKey) {

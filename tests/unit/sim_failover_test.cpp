@@ -273,7 +273,10 @@ TEST(SimFailover, PlannedGroupsRecoverExactlyWhatTheVerifierPromises) {
         // Several VLs: groups per (switch, layer), notifications per switch.
         Case{"torus:dims=3x3,hosts=1", "layered"},
         Case{"random:switches=10,degree=4,hosts=4,seed=5", "layered"},
-        Case{"dragonfly:a=4,p=4,h=2,g=5", "layered"}}) {
+        Case{"dragonfly:a=4,p=4,h=2,g=5", "layered"},
+        // Branch layers: some LIDs' SL depends on the source, their groups
+        // chosen switch by switch.
+        Case{"random:switches=40,degree=4,hosts=1,seed=1", "layered"}}) {
     const Fabric probe = bring_up(c.spec, c.engine);
     ASSERT_NE(probe.result, nullptr);
     routing::WorkerPool pool(1);
@@ -287,6 +290,10 @@ TEST(SimFailover, PlannedGroupsRecoverExactlyWhatTheVerifierPromises) {
     if (std::string_view(c.engine) == "layered") {
       EXPECT_GT(r.routes->num_vls, 1) << c.spec;
       EXPECT_GT(plan->num_layers(), 1) << c.spec;
+    }
+    if (std::string_view(c.spec).starts_with("random:switches=40")) {
+      EXPECT_FALSE(r.routes->path_layers.empty()) << c.spec;
+      EXPECT_GT(plan->stats().lids_per_switch, 0U) << c.spec;
     }
     std::uint32_t sim_links_losing = 0;
     const std::vector<PortRef> links = switch_links(probe.sim->topology());
