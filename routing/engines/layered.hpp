@@ -41,9 +41,9 @@
 // tree). One tree's last hops made most of the busiest link at 2,000
 // switches: 2.38x the lower bound before, 1.33x after.
 //
-// With EngineOptions::branch_layers (off by default: fast failover and
-// the repair plan one layer per LID yet), a hot-spot tree
-// that no single layer takes off the busiest channel is grown once more
+// With EngineOptions::branch_layers (on by default; fast failover and
+// the layered repair keep each source's layer), a hot-spot tree that no
+// single layer takes off the busiest channel is grown once more
 // with a layer per branch: a switch joining through a neighbour of the
 // tree's switch takes the first layer that accepts its dependencies, and
 // the switches behind it keep that layer (those neighbours add none: the
