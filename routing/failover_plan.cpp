@@ -354,6 +354,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
   // layers).
   std::vector<std::uint32_t> split_lids;  // by row
   std::vector<LayerSet> carried;          // row * n + switch
+  std::vector<LayerSet> row_layers;       // by row: every layer some switch carries
   if (!routes.path_layers.empty()) {
     std::vector<LayerSet> sets;
     std::vector<std::uint32_t> scratch;
@@ -381,6 +382,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
       // Its classes: (t, k) for every layer some switch carries.
       LayerSet all = 0;
       for (const LayerSet x : sets) all |= x;
+      row_layers.push_back(all);
       for (std::uint32_t k = 0; k < layers; ++k) {
         std::uint32_t& c = class_of[std::size_t{t} * slots + k];
         if ((all & layer_bit(k)) == 0 || c != kNoClass) continue;
@@ -402,10 +404,10 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     if (c == kNoClass) return;
     const std::uint32_t row = split_row(c);
     if (row == kNoClass) return fn(c);
-    LayerSet all = 0;
-    for (std::uint32_t x = 0; x < n; ++x) all |= carried[std::size_t{row} * n + x];
     for (std::uint32_t k = 0; k < layers; ++k) {
-      if ((all & layer_bit(k)) != 0) fn(class_of[std::size_t{attach[l].sw.value} * slots + k]);
+      if ((row_layers[row] & layer_bit(k)) != 0) {
+        fn(class_of[std::size_t{attach[l].sw.value} * slots + k]);
+      }
     }
   };
   for (std::size_t l = 0; l < attach.size(); ++l) {

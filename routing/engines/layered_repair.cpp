@@ -306,8 +306,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     }
     // Layers per source (branch layers): an intact LID keeps each
     // source's layer, its dependencies on every layer a switch carries
-    // (arrival_layers.hpp). A broken one takes its tree's layer alone
-    // (below): a source on another layer is moved (its SL changes).
+    // (arrival_layers.hpp). A broken one re-attaches its switches cut off
+    // on their sources' layers, or else takes its tree's layer alone
+    // (below: a source on another layer is moved, its SL changes).
     const std::vector<std::uint8_t>* was_split =
         lid < previous.path_layers.size() && !previous.path_layers[lid].empty()
             ? &previous.path_layers[lid]
