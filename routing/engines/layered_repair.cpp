@@ -279,6 +279,12 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // 866 broken LIDs then needed a whole new tree, 37 moved layer; none
   // now).
   std::vector<std::uint32_t> broken, broken_switch_lids;
+  // Layers per source: the layer switch s's sources sent on to `lid` on
+  // the previous routes (matched by GUID; `fallback` for a new switch).
+  auto old_path_layer = [&](std::uint32_t lid, std::uint32_t s, std::uint8_t fallback) {
+    const std::vector<std::uint8_t>& was = previous.path_layers[lid];
+    return old_index[s] < was.size() ? was[old_index[s]] : fallback;
+  };
   routes.path_layers.resize(previous.path_layers.empty() ? 0 : std::size_t{max_lid} + 1);
   // By LID, layers per source and broken: 0 none, 1 some switch's layer
   // is not its tree's, 2 some source's (hosts' SLs): re-attached per
@@ -309,15 +315,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     // (arrival_layers.hpp). A broken one re-attaches its switches cut off
     // on their sources' layers, or else takes its tree's layer alone
     // (below: a source on another layer is moved, its SL changes).
-    const std::vector<std::uint8_t>* was_split =
-        lid < previous.path_layers.size() && !previous.path_layers[lid].empty()
-            ? &previous.path_layers[lid]
-            : nullptr;
-    if (was_split != nullptr && layer != kNoLayer) {
-      auto old_layer = [&](std::uint32_t s) -> std::uint8_t {
-        const std::uint32_t ps = old_index[s];
-        return ps < was_split->size() ? (*was_split)[ps] : layer;
-      };
+    const bool was_split = lid < previous.path_layers.size() && !previous.path_layers[lid].empty();
+    if (was_split && layer != kNoLayer) {
+      auto old_layer = [&](std::uint32_t s) { return old_path_layer(lid, s, layer); };
       for (std::uint32_t s = 0; s < n; ++s) {
         if (old_layer(s) >= num_layers) {
           return Error{
@@ -553,11 +553,8 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     // layer, so no SL the hosts hold changes; failing that, the LID takes
     // one layer (below: its sources on other layers move).
     if (!merged.empty() && merged[lid] != 0) {
-      const std::vector<std::uint8_t>& was = previous.path_layers[lid];
-      std::vector<std::uint8_t> own(n, had);
-      for (std::uint32_t s = 0; s < n; ++s) {
-        if (old_index[s] < was.size()) own[s] = was[old_index[s]];
-      }
+      std::vector<std::uint8_t> own(n);
+      for (std::uint32_t s = 0; s < n; ++s) own[s] = old_path_layer(lid, s, had);
       const std::uint32_t cut_off = classify(lid, att);
       for (std::uint32_t s = 0; s < n; ++s) old_ports[s] = cols.get(s, lid);
       // The layers the standing part carries (the switches cut off none
