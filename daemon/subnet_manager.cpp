@@ -1,6 +1,7 @@
 #include "daemon/subnet_manager.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
@@ -126,7 +127,29 @@ void SubnetManager::notify_when_idle_for_test(std::function<void()> done) {
   });
 }
 
+void SubnetManager::describe_busy_for_test(std::function<void(std::string)> done) {
+  post([this, done = std::move(done)] {
+    std::vector<std::string> busy;
+    const auto flag = [&busy](bool on, const char* what) {
+      if (on) busy.emplace_back(what);
+    };
+    flag(trap_worker_running_, "trap worker");
+    if (!pending_traps_.empty()) busy.push_back(fmt::format("{} traps", pending_traps_.size()));
+    if (engine_.in_flight() != 0) busy.push_back(fmt::format("{} MADs", engine_.in_flight()));
+    flag(heavy_running_, "heavy sweep");
+    flag(heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now(), "heavy sweep due");
+    flag(light_starting_ || light_running_, "light sweep");
+    flag(verify_running_, "verification");
+    flag(mcast_running_, "multicast");
+    flag(perf_starting_ || perf_running_, "counters");
+    if (health_tasks_ != 0) busy.push_back(fmt::format("{} health tasks", health_tasks_));
+    flag(poll_running_, "poll");
+    done(busy.empty() ? std::string{"idle"} : fmt::format("{}", fmt::join(busy, ", ")));
+  });
+}
+
 void SubnetManager::start() {
+  keep_loop_.emplace(io_.get_executor());
   post([this] {
     publish(state::SmState::kDiscovering, {});
     engine_.set_unsolicited_handler(
@@ -143,6 +166,7 @@ void SubnetManager::stop() {
   post([this] {
     if (stopped_) return;
     stopped_ = true;
+    keep_loop_.reset();  // the loop ends once what is left has wound down
     if (mcast_registry_ != nullptr) mcast_registry_->set_on_change({});
     light_timer_.cancel();
     heavy_timer_.cancel();

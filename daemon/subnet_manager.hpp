@@ -56,6 +56,7 @@
 // those get every block at the next programming.
 
 #include <array>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
@@ -176,6 +177,9 @@ class SubnetManager final : public state::SmControl {
   // being handled, no MAD in flight, no sweep or verification running
   // (timers may be pending). Tests wait for it instead of sleeping.
   void notify_when_idle_for_test(std::function<void()> done);
+  // Calls `done` (on the strand) with what keeps the SM from being idle
+  // ("idle" if nothing): what a test prints when waiting for idle failed.
+  void describe_busy_for_test(std::function<void(std::string)> done);
 
   state::SimControl* sim_control() { return sim_control_.get(); }
   const std::string& transport_name() const { return transport_name_; }
@@ -359,6 +363,13 @@ class SubnetManager final : public state::SmControl {
       std::function<std::vector<std::uint8_t>(SwitchIndex)> path_to, LftBlockFn on_block);
 
   boost::asio::io_context& io_;
+  // Held from start() to stop(): a running SM keeps its io loop running
+  // (in the daemon, its signal set does too), whatever it waits for. Not
+  // every wait of the SM counts as io work: on the simulator, under load,
+  // io_context::run() returned while the SM was between fast failover's
+  // arming and its next step, and nothing woke it again.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      keep_loop_;
   Strand strand_;
   Config cfg_;
   std::unique_ptr<discovery::Transport> transport_;

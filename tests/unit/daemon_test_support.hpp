@@ -46,7 +46,16 @@ inline bool wait_idle(SubnetManager& sm,
   auto idle = std::make_shared<std::promise<void>>();
   auto fut = idle->get_future();
   sm.notify_when_idle_for_test([idle] { idle->set_value(); });
-  return fut.wait_for(limit) == std::future_status::ready;
+  if (fut.wait_for(limit) == std::future_status::ready) return true;
+  // Say what the SM is still doing (or that its strand does not answer).
+  auto what = std::make_shared<std::promise<std::string>>();
+  auto said = what->get_future();
+  sm.describe_busy_for_test([what](std::string s) { what->set_value(std::move(s)); });
+  ADD_FAILURE() << "the SM is not idle after " << limit.count() << " ms: "
+                << (said.wait_for(std::chrono::seconds{5}) == std::future_status::ready
+                        ? said.get()
+                        : std::string{"its strand does not answer"});
+  return false;
 }
 
 // Stops the SM and joins the thread running its io loop, which returns once
