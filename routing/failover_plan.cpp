@@ -332,12 +332,18 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
                    fmt::format("routes of engine {} put LID {:#x} on {} {} of {}", routes.engine, l,
                                per_hop ? "SL" : "layer", k, slots)};
     }
+    is_dest[attach[l].sw.value] = 1;
+    if (l < routes.path_layers.size() && !routes.path_layers[l].empty()) {
+      // Its layer depends on the source: its classes are those of the
+      // layers its traffic is on (below), which need not include its own.
+      plan.lid_class_[l] = kPerSwitch;
+      continue;
+    }
     std::uint32_t& c = class_of[std::size_t{attach[l].sw.value} * slots + k];
     if (c == kNoClass) {
       c = plan.classes_++;
       plan.class_switch_.push_back(attach[l].sw.value);
       plan.class_layer_.push_back(k);
-      is_dest[attach[l].sw.value] = 1;
     }
     plan.lid_class_[l] = c;
   }
@@ -359,7 +365,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     std::vector<LayerSet> sets;
     std::vector<std::uint32_t> scratch;
     for (std::size_t l = 1; l < attach.size() && l < routes.path_layers.size(); ++l) {
-      if (routes.path_layers[l].empty() || plan.lid_class_[l] == kNoClass) continue;
+      if (plan.lid_class_[l] != kPerSwitch) continue;  // one layer, or not routed
       const Lid lid{static_cast<std::uint32_t>(l)};
       const std::uint32_t t = attach[l].sw.value;
       for (std::uint32_t x = 0; x < n; ++x) {
