@@ -341,9 +341,49 @@ TEST(BranchLayers, HotSpotTreesTakeALayerPerBranch) {
       }
       if (layers.size() > 1) ++several;
     }
+    // A tree whose every branch took its layer is on one layer: not split.
     EXPECT_GT(split, 0u);
-    EXPECT_GT(several, 0u);
+    EXPECT_EQ(several, split);
   }
+}
+
+// Heavier damage: a broken LID whose cut-off switches cannot all re-attach
+// on their sources' layers takes its tree's layer alone (its other
+// sources move: counted), and the routes stay complete and acyclic.
+TEST(BranchLayersRepair, ABrokenLidThatCannotKeepEverySourcesLayerTakesOne) {
+  Fabric f = make_fabric("random:switches=100,degree=8,hosts=1,seed=1");
+  const Topology before = f.topo;
+  auto prev = route_branches(f, true);
+  ASSERT_TRUE(prev.ok()) << prev.error().message;
+  cut_links(f.topo, 10, 1);
+  EngineOptions opts;
+  opts.max_vls = 4;
+  LayeredRepairStats st;
+  auto fixed =
+      repair_layered(f.topo, f.lids, before, *prev, opts, {}, &st, RepairBalance::kHotSpotsInLayer);
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message;
+  EXPECT_GT(st.branch_lids_merged, 0u);
+  EXPECT_GT(st.branch_lids_reattached, 0u);
+  std::size_t on_one = 0;
+  for (std::uint32_t l = 1; l < prev->path_layers.size(); ++l) {
+    if (prev->path_layers[l].empty()) continue;
+    if (l < fixed->path_layers.size() && !fixed->path_layers[l].empty()) continue;
+    ++on_one;
+    EXPECT_LT(fixed->layer(Lid{l}), fixed->num_vls) << "LID " << l;
+  }
+  EXPECT_EQ(on_one, st.branch_lids_merged);
+  EXPECT_GE(st.lids_moved, st.branch_lids_merged);  // every switch has a CA: its SL changed
+  const auto t = trace_all(f.topo, f.lids, *fixed);
+  EXPECT_EQ(t.delivered, t.reachable_pairs) << t.first_failure;
+  auto c = check_path_layers(f.topo, f.lids, *fixed);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto v = verify_routes(f, *fixed);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  WorkerPool pool(2);
+  auto plan = FailoverPlan::build(f.topo, f.lids, *fixed, pool);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto report = verify_failover(f.topo, f.lids, *fixed, *plan, {}, pool);
+  ASSERT_TRUE(report.ok()) << report.error().message;
 }
 
 }  // namespace
