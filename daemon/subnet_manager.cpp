@@ -102,12 +102,31 @@ void SubnetManager::post(std::function<void()> fn) {
   asio::post(strand_, std::move(fn));
 }
 
+void SubnetManager::for_each_busy(
+    const std::function<void(std::string_view, std::size_t)>& fn) const {
+  const auto flag = [&fn](bool on, std::string_view what) {
+    if (on) fn(what, 1);
+  };
+  const auto count = [&fn](std::size_t k, std::string_view what) {
+    if (k != 0) fn(what, k);
+  };
+  flag(trap_worker_running_, "trap worker");
+  count(pending_traps_.size(), "traps waiting");
+  count(engine_.in_flight(), "MADs in flight");
+  flag(heavy_running_, "heavy sweep");
+  flag(heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now(), "heavy sweep due");
+  flag(light_starting_ || light_running_, "light sweep");
+  flag(verify_running_, "verification");
+  flag(mcast_running_, "multicast");
+  flag(perf_starting_ || perf_running_, "counter sweep");
+  count(static_cast<std::size_t>(health_tasks_), "health tasks");
+  flag(poll_running_, "poll of the master SM");
+}
+
 bool SubnetManager::idle() const {
-  const bool sweep_due = heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now();
-  return !trap_worker_running_ && pending_traps_.empty() && engine_.in_flight() == 0 &&
-         !heavy_running_ && !sweep_due && !light_starting_ && !light_running_ && !verify_running_ &&
-         !mcast_running_ && !perf_starting_ && !perf_running_ && health_tasks_ == 0 &&
-         !poll_running_;
+  bool busy = false;
+  for_each_busy([&busy](std::string_view, std::size_t) { busy = true; });
+  return !busy;
 }
 
 void SubnetManager::check_idle() {
@@ -130,20 +149,9 @@ void SubnetManager::notify_when_idle_for_test(std::function<void()> done) {
 void SubnetManager::describe_busy_for_test(std::function<void(std::string)> done) {
   post([this, done = std::move(done)] {
     std::vector<std::string> busy;
-    const auto flag = [&busy](bool on, const char* what) {
-      if (on) busy.emplace_back(what);
-    };
-    flag(trap_worker_running_, "trap worker");
-    if (!pending_traps_.empty()) busy.push_back(fmt::format("{} traps", pending_traps_.size()));
-    if (engine_.in_flight() != 0) busy.push_back(fmt::format("{} MADs", engine_.in_flight()));
-    flag(heavy_running_, "heavy sweep");
-    flag(heavy_timer_.pending() && heavy_timer_.expiry() <= clock_.now(), "heavy sweep due");
-    flag(light_starting_ || light_running_, "light sweep");
-    flag(verify_running_, "verification");
-    flag(mcast_running_, "multicast");
-    flag(perf_starting_ || perf_running_, "counters");
-    if (health_tasks_ != 0) busy.push_back(fmt::format("{} health tasks", health_tasks_));
-    flag(poll_running_, "poll");
+    for_each_busy([&busy](std::string_view what, std::size_t k) {
+      busy.push_back(k == 1 ? std::string(what) : fmt::format("{} {}", k, what));
+    });
     done(busy.empty() ? std::string{"idle"} : fmt::format("{}", fmt::join(busy, ", ")));
   });
 }

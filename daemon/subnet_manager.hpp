@@ -225,6 +225,9 @@ class SubnetManager final : public state::SmControl {
   void forget_held(Guid switch_guid);
   void post(std::function<void()> fn);
   bool idle() const;
+  // Calls fn(what, how many) for each thing that keeps the SM from being
+  // idle: idle() is none, describe_busy_for_test() lists them.
+  void for_each_busy(const std::function<void(std::string_view, std::size_t)>& fn) const;
   void check_idle();
   void log_link_changes(const routing::Topology& before, const routing::Topology& after);
 

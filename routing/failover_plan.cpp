@@ -336,7 +336,7 @@ Result<FailoverPlan> FailoverPlan::build_layered(const Topology& topo, const Lid
     if (l < routes.path_layers.size() && !routes.path_layers[l].empty()) {
       // Its layer depends on the source: its classes are those of the
       // layers its traffic is on (below), which need not include its own.
-      plan.lid_class_[l] = kPerSwitch;
+      plan.lid_class_[l] = kPerSwitch;  // its row is set below
       continue;
     }
     std::uint32_t& c = class_of[std::size_t{attach[l].sw.value} * slots + k];
