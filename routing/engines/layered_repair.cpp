@@ -313,8 +313,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     // Layers per source (branch layers): an intact LID keeps each
     // source's layer, its dependencies on every layer a switch carries
     // (arrival_layers.hpp). A broken one re-attaches its switches cut off
-    // on their sources' layers, or else takes its tree's layer alone
-    // (below: a source on another layer is moved, its SL changes).
+    // on their sources' layers, or else takes one layer, its tree's if
+    // that fits (below: a source on another layer is moved, its SL
+    // changes).
     const bool was_split = lid < previous.path_layers.size() && !previous.path_layers[lid].empty();
     if (was_split && layer != kNoLayer) {
       auto old_layer = [&](std::uint32_t s) { return old_path_layer(lid, s, layer); };
