@@ -478,7 +478,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // channel it crosses carries less than the busiest did. A half no layer
   // takes so rejoins its tree, and the tree is settled. Again, while the
   // busiest channel keeps dropping.
-  std::uint64_t hot_moves = 0, branch_moves = 0;
+  std::uint64_t hot_moves = 0, branch_moves = 0, split_lids = 0;
   // Branch layers (EngineOptions::branch_layers): a hot-spot tree no
   // single layer takes off the busiest channel is grown again with a
   // layer per branch (TreeGrower::grow_split), its layer first, then the
@@ -523,9 +523,18 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       new_loads.clear();
       place(u, tree, &new_loads);
       if (busiest_of(load, new_loads) < before) {
-        for (const std::uint32_t lid : unit_lids[u]) {
-          path_layers[lid].assign(n, static_cast<std::uint8_t>(tree_layer[u]));
-          for (const std::uint32_t s : tree) path_layers[lid][s] = grower.path_layer(s);
+        // Every branch on the tree's layer: one layer after all, its LIDs
+        // take no layers per source (fast failover and the SA treat them
+        // as any other). layers_bench, one CA a switch: random 100 of
+        // degree 8, 6 of 20 such trees are on several layers; random
+        // 2,000 of degree 16, all 67.
+        if (std::any_of(tree.begin(), tree.end(),
+                        [&](std::uint32_t s) { return grower.path_layer(s) != tree_layer[u]; })) {
+          for (const std::uint32_t lid : unit_lids[u]) {
+            path_layers[lid].assign(n, static_cast<std::uint8_t>(tree_layer[u]));
+            for (const std::uint32_t s : tree) path_layers[lid][s] = grower.path_layer(s);
+            ++split_lids;
+          }
         }
         return true;
       }
@@ -611,7 +620,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
       }
       if (opts.branch_layers && regrow_branches(v, hot)) {
         ++branch_moves;
-        settled[v] = 1;  // its routes no longer fit one layer
+        settled[v] = 1;  // its routes are kept as they are
         continue;
       }
       settled[worst] = 1;
@@ -623,22 +632,6 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         tree_layer.pop_back();
         settled.pop_back();
       }
-    }
-  }
-  // A tree regrown by branches whose every branch took the tree's layer
-  // is on one layer after all: its LIDs take no layers per source (fast
-  // failover and the SA treat them as any other). layers_bench, one CA a
-  // switch: random 100 of degree 8, 6 of 20 such trees are on several
-  // layers; random 2,000 of degree 16, all 67.
-  std::uint64_t split_lids = 0;
-  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
-    std::vector<std::uint8_t>& by_switch = path_layers[lid];
-    if (by_switch.empty()) continue;
-    if (std::all_of(by_switch.begin(), by_switch.end(),
-                    [&](std::uint8_t k) { return k == lid_layer[lid]; })) {
-      by_switch.clear();
-    } else {
-      ++split_lids;
     }
   }
   // Layers in use, numbered from 0 without gaps. The escape layer stays
