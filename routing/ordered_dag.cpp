@@ -86,6 +86,8 @@ OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame, std::vector<std::u
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan) {
   std::uint32_t out = 0, in = 0;
   if (u == v || !frame_->slots(u, v, out, in)) return Add::kCycle;
+  last_scan_ = 0;
+  gave_up_ = false;
   if (contains(u, v)) return Add::kKnown;
   if (node_[u].label > node_[v].label && !reorder(u, v, max_scan)) return Add::kCycle;
   ++edges_;
@@ -158,10 +160,18 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
   bwd_done_.clear();
   node_[v].mark = fwd_mark;
   node_[u].mark = back_mark;
+  auto closed = [&] {  // a node both sides reach: a cycle
+    last_scan_ = static_cast<std::uint32_t>(fwd_done_.size() + bwd_done_.size());
+    return false;
+  };
   for (bool forward = true;
        !fwd_.empty() && !bwd_.empty() && fwd_.front().first < bwd_.front().first;
        forward = !forward) {
-    if (fwd_done_.size() + bwd_done_.size() >= max_scan) return false;
+    if (fwd_done_.size() + bwd_done_.size() >= max_scan) {
+      last_scan_ = max_scan;
+        gave_up_ = true;
+      return false;
+    }
     if (forward) {
       std::pop_heap(fwd_.begin(), fwd_.end(), after_in_order);
       const std::uint32_t x = fwd_.back().second;
@@ -174,7 +184,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
           const std::uint32_t y =
               first + k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
           Node& ny = node_[y];
-          if (ny.mark == back_mark) return false;
+          if (ny.mark == back_mark) return closed();
           if (ny.mark != fwd_mark && ny.label < ub) {
             ny.mark = fwd_mark;
             fwd_.emplace_back(ny.label, y);
@@ -200,7 +210,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
         for (std::uint64_t bits = w[k]; bits != 0; bits &= bits - 1) {
           const std::uint32_t y = from[k * 64 + static_cast<std::uint32_t>(std::countr_zero(bits))];
           Node& ny = node_[y];
-          if (ny.mark == fwd_mark) return false;
+          if (ny.mark == fwd_mark) return closed();
           if (ny.mark != back_mark && ny.label > lb) {
             ny.mark = back_mark;
             bwd_.emplace_back(ny.label, y);
@@ -210,6 +220,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
       }
     }
   }
+  last_scan_ = static_cast<std::uint32_t>(fwd_done_.size() + bwd_done_.size());
   // B and F (neither was scanned: a node reached by both sides is a
   // cycle, found where the second side reached it).
   const std::uint32_t b = bwd_.empty() ? prev_[v] : bwd_.front().second;

@@ -91,6 +91,11 @@ class OrderedDag {
   // and refuses the edge (kCycle, the graph unchanged), as callers for
   // whom a refusal is always safe bound their time by.
   Add add(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan);
+  // The nodes the last add() searched before it decided (0: the edge
+  // agreed with the order, or was known), and whether it gave up at
+  // max_scan rather than find a cycle.
+  std::uint32_t last_scan() const { return last_scan_; }
+  bool gave_up() const { return gave_up_; }
   // Takes back edges add() returned kNew for, in the order they were added
   // (the last one first).
   void undo(std::span<const std::pair<std::uint32_t, std::uint32_t>> added);
@@ -135,6 +140,8 @@ class OrderedDag {
   std::vector<std::uint64_t> words_;
   std::size_t edges_ = 0;
   std::uint32_t epoch_ = 0;  // even; a search's marks are epoch_ and epoch_ + 1
+  std::uint32_t last_scan_ = 0;
+  bool gave_up_ = false;
   // Each side's queue (a heap by label, as (label, node)) and the nodes it
   // scanned, in the order scanned.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> fwd_, bwd_;

@@ -87,18 +87,30 @@ TEST(OrderedDag, ASearchPastItsLimitRefusesAndLeavesTheGraph) {
   }
   // 19 -> 0 against the order: both chains must be scanned to move.
   EXPECT_EQ(dag.add(19, 0, 4), OrderedDag::Add::kCycle);
+  EXPECT_TRUE(dag.gave_up());
+  EXPECT_EQ(dag.last_scan(), 4U);
   EXPECT_EQ(dag.edges(), edges.size());
   EXPECT_FALSE(dag.contains(19, 0));
   expect_topological(dag, edges);
   // Within the limit: 21 -> 20 scans one node.
   EXPECT_EQ(dag.add(21, 20, 4), OrderedDag::Add::kNew);
+  EXPECT_FALSE(dag.gave_up());
+  EXPECT_EQ(dag.last_scan(), 1U);
   edges.emplace(21, 20);
   expect_topological(dag, edges);
   // Without one, 19 -> 0 closes no cycle.
   EXPECT_EQ(dag.add(19, 0), OrderedDag::Add::kNew);
+  EXPECT_GT(dag.last_scan(), 4U);
   edges.emplace(19, 0);
   expect_topological(dag, edges);
   EXPECT_EQ(dag.add(9, 10, 4), OrderedDag::Add::kCycle);  // 9 -> 10 -> ... -> 19 -> 0 -> 9
+  EXPECT_EQ(dag.add(0, 1), OrderedDag::Add::kKnown);
+  EXPECT_EQ(dag.last_scan(), 0U);
+  EXPECT_FALSE(dag.gave_up());
+  // A cycle found within the limit is a cycle, not a give-up.
+  EXPECT_EQ(dag.add(1, 0, 4), OrderedDag::Add::kCycle);
+  EXPECT_FALSE(dag.gave_up());
+  EXPECT_GT(dag.last_scan(), 0U);
 }
 
 struct RandomCase {
