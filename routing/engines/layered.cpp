@@ -683,9 +683,11 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
         "channels ({} of them funnelled trees moved to another layer); {} hot-spot moves (LIDs "
         "of the tree loading the busiest channel most given a tree of their own); {} hot-spot "
-        "trees with a layer per branch ({} destination LIDs on several layers)",
+        "trees with a layer per branch ({} destination LIDs on several layers); {} searches for "
+        "a cycle given up at {} nodes, where the longer ones had almost all found one",
         routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown, trees, moved,
-        hot_moves, branch_moves, split_lids));
+        hot_moves, branch_moves, split_lids, grower.searches_given_up(),
+        TreeGrower::SearchBet{}.scan));
   }
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
   return routes;

@@ -154,5 +154,60 @@ TEST(TreeGrower, ASwitchNoNeighbourCanTakeIsLeftOut) {
   EXPECT_EQ(dag.edges(), before + added.size());
 }
 
+// The search bet (TreeGrower::SearchBet): with odds no search can meet,
+// searches give up at the cap once the sample is seen, and never without
+// it. Trees grown either way, towards every switch of a random graph on
+// one layer, forward each switch after the one it forwards to, and every
+// dependency they made is in the layer: a search given up is a refusal,
+// never an accepted edge.
+TEST(TreeGrower, SearchesGiveUpAtTheCapOnlyWhenLongOnesRarelyPay) {
+  const testing::Fabric f = testing::make_fabric("random:switches=60,degree=6,hosts=1,seed=5");
+  auto built = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(built.ok());
+  const SwitchGraph& g = *built;
+  const std::vector<std::uint32_t> rev = reverse_arcs(g);
+  const std::vector<std::uint64_t> load(g.num_arcs(), 0);
+  auto grow_all = [&](TreeGrower::SearchBet bet) {
+    const auto frame = cdg_frame(g);
+    OrderedDag dag(frame);
+    RefusedDeps refused(frame);
+    TreeGrower grower(g, rev);
+    grower.set_search_bet(bet);
+    std::vector<Dep> added;
+    std::uint64_t reached = 0;
+    for (std::uint32_t t = 0; t < g.num_switches(); ++t) {
+      added.clear();
+      const std::span<const std::uint32_t> tree = grower.grow(t, load, 1, 0, &dag, &refused, added);
+      reached += tree.size();
+      std::vector<std::uint32_t> at(g.num_switches(), kNoArc);
+      for (std::uint32_t i = 0; i < tree.size(); ++i) at[tree[i]] = i;
+      for (const std::uint32_t s : tree) {
+        for (const std::uint32_t a : grower.outs(s)) {
+          const std::uint32_t x = g.arc(a).to.value;
+          EXPECT_LT(at[x], at[s]) << "tree " << t << ": " << s << " forwards to " << x;
+          for (const std::uint32_t b : x == t ? std::span<const std::uint32_t>() : grower.outs(x)) {
+            EXPECT_TRUE(dag.contains(a, b)) << "tree " << t << ": " << a << "->" << b;
+          }
+        }
+      }
+      for (const auto& [in, out] : added) EXPECT_TRUE(dag.contains(in, out));
+    }
+    return std::pair{grower.searches_given_up(), reached};
+  };
+  TreeGrower::SearchBet never;
+  never.sample = ~std::uint64_t{0};
+  TreeGrower::SearchBet always;
+  always.scan = 0;  // every search past the order gives up
+  always.sample = 1;
+  always.odds = 0;  // fewer than one in 0 pay: always
+  always.probe = ~std::uint64_t{0};
+  const auto [none, reached_in_full] = grow_all(never);
+  const auto [some, reached_capped] = grow_all(always);
+  EXPECT_EQ(none, 0U);
+  EXPECT_GT(some, 0U);
+  EXPECT_GT(reached_in_full, 0U);
+  EXPECT_GT(reached_capped, 0U);
+}
+
 }  // namespace
 }  // namespace subnetd::routing
