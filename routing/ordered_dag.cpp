@@ -85,9 +85,9 @@ OrderedDag::OrderedDag(std::shared_ptr<const DagFrame> frame, std::vector<std::u
 
 OrderedDag::Add OrderedDag::add(std::uint32_t u, std::uint32_t v, std::uint32_t max_scan) {
   std::uint32_t out = 0, in = 0;
-  if (u == v || !frame_->slots(u, v, out, in)) return Add::kCycle;
   last_scan_ = 0;
   gave_up_ = false;
+  if (u == v || !frame_->slots(u, v, out, in)) return Add::kCycle;
   if (contains(u, v)) return Add::kKnown;
   if (node_[u].label > node_[v].label && !reorder(u, v, max_scan)) return Add::kCycle;
   ++edges_;
@@ -169,7 +169,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
        forward = !forward) {
     if (fwd_done_.size() + bwd_done_.size() >= max_scan) {
       last_scan_ = max_scan;
-        gave_up_ = true;
+      gave_up_ = true;
       return false;
     }
     if (forward) {

@@ -111,6 +111,14 @@ TEST(OrderedDag, ASearchPastItsLimitRefusesAndLeavesTheGraph) {
   EXPECT_EQ(dag.add(1, 0, 4), OrderedDag::Add::kCycle);
   EXPECT_FALSE(dag.gave_up());
   EXPECT_GT(dag.last_scan(), 0U);
+  // A self-loop searches nothing, even right after a search gave up.
+  OrderedDag small(DagFrame::complete(4));
+  ASSERT_EQ(small.add(0, 1), OrderedDag::Add::kNew);
+  EXPECT_EQ(small.add(2, 0, 1), OrderedDag::Add::kCycle);  // 0, then 1 to scan
+  EXPECT_TRUE(small.gave_up());
+  EXPECT_EQ(small.add(3, 3), OrderedDag::Add::kCycle);
+  EXPECT_FALSE(small.gave_up());
+  EXPECT_EQ(small.last_scan(), 0U);
 }
 
 struct RandomCase {
