@@ -174,11 +174,9 @@ TEST(TreeGrower, SearchesGiveUpAtTheCapOnlyWhenLongOnesRarelyPay) {
     TreeGrower grower(g, rev);
     grower.set_search_bet(bet);
     std::vector<Dep> added;
-    std::uint64_t reached = 0;
     for (std::uint32_t t = 0; t < g.num_switches(); ++t) {
       added.clear();
       const std::span<const std::uint32_t> tree = grower.grow(t, load, 1, 0, &dag, &refused, added);
-      reached += tree.size();
       std::vector<std::uint32_t> at(g.num_switches(), kNoArc);
       for (std::uint32_t i = 0; i < tree.size(); ++i) at[tree[i]] = i;
       for (const std::uint32_t s : tree) {
@@ -192,7 +190,7 @@ TEST(TreeGrower, SearchesGiveUpAtTheCapOnlyWhenLongOnesRarelyPay) {
       }
       for (const auto& [in, out] : added) EXPECT_TRUE(dag.contains(in, out));
     }
-    return std::pair{grower.searches_given_up(), reached};
+    return grower.searches_given_up();
   };
   TreeGrower::SearchBet never;
   never.sample = ~std::uint64_t{0};
@@ -201,12 +199,8 @@ TEST(TreeGrower, SearchesGiveUpAtTheCapOnlyWhenLongOnesRarelyPay) {
   always.sample = 1;
   always.odds = 0;  // fewer than one in 0 pay: always
   always.probe = ~std::uint64_t{0};
-  const auto [none, reached_in_full] = grow_all(never);
-  const auto [some, reached_capped] = grow_all(always);
-  EXPECT_EQ(none, 0U);
-  EXPECT_GT(some, 0U);
-  EXPECT_GT(reached_in_full, 0U);
-  EXPECT_GT(reached_capped, 0U);
+  EXPECT_EQ(grow_all(never), 0U);
+  EXPECT_GT(grow_all(always), 0U);
 }
 
 }  // namespace
