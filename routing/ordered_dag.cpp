@@ -160,17 +160,17 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
   bwd_done_.clear();
   node_[v].mark = fwd_mark;
   node_[u].mark = back_mark;
+  auto scanned = [&] { return static_cast<std::uint32_t>(fwd_done_.size() + bwd_done_.size()); };
   auto closed = [&] {  // a node both sides reach: a cycle
-    last_scan_ = static_cast<std::uint32_t>(fwd_done_.size() + bwd_done_.size());
+    last_scan_ = scanned();
     return false;
   };
   for (bool forward = true;
        !fwd_.empty() && !bwd_.empty() && fwd_.front().first < bwd_.front().first;
        forward = !forward) {
-    if (fwd_done_.size() + bwd_done_.size() >= max_scan) {
-      last_scan_ = max_scan;
+    if (scanned() >= max_scan) {
       gave_up_ = true;
-      return false;
+      return closed();
     }
     if (forward) {
       std::pop_heap(fwd_.begin(), fwd_.end(), after_in_order);
@@ -220,7 +220,7 @@ bool OrderedDag::reorder(std::uint32_t u, std::uint32_t v, std::uint32_t max_sca
       }
     }
   }
-  last_scan_ = static_cast<std::uint32_t>(fwd_done_.size() + bwd_done_.size());
+  last_scan_ = scanned();
   // B and F (neither was scanned: a node reached by both sides is a
   // cycle, found where the second side reached it).
   const std::uint32_t b = bwd_.empty() ? prev_[v] : bwd_.front().second;

@@ -686,8 +686,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         "trees with a layer per branch ({} destination LIDs on several layers); {} searches for "
         "a cycle given up at {} nodes, where the longer ones had almost all found one",
         routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown, trees, moved,
-        hot_moves, branch_moves, split_lids, grower.searches_given_up(),
-        TreeGrower::SearchBet{}.scan));
+        hot_moves, branch_moves, split_lids, grower.searches_given_up(), grower.search_bet().scan));
   }
   for (const std::string& note : escape.notes) routes.notes.push_back(note);
   return routes;

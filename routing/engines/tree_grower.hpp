@@ -497,6 +497,7 @@ class TreeGrower {
     std::uint64_t probe = 16;
   };
   void set_search_bet(SearchBet bet) { bet_ = bet; }
+  const SearchBet& search_bet() const { return bet_; }
   // Searches that gave up at the cap, so far.
   std::uint64_t searches_given_up() const { return given_up_; }
 
