@@ -712,55 +712,86 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
                              shape.missing_links, n, std::countr_zero(kLayeredGridRepairWork))};
   }
   // Boxes when they fit the VLs, else dateline VLs (3 whatever the size).
-  const bool dateline = cover.vls() > opts.max_vls;
-  if (dateline && !dor_dateline_fits(shape, opts.max_vls)) {
+  const bool boxes = cover.vls() <= opts.max_vls;
+  if (!boxes && !dor_dateline_fits(shape, opts.max_vls)) {
     return Error{Errc::kOutOfRange,
                  fmt::format("they need {} data VLs in layers (one for multicast), more than the "
                              "{} given, and {} SLs on datelines",
                              cover.vls(), opts.max_vls, dor_dateline_sls(shape))};
   }
-  Routes dor;
-  SUBNETD_TRY_ASSIGN(dor, dateline ? dor_dateline_routes(g, shape, stop, opts.max_vls)
-                                   : dor_routes(g, shape, cover, stop));
-  dor.engine = "layered";
-  // The VLs dimension order leaves free are room for the LIDs whose detours
-  // fit their layer no longer (a mesh has one layer, whose turns allow
-  // no detour). Dateline routes keep their VLs: each hop's is its SL's.
-  if (!dateline) dor.num_vls = opts.max_vls;
-  // And VL 0, multicast's, takes up*/down* routes in multicast's order
-  // when no other layer fits a LID (as the general engine's escape layer).
-  std::vector<std::uint32_t> dist;
-  dor.vl0_rank = bfs_rank(g, 0, dist);
-  LayeredRepairStats st;
-  Routes routes;
-  SUBNETD_TRY_ASSIGN(
-      routes, repair_layered(topo, lids, topo, dor, opts, stop, &st, RepairBalance::kHotSpots));
-  if (!dateline) {
-    std::uint8_t top = 1;
-    for (const std::uint8_t l : routes.lid_layer) top = std::max(top, l);
-    routes.num_vls = static_cast<std::uint8_t>(top + 1);
-  }
-  std::uint64_t on_vl0 = 0;
-  for (std::uint32_t lid = 1; lid < routes.lid_layer.size(); ++lid) {
-    const LidAttachment att = g.attachment(Lid{lid});
-    if (routes.lid_layer[lid] == 0 && att.routable() && att.port != 0) ++on_vl0;
-  }
   const std::string what =
       fmt::format("the switches form a {} with {} missing", shape.describe(), shape.gaps());
-  routes.notes.clear();
-  routes.notes.push_back(fmt::format(
-      "layered: {}: dimension-order routes on {} of {} data VL(s){} (VL 0: multicast, and "
-      "up*/down* routes to {} LID(s) no other layer fits), repaired around the gaps in their "
-      "layers ({} of {} destination LIDs re-attached, {} of them on a new tree, {} moved to "
-      "another layer; then {} hot-spot moves: the LID loading the busiest link most given a new "
-      "tree off it)",
-      what, routes.num_vls, opts.max_vls,
-      dateline ? fmt::format(", each hop's VL set by its switch's SL2VL at each ring's dateline "
-                             "(its layers would need {})",
-                             cover.vls())
-               : std::string(),
-      on_vl0, st.lids_regrown, st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown,
-      st.lids_moved, st.hot_spot_moves));
+  auto repair_on = [&](bool dateline) -> Result<Routes> {
+    Routes dor;
+    SUBNETD_TRY_ASSIGN(dor, dateline ? dor_dateline_routes(g, shape, stop, opts.max_vls)
+                                     : dor_routes(g, shape, cover, stop));
+    dor.engine = "layered";
+    // The VLs dimension order leaves free are room for the LIDs whose
+    // detours fit their layer no longer (a mesh has one layer, whose turns
+    // allow no detour). Dateline routes keep their VLs: each hop's is its
+    // SL's.
+    if (!dateline) dor.num_vls = opts.max_vls;
+    // And VL 0, multicast's, takes up*/down* routes in multicast's order
+    // when no other layer fits a LID (as the general engine's escape
+    // layer).
+    std::vector<std::uint32_t> dist;
+    dor.vl0_rank = bfs_rank(g, 0, dist);
+    LayeredRepairStats st;
+    Routes routes;
+    SUBNETD_TRY_ASSIGN(
+        routes, repair_layered(topo, lids, topo, dor, opts, stop, &st, RepairBalance::kHotSpots));
+    if (!dateline) {
+      std::uint8_t top = 1;
+      for (const std::uint8_t l : routes.lid_layer) top = std::max(top, l);
+      routes.num_vls = static_cast<std::uint8_t>(top + 1);
+    }
+    std::uint64_t on_vl0 = 0;
+    for (std::uint32_t lid = 1; lid < routes.lid_layer.size(); ++lid) {
+      const LidAttachment att = g.attachment(Lid{lid});
+      if (routes.lid_layer[lid] == 0 && att.routable() && att.port != 0) ++on_vl0;
+    }
+    routes.notes.clear();
+    routes.notes.push_back(fmt::format(
+        "layered: {}: dimension-order routes on {} of {} data VL(s){} (VL 0: multicast, and "
+        "up*/down* routes to {} LID(s) no other layer fits), repaired around the gaps in their "
+        "layers ({} of {} destination LIDs re-attached, {} of them on a new tree, {} moved to "
+        "another layer; then {} hot-spot moves: the LID loading the busiest link most given a "
+        "new tree off it)",
+        what, routes.num_vls, opts.max_vls,
+        dateline
+            ? fmt::format(", each hop's VL set by its switch's SL2VL at each ring's "
+                          "dateline ({} {})",
+                          boxes ? "in boxes its layers take" : "its layers would need", cover.vls())
+            : std::string(),
+        on_vl0, st.lids_regrown, st.lids_kept + st.lids_regrown + st.lids_placed, st.trees_regrown,
+        st.lids_moved, st.hot_spot_moves));
+    return routes;
+  };
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(routes, repair_on(!boxes));
+  // A torus whose boxes fit is repaired on datelines too, and those are
+  // kept where their busiest link carries kLayeredGridDatelineGain less.
+  if (boxes && dor_dateline_sls(shape) > 2 && dor_dateline_fits(shape, opts.max_vls)) {
+    Result<Routes> lined = repair_on(true);
+    if (!lined.ok() && lined.error().code == Errc::kCancelled) return lined;
+    if (lined.ok()) {
+      const std::uint64_t on_boxes = busiest_paths(g, routes), on_lines = busiest_paths(g, *lined);
+      const bool better =
+          on_lines * kLayeredGridDatelineGain < on_boxes * (kLayeredGridDatelineGain - 1);
+      if (better) routes = std::move(*lined);
+      routes.notes.insert(
+          routes.notes.begin() + 1,
+          fmt::format("layered: {}, whose busiest link carries {} CA-to-CA paths against {} on "
+                      "{} (datelines are kept only where they carry 1/{} fewer: a LID's SL on "
+                      "the boxes is the one it has when the gaps close)",
+                      better ? "dimension order on dateline VLs" : "dimension order in boxes",
+                      better ? on_lines : on_boxes, better ? on_boxes : on_lines,
+                      better ? "the boxes' layers" : "dateline VLs", kLayeredGridDatelineGain));
+    } else {
+      routes.notes.push_back(fmt::format("layered: {}: dimension order on dateline VLs: {}", what,
+                                         lined.error().message));
+    }
+  }
   for (const std::string& note : g.notes()) routes.notes.push_back(note);
   if (g.num_switches() > kLayeredGridCompareMaxSwitches) return routes;
 

@@ -131,9 +131,9 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
 // for g's cabled ones. The repaired routes' busiest link over the lower
 // bound on an 8x8x8 torus, against the general engine's (layers_bench,
 // with the repair's hot-spot steps): 1% missing 1.08 (5.28), 2% 1.06
-// (4.37), 3% 1.23 (5.37), 4% 2.30 (5.59): past that the seven layers'
-// CDGs leave the detours too few turns (the busiest link then carries
-// LIDs that fit VL 0's up*/down* routes only).
+// (4.37), 3% 1.23 (5.37), 4% 1.26 on datelines, 2.30 in boxes (5.59):
+// past that the seven layers' CDGs leave the detours too few turns (the
+// busiest link then carries LIDs that fit VL 0's up*/down* routes only).
 inline constexpr double kLayeredGridMaxMissingShare = 0.05;
 std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
 
@@ -147,6 +147,18 @@ std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
 // lower bound against 1.10; a 5x5x5 torus minus 2%: 1.09 against 1.26;
 // an 8x8x8 torus minus 2%: 1.06 against 4.37).
 inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
+// A torus whose layers in boxes fit the VLs, with links missing, is
+// repaired on per-hop dateline VLs as well (3 VLs; the others free SLs
+// for the detours, where the boxes leave none and the LIDs no layer takes
+// go to VL 0's up*/down*), and the dateline routes are kept when their
+// busiest link carries 1/kLayeredGridDatelineGain fewer CA-to-CA paths
+// (layers_bench, 8x8x8 torus with 2 CAs a switch, 8 VLs, busiest link
+// over the bound, boxes against datelines: minus 4% of its links, seeds
+// 1-3, 2.30 / 1.26, 1.64 / 1.17, 1.51 / 1.18; minus 1-3% 1.08 / 1.10,
+// 1.07 / 1.13, 1.23 / 1.24). The margin keeps the boxes where both are
+// close: their SLs are those of the whole torus, so hosts keep them when
+// the gaps close.
+inline constexpr std::uint64_t kLayeredGridDatelineGain = 8;
 // The repair's time grows with the links missing times the switches
 // squared (each broken LID's detours searched over the fabric): an 8x8x8
 // torus minus 30 links 0.18 s, 10x10x10 minus 60 1.3 s, 16x16x16 minus 12

@@ -287,6 +287,12 @@ TEST(GridShape, NoGridIsFoundWhereThereIsNone) {
   }
 }
 
+std::string notes_of(const Routes& r) {
+  std::string notes;
+  for (const std::string& n : r.notes) notes += n + "\n";
+  return notes;
+}
+
 // Grids with links missing (seeded cuts): found with their coordinates
 // and the count of links missing, refused when more are missing than
 // allowed, and routed in dimension order repaired around the gaps.
@@ -617,11 +623,6 @@ TEST(Dor, TheLayersCoverTheGridWithFewBoxes) {
 // routed by the general engine within them. The notes say why.
 TEST(Dor, ATorusNeedingMoreVlsThanGivenTakesDatelinesOrIsRoutedInGeneral) {
   const Fabric f = make_fabric("torus:dims=5x5x5,hosts=1");
-  auto notes_of = [](const Routes& r) {
-    std::string notes;
-    for (const std::string& n : r.notes) notes += n + "\n";
-    return notes;
-  };
   auto dl = route_layered(f, 4);
   ASSERT_TRUE(dl.ok()) << dl.error().message;
   EXPECT_TRUE(dl->per_hop_vls());
@@ -642,6 +643,59 @@ TEST(Dor, ATorusNeedingMoreVlsThanGivenTakesDatelinesOrIsRoutedInGeneral) {
             std::string::npos)
       << notes_of(*r);
   expect_delivered_deadlock_free(f, *r);
+}
+
+// A torus whose layers in boxes fit the VLs, with gaps: repaired on
+// dateline VLs as well (the VLs past the datelines' free for detours,
+// where the boxes leave none and what fits no layer funnels on VL 0's
+// up*/down*), and the datelines kept only where their busiest link
+// carries 1/kLayeredGridDatelineGain fewer paths than the boxes'.
+TEST(GappedGrid, DatelinesReplaceTheBoxesOnlyWhereTheyBalanceClearlyBetter) {
+  auto route = [](std::size_t cut) {
+    Fabric f = make_fabric("torus:dims=8x8x8,hosts=1");
+    cut_links(f.topo, cut, 1);
+    f.lids = lids_for(f.topo);
+    return std::pair(f, route_layered(f, 8));
+  };
+  const auto [lined, on_lines] = route(60);  // 4% of the links
+  ASSERT_TRUE(on_lines.ok()) << on_lines.error().message;
+  EXPECT_TRUE(on_lines->per_hop_vls()) << notes_of(*on_lines);
+  EXPECT_NE(notes_of(*on_lines).find("dimension order on dateline VLs, whose busiest link carries"),
+            std::string::npos)
+      << notes_of(*on_lines);
+  EXPECT_LE(on_lines->num_vls, 8);
+  expect_delivered_deadlock_free(lined, *on_lines);
+  // The boxes' routes, repaired as the engine repairs them.
+  auto g = SwitchGraph::build(lined.topo, lined.lids);
+  ASSERT_TRUE(g.ok());
+  auto shape = grid_shape_with_gaps(lined.topo, *g, 60);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  auto dor = dor_routes(*g, *shape, dor_cover(*shape), {});
+  ASSERT_TRUE(dor.ok()) << dor.error().message;
+  dor->num_vls = 8;
+  std::vector<std::uint32_t> dist, order;
+  bfs_hops(*g, 0, dist, order);
+  dor->vl0_rank.assign(order.size(), 0);
+  for (std::uint32_t i = 0; i < order.size(); ++i) dor->vl0_rank[order[i]] = i;
+  EngineOptions opts;
+  opts.max_vls = 8;
+  auto boxed = repair_layered(lined.topo, lined.lids, lined.topo, *dor, opts, {}, nullptr,
+                              RepairBalance::kHotSpots);
+  ASSERT_TRUE(boxed.ok()) << boxed.error().message;
+  const std::vector<std::uint64_t> on_boxes = path_loads(lined, *boxed),
+                                   on_datelines = path_loads(lined, *on_lines);
+  const std::uint64_t box_max = *std::max_element(on_boxes.begin(), on_boxes.end());
+  const std::uint64_t line_max = *std::max_element(on_datelines.begin(), on_datelines.end());
+  EXPECT_LT(line_max * kLayeredGridDatelineGain, box_max * (kLayeredGridDatelineGain - 1))
+      << line_max << " paths on datelines, " << box_max << " in boxes";
+
+  // 2%: the boxes, close to the datelines, are kept.
+  const auto [kept, in_boxes] = route(30);
+  ASSERT_TRUE(in_boxes.ok()) << in_boxes.error().message;
+  EXPECT_FALSE(in_boxes->per_hop_vls());
+  EXPECT_NE(notes_of(*in_boxes).find("dimension order in boxes, whose busiest link carries"),
+            std::string::npos)
+      << notes_of(*in_boxes);
 }
 
 }  // namespace
