@@ -207,14 +207,22 @@ struct RoutedFabric {
 
 // Generates `spec`, assigns LIDs in a `lid_bits` space and routes with
 // `engine` on `pool`, printing a line for the fabric and one for the routes.
+// `cut_percent` of its switch links disconnected first (cut_switch_links,
+// `cut_seed`).
 inline Result<RoutedFabric> routed_fabric(const std::string& spec, int lid_bits,
                                           const std::string& engine, routing::WorkerPool& pool,
-                                          const routing::EngineOptions& opts = {}) {
+                                          const routing::EngineOptions& opts = {},
+                                          double cut_percent = 0, std::uint64_t cut_seed = 1) {
   RoutedFabric f;
   auto t0 = Clock::now();
   auto generated = discovery::topo::generate(spec);
   if (!generated.ok()) return generated.error();
   f.topo = std::move(generated).value();
+  if (cut_percent > 0) {
+    std::printf("fabric: %zu switch links cut (%g%%, seed %llu)\n",
+                cut_switch_links(f.topo, cut_percent, cut_seed), cut_percent,
+                static_cast<unsigned long long>(cut_seed));
+  }
   auto space = routing::LidSpace::from_bits(lid_bits);
   if (!space) return Error{Errc::kInvalidArgument, "lid_bits must be 16, 17 or 24"};
   routing::LidAssignOptions lo;

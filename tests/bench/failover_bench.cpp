@@ -4,7 +4,7 @@
 //
 //   failover_bench [SPEC] [engine=ftree|updn|auto|layered] [lid_bits=24]
 //                  [links=1000] [switches=100] [seed=1] [threads=2] [stage2=1]
-//                  [vls=8] [branches=1]
+//                  [vls=8] [branches=1] [cut=PERCENT]
 //
 // SPEC defaults to fat-tree:levels=3,k=80 (8,000 switches, 128,000 CAs).
 // vls: the data VLs the engine may use (EngineOptions::max_vls, 1-15): a
@@ -12,6 +12,9 @@
 // layers need more (a 6x6x6 torus on vls=3, where 8 fit its layers).
 // branches: EngineOptions::branch_layers (layered: a layer per branch of
 // a hot-spot tree, the SL per source; 0 = one layer per LID).
+// cut: that share of the switch links disconnected before routing
+// (cut_switch_links with `seed`, as layers_bench's cut=): a torus with
+// gaps is routed as one, repaired in boxes or on datelines.
 //  1. The fabric is generated, given LIDs, routed by `engine` and programmed
 //     into the simulator (with its latency model) by SMP, ports ACTIVE.
 //  2. The SM's failover plan (routing/failover_plan.hpp) is computed and
@@ -71,6 +74,7 @@ struct Args {
   bool stage2 = true;
   int vls = 8;
   bool branches = true;
+  double cut = 0;
 };
 
 struct Sample {
@@ -156,6 +160,8 @@ int main(int argc, char** argv) {
       ok = parse_value(arg.value, a.vls) && a.vls >= 1 && a.vls <= 15;
     } else if (arg.key == "branches") {
       ok = parse_value(arg.value, a.branches);
+    } else if (arg.key == "cut") {
+      ok = parse_value(arg.value, a.cut) && a.cut >= 0 && a.cut < 100;
     } else if (arg.key == "stage2") {
       ok = parse_value(arg.value, a.stage2);
     } else {
@@ -168,15 +174,15 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "failover_bench %s engine=%s lid_bits=%d links=%d switches=%d seed=%llu threads=%u "
-      "vls=%d branches=%d\n",
+      "vls=%d branches=%d cut=%g\n",
       a.spec.c_str(), a.engine.c_str(), a.lid_bits, a.links, a.switches,
-      static_cast<unsigned long long>(a.seed), a.threads, a.vls, a.branches ? 1 : 0);
+      static_cast<unsigned long long>(a.seed), a.threads, a.vls, a.branches ? 1 : 0, a.cut);
 
   routing::WorkerPool pool(a.threads);
   routing::EngineOptions eo;
   eo.max_vls = static_cast<std::uint8_t>(a.vls);
   eo.branch_layers = a.branches;
-  auto fabric = routed_fabric(a.spec, a.lid_bits, a.engine, pool, eo);
+  auto fabric = routed_fabric(a.spec, a.lid_bits, a.engine, pool, eo, a.cut, a.seed);
   if (!fabric.ok()) return fail("fabric", fabric.error());
   const routing::Topology& topo = fabric->topo;
   const routing::LidMap& lids = fabric->lids;
