@@ -788,8 +788,9 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
                       better ? on_lines : on_boxes, better ? on_boxes : on_lines,
                       better ? "the boxes' layers" : "dateline VLs", kLayeredGridDatelineGain));
     } else {
-      routes.notes.push_back(fmt::format("layered: {}: dimension order on dateline VLs: {}", what,
-                                         lined.error().message));
+      routes.notes.push_back(
+          fmt::format("layered: {}: dimension order in boxes (on dateline VLs: {})", what,
+                      lined.error().message));
     }
   }
   for (const std::string& note : g.notes()) routes.notes.push_back(note);

@@ -77,8 +77,9 @@
 // 7 on an 8x8x8 torus — VL 0 left to multicast), when those VLs fit the
 // budget; a torus whose boxes do not takes dimension order on per-hop
 // dateline VLs (3 data VLs whatever its size, dor_dateline_routes; with
-// gaps, repaired as below with the VLs past those as free SLs), and with
-// fewer VLs still the note says so and it is routed as above.
+// gaps, repaired as below with the VLs past those as free SLs, which a
+// gapped torus whose boxes fit may take too: kLayeredGridDatelineGain),
+// and with fewer VLs still the note says so and it is routed as above.
 // So do grids
 // with up to kLayeredGridMaxMissingShare of their links missing
 // (grid_shape_with_gaps: dead cables, disabled ports), their dimension-
@@ -162,7 +163,8 @@ inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
 // 1-3, 2.30 / 1.26, 1.64 / 1.17, 1.51 / 1.18; minus 1-3% 1.08 / 1.10,
 // 1.07 / 1.13, 1.23 / 1.24). The margin keeps the boxes where both are
 // close: their SLs are those of the whole torus, so hosts keep them when
-// the gaps close.
+// the gaps close. The second repair doubles the time (8x8x8: 0.3-0.5 s
+// -> 0.6-0.95 s; 10x10x10 minus 2%, whose boxes stay: 1.2 -> 2.8 s).
 inline constexpr std::uint64_t kLayeredGridDatelineGain = 8;
 // The repair's time grows with the links missing times the switches
 // squared (each broken LID's detours searched over the fabric): an 8x8x8
