@@ -411,8 +411,10 @@ Routes Rerouter::export_routes(WorkerPool& pool) const {
   out.max_lid = base_->max_lid;
   out.num_vls = base_->num_vls;
   out.lid_layer = base_->lid_layer;
+  out.path_layers = base_->path_layers;
   out.hop_vls = base_->hop_vls;
   out.updown_rank = base_->updown_rank;
+  out.vl0_rank = base_->vl0_rank;
   out.notes = base_->notes;
   out.lfts.resize(n_);
   const std::size_t grain = std::max<std::size_t>(1, n_ / (std::size_t{pool.size()} * 16));

@@ -583,6 +583,39 @@ TEST(Rerouter, SwitchFailureRepairsAroundIt) {
   EXPECT_EQ(trace.delivered, trace.reachable_pairs) << trace.first_failure;
 }
 
+// The exported routes carry every field of the routes the Rerouter was
+// built on, its working tables apart (the daemon publishes them in the
+// engine's place: the SA, multicast and the dumps read the rest).
+TEST(Rerouter, ExportedRoutesCarryEveryFieldOfTheBuiltOnes) {
+  const Fabric f = make_fabric("fat-tree:levels=3,k=4");
+  auto r = route(f.topo, f.lids, "updn");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::uint32_t n = static_cast<std::uint32_t>(r->lfts.size());
+  r->notes.push_back("a note");
+  r->vl0_rank.resize(n);
+  for (std::uint32_t s = 0; s < n; ++s) r->vl0_rank[s] = n - 1 - s;
+  r->path_layers.resize(std::size_t{r->max_lid.value} + 1);
+  r->path_layers[1].assign(n, 0);
+  const Routes base = *r;
+  WorkerPool pool(2);
+  auto rr = Rerouter::build(f.topo, f.lids, std::make_shared<const Routes>(std::move(*r)), pool);
+  ASSERT_TRUE(rr.ok()) << rr.error().message;
+  const Routes out = (*rr)->export_routes(pool);
+  EXPECT_EQ(out.engine, base.engine);
+  EXPECT_EQ(out.max_lid, base.max_lid);
+  EXPECT_EQ(out.num_vls, base.num_vls);
+  EXPECT_EQ(out.lid_layer, base.lid_layer);
+  EXPECT_EQ(out.path_layers, base.path_layers);
+  EXPECT_EQ(out.hop_vls, base.hop_vls);
+  EXPECT_EQ(out.updown_rank, base.updown_rank);
+  EXPECT_EQ(out.vl0_rank, base.vl0_rank);
+  EXPECT_EQ(out.notes, base.notes);
+  ASSERT_EQ(out.lfts.size(), base.lfts.size());
+  for (std::size_t s = 0; s < base.lfts.size(); ++s) {
+    EXPECT_TRUE(out.lfts[s] == base.lfts[s]) << "switch " << s;
+  }
+}
+
 TEST(Rerouter, ResetRestoresTheBuiltTablesAndRepeatsARepairExactly) {
   Built b = build("fat-tree:levels=3,k=6", "updn");
   ASSERT_TRUE(b.rr);
