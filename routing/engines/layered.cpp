@@ -42,8 +42,9 @@ constexpr std::uint32_t kBranchTries = 4;
 // 47-51 s since).
 constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 22;
 
-// Switches ranked by breadth-first distance from `root` (ties by index),
-// then those `root` does not reach, by index. `dist` gives the distances
+// Switches ranked in breadth-first order from `root` (bfs_hops': a
+// switch's neighbours in the order of its arcs), then those `root` does
+// not reach, by index. `dist` gives the distances
 // (kNoArc when not reached).
 std::vector<std::uint32_t> bfs_rank(const SwitchGraph& g, std::uint32_t root,
                                     std::vector<std::uint32_t>& dist) {
