@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -397,6 +398,27 @@ TEST(GappedGrid, NearlyEveryLidKeepsItsLayerWhenTheGapsCloseAgain) {
   EXPECT_GE(same, cas * 95 / 100) << same << " of " << cas << " LIDs kept their layer";
 }
 
+// The dimension-order routes in boxes on `f`, a grid with `missing` links
+// missing, as the engine hands them to the repair: on 8 VLs, VL 0's order
+// (multicast's) breadth first from switch 0 (the engine's bfs_rank).
+std::optional<Routes> boxed_dor(const Fabric& f, std::size_t missing) {
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  auto shape = g.ok() ? grid_shape_with_gaps(f.topo, *g, missing)
+                      : Result<GridShape>(Error{Errc::kInternal, "no switch graph"});
+  EXPECT_TRUE(shape.ok()) << shape.error().message;
+  if (!shape.ok()) return std::nullopt;
+  auto dor = dor_routes(*g, *shape, dor_cover(*shape), {});
+  EXPECT_TRUE(dor.ok()) << dor.error().message;
+  if (!dor.ok()) return std::nullopt;
+  dor->num_vls = 8;
+  std::vector<std::uint32_t> dist, order;
+  bfs_hops(*g, 0, dist, order);
+  EXPECT_EQ(order.size(), g->num_switches());
+  dor->vl0_rank.assign(g->num_switches(), 0);
+  for (std::uint32_t i = 0; i < order.size(); ++i) dor->vl0_rank[order[i]] = i;
+  return std::move(*dor);
+}
+
 // A grid with gaps routed afresh: after the repair of its dimension-order
 // routes, the hot-spot steps (RepairBalance::kHotSpots) take the busiest
 // link's paths down, and the routes stay complete, deadlock-free and
@@ -405,19 +427,8 @@ TEST(GappedGrid, NearlyEveryLidKeepsItsLayerWhenTheGapsCloseAgain) {
 TEST(GappedGrid, HotSpotStepsTakeTheBusiestLinkDown) {
   Fabric f = make_fabric("torus:dims=8x8x8,hosts=2");
   cut_links(f.topo, 30, 1);
-  auto g = SwitchGraph::build(f.topo, f.lids);
-  ASSERT_TRUE(g.ok());
-  auto shape = grid_shape_with_gaps(f.topo, *g, 30);
-  ASSERT_TRUE(shape.ok()) << shape.error().message;
-  auto dor = dor_routes(*g, *shape, dor_cover(*shape), {});
-  ASSERT_TRUE(dor.ok()) << dor.error().message;
-  dor->num_vls = 8;
-  // Multicast's order: breadth first from switch 0.
-  std::vector<std::uint32_t> dist, order;
-  bfs_hops(*g, 0, dist, order);
-  ASSERT_EQ(order.size(), g->num_switches());
-  dor->vl0_rank.assign(order.size(), 0);
-  for (std::uint32_t i = 0; i < order.size(); ++i) dor->vl0_rank[order[i]] = i;
+  const std::optional<Routes> dor = boxed_dor(f, 30);
+  ASSERT_TRUE(dor);
   EngineOptions opts;
   opts.max_vls = 8;
   LayeredRepairStats plain_st, spread_st;
@@ -666,17 +677,8 @@ TEST(GappedGrid, DatelinesReplaceTheBoxesOnlyWhereTheyBalanceClearlyBetter) {
   EXPECT_LE(on_lines->num_vls, 8);
   expect_delivered_deadlock_free(lined, *on_lines);
   // The boxes' routes, repaired as the engine repairs them.
-  auto g = SwitchGraph::build(lined.topo, lined.lids);
-  ASSERT_TRUE(g.ok());
-  auto shape = grid_shape_with_gaps(lined.topo, *g, 60);
-  ASSERT_TRUE(shape.ok()) << shape.error().message;
-  auto dor = dor_routes(*g, *shape, dor_cover(*shape), {});
-  ASSERT_TRUE(dor.ok()) << dor.error().message;
-  dor->num_vls = 8;
-  std::vector<std::uint32_t> dist, order;
-  bfs_hops(*g, 0, dist, order);
-  dor->vl0_rank.assign(order.size(), 0);
-  for (std::uint32_t i = 0; i < order.size(); ++i) dor->vl0_rank[order[i]] = i;
+  const std::optional<Routes> dor = boxed_dor(lined, 60);
+  ASSERT_TRUE(dor);
   EngineOptions opts;
   opts.max_vls = 8;
   auto boxed = repair_layered(lined.topo, lined.lids, lined.topo, *dor, opts, {}, nullptr,
