@@ -772,6 +772,8 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   SUBNETD_TRY_ASSIGN(routes, repair_on(!boxes));
   // A torus whose boxes fit is repaired on datelines too, and those are
   // kept where their busiest link carries kLayeredGridDatelineGain less.
+  // (A grid with no ring of four or more, a mesh or a hypercube, has no
+  // dateline: its SLs are multicast's and one.)
   if (boxes && dor_dateline_sls(shape) > 2 && dor_dateline_fits(shape, opts.max_vls)) {
     Result<Routes> lined = repair_on(true);
     if (!lined.ok() && lined.error().code == Errc::kCancelled) return lined;
