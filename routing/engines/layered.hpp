@@ -111,6 +111,10 @@
 
 namespace subnetd::routing {
 
+// The VL budget both the general engine and dimension order obey: 1-15
+// data VLs.
+Result<void> layered_check_budget(const EngineOptions& opts);
+
 // The CA/router LIDs one tree serves on a fabric of `switches` switches,
 // `ca_switches` of them with the `lids`, routed on `vls` data VLs (trees x
 // switches is bounded, see above): 1 or 2 on small fabrics, more as they

@@ -394,9 +394,9 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   // Each broken LID: the switches cut off from it join the switches that
   // reach it (the entries of those stay), one at a time, the cheapest
   // first: hops to the LID's switch (a hop weighs as in the engine:
-  // engines/layered.cpp) plus the load of the channel taken; a switch joins
-  // through a channel only if its dependency on the next hop's channel
-  // keeps the layer's CDG acyclic.
+  // engines/layered_general.cpp) plus the load of the channel taken; a
+  // switch joins through a channel only if its dependency on the next
+  // hop's channel keeps the layer's CDG acyclic.
   const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
   std::vector<RefusedDeps> refused(num_dags, RefusedDeps(frame));
   std::vector<Dep> added;

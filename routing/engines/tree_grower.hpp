@@ -23,10 +23,11 @@
 
 namespace subnetd::routing {
 
-// Hot-spot steps after the layered engine's rip-up pass (layered.cpp),
-// and after a repair (layered_repair.hpp, RepairBalance): at most one per
-// tree, and none once kHotSpotStall steps in a row have not taken the
-// busiest channel's load down by 1/kHotSpotDrop. The engine's busiest
+// Hot-spot steps after the layered engine's rip-up pass
+// (layered_general.cpp), and after a repair (layered_repair.hpp,
+// RepairBalance): at most one per tree, and none once kHotSpotStall
+// steps in a row have not taken the busiest channel's load down by
+// 1/kHotSpotDrop. The engine's busiest
 // link over the lower bound (layers_bench, 8 VLs), with a quarter of the
 // trees' count and 32 steps of stall (when a step took ~20 ms at 2,000
 // switches), then with these (a step ~5 ms): random 2,000 switches,
@@ -66,6 +67,23 @@ inline void bfs_hops(const SwitchGraph& g, std::uint32_t root, std::vector<std::
       }
     }
   }
+}
+
+// Switches ranked in breadth-first order from `root` (bfs_hops': a
+// switch's neighbours in the order of its arcs), then those `root` does
+// not reach, by index. `dist` gives the distances
+// (kNoArc when not reached).
+inline std::vector<std::uint32_t> bfs_rank(const SwitchGraph& g, std::uint32_t root,
+                                           std::vector<std::uint32_t>& dist) {
+  const std::uint32_t n = g.num_switches();
+  std::vector<std::uint32_t> queue;
+  bfs_hops(g, root, dist, queue);
+  for (std::uint32_t v = 0; v < n; ++v) {
+    if (dist[v] == kNoArc) queue.push_back(v);
+  }
+  std::vector<std::uint32_t> pos(n);
+  for (std::uint32_t i = 0; i < n; ++i) pos[queue[i]] = i;
+  return pos;
 }
 
 // A CDG over the channels of `frame` (cdg_frame), given by outs(a, fn)

@@ -1,0 +1,629 @@
+// The layered engine for any topology (engines/layered.hpp): trees grown
+// in the layers' CDGs, a rip-up pass and hot-spot steps.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "routing/engines/layered.hpp"
+#include "routing/engines/tree_grower.hpp"
+#include "routing/engines/updn.hpp"
+#include "routing/ordered_dag.hpp"
+#include "routing/switch_graph.hpp"
+
+namespace subnetd::routing {
+namespace {
+
+// Passes of rip-up-and-reroute after every tree is placed.
+constexpr std::uint32_t kRefinePasses = 1;
+// A tree is funnelled when one channel carries more than this many times
+// the share of its sources that t's links would each carry if they took
+// even parts. Such trees try the other layers in the rip-up pass: on random
+// graphs their busiest links were most of the engine's excess (2,000
+// switches: 3.41x the bound without, 2.38x with; 1,000: 1.28x, 1.14x;
+// degraded fat tree k=16: 1.56x, 1.48x). Down to 2 moved more trees and
+// balanced some fabrics better and others worse.
+constexpr std::uint64_t kFunnelled = 3;
+// Tries of a hot-spot tree with branch layers (EngineOptions::
+// branch_layers), each avoiding the channels the tries before it found
+// as busy as the busiest. Random 2,000 switches, one CA each: 1 try
+// 1.53 the bound, 4 tries 1.50, 8 the same as 4.
+constexpr std::uint32_t kBranchTries = 4;
+// Trees x switches the engine allows itself before it gives more LIDs of
+// a switch one tree (random graphs with 8 CAs per switch: 200, 600 and
+// 1,000 switches, trees of two LIDs, 0.2, 6 and 25 s on the 2-core bench
+// VM — at 2^21, 1,000 switches got trees of four: 1.60x the lower bound in
+// 18 s against 1.28 with trees of two (measured before funnelled trees
+// moved layers; 1.14 since, in 12-14 s); 2,000, one tree per switch, 92 s,
+// 47-51 s since).
+constexpr std::uint64_t kTreeWork = std::uint64_t{1} << 22;
+
+}  // namespace
+
+std::uint64_t layered_lids_per_tree(std::uint32_t switches, std::uint64_t lids,
+                                    std::uint32_t ca_switches, std::uint8_t vls) {
+  const std::uint64_t target_trees = std::max<std::uint64_t>(
+      {1, switches, std::min<std::uint64_t>(lids, kTreeWork / std::max(switches, 1U))});
+  // On several VLs, where the switches with CAs have four LIDs or more
+  // (on average), a tree serves two at least: every tree adds its
+  // dependencies to a layer, and half as many trees leave the layers
+  // sparser, which balanced as well or better in half the time (busiest link over layers_bench's
+  // lower bound: dragonfly g=16, 4 CAs per switch: 1.47 in 0.058 s against 1.44 in 0.088 s; random
+  // 200, 8 CAs: 1.16 against 1.22; degraded fat tree k=16: 1.56 against 1.67). With two CAs per
+  // switch that is a tree per switch, which balanced worse (torus 8x8x8 minus 2%: 6.61 against
+  // 6.15). On one VL (no CDG) spreading each LID is what balances: 1.37 against 1.55 on the fat
+  // tree.
+  const std::uint64_t least = vls > 1 && lids >= 4 * std::uint64_t{ca_switches} ? 2 : 1;
+  return std::max<std::uint64_t>(least, (lids + target_trees - 1) / target_trees);
+}
+
+std::uint64_t layered_lids_per_tree(const SwitchGraph& g, std::uint8_t vls) {
+  std::uint64_t lids = 0;
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment a = g.attachment(Lid{l});
+    if (a.routable() && a.port != 0) ++lids;
+  }
+  std::uint32_t ca_switches = 0;
+  for (std::uint32_t s = 0; s < g.num_switches(); ++s) {
+    if (g.has_endpoints(SwitchIndex{s})) ++ca_switches;
+  }
+  return layered_lids_per_tree(g.num_switches(), lids, ca_switches, vls);
+}
+Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
+                                      const EngineOptions& opts, WorkerPool& pool,
+                                      std::stop_token stop) {
+  SUBNETD_TRY(layered_check_budget(opts));
+  SwitchGraph g;
+  SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
+  // The escape routes, and the order that defines them.
+  Routes escape;
+  SUBNETD_TRY_ASSIGN(escape, UpdnEngine{}.compute(topo, lids, opts, pool, stop));
+  const std::uint32_t n = g.num_switches();
+  const std::uint32_t arcs = g.num_arcs();
+  if (escape.updown_rank.size() != n) {
+    return Error{Errc::kInternal, "layered: updn gave no up/down order"};
+  }
+  const std::vector<std::uint32_t> rev = reverse_arcs(g);
+
+  // Sources: CA/router LIDs per switch; switches per part.
+  const std::uint32_t max_lid = g.max_lid().value;
+  std::vector<std::uint64_t> sources(n, 0);
+  std::vector<std::uint32_t> part_size(g.num_components(), 0);
+  for (std::uint32_t s = 0; s < n; ++s) ++part_size[g.component(SwitchIndex{s})];
+  for (std::uint32_t l = 1; l <= max_lid; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (att.routable() && att.port != 0) ++sources[att.sw.value];
+  }
+  std::uint64_t total_sources = 0;
+  for (const std::uint64_t c : sources) total_sources += c;
+  // A hop weighs as much as a few destinations' worth of traffic through
+  // one channel: paths stay short while loads are even, and detour by a
+  // hop once a channel carries that much more than its alternative.
+  const std::uint64_t hop = std::max<std::uint64_t>(1, total_sources);
+  // A last-hop alternative may cost up to half a hop more than the tree's.
+  const std::uint64_t slack = hop / 2;
+
+  std::vector<OrderedDag> layers;
+  // One VL: layer 0 alone, its trees kept to up*/down* turns (checked per
+  // turn, no CDG needed): balanced up*/down* routes, with updn's order
+  // exported for the rerouter and fast failover.
+  const bool updown_only = opts.max_vls == 1;
+  const std::span<const std::uint32_t> static_order =
+      updown_only ? std::span<const std::uint32_t>(escape.updown_rank)
+                  : std::span<const std::uint32_t>();
+  const std::shared_ptr<const DagFrame> frame = cdg_frame(g);
+  layers.push_back(updown_only ? OrderedDag(frame) : updown_cdg(g, escape.updown_rank, rev, frame));
+  const std::size_t escape_deps = layers[0].edges();
+  std::vector<std::vector<std::uint32_t>> root_dist;  // per free layer
+  // Each free layer has a root, spread over the fabric (each the switch
+  // farthest from the roots before it), and a tree tries the layers
+  // nearest root first (free_layers_for). A layer starts in its root's
+  // up*/down* order; what it accepts depends only on the dependencies it
+  // holds, never on its order, so the start decides only how much its
+  // searches reorder (index order instead: the same routes in the same
+  // time at 1,000 switches, measured 2026-12-05).
+  {
+    std::uint32_t root = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (escape.updown_rank[s] == 0) root = s;
+    }
+    std::vector<std::uint32_t> dist, nearest(n, kNoArc);
+    while (n != 0 && layers.size() < opts.max_vls) {
+      const std::vector<std::uint32_t> pos = bfs_rank(g, root, dist);
+      for (std::uint32_t s = 0; s < n; ++s) nearest[s] = std::min(nearest[s], dist[s]);
+      root_dist.push_back(dist);
+      layers.emplace_back(frame, updown_order(g, pos));
+      // The next root: the switch farthest from every root so far (one no
+      // root reaches, in another part, first: kNoArc is the largest).
+      std::uint32_t far = root;
+      for (std::uint32_t s = 0; s < n; ++s) {
+        if (nearest[s] > nearest[far]) far = s;
+      }
+      root = far;
+    }
+  }
+  std::vector<std::uint32_t> try_order;
+  std::vector<RefusedDeps> refused(layers.size(), RefusedDeps(frame));
+
+  Routes routes;
+  routes.engine = "layered";
+  routes.max_lid = g.max_lid();
+  // The entries LID by LID while the trees are grown (tree_grower.hpp),
+  // the per-switch tables once they are done.
+  LidColumns cols(n, routes.max_lid);
+  std::vector<std::uint8_t> lid_layer(std::size_t{max_lid} + 1, 0);
+  std::vector<std::uint64_t> load(arcs, 0);
+  const std::vector<std::uint64_t> no_load(arcs, 0);
+  std::vector<std::uint64_t> subtree(n, 0);
+  TreeGrower grower(g, rev);
+  std::vector<std::uint32_t> pick(n, kNoArc);  // one LID's channel per switch
+  std::vector<Dep> added;
+  std::uint64_t escaped = 0, data_lids = 0;
+
+  auto write = [&](std::uint32_t lid, std::uint32_t s, std::uint8_t port) {
+    cols.set(s, lid, port);
+  };
+
+  // Destinations by switch: its own LID, and its CA/router LIDs, which
+  // share one tree (and layer) and weigh on it together.
+  std::vector<std::uint32_t> own_lid(n, 0);
+  std::vector<std::vector<std::uint32_t>> data_at(n);
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (!att.routable()) continue;
+    if (att.port == 0) {
+      own_lid[att.sw.value] = lid;
+    } else {
+      data_at[att.sw.value].push_back(lid);
+    }
+  }
+  // Trees ("units"): a switch's CA/router LIDs, up to lids_per_tree per
+  // tree. Small trees spread a switch's LIDs far from it (a fat tree's
+  // leaf over every uplink of every other leaf), but a tree costs about as
+  // much as the switches times their CDGs' density: trees x switches is
+  // held to kTreeWork (layered_lids_per_tree).
+  const auto ca_switches =
+      static_cast<std::uint32_t>(n - std::count(sources.begin(), sources.end(), 0U));
+  const std::uint64_t lids_per_tree =
+      layered_lids_per_tree(n, total_sources, ca_switches, opts.max_vls);
+  std::vector<std::uint32_t> unit_sw;
+  std::vector<std::vector<std::uint32_t>> unit_lids;
+  for (std::uint32_t t = 0; t < n; ++t) {
+    const std::vector<std::uint32_t>& d = data_at[t];
+    for (std::size_t i = 0; i < d.size(); i += lids_per_tree) {
+      unit_sw.push_back(t);
+      unit_lids.emplace_back(d.begin() + static_cast<std::ptrdiff_t>(i),
+                             d.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min<std::size_t>(i + lids_per_tree, d.size())));
+    }
+  }
+  auto units = static_cast<std::uint32_t>(unit_sw.size());
+
+  // Routes unit u's LIDs along `tree` (their loads appended to `placed`).
+  auto place = [&](std::uint32_t u, std::span<const std::uint32_t> tree,
+                   ArcLoads* placed = nullptr) {
+    for (const std::uint32_t lid : unit_lids[u]) {
+      place_lid(g, grower, tree, lid, sources, load, pick, subtree, cols, placed);
+    }
+  };
+  LidLoads lid_loads(g, sources, rev);
+  auto for_each_load = [&](std::uint32_t t, std::uint32_t lid, auto&& fn) {
+    lid_loads.for_each(cols, t, lid, fn);
+  };
+  auto load_on = [&](std::uint32_t a, std::uint32_t lid) { return lid_loads.on(cols, a, lid); };
+  // The loads the routes to unit u's LIDs put on channels, as the LFTs
+  // hold them, into `into`; a list's loads added to the channels' or taken
+  // off; and the busiest channel of a list.
+  auto loads_of = [&](std::uint32_t u, ArcLoads& into) {
+    into.clear();
+    for (const std::uint32_t lid : unit_lids[u]) {
+      for_each_load(unit_sw[u], lid,
+                    [&](std::uint32_t a, std::uint64_t from) { into.emplace_back(a, from); });
+    }
+  };
+
+  // A switch's own LID: shortest paths, no load, layer 0 (on one VL,
+  // updn's own routes: the rerouter keeps switch LIDs up*/down* too).
+  for (std::uint32_t t = 0; t < n; ++t) {
+    if (own_lid[t] == 0) continue;
+    if (updown_only) {
+      for (std::uint32_t s = 0; s < n; ++s) {
+        write(own_lid[t], s, escape.lfts[s].get(Lid{own_lid[t]}));
+      }
+      continue;
+    }
+    added.clear();
+    for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
+      write(own_lid[t], s, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
+    }
+  }
+
+  // The free layers for a tree towards t, nearest root first: near a
+  // layer's root, most of its neighbours reach it going up.
+  auto free_layers_for = [&](std::uint32_t t) -> const std::vector<std::uint32_t>& {
+    try_order.clear();
+    for (std::uint32_t k = 1; k < layers.size(); ++k) try_order.push_back(k);
+    std::stable_sort(try_order.begin(), try_order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return root_dist[a - 1][t] < root_dist[b - 1][t];
+    });
+    return try_order;
+  };
+
+  // The layer each tree is on (kNoLayer: on the escape routes).
+  constexpr std::uint32_t kNoLayer = ~0U;
+  std::vector<std::uint32_t> tree_layer(units, kNoLayer);
+  for (std::uint32_t u = 0; u < units; ++u) {
+    if (stop.stop_requested()) {  // a tree takes up to ~50 ms at 2,000 switches
+      return Error{Errc::kCancelled, "layered: cancelled"};
+    }
+    const std::uint32_t t = unit_sw[u];
+    const std::uint32_t want = part_size[g.component(SwitchIndex{t})];
+    const std::vector<std::uint32_t>& dlids = unit_lids[u];
+    data_lids += dlids.size();
+    // The free layers, nearest root first, then the escape layer, then
+    // up*/down*.
+    std::span<const std::uint32_t> tree;
+    auto fits = [&](std::uint32_t layer) {
+      added.clear();
+      tree = grower.grow(t, load, hop, slack, &layers[layer], &refused[layer], added, static_order);
+      if (tree.size() == want) return true;
+      layers[layer].undo(added);
+      return false;
+    };
+    std::uint32_t layer = static_cast<std::uint32_t>(layers.size());
+    for (const std::uint32_t k : free_layers_for(t)) {
+      if (fits(k)) {
+        layer = k;
+        break;
+      }
+    }
+    bool placed = layer < layers.size();
+    if (!placed) {
+      layer = 0;
+      placed = fits(0);
+    }
+    if (placed) {
+      place(u, tree);
+      tree_layer[u] = layer;
+    } else {
+      // The escape routes: their dependencies are all in layer 0's CDG.
+      escaped += dlids.size();
+      layer = 0;
+      for (const std::uint32_t lid : dlids) {
+        for (std::uint32_t s = 0; s < n; ++s) {
+          if (g.component(SwitchIndex{s}) != g.component(SwitchIndex{t})) continue;
+          write(lid, s, escape.lfts[s].get(Lid{lid}));
+        }
+      }
+    }
+    for (const std::uint32_t lid : dlids) lid_layer[lid] = static_cast<std::uint8_t>(layer);
+  }
+
+  // Rip up and reroute: each tree was grown knowing only the trees before
+  // it. Grown again on its layer, with every other tree's load known, it
+  // may move off the channels that became the busiest; it is kept if the
+  // busiest channel it crosses carries no more than before (so no channel
+  // ends up busier than the busiest was). Its old dependencies stay in the
+  // layer's CDG (a superset of the routes' is still acyclic), so the old
+  // tree still fits; a new one that does not is taken back.
+  std::uint64_t regrown = 0, moved = 0;
+  std::vector<std::uint8_t> old_ports;
+  // Unit u's entries kept before it is grown again, and put back.
+  auto save_ports = [&](std::uint32_t u) {
+    old_ports.clear();
+    for (const std::uint32_t lid : unit_lids[u]) {
+      for (std::uint32_t s = 0; s < n; ++s) old_ports.push_back(cols.get(s, lid));
+    }
+  };
+  auto put_back_ports = [&](std::uint32_t u) {
+    std::size_t i = 0;
+    for (const std::uint32_t lid : unit_lids[u]) {
+      for (std::uint32_t s = 0; s < n; ++s) write(lid, s, old_ports[i++]);
+    }
+  };
+  ArcLoads old_loads, new_loads;
+  // Grows unit u again on layer k, knowing every other tree's load; keeps
+  // it if the busiest channel it crosses carries no more than before
+  // (`strict`: less), else puts the old routes back.
+  auto regrow = [&](std::uint32_t u, std::uint32_t k, bool strict = false,
+                    std::uint32_t avoid = kNoArc) {
+    const std::uint32_t t = unit_sw[u];
+    loads_of(u, old_loads);
+    const std::uint64_t before = busiest_of(load, old_loads);
+    take_loads(load, old_loads);
+    added.clear();
+    // A channel to avoid weighs as much as a detour through every switch.
+    const std::uint64_t penalty = avoid == kNoArc ? 0 : hop * n;
+    if (avoid != kNoArc) load[avoid] += penalty;
+    const std::span<const std::uint32_t> tree =
+        grower.grow(t, load, hop, slack, &layers[k], &refused[k], added, static_order);
+    if (avoid != kNoArc) load[avoid] -= penalty;
+    if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
+      layers[k].undo(added);
+      add_loads(load, old_loads);
+      return false;
+    }
+    save_ports(u);
+    new_loads.clear();
+    place(u, tree, &new_loads);
+    const std::uint64_t after = busiest_of(load, new_loads);
+    if (after < before || (!strict && after == before)) return true;
+    take_loads(load, new_loads);
+    put_back_ports(u);
+    add_loads(load, old_loads);
+    layers[k].undo(added);
+    return false;
+  };
+  // Whether the routes to unit u's first LID pour more than
+  // kFunnelled times their even share over t's links through one channel:
+  // a tree that its layer's CDG left few ways into part of the fabric.
+  auto funnelled = [&](std::uint32_t u) {
+    const std::uint32_t t = unit_sw[u];
+    std::uint64_t busiest = 0;
+    for_each_load(t, unit_lids[u].front(),
+                  [&](std::uint32_t, std::uint64_t from) { busiest = std::max(busiest, from); });
+    // The sources the routes serve: every switch with CAs in t's part
+    // but t.
+    const std::uint32_t part = g.component(SwitchIndex{t});
+    std::uint64_t from = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (s != t && g.component(SwitchIndex{s}) == part) from += sources[s];
+    }
+    const std::uint64_t links = g.first_arc(SwitchIndex{t + 1}) - g.first_arc(SwitchIndex{t});
+    return busiest * links > kFunnelled * from;
+  };
+  for (std::uint32_t pass = 0; pass < kRefinePasses; ++pass) {
+    for (std::uint32_t u = 0; u < units; ++u) {
+      if (tree_layer[u] == kNoLayer) continue;
+      if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};
+      // A funnelled tree tries the other free layers first, nearest root
+      // first: its own layer's CDG is what funnels it. Its dependencies
+      // stay in the layer it leaves (a superset stays acyclic).
+      if (!updown_only && funnelled(u)) {
+        bool to_other = false;
+        for (const std::uint32_t k : free_layers_for(unit_sw[u])) {
+          if (k == tree_layer[u] || !regrow(u, k)) continue;
+          tree_layer[u] = k;
+          for (const std::uint32_t lid : unit_lids[u])
+            lid_layer[lid] = static_cast<std::uint8_t>(k);
+          to_other = true;
+          break;
+        }
+        if (to_other) {
+          ++regrown;
+          ++moved;
+          continue;
+        }
+      }
+      if (regrow(u, tree_layer[u])) ++regrown;
+    }
+  }
+
+  // Hot spots: after the rip-up pass one tree may still pour a large share
+  // of the fabric's sources over one channel (random 2,000 switches: one
+  // tree of eight LIDs made 52,544 of the busiest channel's 57,408 paths,
+  // its layer's CDG leaving it one way in). The tree that pours the most
+  // over the busiest channel gives the half of its LIDs that load it most
+  // (all of a one-LID tree's) a tree of their own: on its layer, grown with
+  // the busiest channel weighing as a detour through every switch, else on
+  // another free layer or the escape layer; kept only if the busiest
+  // channel it crosses carries less than the busiest did. A half no layer
+  // takes so rejoins its tree, and the tree is settled. Again, while the
+  // busiest channel keeps dropping.
+  std::uint64_t hot_moves = 0, branch_moves = 0, split_lids = 0;
+  // Branch layers (EngineOptions::branch_layers): a hot-spot tree no
+  // single layer takes off the busiest channel is grown again with a
+  // layer per branch (TreeGrower::grow_split), its layer first, then the
+  // free layers nearest root first, then the escape layer; kept if the
+  // busiest channel it crosses carries less than the busiest did. A try
+  // that crosses channels as busy avoids them on the next, up to
+  // kBranchTries. By LID: the layer of each switch's path to it (empty:
+  // the LID's layer).
+  std::vector<std::vector<std::uint8_t>> path_layers(std::size_t{max_lid} + 1);
+  std::vector<std::uint8_t> added_layer;
+  std::vector<std::uint32_t> pref, avoided;
+  auto regrow_branches = [&](std::uint32_t u, std::uint32_t avoid) {
+    const std::uint32_t t = unit_sw[u];
+    loads_of(u, old_loads);
+    const std::uint64_t before = busiest_of(load, old_loads);
+    take_loads(load, old_loads);
+    pref.assign(1, tree_layer[u]);
+    for (const std::uint32_t k : free_layers_for(t)) {
+      if (k != tree_layer[u]) pref.push_back(k);
+    }
+    if (tree_layer[u] != 0) pref.push_back(0);
+    save_ports(u);
+    auto take_back = [&] {
+      for (std::size_t i = added.size(); i-- > 0;) {
+        layers[added_layer[i]].undo(std::span<const Dep>(&added[i], 1));
+      }
+    };
+    // A channel to avoid weighs as much as a detour through every switch.
+    const std::uint64_t penalty = hop * n;
+    avoided.assign(1, avoid);
+    for (std::uint32_t attempt = 0; attempt < kBranchTries; ++attempt) {
+      added.clear();
+      added_layer.clear();
+      for (const std::uint32_t a : avoided) load[a] += penalty;
+      const std::span<const std::uint32_t> tree =
+          grower.grow_split(t, load, hop, slack, layers, refused, pref, added, added_layer);
+      for (const std::uint32_t a : avoided) load[a] -= penalty;
+      if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
+        take_back();
+        break;
+      }
+      new_loads.clear();
+      place(u, tree, &new_loads);
+      if (busiest_of(load, new_loads) < before) {
+        // Every branch on the tree's layer: one layer after all, its LIDs
+        // take no layers per source (fast failover and the SA treat them
+        // as any other). layers_bench, one CA a switch: random 100 of
+        // degree 8, 6 of 20 such trees are on several layers; random
+        // 2,000 of degree 16, all 67.
+        if (std::any_of(tree.begin(), tree.end(),
+                        [&](std::uint32_t s) { return grower.path_layer(s) != tree_layer[u]; })) {
+          for (const std::uint32_t lid : unit_lids[u]) {
+            path_layers[lid].assign(n, static_cast<std::uint8_t>(tree_layer[u]));
+            for (const std::uint32_t s : tree) path_layers[lid][s] = grower.path_layer(s);
+            ++split_lids;
+          }
+        }
+        return true;
+      }
+      for (const auto& [a, from] : new_loads) {
+        if (load[a] >= before && std::find(avoided.begin(), avoided.end(), a) == avoided.end()) {
+          avoided.push_back(a);
+        }
+      }
+      take_loads(load, new_loads);
+      put_back_ports(u);
+      take_back();
+    }
+    add_loads(load, old_loads);
+    return false;
+  };
+  if (!updown_only && !load.empty()) {            // no channel: nothing to spread
+    std::vector<std::uint8_t> settled(units, 0);  // by unit: no layer took it
+    std::vector<std::uint32_t> targets;
+    // (load on hot, LID) of the worst tree's LIDs, and of the tree weighed.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hot, candidate;
+    HotSpotPace pace(load, units);  // at most a step per tree
+    for (std::uint32_t hot = pace.next(); hot != kNoArc; hot = pace.next()) {
+      if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};
+      // The tree pouring the most over `hot` (cheap test first: does one
+      // of its LIDs leave hot's switch through it at all).
+      const std::uint32_t x = g.arc_source(hot).value;
+      const std::uint8_t port = g.arc(hot).local_port;
+      std::uint32_t worst = units;  // none
+      std::uint64_t worst_from = 0;
+      for (std::uint32_t u = 0; u < units; ++u) {
+        if (tree_layer[u] == kNoLayer || settled[u] != 0) continue;
+        const std::vector<std::uint32_t>& ul = unit_lids[u];
+        if (std::none_of(ul.begin(), ul.end(),
+                         [&](std::uint32_t lid) { return cols.get(x, lid) == port; })) {
+          continue;
+        }
+        // Its LIDs' loads on hot, kept (in by_hot) for the worst tree.
+        std::uint64_t from = 0;
+        candidate.clear();
+        for (const std::uint32_t lid : ul) {
+          const std::uint64_t lid_from = load_on(hot, lid);
+          candidate.emplace_back(lid_from, lid);
+          from += lid_from;
+        }
+        if (from > worst_from) {
+          worst = u;
+          worst_from = from;
+          by_hot.swap(candidate);
+        }
+      }
+      if (worst == units) break;
+      // Split off the half of its LIDs that load `hot` most, as a unit of
+      // its own (or move the whole of a one-LID tree).
+      std::uint32_t v = worst;
+      const std::size_t keep = unit_lids[worst].size() / 2;
+      if (keep > 0) {
+        std::stable_sort(by_hot.begin(), by_hot.end());
+        for (std::size_t i = 0; i < by_hot.size(); ++i) unit_lids[worst][i] = by_hot[i].second;
+        v = units++;
+        unit_sw.push_back(unit_sw[worst]);
+        unit_lids.emplace_back(unit_lids[worst].begin() + static_cast<std::ptrdiff_t>(keep),
+                               unit_lids[worst].end());
+        unit_lids[worst].resize(keep);
+        tree_layer.push_back(tree_layer[worst]);
+        settled.push_back(0);
+      }
+      if (regrow(v, tree_layer[v], /*strict=*/true, hot)) {
+        ++hot_moves;  // on its own layer, around the busiest channel
+        continue;
+      }
+      targets = free_layers_for(unit_sw[v]);
+      targets.push_back(0);
+      const auto to = std::find_if(targets.begin(), targets.end(), [&](std::uint32_t k) {
+        return k != tree_layer[v] && regrow(v, k, /*strict=*/true);
+      });
+      if (to != targets.end()) {
+        tree_layer[v] = *to;
+        for (const std::uint32_t lid : unit_lids[v]) {
+          lid_layer[lid] = static_cast<std::uint8_t>(*to);
+        }
+        ++hot_moves;
+        continue;
+      }
+      if (opts.branch_layers && regrow_branches(v, hot)) {
+        ++branch_moves;
+        settled[v] = 1;  // its routes are kept as they are
+        continue;
+      }
+      settled[worst] = 1;
+      if (v != worst) {  // the half rejoins its tree, whose routes it kept
+        unit_lids[worst].insert(unit_lids[worst].end(), unit_lids[v].begin(), unit_lids[v].end());
+        --units;
+        unit_sw.pop_back();
+        unit_lids.pop_back();
+        tree_layer.pop_back();
+        settled.pop_back();
+      }
+    }
+  }
+  // Layers in use, numbered from 0 without gaps. The escape layer stays
+  // VL 0 even when no tree uses it: multicast rides VL 0, its trees
+  // climbing and descending in the escape order, and layer 0's CDG holds
+  // every dependency of such paths (mcast.hpp, Routes::vl0_rank).
+  std::vector<std::uint8_t> used(layers.size(), 0);
+  used[0] = 1;
+  for (std::uint32_t lid = 1; lid <= max_lid; ++lid) {
+    const LidAttachment att = g.attachment(Lid{lid});
+    if (att.routable() && att.port != 0) used[lid_layer[lid]] = 1;
+    for (const std::uint8_t k : path_layers[lid]) used[k] = 1;
+  }
+  std::vector<std::uint8_t> renum(layers.size(), 0);
+  std::uint8_t num = 0;
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    if (used[k] != 0) renum[k] = num++;
+  }
+  for (std::uint8_t& l : lid_layer) l = renum[l];
+  for (std::vector<std::uint8_t>& by_switch : path_layers) {
+    for (std::uint8_t& l : by_switch) l = renum[l];
+  }
+  routes.num_vls = std::max<std::uint8_t>(1, num);
+  if (routes.num_vls > 1) {
+    routes.lid_layer = std::move(lid_layer);
+    if (split_lids != 0) routes.path_layers = std::move(path_layers);
+  }
+
+  routes.load = entry_load(g, cols);
+  routes.lfts = cols.lfts(routes.max_lid);
+  std::uint64_t deps = 0;
+  for (const OrderedDag& d : layers) deps += d.edges();
+  const auto trees = static_cast<std::uint32_t>(
+      units - std::count(tree_layer.begin(), tree_layer.end(), kNoLayer));
+  if (updown_only) {
+    // Every CA/router route is up*/down* in updn's order and switch LIDs
+    // take updn's own routes: the promise of Routes::updown_rank, so the
+    // rerouter and fast failover repair these tables in place.
+    routes.updown_rank = escape.updown_rank;
+    routes.notes.push_back(fmt::format(
+        "layered: one data VL: balanced up*/down* routes in updn's order ({} of {} destination "
+        "LIDs on updn's own routes; {} of {} trees regrown off the busiest channels)",
+        escaped, data_lids, regrown, trees));
+  } else {
+    routes.vl0_rank = escape.updown_rank;
+    routes.notes.push_back(fmt::format(
+        "layered: {} of {} data VL(s) used (VL 0: the up*/down* escape layer, with multicast); {} "
+        "of {} destination LIDs on up*/down* escape routes; "
+        "{} channel dependencies ({} of them up*/down*); {} of {} trees regrown off the busiest "
+        "channels ({} of them funnelled trees moved to another layer); {} hot-spot moves (LIDs "
+        "of the tree loading the busiest channel most given a tree of their own); {} hot-spot "
+        "trees with a layer per branch ({} destination LIDs on several layers); {} searches for "
+        "a cycle given up at {} nodes, where the longer ones had almost all found one",
+        routes.num_vls, opts.max_vls, escaped, data_lids, deps, escape_deps, regrown, trees, moved,
+        hot_moves, branch_moves, split_lids, grower.searches_given_up(), grower.search_bet().scan));
+  }
+  for (const std::string& note : escape.notes) routes.notes.push_back(note);
+  return routes;
+}
+
+}  // namespace subnetd::routing
