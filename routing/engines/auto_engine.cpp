@@ -62,16 +62,19 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
       return false;
     }
     routes = std::move(r);
+    // The routes kept may be the general engine's: their VLs, not
+    // dimension order's.
     why = fmt::format(
-        "auto: layered, the switches form a {} with {} missing, whose "
-        "dimension-order routes need {} of the {} data VL(s) the switch links offer (VL 0 for "
-        "multicast{}): routed as a grid, repaired around the gaps{}",
-        gapped->describe(), gapped->gaps(), routes.ok() ? routes->num_vls : 0, opts.max_vls,
-        routes.ok() && routes->per_hop_vls()
-            ? "; the VL changing hop by hop at each ring's dateline"
-            : "",
+        "auto: layered, the switches form a {} with {} missing: routed as a grid, repaired "
+        "around the gaps{}, on {} of the {} data VL(s) the switch links offer (VL 0 for "
+        "multicast{})",
+        gapped->describe(), gapped->gaps(),
         g.num_switches() <= kLayeredGridCompareMaxSwitches
             ? ", or in general where that is better balanced (next note)"
+            : "",
+        routes.ok() ? routes->num_vls : 0, opts.max_vls,
+        routes.ok() && routes->per_hop_vls()
+            ? "; the VL changing hop by hop at each ring's dateline"
             : "");
     return true;
   };

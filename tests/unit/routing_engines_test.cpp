@@ -564,10 +564,11 @@ TEST(Auto, LayeredDimensionOrderOnATorusWithLinksMissing) {
   EXPECT_LE(a.num_vls, 8);
   ASSERT_FALSE(a.notes.empty());
   EXPECT_EQ(a.notes.front(),
-            "auto: layered, the switches form a 5x5x5 torus with 4 of its 375 links missing, "
-            "whose dimension-order routes need 5 of the 8 data VL(s) the switch links offer (VL 0 "
-            "for multicast): routed as a grid, repaired around the gaps, or in general where that "
-            "is better balanced (next note)");
+            fmt::format("auto: layered, the switches form a 5x5x5 torus with 4 of its 375 links "
+                        "missing: routed as a grid, repaired around the gaps, or in general where "
+                        "that is better balanced (next note), on {} of the 8 data VL(s) the switch "
+                        "links offer (VL 0 for multicast)",
+                        a.num_vls));
   ASSERT_GE(a.notes.size(), 2U);
   EXPECT_TRUE(a.notes[1].starts_with(
       "layered: the switches form a 5x5x5 torus with 4 of its 375 links missing: "))
