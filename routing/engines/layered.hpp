@@ -95,9 +95,12 @@
 // Switch LIDs (management traffic on VL15, outside every CDG) get
 // shortest-path trees on layer 0 and load nothing.
 //
-// Deterministic (no threads inside; the trees depend on each other through
-// the weights and the CDGs, so they are grown one after another). Time
-// grows about as the cube of the switches: see routing/README.md.
+// Deterministic, whatever the threads: the trees depend on each other
+// through the weights and the CDGs, so the first pass grows them one after
+// another; the rip-up pass grows two at once where they are on different
+// layers, and a hot-spot tree's tries two layers at once, on the pool's
+// threads (one after the other on a pool of one, with the same routes).
+// Time grows about as the cube of the switches: see routing/README.md.
 //
 // Routing afresh moves LIDs between layers, i.e. changes the SLs hosts
 // hold: after a failure the daemon repairs these routes in their layers

@@ -6,7 +6,8 @@
 // dependency graph acyclic (routing/ordered_dag.hpp); and the escape
 // layer's CDG (every up*/down* dependency of an order).
 //
-// Internal to routing/engines; single-threaded, one per computation.
+// Internal to routing/engines; single-threaded: a computation growing
+// trees at once on several threads gives each its own TreeGrower.
 
 #include <algorithm>
 #include <cstdint>

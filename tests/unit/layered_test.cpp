@@ -31,10 +31,11 @@ using testing::trace_all;
 // `general`: without the grid specialisation (dimension-order routes on
 // tori, meshes and hypercubes: grid_routing_test.cpp), so that grids test
 // the general engine too.
-Result<Routes> route_layered(const Fabric& f, std::uint8_t vls, bool general = false) {
+Result<Routes> route_layered(const Fabric& f, std::uint8_t vls, bool general = false,
+                             unsigned threads = 2) {
   EngineOptions opts;
   opts.max_vls = vls;
-  WorkerPool pool(2);
+  WorkerPool pool(threads);
   if (general) return layered_general_routes(f.topo, f.lids, opts, pool, {});
   return LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
 }
@@ -217,6 +218,31 @@ TEST(Layered, TheSameInputsGiveTheSameTables) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->lfts, b->lfts);
   EXPECT_EQ(a->lid_layer, b->lid_layer);
+}
+
+// Trees are grown two at a time on two threads where the pool has them
+// (rip-up pairs, hot-spot tries, switch LIDs), each on its own layer and
+// grower: the routes are the same on one thread, two or three, and the
+// notes (trees moved, searches given up) too. On one VL as well, where
+// the pairs share layer 0 (its trees add no dependencies).
+TEST(Layered, TheRoutesDoNotDependOnTheThreads) {
+  for (const std::uint8_t vls : {std::uint8_t{8}, std::uint8_t{1}}) {
+    for (const char* spec :
+         {"random:switches=60,degree=6,hosts=3,seed=2", "torus:dims=4x4x4,hosts=2"}) {
+      Fabric f = make_fabric(spec);
+      cut_links(f.topo, 6, 3);
+      auto one = route_layered(f, vls, /*general=*/true, 1);
+      ASSERT_TRUE(one.ok()) << one.error().message;
+      for (const unsigned threads : {2U, 3U}) {
+        auto r = route_layered(f, vls, /*general=*/true, threads);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        EXPECT_EQ(r->lfts, one->lfts) << spec << " on " << int{vls} << " VL(s), " << threads;
+        EXPECT_EQ(r->lid_layer, one->lid_layer) << spec;
+        EXPECT_EQ(r->path_layers, one->path_layers) << spec;
+        EXPECT_EQ(r->notes, one->notes) << spec;
+      }
+    }
+  }
 }
 
 TEST(Layered, ABudgetOutsideOneToFifteenIsRefused) {
