@@ -262,6 +262,19 @@ def pick_sw_link(fab, sm_node):
     return cand[len(cand) // 2] if cand else None
 
 
+# Link flaps while the probe exits, and exits so checked after the first.
+# Each probe keeps its ibsim client slot (umad_probe.cpp), of 10: the
+# simulator is stopped after them.
+FLAPS = 6
+PROBE_EXITS = 5
+
+
+def flap(ib, fab, a, pa):
+    for _ in range(FLAPS):
+        ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+        ib.console('ReLink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+
+
 def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
     probe = Child([args.probe], env, os.path.join(workdir, "probe.log"))
     try:
@@ -299,18 +312,45 @@ def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
                 else:
                     log("  Unlink %s[%d]: %s" % (fab.nodes[a]["desc"], pa, line))
             ib.console('ReLink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+            # It must exit while traps still arrive: stdin closed, then
+            # the link flapped (what deadlocked umad2sim's atexit handler,
+            # about one exit in twelve; umad_probe.cpp).
+            probe.proc.stdin.close()
+            flap(ib, fab, a, pa)
     finally:
         # Its exit is the event waited for; the kill is only a safety net.
-        # Under TSan, beside other interop runs on two cores, the probe
-        # once printed its stats and took over 10 s to exit (SIGKILL, rc -9).
+        # The probe printed its stats and never exited a few times (TSan,
+        # ASan, release): umad2sim's atexit handler deadlocks when a MAD
+        # (this ReLink's traps) arrives while it runs. The probe now skips
+        # the atexit handlers (umad_probe.cpp says how).
         rc = probe.finish(timeout=60)
     stats = [l for l in probe.lines if l.startswith("stats ")]
     if rc != 0 or not stats:
         fails.add(where, "umad_probe exited with %s, see %s/probe.log" % (rc, workdir))
-    else:
-        answered = int(stats[-1].split()[6])
-        if answered < 1:
-            fails.add(where, "the transport answered no SMInfo request: %s" % stats[-1])
+        return
+    answered = int(stats[-1].split()[6])
+    if answered < 1:
+        fails.add(where, "the transport answered no SMInfo request: %s" % stats[-1])
+    if not link:
+        return
+    # More exits under flapping, each a fresh probe: the deadlock came one
+    # exit in twelve, so these make a regression show on most runs.
+    for i in range(PROBE_EXITS):
+        probe = Child([args.probe], env, os.path.join(workdir, "probe-exit.log"))
+        try:
+            if not probe.wait_line(r"^ready ", 20):
+                fails.add(where, "umad_probe did not open the port (exit %d), see %s/probe-exit.log"
+                          % (i, workdir))
+                return
+            probe.proc.stdin.close()
+            flap(ib, fab, a, pa)
+        finally:
+            rc = probe.finish(timeout=60)
+        if rc != 0:
+            fails.add(where, "umad_probe exited with %s while the link flapped (exit %d), see "
+                      "%s/probe-exit.log" % (rc, i, workdir))
+            return
+    log("  umad_probe exited %d more times while %s[%d] flapped" % (PROBE_EXITS, fab.nodes[a]["desc"], pa))
 
 
 # ------------------------------------------------------------------ main

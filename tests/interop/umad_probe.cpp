@@ -12,6 +12,17 @@
 //   trap NUM issuer_lid 0x... lid 0x... from 0x...   (and sends TrapRepress)
 //   stats sent N received N answered N kernel_timeouts N malformed N
 // Exit 0, or 1 with the transport's error on stderr.
+//
+// It ends with _Exit once the transport is closed, skipping the atexit
+// handlers, for umad2sim's (ibsim 0.10, Debian 12's, and still 0.12): that
+// handler locks umad2sim's device mutex, disconnects from ibsim, then
+// cancels and joins umad2sim's receiver thread. A MAD that reaches the
+// receiver meanwhile (here: the traps of the ReLink just before the driver
+// closes stdin) leaves it waiting for that mutex, which is no cancellation
+// point, and the join never returns: interop.torus5 saw the probe print its
+// stats and hang until it was killed, under ASan and in release. Without
+// that handler the probe never disconnects, and ibsim keeps its client slot
+// (of 10): the driver runs a few probes, then stops that simulator.
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -40,9 +51,7 @@ bool wait_input(int event_fd, int ms) {
   return ::read(0, buf, sizeof buf) > 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   umad::UmadOptions opts;
   // It stands in for the master of the subnet `subnetd --once` just
   // programmed (the transport's own default is DISCOVERING).
@@ -105,4 +114,12 @@ int main(int argc, char** argv) {
              s.received, s.answered, s.kernel_timeouts, s.malformed);
   std::fflush(stdout);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rc = run(argc, argv);  // the transport closed: its threads joined, IsSM cleared
+  std::fflush(nullptr);
+  std::_Exit(rc);
 }
