@@ -53,8 +53,10 @@ struct EngineOptions {
   // neighbour's neighbour of its switch) a layer of its own; the SL then
   // depends on the source as well as the destination (Routes::
   // path_layers; the verifier, the SA, the path-SL dump, fast failover
-  // and the layered repair read it). On by default (the daemon's
-  // routing.branch_layers); layers_bench compares (branches=0|1).
+  // and the layered repair read it), while the busiest channel carries
+  // more than 10% over the mean (a split costs fast failover where its
+  // branches meet: layered_general.cpp, kBranchExcess). On by default (the
+  // daemon's routing.branch_layers); layers_bench compares (branches=0|1).
   bool branch_layers = true;
 };
 

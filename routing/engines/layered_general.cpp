@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <utility>
 #include <vector>
@@ -34,6 +35,20 @@ constexpr std::uint64_t kFunnelled = 3;
 // as busy as the busiest. Random 2,000 switches, one CA each: 1 try
 // 1.53 the bound, 4 tries 1.50, 8 the same as 4.
 constexpr std::uint32_t kBranchTries = 4;
+// Branch layers only while the busiest channel carries more than this
+// many percent over the mean channel load. A split LID costs fast
+// failover: where its branches meet (the neighbours of its switch) its
+// group is its entry alone (routing/failover_plan.cpp), so a failure there
+// strands the switch for every LID of that switch. Near even, splits
+// gained little and cost much (layers_bench and failover_bench, 1,000
+// single link failures, pairs left to the SM): random 200 of degree 8, 8
+// CAs a switch, 1.06 the bound and 19,527 pairs with every split, 1.08 and
+// 13,127 without (5%: 1.08, 13,332); random 1,000 of degree 16, 8 CAs,
+// 12,200 paths on the busiest link and 275,580 pairs (300 failures),
+// 12,216 and 265,152. Fabrics far from even keep theirs: random 1,000 and
+// 2,000 with one CA a switch, the general engine's torus, dragonfly and
+// degraded fat tree route as before.
+constexpr std::uint64_t kBranchExcess = 10;
 // Trees x switches the engine allows itself before it gives more LIDs of
 // a switch one tree (random graphs with 8 CAs per switch: 200, 600 and
 // 1,000 switches, trees of two LIDs, 0.2, 6 and 25 s on the 2-core bench
@@ -614,6 +629,12 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     add_loads(load, old_loads);
     return false;
   };
+  // Whether a channel carrying `busiest` is more than kBranchExcess
+  // percent over the mean channel load (branch layers only then).
+  auto far_from_even = [&](std::uint64_t busiest) {
+    const std::uint64_t total = std::accumulate(load.begin(), load.end(), std::uint64_t{0});
+    return busiest * arcs * 100 > total * (100 + kBranchExcess);
+  };
   if (!updown_only && !load.empty()) {            // no channel: nothing to spread
     std::vector<std::uint8_t> settled(units, 0);  // by unit: no layer took it
     // (load on hot, LID) of the worst tree's LIDs, and of the tree weighed.
@@ -680,7 +701,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
         ++hot_moves;
         continue;
       }
-      if (opts.branch_layers && regrow_branches(v, hot)) {
+      if (opts.branch_layers && far_from_even(load[hot]) && regrow_branches(v, hot)) {
         ++branch_moves;
         settled[v] = 1;  // its routes are kept as they are
         continue;
