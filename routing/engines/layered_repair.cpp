@@ -753,11 +753,12 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
   }
   routes.load = entry_load(g, cols);
   routes.lfts = cols.lfts(routes.max_lid);
+  st.searches_given_up = grower.searches_given_up();
   routes.notes.push_back(fmt::format(
       "layered repair: {} destination LIDs kept as they were, {} re-attached ({} of them on a new "
       "tree; {} entries rewritten), {} new given a layer; {} moved to another layer (SL: hosts "
       "must resolve their PathRecords to them again), every other LID kept its layer; {} switch "
-      "LID(s) re-routed{}{}",
+      "LID(s) re-routed{}{}{}",
       st.lids_kept, st.lids_regrown, st.trees_regrown, st.entries_rewritten, st.lids_placed,
       st.lids_moved, st.switch_lids_rerouted,
       st.branch_lids_kept + st.branch_lids_reattached + st.branch_lids_merged != 0
@@ -769,6 +770,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
       balance != RepairBalance::kBrokenOnly
           ? fmt::format("; {} hot-spot moves (LIDs given a new tree off the busiest channel)",
                         st.hot_spot_moves)
+          : std::string(),
+      st.searches_given_up != 0
+          ? fmt::format("; {} searches for a cycle given up at {} nodes (refused, as the engine's "
+                        "are, where the longer ones had almost all found one)",
+                        st.searches_given_up, grower.search_bet().scan)
           : std::string()));
   if (stats != nullptr) *stats = st;
   return routes;

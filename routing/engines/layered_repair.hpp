@@ -90,6 +90,9 @@ struct LayeredRepairStats {
   std::uint64_t branch_lids_reattached = 0;
   std::uint64_t branch_lids_merged = 0;
   std::uint64_t hot_spot_moves = 0;  // LIDs given a new tree off the busiest channel
+  // Dependencies a new tree's search refused at the TreeGrower's cap
+  // (TreeGrower::SearchBet) without knowing whether they close a cycle.
+  std::uint64_t searches_given_up = 0;
 };
 
 // What the repair may change besides the routes the change broke: the hot

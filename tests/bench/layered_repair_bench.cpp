@@ -2,10 +2,11 @@
 // the layers (routing/engines/layered_repair.hpp) next to routing afresh
 // (issue 18, item 5). Per failure: the time to repair and to verify it,
 // the LIDs kept / re-attached / on a new tree / moved to another layer
-// (SL), the hot-spot moves, the LFT blocks whose entries changed (what
-// diff-only programming writes), the CA-to-CA paths on the busiest link;
-// then the full recompute's time, its busiest link, and how many LIDs it
-// moves to another layer under the hosts' feet.
+// (SL), the hot-spot moves, the searches for a cycle its new trees gave
+// up at the grower's cap ("capped"), the LFT blocks whose entries changed
+// (what diff-only programming writes), the CA-to-CA paths on the busiest
+// link; then the full recompute's time, its busiest link, and how many
+// LIDs it moves to another layer under the hosts' feet.
 //
 //   layered_repair_bench [SPEC] [vls=8] [fail=3] [rounds=3] [seed=1]
 //                        [threads=2] [balance=layer|broken]
@@ -107,9 +108,9 @@ int run(const Args& a) {
   std::printf("layered_repair_bench %s: %zu switches, %zu CAs, vls=%u: routed in %.3f s, %u VLs\n",
               a.spec.c_str(), topo->num_switches(), topo->num_cas(), a.vls, seconds_since(t0),
               first->num_vls);
-  std::printf("%-6s %6s %9s %8s %8s %6s %6s %6s %8s %9s %9s %9s %9s %9s %8s\n", "round", "links",
-              "repair s", "kept", "reatt.", "trees", "moved", "hot", "blocks", "verify s",
-              "paths.max", "afresh s", "afr.paths", "afr.moved", "verdict");
+  std::printf("%-6s %6s %9s %8s %8s %6s %6s %6s %7s %8s %9s %9s %9s %9s %9s %8s\n", "round",
+              "links", "repair s", "kept", "reatt.", "trees", "moved", "hot", "capped", "blocks",
+              "verify s", "paths.max", "afresh s", "afr.paths", "afr.moved", "verdict");
   Topology before = *topo;
   Routes prev = std::move(first).value();
   std::mt19937_64 rng(a.seed);
@@ -142,13 +143,14 @@ int run(const Args& a) {
     auto verdict = verify(now, lids->map, *repaired, pool, {});
     const double verify_s = seconds_since(t0);
     std::printf(
-        "%-6u %6u %9.4f %8llu %8llu %6llu %6llu %6llu %8llu %9.4f %9llu %9.3f %9llu %9llu "
-        "%8s\n",
+        "%-6u %6u %9.4f %8llu %8llu %6llu %6llu %6llu %7llu %8llu %9.4f %9llu %9.3f %9llu "
+        "%9llu %8s\n",
         round, a.fail, repair_s, static_cast<unsigned long long>(st.lids_kept),
         static_cast<unsigned long long>(st.lids_regrown),
         static_cast<unsigned long long>(st.trees_regrown),
         static_cast<unsigned long long>(st.lids_moved),
         static_cast<unsigned long long>(st.hot_spot_moves),
+        static_cast<unsigned long long>(st.searches_given_up),
         static_cast<unsigned long long>(blocks_changed(prev, *repaired)), verify_s,
         static_cast<unsigned long long>(busiest_paths(now, lids->map, *repaired)), fresh_s,
         static_cast<unsigned long long>(busiest_paths(now, lids->map, *fresh)),

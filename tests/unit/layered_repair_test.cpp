@@ -7,6 +7,7 @@
 
 #include "routing/engines/layered_repair.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -196,6 +197,14 @@ TEST(LayeredRepair, HotSpotsSpreadInTheirLayersAfterARepair) {
   ASSERT_FALSE(p.empty());
   EXPECT_LT(*std::max_element(q.begin(), q.end()), *std::max_element(p.begin(), p.end()));
   expect_deadlock_free(f.topo, f.lids, *spread);
+  // Its new trees' searches past the grower's cap, refused unfinished,
+  // are counted and said (dozens here; tens of thousands at 1,000
+  // switches).
+  EXPECT_GT(spread_st.searches_given_up, 0U);
+  EXPECT_NE(spread->notes.back().find(
+                fmt::format("; {} searches for a cycle given up at", spread_st.searches_given_up)),
+            std::string::npos)
+      << spread->notes.back();
 }
 
 TEST(LayeredRepair, RepairsAgainAfterASecondFailure) {
