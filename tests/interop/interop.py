@@ -262,17 +262,17 @@ def pick_sw_link(fab, sm_node):
     return cand[len(cand) // 2] if cand else None
 
 
-# Link flaps while the probe exits, and exits so checked after the first.
-# Each probe keeps its ibsim client slot (umad_probe.cpp), of 10: the
-# simulator is stopped after them.
-FLAPS = 6
-PROBE_EXITS = 5
-
-
-def flap(ib, fab, a, pa):
-    for _ in range(FLAPS):
-        ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
-        ib.console('ReLink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
+def wait_traps(probe, lids, timeout):
+    """The probe's trap 128 lines, one from each switch in `lids` (ibsim
+    sends one from each switch end of a link that goes down or comes
+    back), or those that came before the deadline."""
+    got = {}
+    while set(got) != lids:
+        line = probe.wait_line(r"^trap 128 ", timeout)
+        if not line:
+            break
+        got[int(line.split()[5], 16)] = line
+    return got
 
 
 def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
@@ -300,57 +300,35 @@ def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
         link = pick_sw_link(fab, sm_node)
         if link:
             a, pa, b, pb = link
-            ib.console('Unlink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
-            line = probe.wait_line(r"^trap 128 ", 5)
             lids = {fab.lid_of[a], fab.lid_of[b]}
-            if not line:
-                fails.add(where, "no trap 128 reached the SM port after Unlink %s[%d]" % (fab.nodes[a]["desc"], pa))
-            else:
-                lid = int(line.split()[5], 16)
-                if lid not in lids or "repressed yes" not in line:
-                    fails.add(where, "trap: %s; want LID in %s and a TrapRepress sent" % (line, sorted(lids)))
+            # Both ends' traps of each event are waited for, so that none
+            # is still on its way when the probe exits: umad2sim crashes
+            # (a MAD after the port is closed) or deadlocks (one during
+            # its atexit handler) on a late one (umad_probe.cpp).
+            for event in ("Unlink", "ReLink"):
+                ib.console('%s "%s"[%d]' % (event, fab.nodes[a]["desc"], pa))
+                got = wait_traps(probe, lids, 5)
+                bad = [l for l in got.values() if "repressed yes" not in l]
+                if set(got) != lids or bad:
+                    fails.add(where, "%s %s[%d]: traps %s; want one from each of LIDs %s, each "
+                              "with a TrapRepress sent" % (event, fab.nodes[a]["desc"], pa,
+                                                           list(got.values()), sorted(lids)))
                 else:
-                    log("  Unlink %s[%d]: %s" % (fab.nodes[a]["desc"], pa, line))
-            ib.console('ReLink "%s"[%d]' % (fab.nodes[a]["desc"], pa))
-            # It must exit while traps still arrive: stdin closed, then
-            # the link flapped (what deadlocked umad2sim's atexit handler,
-            # about one exit in twelve; umad_probe.cpp).
-            probe.proc.stdin.close()
-            flap(ib, fab, a, pa)
+                    log("  %s %s[%d]: %s" % (event, fab.nodes[a]["desc"], pa,
+                                             "; ".join(got[l] for l in sorted(got))))
     finally:
         # Its exit is the event waited for; the kill is only a safety net.
         # The probe printed its stats and never exited a few times (TSan,
-        # ASan, release): umad2sim's atexit handler deadlocks when a MAD
-        # (this ReLink's traps) arrives while it runs. The probe now skips
-        # the atexit handlers (umad_probe.cpp says how).
+        # ASan, release): umad2sim's atexit handler deadlocked on the
+        # ReLink's second trap, which the driver did not wait for.
         rc = probe.finish(timeout=60)
     stats = [l for l in probe.lines if l.startswith("stats ")]
     if rc != 0 or not stats:
         fails.add(where, "umad_probe exited with %s, see %s/probe.log" % (rc, workdir))
-        return
-    answered = int(stats[-1].split()[6])
-    if answered < 1:
-        fails.add(where, "the transport answered no SMInfo request: %s" % stats[-1])
-    if not link:
-        return
-    # More exits under flapping, each a fresh probe: the deadlock came one
-    # exit in twelve, so these make a regression show on most runs.
-    for i in range(PROBE_EXITS):
-        probe = Child([args.probe], env, os.path.join(workdir, "probe-exit.log"))
-        try:
-            if not probe.wait_line(r"^ready ", 20):
-                fails.add(where, "umad_probe did not open the port (exit %d), see %s/probe-exit.log"
-                          % (i, workdir))
-                return
-            probe.proc.stdin.close()
-            flap(ib, fab, a, pa)
-        finally:
-            rc = probe.finish(timeout=60)
-        if rc != 0:
-            fails.add(where, "umad_probe exited with %s while the link flapped (exit %d), see "
-                      "%s/probe-exit.log" % (rc, i, workdir))
-            return
-    log("  umad_probe exited %d more times while %s[%d] flapped" % (PROBE_EXITS, fab.nodes[a]["desc"], pa))
+    else:
+        answered = int(stats[-1].split()[6])
+        if answered < 1:
+            fails.add(where, "the transport answered no SMInfo request: %s" % stats[-1])
 
 
 # ------------------------------------------------------------------ main
