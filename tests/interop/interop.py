@@ -339,8 +339,8 @@ def check_probe(env, fab, ib, args, workdir, sm_lid, sm_node, where, fails):
     finally:
         # Its exit is the event waited for; the kill is only a safety net.
         # The probe printed its stats and never exited a few times (TSan,
-        # ASan, release): umad2sim's atexit handler deadlocked on the
-        # ReLink's second trap, which the driver did not wait for.
+        # ASan, release): umad2sim's atexit handler deadlocked on a trap
+        # the driver did not wait for (it waited for the Unlink's first).
         rc = probe.finish(timeout=60)
     stats = [l for l in probe.lines if l.startswith("stats ")]
     if rc != 0 or not stats:

@@ -17,16 +17,18 @@
 // handlers, for umad2sim's (ibsim 0.10, Debian 12's, and still 0.12): that
 // handler locks umad2sim's device mutex, disconnects from ibsim, then
 // cancels and joins umad2sim's receiver thread. A MAD that reaches the
-// receiver meanwhile (the ReLink's second trap, which the driver did not
-// wait for) leaves it waiting for that mutex, which is no cancellation
-// point, and the join never returns: interop.torus5 saw the probe print its
-// stats and hang until it was killed, under ASan and in release. Without
-// that handler the probe never disconnects, and ibsim keeps its client slot
-// (of 10): the probe is the last client of its simulator.
+// receiver meanwhile (a trap the driver did not wait for: it waited for
+// the Unlink's first alone) leaves it waiting for that mutex, which is no
+// cancellation point, and the join never returns: interop.torus5 saw the
+// probe print its stats and hang until it was killed, under ASan and in
+// release. Without that handler the probe never disconnects, and ibsim
+// keeps its client slot (of 10): the probe is the last client of its
+// simulator.
 //
 // A MAD that arrives after the port is closed crashes umad2sim's receiver
 // (it finds no queue for the agent's class and dereferences it), so the
-// driver waits for every trap it causes before it closes stdin.
+// driver waits for every trap of its events that can reach the SM before
+// it closes stdin.
 
 #include <fmt/format.h>
 #include <poll.h>
