@@ -181,6 +181,47 @@ TEST(Layered, FunnelledTreesMoveToAnotherLayerAndEveryVlStaysAcyclic) {
   expect_sound(f, *r);
 }
 
+// The engine's note on seeded layers, or null.
+const std::string* seeded_note(const Routes& r) {
+  const auto it = std::find_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("seeded with its root's up*/down* dependencies") != std::string::npos;
+  });
+  return it == r.notes.end() ? nullptr : &*it;
+}
+
+TEST(Layered, SeedsItsLayersWithUpDownWhereTheFreeOnesRefuseTrees) {
+  // On a torus the free layers' CDGs close around its rings before every
+  // tree is in, and the trees no free layer takes whole fall to the
+  // escape layer, whose up*/down* routes funnel towards its root. The
+  // engine then routes again with every free layer holding its root's
+  // up*/down* dependencies from the start, and keeps the better balanced
+  // routes (here the seeded ones).
+  const Fabric f = make_fabric("torus:dims=6x6x6,hosts=2");
+  auto r = route_layered(f, 8, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::string* note = seeded_note(*r);
+  ASSERT_NE(note, nullptr) << r->notes.front();
+  EXPECT_GT(count_before(*note, " of the first pass's trees found no free layer"), 0U) << *note;
+  EXPECT_NE(note->find("kept the seeded layers"), std::string::npos) << *note;
+  const std::uint64_t kept = count_before(*note, " CA-to-CA paths against ");
+  const std::size_t against = note->find("paths against ");
+  ASSERT_NE(against, std::string::npos) << *note;
+  const std::uint64_t free = std::stoull(note->substr(against + 14));
+  EXPECT_LT(kept, free) << *note;
+  EXPECT_EQ(busiest_link_paths(f, *r), kept);
+  expect_sound(f, *r);
+}
+
+TEST(Layered, RoutesOnceWhereEveryTreeFitsAFreeLayer) {
+  // Random graphs put no tree on the escape layer: their free layers
+  // stay free of up*/down*'s dependencies (seeded, they funnel more).
+  const Fabric f = make_fabric("random:switches=40,degree=6,hosts=4,seed=2");
+  auto r = route_layered(f, 8, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(seeded_note(*r), nullptr) << *seeded_note(*r);
+  expect_sound(f, *r);
+}
+
 TEST(Layered, TheTreeLoadingTheBusiestChannelMovesLidsToAnotherLayer) {
   // After the rip-up pass, the tree that loads the busiest channel most
   // gives the LIDs that load it most a tree on another layer, kept only
