@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,29 @@ std::uint64_t busiest_paths(const SwitchGraph& g, const Routes& routes) {
     }
   }
   return load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+}
+
+// The CA-to-CA paths shortest routes put on a channel, on average over
+// the channels: no routing's busiest channel carries fewer
+// (layers_bench's lb.mean).
+double mean_shortest_paths(const SwitchGraph& g) {
+  const std::uint32_t n = g.num_switches();
+  std::vector<std::uint64_t> sources(n, 0);
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (att.routable() && att.port != 0) ++sources[att.sw.value];
+  }
+  std::uint64_t total = 0;
+  for (std::uint32_t t = 0; t < n; ++t) {
+    if (sources[t] == 0) continue;
+    const SwitchIndex to{t};
+    const std::vector<std::uint32_t> dist =
+        hops_to_nearest(g, std::span<const SwitchIndex>(&to, 1));
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (dist[s] != kUnreached) total += sources[t] * sources[s] * dist[s];
+    }
+  }
+  return g.num_arcs() == 0 ? 0.0 : static_cast<double>(total) / g.num_arcs();
 }
 
 }  // namespace
@@ -171,11 +195,15 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
     }
   }
   for (const std::string& note : g.notes()) routes.notes.push_back(note);
-  if (g.num_switches() > kLayeredGridCompareMaxSwitches) return routes;
+  if (g.num_switches() > kLayeredGridCompareMaxSwitches &&
+      static_cast<double>(busiest_paths(g, routes)) <= kLayeredGridGoal * mean_shortest_paths(g)) {
+    return routes;
+  }
 
-  // Small enough to route in general as well: the better balanced wins
-  // (repaired detours are kept to their layers' turns; on small grids and
-  // hypercubes the general engine's routes spread wider).
+  // Small enough to route in general as well, or the repaired routes
+  // miss the goal: the better balanced wins (repaired detours are kept to
+  // their layers' turns; on small grids and hypercubes the general
+  // engine's routes spread wider, and on grids with many gaps too).
   Routes general;
   SUBNETD_TRY_ASSIGN(general, layered_general_routes(topo, lids, opts, pool, stop));
   const std::uint64_t repaired = busiest_paths(g, routes), free = busiest_paths(g, general);

@@ -160,6 +160,11 @@ std::uint64_t layered_grid_max_missing(const SwitchGraph& g);
 // lower bound against 1.10; a 5x5x5 torus minus 2%: 1.09 against 1.26;
 // an 8x8x8 torus minus 2%: 1.06 against 4.37).
 inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
+// Larger grids are routed in general as well only when the repaired
+// routes' busiest link carries more than this many times the mean of
+// shortest routes' paths over the links (an 8x8x8 torus minus 8% of its
+// links, 2 CAs a switch: 5.03 in boxes, 1.87 in general).
+inline constexpr double kLayeredGridGoal = 1.5;
 // A torus whose layers in boxes fit the VLs, with links missing, is
 // repaired on per-hop dateline VLs as well (3 VLs; the others free SLs
 // for the detours, where the boxes leave none and the LIDs no layer takes

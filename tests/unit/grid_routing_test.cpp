@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -396,6 +397,27 @@ TEST(GappedGrid, NearlyEveryLidKeepsItsLayerWhenTheGapsCloseAgain) {
   }
   ASSERT_EQ(cas, 512U);
   EXPECT_GE(same, cas * 95 / 100) << same << " of " << cas << " LIDs kept their layer";
+}
+
+// A grid of more than kLayeredGridCompareMaxSwitches switches is routed
+// in general as well only when its repaired dimension-order routes miss
+// the goal: their busiest link carries more than kLayeredGridGoal times
+// the mean of shortest routes' paths over the links. The better balanced
+// routes are kept, the first note says which and by how much.
+TEST(GappedGrid, ALargeGridIsRoutedInGeneralTooOnlyWhenItsRepairMissesTheGoal) {
+  for (const auto& [cut, compared] : {std::pair<std::size_t, bool>{17, false}, {69, true}}) {
+    SCOPED_TRACE(std::to_string(cut) + " links cut");
+    Fabric f = make_fabric("torus:dims=8x6x6,hosts=1");
+    ASSERT_GT(f.topo.switches().size(), kLayeredGridCompareMaxSwitches);
+    cut_links(f.topo, cut, 8);
+    auto r = route_layered(f, 8);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::string& note = r->notes.front();
+    EXPECT_TRUE(note.starts_with("layered: the switches form a ")) << note;
+    EXPECT_EQ(note.find("whose busiest link carries") != std::string::npos, compared) << note;
+    std::cout << note << "\n";
+    expect_delivered_deadlock_free(f, *r);
+  }
 }
 
 // The dimension-order routes in boxes on `f`, a grid with `missing` links
