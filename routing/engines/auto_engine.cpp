@@ -62,16 +62,18 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
       return false;
     }
     routes = std::move(r);
-    // The routes kept may be the general engine's: their VLs, not
-    // dimension order's.
+    // The routes kept may be the general engine's (small grids, and those
+    // whose repair misses kLayeredGridGoal: the first note then compares
+    // the two): their VLs, not dimension order's.
+    const bool compared =
+        routes.ok() && !routes->notes.empty() &&
+        routes->notes.front().find(", whose busiest link carries ") != std::string::npos;
     why = fmt::format(
         "auto: layered, the switches form a {} with {} missing: routed as a grid, repaired "
         "around the gaps{}, on {} of the {} data VL(s) the switch links offer (VL 0 for "
         "multicast{})",
         gapped->describe(), gapped->gaps(),
-        g.num_switches() <= kLayeredGridCompareMaxSwitches
-            ? ", or in general where that is better balanced (next note)"
-            : "",
+        compared ? ", or in general where that is better balanced (next note)" : "",
         routes.ok() ? routes->num_vls : 0, opts.max_vls,
         routes.ok() && routes->per_hop_vls()
             ? "; the VL changing hop by hop at each ring's dateline"

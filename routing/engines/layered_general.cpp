@@ -131,7 +131,7 @@ struct GeneralPass {
 
 // Routes g over the escape routes `escape` (updn's, with their order);
 // with `seeded`, each free layer starts with every dependency of
-// up*/down* routes in its root's order (as updn_cdg gives layer 0).
+// up*/down* routes in its root's order (as updown_cdg gives layer 0).
 Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
                                   std::span<const std::uint32_t> rev, const EngineOptions& opts,
                                   WorkerPool& pool, std::stop_token stop, bool seeded) {
