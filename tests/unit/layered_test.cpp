@@ -212,6 +212,25 @@ TEST(Layered, SeedsItsLayersWithUpDownWhereTheFreeOnesRefuseTrees) {
   expect_sound(f, *r);
 }
 
+TEST(Layered, RoutesBothWaysAndKeepsTheBetterBalanced) {
+  // The 8-cube puts 43 of its 512 trees on the escape layer: both free
+  // and seeded layers are routed, and the better balanced kept (here the
+  // free ones, 1.11 the bound against 1.22), the note giving both.
+  const Fabric f = make_fabric("hypercube:dim=8,hosts=2");
+  auto r = route_layered(f, 8, true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::string* note = seeded_note(*r);
+  ASSERT_NE(note, nullptr) << r->notes.front();
+  EXPECT_GT(count_before(*note, " of the first pass's trees found no free layer"), 0U) << *note;
+  const std::uint64_t kept = count_before(*note, " CA-to-CA paths against ");
+  const std::size_t against = note->find("paths against ");
+  ASSERT_NE(against, std::string::npos) << *note;
+  const std::uint64_t other = std::stoull(note->substr(against + 14));
+  EXPECT_LE(kept, other) << *note;
+  EXPECT_EQ(busiest_link_paths(f, *r), kept);
+  expect_sound(f, *r);
+}
+
 TEST(Layered, RoutesOnceWhereEveryTreeFitsAFreeLayer) {
   // Random graphs put no tree on the escape layer: their free layers
   // stay free of up*/down*'s dependencies (seeded, they funnel more).
