@@ -127,14 +127,18 @@ struct GeneralPass {
   std::uint64_t on_escape_layer = 0;
   // The CA-to-CA paths the busiest channel carries.
   std::uint64_t busiest = 0;
+  // A probe given up at its first tree no free layer took (no routes).
+  bool given_up = false;
 };
 
 // Routes g over the escape routes `escape` (updn's, with their order);
 // with `seeded`, each free layer starts with every dependency of
 // up*/down* routes in its root's order (as updown_cdg gives layer 0).
+// A `probe` is given up at the first tree no free layer takes.
 Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
                                   std::span<const std::uint32_t> rev, const EngineOptions& opts,
-                                  WorkerPool& pool, std::stop_token stop, bool seeded) {
+                                  WorkerPool& pool, std::stop_token stop, bool seeded,
+                                  bool probe = false) {
   const std::uint32_t n = g.num_switches();
   const std::uint32_t arcs = g.num_arcs();
 
@@ -360,6 +364,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
     }
     bool placed = layer < layers.size();
     if (!placed) {
+      if (probe) return GeneralPass{{}, 0, 0, true};
       ++on_escape_layer;
       layer = 0;
       placed = fits(w, u, 0);
@@ -784,7 +789,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
         grower.search_bet().scan));
   }
   const std::uint64_t busiest = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
-  return GeneralPass{std::move(routes), on_escape_layer, busiest};
+  return GeneralPass{std::move(routes), on_escape_layer, busiest, false};
 }
 
 }  // namespace
@@ -802,9 +807,7 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     return Error{Errc::kInternal, "layered: updn gave no up/down order"};
   }
   const std::vector<std::uint32_t> rev = reverse_arcs(g);
-  GeneralPass free;
-  SUBNETD_TRY_ASSIGN(free, route_general(g, escape, rev, opts, pool, stop, false));
-  // Free layers that refused trees whole: their CDGs closed around the
+  // Free layers that refuse trees whole: their CDGs closed around the
   // fabric's rings before those trees came. Routed again with every free
   // layer holding its root's up*/down* dependencies from the start, as
   // Nue's layers hold its escape paths', a tree always has a way in, and
@@ -813,12 +816,32 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // torus 8x8x8 1.28 / 1.35, minus 2% 3.92 / 1.39, minus 10% 12.53 /
   // 1.97; mesh 8x8x8 minus 2% 10.72 / 1.03; torus 10x10x10 minus 10% 18.24
   // / 2.53; hypercube 8 1.11 / 1.22. Random graphs, the dragonfly and
-  // degraded fat trees put no tree on the escape layer (seeded, random 200
-  // went from 1.08 to 1.70, the fat tree k=16 minus 5% from 1.19 to 3.42).
+  // degraded fat trees put no tree on the escape layer on 8 VLs (seeded,
+  // random 200 went from 1.08 to 1.70, the fat tree k=16 minus 5% from
+  // 1.19 to 3.42); on fewer, either wins (routing/README.md).
+  // First the free routing as a probe, given up at the first tree no free
+  // layer takes (on one VL there is none: routed once); then, if it was,
+  // both at once, each on one of the pool's threads (a pool of one
+  // within: the routes do not depend on the threads), where one after
+  // the other, each on two, took 1.3-1.4x as long.
+  const bool two_ways = opts.max_vls > 1;
+  Result<GeneralPass> probed = route_general(g, escape, rev, opts, pool, stop, false, two_ways);
+  if (!probed.ok()) return probed.error();
+  GeneralPass free = std::move(*probed);
   GeneralPass* kept = &free;
   GeneralPass seeded;
-  if (free.on_escape_layer != 0 && opts.max_vls > 1) {
-    SUBNETD_TRY_ASSIGN(seeded, route_general(g, escape, rev, opts, pool, stop, true));
+  if (free.given_up) {
+    std::array<Result<GeneralPass>, 2> runs{
+        Result<GeneralPass>(Error{Errc::kInternal, "layered: free layers not routed"}),
+        Result<GeneralPass>(Error{Errc::kInternal, "layered: seeded layers not routed"})};
+    pool.parallel_for(2, 1, [&](std::size_t begin, std::size_t end, unsigned) {
+      for (std::size_t i = begin; i < end; ++i) {
+        WorkerPool alone(1);
+        runs[i] = route_general(g, escape, rev, opts, alone, stop, i == 1);
+      }
+    });
+    SUBNETD_TRY_ASSIGN(free, std::move(runs[0]));
+    SUBNETD_TRY_ASSIGN(seeded, std::move(runs[1]));
     if (seeded.busiest < free.busiest) kept = &seeded;
     kept->routes.notes.push_back(fmt::format(
         "layered: {} of the first pass's trees found no free layer: routed again with each free "
