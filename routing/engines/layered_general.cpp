@@ -1,5 +1,6 @@
 // The layered engine for any topology (engines/layered.hpp): trees grown
-// in the layers' CDGs, a rip-up pass and hot-spot steps.
+// in the layers' CDGs, a rip-up pass and hot-spot steps; where the free
+// layers refuse trees, routed with seeded layers too, the better kept.
 
 #include <fmt/format.h>
 
@@ -589,6 +590,11 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
     loads_of(u, old_loads);
     const std::uint64_t before = busiest_of(load, old_loads);
     take_loads(load, old_loads);
+    // The tree's own layer first, the one its LIDs stay labelled with
+    // (tree_layer[u]): grow_split gives pref's first to t and the switches
+    // next to it. Tried with the free layers first for trees on layer 0,
+    // the verifier found a credit loop on the 8x8x8 torus minus 2%
+    // (general engine, 2026-12-07; not traced further).
     pref.assign(1, tree_layer[u]);
     for (const std::uint32_t k : free_layers_for(t)) {
       if (k != tree_layer[u]) pref.push_back(k);
