@@ -53,7 +53,9 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
     if (!gapped.ok()) return false;
     const DorCover cover = dor_cover(*gapped);
     if (cover.vls() > opts.max_vls && !dor_dateline_fits(*gapped, opts.max_vls)) return false;
-    Result<Routes> r = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
+    bool compared = false;
+    Result<Routes> r =
+        gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop, &compared);
     if (!r.ok() && r.error().code != Errc::kCancelled) {
       gaps_note = fmt::format(
           "auto: the switches form a {} with {} missing, but its "
@@ -62,12 +64,9 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
       return false;
     }
     routes = std::move(r);
-    // The routes kept may be the general engine's (small grids, and those
-    // whose repair misses kLayeredGridGoal: the first note then compares
-    // the two): their VLs, not dimension order's.
-    const bool compared =
-        routes.ok() && !routes->notes.empty() &&
-        routes->notes.front().find(", whose busiest link carries ") != std::string::npos;
+    // The routes kept may be the general engine's (`compared`: small
+    // grids, and those whose repair misses kLayeredGridGoal; the first
+    // note then compares the two): their VLs, not dimension order's.
     why = fmt::format(
         "auto: layered, the switches form a {} with {} missing: routed as a grid, repaired "
         "around the gaps{}, on {} of the {} data VL(s) the switch links offer (VL 0 for "

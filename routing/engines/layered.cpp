@@ -101,8 +101,9 @@ std::uint64_t layered_grid_max_missing(const SwitchGraph& g) {
 
 Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
                                   const GridShape& shape, const DorCover& cover,
-                                  const EngineOptions& opts, WorkerPool& pool,
-                                  std::stop_token stop) {
+                                  const EngineOptions& opts, WorkerPool& pool, std::stop_token stop,
+                                  bool* compared) {
+  if (compared != nullptr) *compared = false;
   const std::uint64_t n = g.num_switches();
   if (shape.missing_links * n * n > kLayeredGridRepairWork) {
     return Error{Errc::kOutOfRange,
@@ -206,6 +207,7 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   // engine's routes spread wider, and on grids with many gaps too).
   Routes general;
   SUBNETD_TRY_ASSIGN(general, layered_general_routes(topo, lids, opts, pool, stop));
+  if (compared != nullptr) *compared = true;
   const std::uint64_t repaired = busiest_paths(g, routes), free = busiest_paths(g, general);
   Routes& kept = free < repaired ? general : routes;
   kept.notes.insert(kept.notes.begin(),

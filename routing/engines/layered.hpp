@@ -194,10 +194,13 @@ inline constexpr std::uint64_t kLayeredGridDatelineGain = 8;
 // falling back to VL 0). Past this product a grid with gaps is routed as
 // any other topology (and auto, above 2,048 switches, takes updn).
 inline constexpr std::uint64_t kLayeredGridRepairWork = std::uint64_t{1} << 28;
+// `compared`, when given, is set to whether the general engine was
+// routed too (small grids, and those whose repair misses
+// kLayeredGridGoal).
 Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
                                   const GridShape& shape, const DorCover& cover,
-                                  const EngineOptions& opts, WorkerPool& pool,
-                                  std::stop_token stop);
+                                  const EngineOptions& opts, WorkerPool& pool, std::stop_token stop,
+                                  bool* compared = nullptr);
 
 class LayeredEngine final : public RoutingEngine {
  public:

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "routing/engines/auto_engine.hpp"
 #include "routing/engines/dor.hpp"
 #include "routing/engines/layered.hpp"
 #include "routing/engines/layered_repair.hpp"
@@ -417,6 +418,19 @@ TEST(GappedGrid, ALargeGridIsRoutedInGeneralTooOnlyWhenItsRepairMissesTheGoal) {
     EXPECT_EQ(note.find("whose busiest link carries") != std::string::npos, compared) << note;
     std::cout << note << "\n";
     expect_delivered_deadlock_free(f, *r);
+    // auto, which routes gapped grids the same way, offers the general
+    // engine's routes in its note just when they were compared.
+    EngineOptions opts;
+    opts.max_vls = 8;
+    WorkerPool pool(2);
+    auto a = AutoEngine{}.compute(f.topo, f.lids, opts, pool, {});
+    ASSERT_TRUE(a.ok()) << a.error().message;
+    ASSERT_FALSE(a->notes.empty());
+    EXPECT_EQ(
+        a->notes.front().find(", or in general where that is better balanced") != std::string::npos,
+        compared)
+        << a->notes.front();
+    EXPECT_EQ(a->lfts, r->lfts);
   }
 }
 
