@@ -19,17 +19,24 @@
 namespace subnetd::routing {
 namespace {
 
+// The CA/router LIDs behind each switch (the CA-to-CA paths' sources).
+std::vector<std::uint64_t> ca_lids_by_switch(const SwitchGraph& g) {
+  std::vector<std::uint64_t> sources(g.num_switches(), 0);
+  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
+    const LidAttachment att = g.attachment(Lid{l});
+    if (att.routable() && att.port != 0) ++sources[att.sw.value];
+  }
+  return sources;
+}
+
 // The CA-to-CA paths the busiest link carries under `routes` (every
 // CA/router LID a destination from every other): each LID's sources summed
 // down its forwarding tree, a switch at a time once its feeders are done.
 std::uint64_t busiest_paths(const SwitchGraph& g, const Routes& routes) {
   const std::uint32_t n = g.num_switches();
-  std::vector<std::uint64_t> sources(n, 0), carried(n), load(g.num_arcs(), 0);
+  const std::vector<std::uint64_t> sources = ca_lids_by_switch(g);
+  std::vector<std::uint64_t> carried(n), load(g.num_arcs(), 0);
   std::vector<std::uint32_t> next(n), feeders(n), ready;
-  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
-    const LidAttachment att = g.attachment(Lid{l});
-    if (att.routable() && att.port != 0) ++sources[att.sw.value];
-  }
   for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
     const LidAttachment att = g.attachment(Lid{l});
     if (!att.routable() || att.port == 0) continue;
@@ -62,11 +69,7 @@ std::uint64_t busiest_paths(const SwitchGraph& g, const Routes& routes) {
 // (layers_bench's lb.mean).
 double mean_shortest_paths(const SwitchGraph& g) {
   const std::uint32_t n = g.num_switches();
-  std::vector<std::uint64_t> sources(n, 0);
-  for (std::uint32_t l = 1; l <= g.max_lid().value; ++l) {
-    const LidAttachment att = g.attachment(Lid{l});
-    if (att.routable() && att.port != 0) ++sources[att.sw.value];
-  }
+  const std::vector<std::uint64_t> sources = ca_lids_by_switch(g);
   std::uint64_t total = 0;
   for (std::uint32_t t = 0; t < n; ++t) {
     if (sources[t] == 0) continue;
@@ -196,8 +199,9 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
     }
   }
   for (const std::string& note : g.notes()) routes.notes.push_back(note);
+  const std::uint64_t repaired = busiest_paths(g, routes);
   if (g.num_switches() > kLayeredGridCompareMaxSwitches &&
-      static_cast<double>(busiest_paths(g, routes)) <= kLayeredGridGoal * mean_shortest_paths(g)) {
+      static_cast<double>(repaired) <= kLayeredGridGoal * mean_shortest_paths(g)) {
     return routes;
   }
 
@@ -208,7 +212,7 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   Routes general;
   SUBNETD_TRY_ASSIGN(general, layered_general_routes(topo, lids, opts, pool, stop));
   if (compared != nullptr) *compared = true;
-  const std::uint64_t repaired = busiest_paths(g, routes), free = busiest_paths(g, general);
+  const std::uint64_t free = busiest_paths(g, general);
   Routes& kept = free < repaired ? general : routes;
   kept.notes.insert(kept.notes.begin(),
                     fmt::format("layered: {}: {}, whose busiest link carries {} CA-to-CA paths "
