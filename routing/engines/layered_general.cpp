@@ -36,6 +36,19 @@ constexpr std::uint64_t kFunnelled = 3;
 // as busy as the busiest. Random 2,000 switches, one CA each: 1 try
 // 1.53 the bound, 4 tries 1.50, 8 the same as 4.
 constexpr std::uint32_t kBranchTries = 4;
+// Hot-spot steps per tree at most (HotSpotPace). One per tree stopped
+// tori that lost links while their busiest channel was still dropping:
+// hot-spot trees split in halves, so a tree's LIDs may need a step per
+// half. The busiest link over the bound (layers_bench, 8 VLs, 2 CAs a
+// switch), one step per tree -> two: torus 8x8x8 minus 6% (seeds 2 and
+// 4) 1.57 -> 1.34 and 1.33, minus 8% 1.87 -> 1.73, minus 10% 1.97 ->
+// 1.78, its general engine minus 2% 1.39 -> 1.27; torus 10x10x10 minus
+// 10% 2.53 -> 2.39, minus 7% with one CA 2.26 -> 1.85; 12x12x12 minus
+// 1% 3.31 -> 2.29; no slower beyond the noise. Random graphs, the
+// dragonfly, the fat tree k=16 minus 5%, the mesh and the hypercube
+// stop on the stall before either (unchanged). Four per tree with twice
+// the stall: 1.69 and 1.74 at 8% and 10%, 0.4 s more.
+constexpr std::uint64_t kHotSpotStepsPerTree = 2;
 // Branch layers only while the busiest channel carries more than this
 // many percent over the mean channel load. A split LID costs fast
 // failover: where its branches meet (the neighbours of its switch) its
@@ -660,7 +673,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
     std::vector<std::uint8_t> settled(units, 0);  // by unit: no layer took it
     // (load on hot, LID) of the worst tree's LIDs, and of the tree weighed.
     std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hot, candidate;
-    HotSpotPace pace(load, units);  // at most a step per tree
+    HotSpotPace pace(load, std::uint64_t{units} * kHotSpotStepsPerTree);
     for (std::uint32_t hot = pace.next(); hot != kNoArc; hot = pace.next()) {
       if (stop.stop_requested()) return Error{Errc::kCancelled, "layered: cancelled"};
       // The tree pouring the most over `hot` (cheap test first: does one

@@ -26,7 +26,8 @@ namespace subnetd::routing {
 
 // Hot-spot steps after the layered engine's rip-up pass
 // (layered_general.cpp), and after a repair (layered_repair.hpp,
-// RepairBalance): at most one per tree, and none once kHotSpotStall
+// RepairBalance): at most one per tree (two in the engine's,
+// kHotSpotStepsPerTree), and none once kHotSpotStall
 // steps in a row have not taken the busiest channel's load down by
 // 1/kHotSpotDrop. The engine's busiest
 // link over the lower bound (layers_bench, 8 VLs), with a quarter of the
