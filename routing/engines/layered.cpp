@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <span>
 #include <utility>
@@ -170,15 +171,28 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
         st.lids_moved, st.hot_spot_moves));
     return routes;
   };
-  Routes routes;
-  SUBNETD_TRY_ASSIGN(routes, repair_on(!boxes));
   // A torus whose boxes fit is repaired on datelines too, and those are
   // kept where their busiest link carries kLayeredGridDatelineGain less.
   // (A grid with no ring of four or more, a mesh or a hypercube, has no
-  // dateline: its SLs are multicast's and one.)
-  if (boxes && dor_dateline_sls(shape) > 2 && dor_dateline_fits(shape, opts.max_vls)) {
-    Result<Routes> lined = repair_on(true);
-    if (!lined.ok() && lined.error().code == Errc::kCancelled) return lined;
+  // dateline: its SLs are multicast's and one.) The two repairs share
+  // only what they read, so they run at once, each on one of the pool's
+  // threads (one after the other on a pool of one). layers_bench, 2 CAs
+  // a switch, the same routes: torus 8x8x8 minus 2% of its links 0.79 ->
+  // 0.43 s, minus 6% 1.27 -> 0.74 s, minus 8% (routed in general too)
+  // 4.1 -> 3.2 s; 10x10x10 minus 2% 2.7 -> 1.6 s.
+  const bool lines_too =
+      boxes && dor_dateline_sls(shape) > 2 && dor_dateline_fits(shape, opts.max_vls);
+  std::array<Result<Routes>, 2> repaired_on{
+      Result<Routes>(Error{Errc::kInternal, "layered: grid not repaired"}),
+      Result<Routes>(Error{Errc::kInternal, "layered: grid not repaired on datelines"})};
+  pool.parallel_for(lines_too ? 2 : 1, 1, [&](std::size_t begin, std::size_t end, unsigned) {
+    for (std::size_t i = begin; i < end; ++i) repaired_on[i] = repair_on(i == 1 || !boxes);
+  });
+  Routes routes;
+  SUBNETD_TRY_ASSIGN(routes, std::move(repaired_on[0]));
+  if (lines_too) {
+    Result<Routes>& lined = repaired_on[1];
+    if (!lined.ok() && lined.error().code == Errc::kCancelled) return lined.error();
     if (lined.ok()) {
       const std::uint64_t on_boxes = busiest_paths(g, routes), on_lines = busiest_paths(g, *lined);
       const bool better =

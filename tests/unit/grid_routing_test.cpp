@@ -737,5 +737,32 @@ TEST(GappedGrid, DatelinesReplaceTheBoxesOnlyWhereTheyBalanceClearlyBetter) {
       << notes_of(*in_boxes);
 }
 
+// The boxes' and the datelines' repairs run at once on a pool of two, one
+// after the other on a pool of one: the same routes either way, with the
+// datelines kept (4% of the links cut) and with the boxes kept (2%).
+TEST(GappedGrid, BoxesAndDatelinesRepairedAtOnceRouteAsOneAfterTheOther) {
+  for (const std::size_t cut : {60U, 30U}) {
+    Fabric f = make_fabric("torus:dims=8x8x8,hosts=1");
+    cut_links(f.topo, cut, 1);
+    f.lids = lids_for(f.topo);
+    EngineOptions opts;
+    opts.max_vls = 8;
+    WorkerPool one(1), two(2);
+    auto serial = LayeredEngine{}.compute(f.topo, f.lids, opts, one, {});
+    auto at_once = LayeredEngine{}.compute(f.topo, f.lids, opts, two, {});
+    ASSERT_TRUE(serial.ok()) << serial.error().message;
+    ASSERT_TRUE(at_once.ok()) << at_once.error().message;
+    EXPECT_NE(notes_of(*at_once).find(cut == 60 ? "dimension order on dateline VLs, whose"
+                                                : "dimension order in boxes, whose"),
+              std::string::npos)
+        << cut << ": " << notes_of(*at_once);
+    EXPECT_EQ(at_once->notes, serial->notes) << cut;
+    EXPECT_EQ(at_once->num_vls, serial->num_vls) << cut;
+    EXPECT_EQ(at_once->lid_layer, serial->lid_layer) << cut;
+    EXPECT_EQ(at_once->hop_vls, serial->hop_vls) << cut;
+    EXPECT_TRUE(at_once->lfts == serial->lfts) << cut;
+  }
+}
+
 }  // namespace
 }  // namespace subnetd::routing
