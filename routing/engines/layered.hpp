@@ -62,9 +62,10 @@
 // sparse as it can, which is what keeps the trees straight and balanced.
 // Where that leaves trees no free layer takes whole (on tori, meshes and
 // hypercubes the free layers' CDGs close around the rings first), the
-// engine routes again with every free layer seeded with its root's
-// up*/down* dependencies, as Nue's layers hold their escape paths', and
-// keeps the better balanced routes (layered_general.cpp).
+// engine routes again with every free layer seeded with the escape paths
+// of a spanning tree from its root, as Nue's layers are
+// (spanning_tree_cdg), and keeps the better balanced routes
+// (layered_general.cpp).
 // Hence the engine uses the whole budget (EngineOptions::max_vls; cap it
 // with routing.max_vls) and never runs out of VLs: with one VL everything
 // is on layer 0, and Routes::notes says how many destinations took the

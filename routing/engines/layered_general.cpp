@@ -146,8 +146,8 @@ struct GeneralPass {
 };
 
 // Routes g over the escape routes `escape` (updn's, with their order);
-// with `seeded`, each free layer starts with every dependency of
-// up*/down* routes in its root's order (as updown_cdg gives layer 0).
+// with `seeded`, each free layer starts with the escape paths of a
+// spanning tree from its root (spanning_tree_cdg).
 // A `probe` is given up at the first tree no free layer takes.
 Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
                                   std::span<const std::uint32_t> rev, const EngineOptions& opts,
@@ -204,7 +204,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
       for (std::uint32_t s = 0; s < n; ++s) nearest[s] = std::min(nearest[s], dist[s]);
       root_dist.push_back(dist);
       if (seeded) {
-        layers.push_back(updown_cdg(g, pos, rev, frame));
+        layers.push_back(spanning_tree_cdg(g, pos, rev, frame));
       } else {
         layers.emplace_back(frame, updown_order(g, pos));
       }
@@ -828,16 +828,18 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   const std::vector<std::uint32_t> rev = reverse_arcs(g);
   // Free layers that refuse trees whole: their CDGs closed around the
   // fabric's rings before those trees came. Routed again with every free
-  // layer holding its root's up*/down* dependencies from the start, as
-  // Nue's layers hold its escape paths', a tree always has a way in, and
-  // the better balanced routes are kept. layers_bench, general engine, 2
-  // CAs a switch, the busiest link over the bound, free against seeded:
-  // torus 8x8x8 1.28 / 1.35, minus 2% 3.92 / 1.39, minus 10% 12.53 /
-  // 1.97; mesh 8x8x8 minus 2% 10.72 / 1.03; torus 10x10x10 minus 10% 18.24
-  // / 2.53; hypercube 8 1.11 / 1.22. Random graphs, the dragonfly and
-  // degraded fat trees put no tree on the escape layer on 8 VLs (seeded,
-  // random 200 went from 1.08 to 1.70, the fat tree k=16 minus 5% from
-  // 1.19 to 3.42); on fewer, either wins (routing/README.md).
+  // layer holding the escape paths of a spanning tree from its root from
+  // the start (spanning_tree_cdg), as Nue's layers do, a tree has a way
+  // in, and the better balanced routes are kept. layers_bench, general
+  // engine, 2 CAs a switch, 8 VLs, the busiest link over the bound, free
+  // against seeded: torus 8x8x8 1.28 / 1.08, minus 2% 3.92 / 1.06, minus
+  // 10% 12.53 / 1.13; mesh 8x8x8 1.27 / 1.03; hypercube 8 1.11 / 1.09.
+  // Seeded with every up*/down* dependency of the root's order instead,
+  // the turns off the tree's links closed the layers as early: 1.35, 1.39,
+  // 1.97, 1.03, 1.22. Random graphs, the dragonfly and degraded fat trees
+  // put no tree on the escape layer on 8 VLs, and route once; seeded
+  // they balance worse (random 200 with 8 CAs 1.08 -> 1.13, random 1,000
+  // with one CA 1.30 -> 1.62, the fat tree k=16 minus 5% 1.19 -> 1.25).
   // First the free routing as a probe, given up at the first tree no free
   // layer takes (on one VL there is none: routed once); then, if it was,
   // both at once, each on one of the pool's threads (a pool of one
@@ -864,8 +866,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     if (seeded.busiest < free.busiest) kept = &seeded;
     kept->routes.notes.push_back(fmt::format(
         "layered: {} of the first pass's trees found no free layer: routed again with each free "
-        "layer seeded with its root's up*/down* dependencies; kept {}, whose busiest channel "
-        "carries {} CA-to-CA paths against {}",
+        "layer seeded with the escape paths of a spanning tree from its root; kept {}, whose "
+        "busiest channel carries {} CA-to-CA paths against {}",
         free.on_escape_layer, kept == &seeded ? "the seeded layers" : "the free layers",
         kept->busiest, kept == &seeded ? free.busiest : seeded.busiest));
   }

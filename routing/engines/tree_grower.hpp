@@ -178,6 +178,45 @@ inline OrderedDag updown_cdg(const SwitchGraph& g, std::span<const std::uint32_t
   return dag;
 }
 
+// The escape paths of a layer, as Nue's: every dependency of routes
+// along a spanning tree of shortest paths from the root of the ranking
+// `pos` (bfs_rank's; each switch's parent is its neighbour ranked first),
+// the turns at each switch between two of its tree links (not back over
+// the same one), in updown_order (`frame`: g's cdg_frame). A tree route
+// climbs to where its ends' branches meet and descends: up*/down*, so
+// these are a few of updown_cdg's. With one parallel cable in the tree.
+inline OrderedDag spanning_tree_cdg(const SwitchGraph& g, std::span<const std::uint32_t> pos,
+                                    std::span<const std::uint32_t> rev,
+                                    std::shared_ptr<const DagFrame> frame) {
+  const std::uint32_t n = g.num_switches();
+  std::vector<std::uint32_t> parent(n, kNoArc);  // by switch: its channel up
+  for (std::uint32_t v = 0; v < n; ++v) {
+    for (std::uint32_t a = g.first_arc(SwitchIndex{v}); a < g.first_arc(SwitchIndex{v + 1}); ++a) {
+      const std::uint32_t to = g.arc(a).to.value;
+      if (pos[to] < pos[v] && (parent[v] == kNoArc || pos[to] < pos[g.arc(parent[v]).to.value])) {
+        parent[v] = a;
+      }
+    }
+  }
+  auto in_tree = [&](std::uint32_t a) {
+    const std::uint32_t from = g.arc_source(a).value, to = g.arc(a).to.value;
+    return parent[from] == a || (parent[to] != kNoArc && rev[parent[to]] == a);
+  };
+  OrderedDag dag(std::move(frame), updown_order(g, pos));
+  for (std::uint32_t v = 0; v < n; ++v) {
+    const std::uint32_t first = g.first_arc(SwitchIndex{v});
+    const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
+    for (std::uint32_t out = first; out < end; ++out) {
+      if (!in_tree(out)) continue;
+      for (std::uint32_t o = first; o < end; ++o) {
+        const std::uint32_t in = rev[o];  // into v from o's neighbour
+        if (in != kNoArc && o != out && in_tree(in)) dag.add(in, out);
+      }
+    }
+  }
+  return dag;
+}
+
 // A set of channel dependencies: a bit per dependency the frame
 // (cdg_frame) allows.
 class DepSet {
