@@ -40,7 +40,8 @@ constexpr std::uint32_t kBranchTries = 4;
 // tori that lost links while their busiest channel was still dropping:
 // hot-spot trees split in halves, so a tree's LIDs may need a step per
 // half. The busiest link over the bound (layers_bench, 8 VLs, 2 CAs a
-// switch), one step per tree -> two: torus 8x8x8 minus 6% (seeds 2 and
+// switch; seeded layers then held every up*/down* turn, not a spanning
+// tree's), one step per tree -> two: torus 8x8x8 minus 6% (seeds 2 and
 // 4) 1.57 -> 1.34 and 1.33, minus 8% 1.87 -> 1.73, minus 10% 1.97 ->
 // 1.78, its general engine minus 2% 1.39 -> 1.27; torus 10x10x10 minus
 // 10% 2.53 -> 2.39, minus 7% with one CA 2.26 -> 1.85; 12x12x12 minus
