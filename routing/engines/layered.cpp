@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -190,6 +191,7 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   });
   Routes routes;
   SUBNETD_TRY_ASSIGN(routes, std::move(repaired_on[0]));
+  std::optional<std::uint64_t> repaired;  // the kept repair's busiest link, once counted
   if (lines_too) {
     Result<Routes>& lined = repaired_on[1];
     if (!lined.ok() && lined.error().code == Errc::kCancelled) return lined.error();
@@ -198,6 +200,7 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
       const bool better =
           on_lines * kLayeredGridDatelineGain < on_boxes * (kLayeredGridDatelineGain - 1);
       if (better) routes = std::move(*lined);
+      repaired = better ? on_lines : on_boxes;
       routes.notes.insert(
           routes.notes.begin() + 1,
           fmt::format("layered: {}, whose busiest link carries {} CA-to-CA paths against {} on "
@@ -213,9 +216,9 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
     }
   }
   for (const std::string& note : g.notes()) routes.notes.push_back(note);
-  const std::uint64_t repaired = busiest_paths(g, routes);
+  if (!repaired) repaired = busiest_paths(g, routes);
   if (g.num_switches() > kLayeredGridCompareMaxSwitches &&
-      static_cast<double>(repaired) <= kLayeredGridGoal * mean_shortest_paths(g)) {
+      static_cast<double>(*repaired) <= kLayeredGridGoal * mean_shortest_paths(g)) {
     return routes;
   }
 
@@ -227,14 +230,14 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   SUBNETD_TRY_ASSIGN(general, layered_general_routes(topo, lids, opts, pool, stop));
   if (compared != nullptr) *compared = true;
   const std::uint64_t free = busiest_paths(g, general);
-  Routes& kept = free < repaired ? general : routes;
+  Routes& kept = free < *repaired ? general : routes;
   kept.notes.insert(kept.notes.begin(),
                     fmt::format("layered: {}: {}, whose busiest link carries {} CA-to-CA paths "
                                 "against {} for {}",
                                 what,
                                 &kept == &general ? "routed as any other topology"
                                                   : "dimension order repaired around the gaps",
-                                std::min(repaired, free), std::max(repaired, free),
+                                std::min(*repaired, free), std::max(*repaired, free),
                                 &kept == &general ? "dimension order repaired around the gaps"
                                                   : "the general engine"));
   return std::move(kept);
