@@ -112,8 +112,9 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
     // routes and why are set.
   } else if (opts.max_vls >= 2 && g.num_switches() <= kAutoLayeredMaxSwitches) {
     // A grid whose repair failed above is not searched and repaired again.
-    routes = gaps_note.empty() ? LayeredEngine{}.compute(topo, lids, opts, pool, stop)
-                               : layered_general_routes(topo, lids, opts, pool, stop);
+    routes = gaps_note.empty()
+                 ? LayeredEngine{}.compute(topo, lids, opts, pool, stop)
+                 : layered_general_routes(topo, lids, opts, pool, stop, layered_grid_layers(g));
     why = fmt::format(
         "auto: layered, the fabric is no fat tree and its switch links offer {} data VLs",
         opts.max_vls);

@@ -104,6 +104,11 @@ std::uint64_t layered_grid_max_missing(const SwitchGraph& g) {
                                     (1 - kLayeredGridMaxMissingShare));
 }
 
+GeneralLayers layered_grid_layers(const SwitchGraph& g) {
+  return g.num_switches() > kLayeredGridCompareMaxSwitches ? GeneralLayers::kSeeded
+                                                           : GeneralLayers::kBest;
+}
+
 Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, const SwitchGraph& g,
                                   const GridShape& shape, const DorCover& cover,
                                   const EngineOptions& opts, WorkerPool& pool, std::stop_token stop,
@@ -227,7 +232,8 @@ Result<Routes> gapped_grid_routes(const Topology& topo, const LidMap& lids, cons
   // their layers' turns; on small grids and hypercubes the general
   // engine's routes spread wider, and on grids with many gaps too).
   Routes general;
-  SUBNETD_TRY_ASSIGN(general, layered_general_routes(topo, lids, opts, pool, stop));
+  SUBNETD_TRY_ASSIGN(general,
+                     layered_general_routes(topo, lids, opts, pool, stop, layered_grid_layers(g)));
   if (compared != nullptr) *compared = true;
   const std::uint64_t free = busiest_paths(g, general);
   Routes& kept = free < *repaired ? general : routes;
@@ -298,8 +304,11 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
     grid_note = fmt::format("layered: {}: routed as any other topology",
                             gapped.error().message.substr(gapped.error().message.find(": ") + 2));
   }
+  // grid_note set: a grid, whole or with gaps, routed in general.
   Routes routes;
-  SUBNETD_TRY_ASSIGN(routes, layered_general_routes(topo, lids, opts, pool, stop));
+  SUBNETD_TRY_ASSIGN(routes, layered_general_routes(topo, lids, opts, pool, stop,
+                                                    grid_note.empty() ? GeneralLayers::kBest
+                                                                      : layered_grid_layers(g)));
   if (!grid_note.empty()) routes.notes.push_back(grid_note);
   return routes;
 }

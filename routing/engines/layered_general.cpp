@@ -816,7 +816,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
 
 Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
                                       const EngineOptions& opts, WorkerPool& pool,
-                                      std::stop_token stop) {
+                                      std::stop_token stop, GeneralLayers layers) {
   SUBNETD_TRY(layered_check_budget(opts));
   SwitchGraph g;
   SUBNETD_TRY_ASSIGN(g, SwitchGraph::build(topo, lids));
@@ -847,6 +847,17 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // within: the routes do not depend on the threads), where one after
   // the other, each on two, took 1.3-1.4x as long.
   const bool two_ways = opts.max_vls > 1;
+  if (layers == GeneralLayers::kSeeded && two_ways) {
+    // Seeded alone (layered_grid_layers), on every thread of the pool.
+    Result<GeneralPass> seeded = route_general(g, escape, rev, opts, pool, stop, true);
+    if (!seeded.ok()) return seeded.error();
+    seeded->routes.notes.push_back(fmt::format(
+        "layered: routed on seeded layers alone, each holding the escape paths of a spanning tree "
+        "from its root (a grid of more than {} switches, where free layers lose by far)",
+        kLayeredGridCompareMaxSwitches));
+    for (const std::string& note : escape.notes) seeded->routes.notes.push_back(note);
+    return std::move(seeded->routes);
+  }
   Result<GeneralPass> probed = route_general(g, escape, rev, opts, pool, stop, false, two_ways);
   if (!probed.ok()) return probed.error();
   GeneralPass free = std::move(*probed);

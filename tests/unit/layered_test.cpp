@@ -286,6 +286,30 @@ TEST(Layered, SeedsItsLayersWithEscapePathsWhereTheFreeOnesRefuseTrees) {
   expect_routed_both_ways(f, *r, "seeded");
 }
 
+TEST(Layered, RoutesOnSeededLayersAloneWhenTold) {
+  // GeneralLayers::kSeeded (large grids, layered_grid_layers): the
+  // seeded routing alone, on every thread of the pool, gives the routes
+  // kept where both are routed and the seeded win, and its note says so.
+  const Fabric f = make_fabric("torus:dims=6x6x6,hosts=2");
+  auto both = route_layered(f, 8, true);
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  expect_routed_both_ways(f, *both, "seeded");
+  EngineOptions opts;
+  opts.max_vls = 8;
+  WorkerPool pool(2);
+  auto alone = layered_general_routes(f.topo, f.lids, opts, pool, {}, GeneralLayers::kSeeded);
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  EXPECT_EQ(seeded_note(*alone), nullptr) << *seeded_note(*alone);
+  EXPECT_NE(std::find_if(alone->notes.begin(), alone->notes.end(),
+                         [](const std::string& n) {
+                           return n.starts_with("layered: routed on seeded layers alone");
+                         }),
+            alone->notes.end());
+  EXPECT_EQ(alone->lfts, both->lfts);
+  EXPECT_EQ(alone->lid_layer, both->lid_layer);
+  EXPECT_EQ(alone->num_vls, both->num_vls);
+}
+
 TEST(Layered, RoutesBothWaysAndKeepsTheBetterBalanced) {
   // The 8-cube puts 43 of its 512 trees on the escape layer: both free
   // and seeded layers are routed, and the better balanced kept (1.11 the
