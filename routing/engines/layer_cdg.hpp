@@ -177,18 +177,12 @@ inline OrderedDag spanning_tree_cdg(const SwitchGraph& g, std::span<const std::u
     const std::uint32_t from = g.arc_source(a).value, to = g.arc(a).to.value;
     return parent[from] == a || (parent[to] != kNoArc && rev[parent[to]] == a);
   };
+  // Down a tree link then up one is back over the same link: every tree
+  // turn is an up*/down* one.
   OrderedDag dag(std::move(frame), updown_order(g, pos));
-  for (std::uint32_t v = 0; v < n; ++v) {
-    const std::uint32_t first = g.first_arc(SwitchIndex{v});
-    const std::uint32_t end = g.first_arc(SwitchIndex{v + 1});
-    for (std::uint32_t out = first; out < end; ++out) {
-      if (!in_tree(out)) continue;
-      for (std::uint32_t o = first; o < end; ++o) {
-        const std::uint32_t in = rev[o];  // into v from o's neighbour
-        if (in != kNoArc && o != out && in_tree(in)) dag.add(in, out);
-      }
-    }
-  }
+  for_each_updown_dep(g, pos, rev, [&](std::uint32_t in, std::uint32_t out) {
+    if (in_tree(in) && in_tree(out)) dag.add(in, out);
+  });
   return dag;
 }
 
