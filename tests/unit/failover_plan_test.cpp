@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -50,6 +52,10 @@ struct Case {
   unsigned cut;     // switch links removed before routing (seeded)
   bool full_cover;  // every single failure must be recovered locally
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.spec << " " << c.engine << " cut " << c.cut << (c.full_cover ? " full cover" : "");
+}
 
 class FailoverPlanFabrics : public ::testing::TestWithParam<Case> {};
 
@@ -109,7 +115,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // 2 links better than repaired datelines since its
                       // seeded layers hold a spanning tree's escape paths.)
                       Case{"torus:dims=7x7,hosts=2", "layered@3/one-layer-per-lid", 2, false},
-                      Case{"hypercube:dim=5,hosts=2", "layered", 0, false}));
+                      Case{"hypercube:dim=5,hosts=2", "layered", 0, false}),
+    // Named by fabric, engine and cut (else gtest prints the parameter's
+    // pointers).
+    [](const ::testing::TestParamInfo<Case>& param_info) {
+      std::string s = std::string(param_info.param.spec) + "_" + param_info.param.engine + "_cut" +
+                      std::to_string(param_info.param.cut);
+      for (char& c : s) {
+        if (std::isalnum(static_cast<unsigned char>(c)) == 0) c = '_';
+      }
+      return s;
+    });
 
 // Past FailoverPlan::kSearchWork (here lowered to 0, so that small
 // fabrics take the large ones' way): layers take only dependencies that
