@@ -181,20 +181,23 @@ inline constexpr std::uint32_t kLayeredGridCompareMaxSwitches = 256;
 // links, 2 CAs a switch: 5.03 in boxes, 1.87 in general).
 inline constexpr double kLayeredGridGoal = 1.5;
 // The layers the general engine routes a grid on (a torus, mesh or
-// hypercube, whole, with gaps or with too many): above
-// kLayeredGridCompareMaxSwitches switches, seeded ones alone. On every
-// such grid measured the seeded layers were kept, by far (layers_bench, 2
-// CAs a switch unless said, the busiest link's CA-to-CA paths seeded
-// against free): torus 8x8x8 on 2 VLs 10,812 / 16,800; minus 2% on 2 VLs
-// 9,028 / 18,358; minus 8% on 2, 3, 4 and 8 VLs 28,242 / 33,716, 14,948 /
-// 28,242, 5,702 / 28,210, 2,504 / 23,254; minus 15% on 8 VLs 2,806 /
-// 36,716; mesh 8x8x8 minus 5% 4,538 / 49,480; torus 10x10x10 with one
-// CA minus 10% 2,042 / 26,323, minus 7% on 4 VLs 4,737 / 17,481. Routed
-// alone, on both of the pool's threads, the same routes take less time:
-// torus 8x8x8 minus 8% 3.6 -> 1.9 s (nue: 2.1-2.5 s), minus 15% 1.8 ->
-// 0.6 s, 10x10x10 minus 10% 4.5 -> 1.3 s. On smaller grids the free
-// layers won some (torus 5x5x5 minus 2% on 2 VLs 582 / 672, minus 5% on 8
-// VLs 354 / 360; 8x8 minus 2-10% on 2 VLs), and both are routed.
+// hypercube found whole, with gaps, or with more gaps than
+// kLayeredGridMaxMissingShare): above kLayeredGridCompareMaxSwitches
+// switches, seeded ones alone. On every such fabric measured the seeded
+// layers were kept, by far (layers_bench, 2 CAs a switch unless said, the
+// busiest link's CA-to-CA paths seeded against free): torus 8x8x8 on 2
+// VLs 10,812 / 16,800; minus 2% on 2 VLs 9,028 / 18,358; minus 8% on 2, 3,
+// 4 and 8 VLs 28,242 / 33,716, 14,948 / 28,242, 5,702 / 28,210, 2,504 /
+// 23,254; mesh 8x8x8 minus 5% 4,538 / 49,480; torus 10x10x10 with one CA
+// minus 7% on 4 VLs 4,737 / 17,481. Routed alone, on both of the pool's
+// threads, the same routes take less time: torus 8x8x8 minus 8% 3.6 ->
+// 1.9 s (nue: 2.1-2.5 s), 12x12x12 minus 1% 26 -> 15.7 s. (Tori that lost
+// 10% of their links or more balance the same way, 8x8x8 minus 15% 2,806
+// / 36,716 and 10x10x10 minus 10% 2,042 / 26,323, and would route in 0.6
+// and 1.3 s rather than 1.8 and 4.5; but grid_shape_with_gaps finds no
+// grid there, so both are routed.) On smaller grids the free layers won
+// some (torus 5x5x5 minus 2% on 2 VLs 582 / 672, minus 5% on 8 VLs 354 /
+// 360; 8x8 minus 2-10% on 2 VLs), and both are routed.
 GeneralLayers layered_grid_layers(const SwitchGraph& g);
 // A torus whose layers in boxes fit the VLs, with links missing, is
 // repaired on per-hop dateline VLs as well (3 VLs; the others free SLs

@@ -853,7 +853,8 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
     if (!seeded.ok()) return seeded.error();
     seeded->routes.notes.push_back(fmt::format(
         "layered: routed on seeded layers alone, each holding the escape paths of a spanning tree "
-        "from its root (a grid of more than {} switches, where free layers lose by far)",
+        "from its root (free layers not tried: on grids of more than {} switches they lose by "
+        "far)",
         kLayeredGridCompareMaxSwitches));
     for (const std::string& note : escape.notes) seeded->routes.notes.push_back(note);
     return std::move(seeded->routes);
