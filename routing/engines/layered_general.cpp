@@ -847,23 +847,20 @@ Result<Routes> layered_general_routes(const Topology& topo, const LidMap& lids,
   // within: the routes do not depend on the threads), where one after
   // the other, each on two, took 1.3-1.4x as long.
   const bool two_ways = opts.max_vls > 1;
+  GeneralPass free, seeded;
+  GeneralPass* kept = &free;
   if (layers == GeneralLayers::kSeeded && two_ways) {
     // Seeded alone (layered_grid_layers), on every thread of the pool.
-    Result<GeneralPass> seeded = route_general(g, escape, rev, opts, pool, stop, true);
-    if (!seeded.ok()) return seeded.error();
-    seeded->routes.notes.push_back(fmt::format(
+    SUBNETD_TRY_ASSIGN(seeded, route_general(g, escape, rev, opts, pool, stop, true));
+    kept = &seeded;
+    kept->routes.notes.push_back(fmt::format(
         "layered: routed on seeded layers alone, each holding the escape paths of a spanning tree "
         "from its root (free layers not tried: on grids of more than {} switches they lose by "
         "far)",
         kLayeredGridCompareMaxSwitches));
-    for (const std::string& note : escape.notes) seeded->routes.notes.push_back(note);
-    return std::move(seeded->routes);
+  } else {
+    SUBNETD_TRY_ASSIGN(free, route_general(g, escape, rev, opts, pool, stop, false, two_ways));
   }
-  Result<GeneralPass> probed = route_general(g, escape, rev, opts, pool, stop, false, two_ways);
-  if (!probed.ok()) return probed.error();
-  GeneralPass free = std::move(*probed);
-  GeneralPass* kept = &free;
-  GeneralPass seeded;
   if (free.given_up) {
     std::array<Result<GeneralPass>, 2> runs{
         Result<GeneralPass>(Error{Errc::kInternal, "layered: free layers not routed"}),
