@@ -229,7 +229,6 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
   LidColumns cols(n, routes.max_lid);
   std::vector<std::uint8_t> lid_layer(std::size_t{max_lid} + 1, 0);
   std::vector<std::uint64_t> load(arcs, 0);
-  const std::vector<std::uint64_t> no_load(arcs, 0);
   std::vector<std::uint64_t> subtree(n, 0);
   // Trees two at a time (`both`), each on its own grower; grows[0]'s
   // alone where they cannot be.
@@ -305,7 +304,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
   // updn's own routes: the rerouter keeps switch LIDs up*/down* too).
   // Each grown on its own (no load, no CDG), on every thread of the pool:
   // a LID's entries are its own column.
-  std::vector<std::unique_ptr<Grow>> by_slot(pool.size());
+  std::vector<std::unique_ptr<ShortestTrees>> by_slot(pool.size());
   pool.parallel_for(n, 64, [&](std::size_t begin, std::size_t end, unsigned slot) {
     for (auto t = static_cast<std::uint32_t>(begin); t < end; ++t) {
       if (own_lid[t] == 0) continue;
@@ -315,11 +314,10 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
         }
         continue;
       }
-      if (!by_slot[slot]) by_slot[slot] = std::make_unique<Grow>(g, rev);
-      TreeGrower& own = by_slot[slot]->grower;
-      for (const std::uint32_t s :
-           own.grow(t, no_load, 1, 0, nullptr, nullptr, by_slot[slot]->added)) {
-        write(own_lid[t], s, s == t ? 0 : g.arc(own.outs(s).front()).local_port);
+      if (!by_slot[slot]) by_slot[slot] = std::make_unique<ShortestTrees>(g, rev);
+      ShortestTrees& own = *by_slot[slot];
+      for (const std::uint32_t s : own.grow(t)) {
+        write(own_lid[t], s, s == t ? 0 : g.arc(own.out(s)).local_port);
       }
     }
   });

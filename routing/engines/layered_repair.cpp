@@ -638,12 +638,11 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
     ++(had != kNoLayer ? st.lids_regrown : st.lids_placed);
   }
   // Switch LIDs: shortest paths (management traffic; no CDG).
-  const std::vector<std::uint64_t> no_load(arcs, 0);
+  ShortestTrees shortest(g, rev);
   for (const std::uint32_t lid : broken_switch_lids) {
     const std::uint32_t t = g.attachment(Lid{lid}).sw.value;
-    added.clear();
-    for (const std::uint32_t s : grower.grow(t, no_load, 1, 0, nullptr, nullptr, added)) {
-      cols.set(s, lid, s == t ? 0 : g.arc(grower.outs(s).front()).local_port);
+    for (const std::uint32_t s : shortest.grow(t)) {
+      cols.set(s, lid, s == t ? 0 : g.arc(shortest.out(s)).local_port);
     }
     ++st.switch_lids_rerouted;
   }

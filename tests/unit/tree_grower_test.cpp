@@ -203,5 +203,58 @@ TEST(TreeGrower, SearchesGiveUpAtTheCapOnlyWhenLongOnesRarelyPay) {
   EXPECT_GT(grow_all(always), 0U);
 }
 
+// ShortestTrees, breadth first, gives every switch LID the tree grow()
+// gives with no load and no CDG: the same switches, each after the one it
+// forwards to, on the same channel. A random graph has many switches with
+// several channels one hop nearer, so the least-channel tie is exercised;
+// parallel cables (the fat tree's pods have none, the random graph may)
+// and a switch t does not reach (another part) as well.
+TEST(ShortestTrees, GiveTheTreesOfAnUnloadedGrow) {
+  for (const char* spec : {"random:switches=80,degree=7,hosts=1,seed=3",
+                           "fat-tree:levels=2,radix=8", "torus:dims=4x3,hosts=1"}) {
+    testing::Fabric f = testing::make_fabric(spec);
+    auto built = SwitchGraph::build(f.topo, f.lids);
+    ASSERT_TRUE(built.ok()) << spec;
+    const SwitchGraph& g = *built;
+    const std::vector<std::uint32_t> rev = reverse_arcs(g);
+    const std::vector<std::uint64_t> no_load(g.num_arcs(), 0);
+    TreeGrower grower(g, rev);
+    ShortestTrees shortest(g, rev);
+    std::vector<Dep> added;
+    std::uint64_t ties = 0;
+    for (std::uint32_t t = 0; t < g.num_switches(); ++t) {
+      std::vector<std::uint32_t> want(g.num_switches(), kNoArc), got(g.num_switches(), kNoArc);
+      const auto grown = grower.grow(t, no_load, 1, 0, nullptr, nullptr, added);
+      for (const std::uint32_t s : grown) want[s] = s == t ? kNoArc : grower.outs(s).front();
+      const auto tree = shortest.grow(t);
+      ASSERT_EQ(tree.size(), grown.size()) << spec << " t=" << t;
+      ASSERT_EQ(tree.front(), t);
+      // Hops to t, from the tree: each switch comes after its next hop.
+      std::vector<std::uint32_t> hops(g.num_switches(), kNoArc);
+      for (const std::uint32_t s : tree) {
+        got[s] = shortest.out(s);
+        if (s == t) {
+          hops[s] = 0;
+          continue;
+        }
+        const std::uint32_t next = g.arc(got[s]).to.value;
+        ASSERT_NE(hops[next], kNoArc) << spec << " t=" << t << ": " << s << " before " << next;
+        hops[s] = hops[next] + 1;
+      }
+      // Switches with more than one channel one hop nearer: the ties.
+      for (const std::uint32_t s : tree) {
+        std::uint32_t nearer = 0;
+        for (std::uint32_t a = g.first_arc(SwitchIndex{s}); a < g.first_arc(SwitchIndex{s + 1});
+             ++a) {
+          nearer += hops[g.arc(a).to.value] + 1 == hops[s] ? 1 : 0;
+        }
+        ties += nearer > 1 ? 1 : 0;
+      }
+      EXPECT_EQ(got, want) << spec << " t=" << t;
+    }
+    EXPECT_GT(ties, 0U) << spec;
+  }
+}
+
 }  // namespace
 }  // namespace subnetd::routing
