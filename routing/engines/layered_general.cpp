@@ -613,11 +613,6 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
     }
     if (tree_layer[u] != 0) pref.push_back(0);
     save_ports(u);
-    auto take_back = [&] {
-      for (std::size_t i = added.size(); i-- > 0;) {
-        layers[added_layer[i]].undo(std::span<const Dep>(&added[i], 1));
-      }
-    };
     // A channel to avoid weighs as much as a detour through every switch.
     const std::uint64_t penalty = hop * n;
     avoided.assign(1, avoid);
@@ -629,7 +624,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
           grower.grow_split(t, load, hop, slack, layers, refused, pref, added, added_layer);
       for (const std::uint32_t a : avoided) load[a] -= penalty;
       if (tree.size() != part_size[g.component(SwitchIndex{t})]) {
-        take_back();
+        take_back_split(layers, added, added_layer);
         break;
       }
       new_loads.clear();
@@ -657,7 +652,7 @@ Result<GeneralPass> route_general(const SwitchGraph& g, const Routes& escape,
       }
       take_loads(load, new_loads);
       put_back_ports(u);
-      take_back();
+      take_back_split(layers, added, added_layer);
     }
     add_loads(load, old_loads);
     return false;

@@ -71,6 +71,18 @@ class DepSet {
   std::vector<std::uint64_t> bits_;
 };
 
+// Takes back, last first, the dependencies from `mark` on of `added`, each
+// in the dag of its layer in `added_layer` (a layer per branch:
+// TreeGrower::grow_split), and drops them from both lists.
+inline void take_back_split(std::span<OrderedDag> dags, std::vector<Dep>& added,
+                            std::vector<std::uint8_t>& added_layer, std::size_t mark = 0) {
+  for (std::size_t i = added.size(); i-- > mark;) {
+    dags[added_layer[i]].undo(std::span<const Dep>(&added[i], 1));
+  }
+  added.resize(mark);
+  added_layer.resize(mark);
+}
+
 // Dependencies a layer refused (they closed a cycle), refused again
 // without a search: it may have been refused for a tree taken back since;
 // refusing stays safe.
@@ -157,13 +169,10 @@ class TreeGrower {
     // Takes back what depend() added since `mark`.
     auto take_back = [&](std::size_t mark) {
       if (split) {
-        for (std::size_t i = added.size(); i-- > mark;) {
-          split_dags_[(*added_layer_)[i]].undo(std::span<const Dep>(&added[i], 1));
-        }
-        added_layer_->resize(mark);
-      } else {
-        dag->undo(std::span<const Dep>(added).subspan(mark));
+        take_back_split(split_dags_, added, *added_layer_, mark);
+        return;
       }
+      dag->undo(std::span<const Dep>(added).subspan(mark));
       added.resize(mark);
     };
     auto into_t = [&](std::uint32_t w) {
