@@ -205,10 +205,11 @@ TEST(TreeGrower, SearchesGiveUpAtTheCapOnlyWhenLongOnesRarelyPay) {
 
 // ShortestTrees, breadth first, gives every switch LID the tree grow()
 // gives with no load and no CDG: the same switches, each after the one it
-// forwards to, on the same channel. A random graph has many switches with
-// several channels one hop nearer, so the least-channel tie is exercised;
-// parallel cables (the fat tree's pods have none, the random graph may)
-// and a switch t does not reach (another part) as well.
+// forwards to, on the same channel. Each fabric has switches with several
+// channels one hop nearer (checked), so the tie between them, which the
+// Dijkstra breaks by the least channel, is exercised: a random graph, a
+// two-level fat tree (every leaf reaches another through each spine) and
+// a torus (the corners of its squares).
 TEST(ShortestTrees, GiveTheTreesOfAnUnloadedGrow) {
   for (const char* spec : {"random:switches=80,degree=7,hosts=1,seed=3",
                            "fat-tree:levels=2,radix=8", "torus:dims=4x3,hosts=1"}) {
