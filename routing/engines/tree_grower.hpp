@@ -507,32 +507,26 @@ class TreeGrower {
 // the least-indexed of its channels into a switch one hop nearer. That is
 // the tree TreeGrower::grow() gives with no load, no CDG and a hop of 1
 // (its queue pops by cost, then channel, and every switch one hop nearer
-// joins before a switch pops), found breadth first: the heap and the
-// offers of the Dijkstra were most of the 0.4-0.5 s the switch LIDs took
-// at 2,000 switches.
+// joins before a switch pops), found breadth first (bfs_hops): the heap
+// and the offers of the Dijkstra were most of the 0.4-0.5 s the switch
+// LIDs took at 2,000 switches.
 class ShortestTrees {
  public:
   ShortestTrees(const SwitchGraph& g, std::span<const std::uint32_t> rev)
-      : g_(g), rev_(rev), dist_(g.num_switches(), kNoArc), out_(g.num_switches(), kNoArc) {}
+      : g_(g), rev_(rev), out_(g.num_switches(), kNoArc) {}
 
   // The switches reaching t, t first, each after the switch it forwards
   // to; out() gives its channel.
   std::span<const std::uint32_t> grow(std::uint32_t t) {
-    for (const std::uint32_t s : order_) dist_[s] = out_[s] = kNoArc;
-    order_.assign(1, t);
-    dist_[t] = 0;
-    for (std::size_t head = 0; head < order_.size(); ++head) {
-      const std::uint32_t w = order_[head];
-      for (std::uint32_t o = g_.first_arc(SwitchIndex{w}); o < g_.first_arc(SwitchIndex{w + 1});
-           ++o) {
-        const std::uint32_t in = rev_[o], x = g_.arc(o).to.value;
-        if (in == kNoArc) continue;
-        if (dist_[x] == kNoArc) {
-          dist_[x] = dist_[w] + 1;
-          out_[x] = in;
-          order_.push_back(x);
-        } else if (dist_[x] == dist_[w] + 1 && in < out_[x]) {
-          out_[x] = in;
+    bfs_hops(g_, t, dist_, order_);
+    for (const std::uint32_t x : order_) {
+      out_[x] = kNoArc;
+      if (x == t) continue;
+      for (std::uint32_t a = g_.first_arc(SwitchIndex{x}); a < g_.first_arc(SwitchIndex{x + 1});
+           ++a) {
+        if (rev_[a] != kNoArc && dist_[g_.arc(a).to.value] + 1 == dist_[x]) {
+          out_[x] = a;
+          break;
         }
       }
     }
