@@ -89,6 +89,9 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
   const routing::Topology& topo = sweep.topology;
   routing::EngineOptions eopts = opts.engine_options;
   const unsigned offered = discovery::fabric_data_vls(topo, sweep.port_info);
+  // A grid found again is placed as the last routes' was (their LIDs keep
+  // their SLs: routing/grid_placement.hpp).
+  if (opts.previous_routes) eopts.previous_grid = opts.previous_routes->grid;
   eopts.max_vls = static_cast<std::uint8_t>(
       std::clamp(opts.max_vls != 0 ? std::min<unsigned>(opts.max_vls, offered) : offered, 1U, 15U));
   auto run = [&](const std::string& name) -> Result<routing::Routes> {

@@ -58,6 +58,12 @@ struct EngineOptions {
   // branches meet: layered_general.cpp, kBranchExcess). On by default (the
   // daemon's routing.branch_layers); layers_bench compares (branches=0|1).
   bool branch_layers = true;
+  // layered, auto: where each switch sat in the grid the previous routes
+  // were computed on (Routes::grid). A torus, mesh or hypercube found again
+  // is placed the same way (routing/grid_placement.hpp), so its LIDs keep
+  // their SLs when the switch of least GUID, which canonical coordinates
+  // start from, dies. Null: canonical coordinates.
+  std::shared_ptr<const GridPlacement> previous_grid;
 };
 
 class RoutingEngine {

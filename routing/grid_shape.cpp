@@ -6,6 +6,8 @@
 #include <iterator>
 #include <utility>
 
+#include "routing/grid_placement.hpp"
+
 namespace subnetd::routing {
 namespace {
 
@@ -488,7 +490,9 @@ std::uint64_t GridShape::grid_links() const {
   return links;
 }
 
-Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
+namespace {
+
+Result<GridShape> whole_grid(const Topology& topo, const SwitchGraph& g) {
   const std::uint32_t n = g.num_switches();
   auto name = [&](std::uint32_t s) { return topo.switch_label(SwitchIndex{s}); };
   if (n < 2) return none("fewer than two switches");
@@ -607,8 +611,17 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g) {
   return shape;
 }
 
+}  // namespace
+
+Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g,
+                             const GridPlacement* previous) {
+  Result<GridShape> shape = whole_grid(topo, g);
+  if (shape.ok() && previous != nullptr) place_as_before(topo, *shape, *previous);
+  return shape;
+}
+
 Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& g,
-                                       std::uint64_t max_missing) {
+                                       std::uint64_t max_missing, const GridPlacement* previous) {
   // Origins whose lines hold every switch, placed from: past this many
   // the fabric is taken for no grid. Walking an origin's lines is cheap,
   // so any origin may be walked.
@@ -642,6 +655,7 @@ Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& 
   std::size_t tried = 0;
   for (; tried < origins.size() && placings < kPlacings; ++tried) {
     Result<GridShape> shape = gapped_from(topo, nb, origins[tried], max_missing, placings);
+    if (shape.ok() && previous != nullptr) place_as_before(topo, *shape, *previous);
     // Too many links missing: the grid is found, and so it would be from
     // any other origin.
     if (shape.ok() || shape.error().code == Errc::kOutOfRange) return shape;

@@ -21,6 +21,8 @@
 // running towards its lower-GUID neighbour), not the search's origin nor
 // the switches' index order. So a grid found whole or with gaps, sweep
 // after sweep, keeps its coordinates, and its LIDs their layers (SLs).
+// The least GUID's own death, or a neighbour's, would move them: given the
+// last placement (grid_placement.hpp), the grid is placed as that was.
 //
 // A ring of four switches is found as two paths of two (the same graph), so
 // a 4x4x4 torus is found as a 6-cube, which dimension-order routing routes
@@ -65,9 +67,14 @@ struct GridShape {
   std::string gaps() const;
 };
 
+struct GridPlacement;  // grid_placement.hpp
+
 // The grid the switches of g form, or kNotFound saying why they form none
-// (naming switches by their topo labels).
-Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g);
+// (naming switches by their topo labels). With `previous` (the placement
+// of the last grid routed), placed as that one was wherever that keeps
+// most switches where they were (place_as_before), else canonically.
+Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g,
+                             const GridPlacement* previous = nullptr);
 
 // A grid with links missing: every switch a grid point and every link a
 // grid link, but up to `max_missing` of the grid's links not cabled (dead
@@ -88,7 +95,9 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g);
 // first) until one places every switch and every link joins grid
 // neighbours. O(origins tried x switches x degree^2). kNotFound for no
 // grid; kOutOfRange, naming the grid, when more links are missing.
+// `previous` as grid_shape()'s.
 Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& g,
-                                       std::uint64_t max_missing);
+                                       std::uint64_t max_missing,
+                                       const GridPlacement* previous = nullptr);
 
 }  // namespace subnetd::routing

@@ -10,6 +10,7 @@
 // Topology's switch_index, plus load statistics.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,6 +79,8 @@ struct LinkLoad {
   // not compute it. On an intact fat tree ftree reaches ceil(ideal_max_routes).
   double ideal_max_routes = 0.0;
 };
+
+struct GridPlacement;  // grid_placement.hpp
 
 struct Routes {
   std::string engine;
@@ -159,6 +162,12 @@ struct Routes {
   const std::vector<std::uint32_t>& multicast_rank() const {
     return updown_rank.empty() ? vl0_rank : updown_rank;
   }
+  // Routes computed on a torus, mesh or hypercube (layered): where each
+  // switch sat in that grid, by GUID. The next computation is given it
+  // (EngineOptions::previous_grid) and places the grid as this one was, so
+  // the coordinates, and the SLs dimension order gives LIDs by them, stay
+  // when the switch of least GUID dies. Null: no grid.
+  std::shared_ptr<const GridPlacement> grid;
   // What the engine wants the operator to know (a fallback it took, parts of
   // the fabric it could not route), one line each, for the log.
   std::vector<std::string> notes;

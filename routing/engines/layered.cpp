@@ -14,6 +14,7 @@
 #include "routing/engines/layered_repair.hpp"
 #include "routing/engines/tree_grower.hpp"
 #include "routing/engines/updn.hpp"
+#include "routing/grid_placement.hpp"
 #include "routing/grid_shape.hpp"
 #include "routing/ordered_dag.hpp"
 #include "routing/switch_graph.hpp"
@@ -258,13 +259,18 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   // Tori, meshes and hypercubes: dimension-order routes, when their layers
   // fit the budget.
   std::string grid_note;
-  if (const Result<GridShape> shape = grid_shape(topo, g); shape.ok()) {
+  const GridPlacement* previous = opts.previous_grid.get();
+  auto placed = [&](const GridShape& shape) {
+    return std::make_shared<const GridPlacement>(placement_of(topo, shape));
+  };
+  if (const Result<GridShape> shape = grid_shape(topo, g, previous); shape.ok()) {
     const DorCover cover = dor_cover(*shape);
     const std::uint32_t need = cover.vls();
     if (need <= opts.max_vls) {
       Routes routes;
       SUBNETD_TRY_ASSIGN(routes, dor_routes(g, *shape, cover, stop));
       routes.engine = std::string(name());
+      routes.grid = placed(*shape);
       routes.notes.push_back(fmt::format(
           "layered: the switches form a {}: dimension-order routes on {} of {} data VL(s) (VL 0: "
           "multicast only)",
@@ -276,6 +282,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
       Routes routes;
       SUBNETD_TRY_ASSIGN(routes, dor_dateline_routes(g, *shape, stop));
       routes.engine = std::string(name());
+      routes.grid = placed(*shape);
       routes.notes.push_back(fmt::format(
           "layered: the switches form a {}, whose dimension-order layers need {} data VLs (one "
           "for multicast), more than the {} given: dimension-order routes on {} data VL(s), "
@@ -291,10 +298,11 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
         "than the {} given: routed as any other topology",
         shape->describe(), need, opts.max_vls);
   } else if (const Result<GridShape> gapped =
-                 grid_shape_with_gaps(topo, g, layered_grid_max_missing(g));
+                 grid_shape_with_gaps(topo, g, layered_grid_max_missing(g), previous);
              gapped.ok()) {
     const DorCover cover = dor_cover(*gapped);
     Result<Routes> routes = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
+    if (routes.ok()) routes->grid = placed(*gapped);
     if (routes.ok() || routes.error().code == Errc::kCancelled) return routes;
     grid_note = fmt::format(
         "layered: the switches form a {} with {} missing, but its "

@@ -91,6 +91,7 @@ Result<Routes> repair_layered(const Topology& topo, const LidMap& lids,
 
   Routes routes;
   routes.engine = previous.engine;
+  routes.grid = previous.grid;  // by GUID: a lost switch's entry is never read
   routes.max_lid = g.max_lid();
   routes.num_vls = num_layers;
   routes.lid_layer.assign(std::size_t{max_lid} + 1, kNoLayer);

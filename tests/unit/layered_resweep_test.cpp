@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -114,6 +115,72 @@ TEST(LayeredResweep, DatelineRoutesAreRoutedAfreshAroundALostLink) {
   auto third = BringUp::run_blocking(*fabric, pool, o, nullptr);
   ASSERT_TRUE(third.ok()) << third.error().message;
   EXPECT_TRUE(third->routes->per_hop_vls());
+}
+
+// Each CA port's SL, by its port GUID.
+std::map<std::uint64_t, std::uint8_t> sls_by_guid(const BringUpResult& r) {
+  const routing::Topology& t = r.sweep.topology;
+  std::map<std::uint64_t, std::uint8_t> out;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId id{i};
+    if (t.node(id).type == routing::NodeType::kSwitch) continue;
+    for (unsigned p = 1; p <= t.node(id).num_ports; ++p) {
+      const auto port = static_cast<PortNum>(p);
+      if (!t.port(id, port).connected()) continue;
+      out[t.port(id, port).guid.value] = r.routes->layer(r.lids.map.base_lid(t, id, port));
+    }
+  }
+  return out;
+}
+
+// The switch that canonical grid coordinates start from (the least GUID)
+// dies: the next sweep places the torus as the routes before it did
+// (Routes::grid, routing/grid_placement.hpp), so on dateline VLs, where a
+// LID's SL follows its switch's coordinates, every other LID keeps its SL.
+// (A torus of more than 256 switches: smaller ones are routed in general
+// too, and those routes kept where better balanced.)
+TEST(LayeredResweep, DatelineSlsStayWhenTheLeastGuidSwitchDies) {
+  auto truth = load_topology("torus:dims=7x7x6,hosts=1");
+  ASSERT_TRUE(truth.ok()) << truth.error().message;
+  NodeId least = truth->switch_node(SwitchIndex{0});
+  for (std::uint32_t s = 1; s < truth->num_switches(); ++s) {
+    const NodeId sw = truth->switch_node(SwitchIndex{s});
+    if (truth->node(sw).guid < truth->node(least).guid) least = sw;
+  }
+  const std::string dying = truth->node(least).description;
+  // The SM on a CA of another switch.
+  sim::SimOptions so;
+  for (std::uint32_t i = 0; i < truth->num_nodes() && so.sm_node.empty(); ++i) {
+    const routing::Node& node = truth->node(NodeId{i});
+    if (node.type != routing::NodeType::kSwitch && truth->port(NodeId{i}, 1).remote_node != least) {
+      so.sm_node = node.description;
+    }
+  }
+  auto made = sim::SimFabric::create(std::move(truth).value(), so);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  std::unique_ptr<sim::SimFabric> fabric = std::move(made).value();
+  routing::WorkerPool pool(1);
+  BringUpOptions o;
+  o.engine = "layered";
+  o.max_vls = 3;
+  auto first = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_TRUE(first->routes->per_hop_vls());
+  ASSERT_NE(first->routes->grid, nullptr);
+
+  const routing::Topology& t = first->sweep.topology;
+  ASSERT_TRUE(fabric->switch_down(dying).ok());
+  o.previous_routes = first->routes;
+  o.previous_topology = std::make_shared<const routing::Topology>(t);
+  auto second = BringUp::run_blocking(*fabric, pool, o, nullptr);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_TRUE(second->routes->per_hop_vls()) << second->routes->notes.front();
+  const auto before = sls_by_guid(*first), after = sls_by_guid(*second);
+  ASSERT_EQ(after.size() + 1, before.size());  // the dead switch's CA
+  for (const auto& [guid, sl] : after) {
+    ASSERT_TRUE(before.contains(guid)) << std::hex << guid;
+    EXPECT_EQ(sl, before.at(guid)) << "port GUID " << std::hex << guid;
+  }
 }
 
 }  // namespace

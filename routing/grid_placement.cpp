@@ -1,0 +1,186 @@
+#include "routing/grid_placement.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace subnetd::routing {
+
+const std::uint32_t* GridPlacement::find(std::uint64_t guid) const {
+  const auto it = std::lower_bound(guids.begin(), guids.end(), guid);
+  if (it == guids.end() || *it != guid) return nullptr;
+  return &coord[static_cast<std::size_t>(it - guids.begin()) * dims()];
+}
+
+namespace {
+
+constexpr std::uint32_t kNone = UINT32_MAX;
+
+// Reference switches tried, least GUID first: each gives the symmetry
+// that keeps it and its grid neighbours where they were; one that moved,
+// or whose neighbours did, gives a wrong one that the count rejects.
+constexpr std::size_t kReferences = 16;
+
+std::uint64_t guid_of(const Topology& topo, std::uint32_t s) {
+  return topo.node(topo.switch_node(SwitchIndex{s})).guid.value;
+}
+
+// A symmetry of the grid: the shape's dimension j becomes previous's
+// dimension dim[j], its coordinate c going to base[j] + sign[j] * c
+// (modulo the size on a ring; a path maps onto itself).
+struct Symmetry {
+  std::vector<std::uint32_t> dim;
+  std::vector<std::int64_t> sign, base;
+};
+
+}  // namespace
+
+GridPlacement placement_of(const Topology& topo, const GridShape& shape) {
+  GridPlacement p;
+  p.size = shape.size;
+  p.wrap = shape.wrap;
+  const std::uint32_t nd = shape.dims();
+  if (nd == 0) return p;
+  const auto n = static_cast<std::uint32_t>(shape.coord.size() / nd);
+  std::vector<std::uint32_t> by_guid(n);
+  std::iota(by_guid.begin(), by_guid.end(), 0U);
+  std::sort(by_guid.begin(), by_guid.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return guid_of(topo, a) < guid_of(topo, b); });
+  p.guids.reserve(n);
+  p.coord.reserve(shape.coord.size());
+  for (const std::uint32_t s : by_guid) {
+    p.guids.push_back(guid_of(topo, s));
+    for (std::uint32_t d = 0; d < nd; ++d) p.coord.push_back(shape.at(SwitchIndex{s}, d));
+  }
+  return p;
+}
+
+bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement& previous) {
+  const std::uint32_t nd = shape.dims();
+  if (nd == 0 || previous.dims() != nd) return false;
+  const auto n = static_cast<std::uint32_t>(shape.coord.size() / nd);
+  // Each switch's previous coordinates (nullptr: not in that grid).
+  std::vector<const std::uint32_t*> old(n, nullptr);
+  std::vector<std::uint32_t> refs;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    old[s] = previous.find(guid_of(topo, s));
+    if (old[s] != nullptr) refs.push_back(s);
+  }
+  const auto common = static_cast<std::uint32_t>(refs.size());
+  if (common == 0) return false;
+  std::sort(refs.begin(), refs.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return guid_of(topo, a) < guid_of(topo, b); });
+  // The switch at each grid point.
+  std::vector<std::uint64_t> stride(nd, 1);
+  for (std::uint32_t d = nd; d-- > 1;) stride[d - 1] = stride[d] * shape.size[d];
+  auto point = [&](std::uint32_t s) {
+    std::uint64_t i = 0;
+    for (std::uint32_t d = 0; d < nd; ++d) i += shape.at(SwitchIndex{s}, d) * stride[d];
+    return i;
+  };
+  std::vector<std::uint32_t> at(shape.points(), kNone);
+  for (std::uint32_t s = 0; s < n; ++s) at[point(s)] = s;
+  // The switch one step from s along d (kNone: past a path's end, or a
+  // point no switch holds).
+  auto neighbour = [&](std::uint32_t s, std::uint32_t d, bool up) {
+    const std::uint32_t k = shape.size[d], c = shape.at(SwitchIndex{s}, d);
+    if (shape.wrap[d] == 0 && (up ? c + 1 == k : c == 0)) return kNone;
+    const std::uint32_t to = up ? (c + 1) % k : (c + k - 1) % k;
+    return at[point(s) - std::uint64_t{c} * stride[d] + std::uint64_t{to} * stride[d]];
+  };
+  auto mapped = [&](const Symmetry& t, std::uint32_t s, std::uint32_t j) {
+    const auto k = static_cast<std::int64_t>(shape.size[j]);
+    const std::int64_t v = t.base[j] + t.sign[j] * shape.at(SwitchIndex{s}, j);
+    return static_cast<std::uint32_t>(((v % k) + k) % k);
+  };
+  auto agreement = [&](const Symmetry& t) {
+    std::uint32_t count = 0;
+    for (const std::uint32_t s : refs) {
+      bool same = true;
+      for (std::uint32_t j = 0; same && j < nd; ++j) same = old[s][t.dim[j]] == mapped(t, s, j);
+      count += same ? 1 : 0;
+    }
+    return count;
+  };
+  // The symmetry that keeps reference switch r and a neighbour of it along
+  // each dimension where previous had them; false when none does.
+  auto symmetry_at = [&](std::uint32_t r, Symmetry& t) {
+    t.dim.assign(nd, kNone);
+    t.sign.assign(nd, 0);
+    t.base.assign(nd, 0);
+    std::vector<std::uint8_t> taken(nd, 0);
+    for (std::uint32_t j = 0; j < nd; ++j) {
+      std::uint32_t m = kNone;
+      std::int64_t step = 0;
+      for (const bool up : {true, false}) {
+        const std::uint32_t x = neighbour(r, j, up);
+        if (x != kNone && old[x] != nullptr) {
+          m = x;
+          step = up ? 1 : -1;
+          break;
+        }
+      }
+      if (m == kNone) return false;
+      // The one dimension of previous where m is a step from r.
+      std::uint32_t dim = kNone;
+      std::int64_t dir = 0;
+      for (std::uint32_t e = 0; e < nd; ++e) {
+        const std::uint32_t a = old[r][e], b = old[m][e], k = previous.size[e];
+        if (a == b) continue;
+        if (dim != kNone) return false;
+        dim = e;
+        const bool ring = previous.wrap[e] != 0;
+        if (ring ? (a + 1) % k == b : a + 1 == b) {
+          dir = 1;
+        } else if (ring ? (b + 1) % k == a : b + 1 == a) {
+          dir = -1;
+        } else {
+          return false;
+        }
+      }
+      if (dim == kNone || taken[dim] != 0 || previous.size[dim] != shape.size[j] ||
+          previous.wrap[dim] != shape.wrap[j]) {
+        return false;
+      }
+      taken[dim] = 1;
+      t.dim[j] = dim;
+      t.sign[j] = dir * step;
+      t.base[j] = static_cast<std::int64_t>(old[r][dim]) -
+                  t.sign[j] * static_cast<std::int64_t>(shape.at(SwitchIndex{r}, j));
+      if (shape.wrap[j] == 0) {  // a path onto itself: its ends to its ends
+        const std::int64_t ends[2] = {
+            t.base[j], t.base[j] + t.sign[j] * static_cast<std::int64_t>(shape.size[j] - 1)};
+        if (std::min(ends[0], ends[1]) != 0 ||
+            std::max(ends[0], ends[1]) != static_cast<std::int64_t>(shape.size[j] - 1)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  Symmetry best, t;
+  std::uint32_t best_count = 0;
+  for (std::size_t i = 0; i < refs.size() && i < kReferences && best_count < common; ++i) {
+    if (!symmetry_at(refs[i], t)) continue;
+    if (const std::uint32_t c = agreement(t); c > best_count) {
+      best_count = c;
+      best = t;
+    }
+  }
+  if (best_count * 2 <= common) return false;
+  GridShape out;
+  out.size = previous.size;
+  out.wrap = previous.wrap;
+  out.missing_links = shape.missing_links;
+  out.missing_switches = shape.missing_switches;
+  out.coord.resize(shape.coord.size());
+  for (std::uint32_t s = 0; s < n; ++s) {
+    for (std::uint32_t j = 0; j < nd; ++j) {
+      out.coord[std::size_t{s} * nd + best.dim[j]] = mapped(best, s, j);
+    }
+  }
+  shape = std::move(out);
+  return true;
+}
+
+}  // namespace subnetd::routing
