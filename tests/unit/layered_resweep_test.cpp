@@ -70,6 +70,15 @@ TEST(LayeredResweep, ALostLinkIsRepairedInTheLayersAndAGainedOneRoutedAfresh) {
       << third->routes->notes.front();
 }
 
+// Layered routes on three data VLs: a torus whose dimension-order layers
+// need more takes dateline VLs.
+BringUpOptions on_dateline_vls() {
+  BringUpOptions o;
+  o.engine = "layered";
+  o.max_vls = 3;
+  return o;
+}
+
 // Dimension order on per-hop dateline VLs (a torus whose layers exceed
 // the VLs): a lost link is routed afresh, the first note saying why, on
 // the datelines still (a LID's SL follows its switch's coordinates, so
@@ -78,9 +87,7 @@ TEST(LayeredResweep, DatelineRoutesAreRoutedAfreshAroundALostLink) {
   std::unique_ptr<sim::SimFabric> fabric = bringup_testing::sim_of("torus:dims=6x6,hosts=1");
   ASSERT_NE(fabric, nullptr);
   routing::WorkerPool pool(1);
-  BringUpOptions o;
-  o.engine = "layered";
-  o.max_vls = 3;
+  BringUpOptions o = on_dateline_vls();
   auto first = BringUp::run_blocking(*fabric, pool, o, nullptr);
   ASSERT_TRUE(first.ok()) << first.error().message;
   ASSERT_TRUE(first->routes->per_hop_vls());
@@ -160,9 +167,7 @@ TEST(LayeredResweep, DatelineSlsStayWhenTheLeastGuidSwitchDies) {
   ASSERT_TRUE(made.ok()) << made.error().message;
   std::unique_ptr<sim::SimFabric> fabric = std::move(made).value();
   routing::WorkerPool pool(1);
-  BringUpOptions o;
-  o.engine = "layered";
-  o.max_vls = 3;
+  BringUpOptions o = on_dateline_vls();
   auto first = BringUp::run_blocking(*fabric, pool, o, nullptr);
   ASSERT_TRUE(first.ok()) << first.error().message;
   ASSERT_TRUE(first->routes->per_hop_vls());
