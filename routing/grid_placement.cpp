@@ -4,6 +4,8 @@
 #include <numeric>
 #include <utility>
 
+#include "routing/grid_points.hpp"
+
 namespace subnetd::routing {
 
 const std::uint32_t* GridPlacement::find(std::uint64_t guid) const {
@@ -14,7 +16,7 @@ const std::uint32_t* GridPlacement::find(std::uint64_t guid) const {
 
 namespace {
 
-constexpr std::uint32_t kNone = UINT32_MAX;
+constexpr std::uint32_t kNone = Points::kNoSwitch;
 
 // Reference switches tried, least GUID first: each gives the symmetry
 // that keeps it and its grid neighbours where they were; one that moved,
@@ -70,23 +72,12 @@ bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement
   if (common == 0) return false;
   std::sort(refs.begin(), refs.end(),
             [&](std::uint32_t a, std::uint32_t b) { return guid_of(topo, a) < guid_of(topo, b); });
-  // The switch at each grid point.
-  std::vector<std::uint64_t> stride(nd, 1);
-  for (std::uint32_t d = nd; d-- > 1;) stride[d - 1] = stride[d] * shape.size[d];
-  auto point = [&](std::uint32_t s) {
-    std::uint64_t i = 0;
-    for (std::uint32_t d = 0; d < nd; ++d) i += shape.at(SwitchIndex{s}, d) * stride[d];
-    return i;
-  };
-  std::vector<std::uint32_t> at(shape.points(), kNone);
-  for (std::uint32_t s = 0; s < n; ++s) at[point(s)] = s;
+  const Points pts(shape);
+  const std::vector<std::uint32_t> at = pts.switches();
   // The switch one step from s along d (kNone: past a path's end, or a
   // point no switch holds).
   auto neighbour = [&](std::uint32_t s, std::uint32_t d, bool up) {
-    const std::uint32_t k = shape.size[d], c = shape.at(SwitchIndex{s}, d);
-    if (shape.wrap[d] == 0 && (up ? c + 1 == k : c == 0)) return kNone;
-    const std::uint32_t to = up ? (c + 1) % k : (c + k - 1) % k;
-    return at[point(s) - std::uint64_t{c} * stride[d] + std::uint64_t{to} * stride[d]];
+    return pts.step(at, s, d, up);
   };
   auto mapped = [&](const Symmetry& t, std::uint32_t s, std::uint32_t j) {
     const auto k = static_cast<std::int64_t>(shape.size[j]);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "routing/grid_placement.hpp"
+#include "routing/grid_points.hpp"
 
 namespace subnetd::routing {
 namespace {
@@ -95,40 +96,6 @@ std::vector<std::vector<std::uint32_t>> pair_dimensions(const Neighbours& nb, st
   return dims;
 }
 
-// Grid points as mixed-radix numbers (dimension 0 most significant).
-class Points {
- public:
-  explicit Points(const GridShape& shape) : shape_(shape), stride_(shape.dims(), 1) {
-    for (std::uint32_t d = shape.dims(); d-- > 1;) stride_[d - 1] = stride_[d] * shape.size[d];
-  }
-  std::uint64_t stride(std::uint32_t d) const { return stride_[d]; }
-  std::uint32_t coord(std::uint64_t i, std::uint32_t d) const {
-    return static_cast<std::uint32_t>(i / stride_[d] % shape_.size[d]);
-  }
-  // Calls fn(j) for every grid neighbour j of point i.
-  template <class Fn>
-  void for_each_neighbour(std::uint64_t i, Fn&& fn) const {
-    for (std::uint32_t d = 0; d < shape_.dims(); ++d) {
-      const std::uint32_t c = coord(i, d), k = shape_.size[d];
-      const bool ring = shape_.wrap[d] != 0;
-      if (c + 1 < k) {
-        fn(i + stride_[d]);
-      } else if (ring) {
-        fn(i - std::uint64_t{k - 1} * stride_[d]);
-      }
-      if (c > 0) {
-        fn(i - stride_[d]);
-      } else if (ring) {
-        fn(i + std::uint64_t{k - 1} * stride_[d]);
-      }
-    }
-  }
-
- private:
-  const GridShape& shape_;
-  std::vector<std::uint64_t> stride_;
-};
-
 // Whether coordinates a and b (one per dimension) are grid neighbours.
 template <class CoordA, class CoordB>
 bool grid_step(const GridShape& shape, CoordA a_of, CoordB b_of) {
@@ -186,22 +153,9 @@ void canonicalise(const Topology& topo, GridShape& shape) {
     if (guid(s) < guid(a)) a = s;
   }
   const Points pts(shape);
-  auto point = [&](std::uint32_t s) {
-    std::uint64_t i = 0;
-    for (std::uint32_t d = 0; d < nd; ++d) i += shape.at(SwitchIndex{s}, d) * pts.stride(d);
-    return i;
-  };
-  std::vector<std::uint32_t> at(shape.points(), kNone);
-  for (std::uint32_t s = 0; s < n; ++s) at[point(s)] = s;
-  const std::uint64_t home = point(a);
+  const std::vector<std::uint32_t> at = pts.switches();
   // The switch one step from `a` along d, either way (kNone past a path's end).
-  auto step = [&](std::uint32_t d, bool up) {
-    const std::uint32_t k = shape.size[d];
-    const std::uint32_t c = shape.at(SwitchIndex{a}, d);
-    if (shape.wrap[d] == 0 && (up ? c + 1 == k : c == 0)) return kNone;
-    const std::uint32_t to = up ? (c + 1) % k : (c + k - 1) % k;
-    return at[home - std::uint64_t{c} * pts.stride(d) + std::uint64_t{to} * pts.stride(d)];
-  };
+  auto step = [&](std::uint32_t d, bool up) { return pts.step(at, a, d, up); };
   std::vector<std::uint8_t> flip(nd, 0);
   std::vector<std::uint32_t> shift(nd, 0);
   for (std::uint32_t d = 0; d < nd; ++d) {
