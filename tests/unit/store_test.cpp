@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "schema/sqlite_migrations.hpp"
+#include "store_test_support.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -41,16 +42,7 @@ void write_file(const std::string& p, const std::string& bytes) {
   out << bytes;
 }
 
-// Runs SQL on the file directly, bypassing the Store (to forge bad files).
-void raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using testing::raw_sql;
 
 class StoreTest : public ::testing::Test {
  protected:
