@@ -24,20 +24,11 @@ using testing::coordinates_by_guid;
 using testing::expect_delivered_deadlock_free;
 using testing::expect_grid_coordinates;
 using testing::Fabric;
+using testing::least_guid_switch;
 using testing::make_fabric;
 using testing::shape_of;
+using testing::sls_by_port_guid;
 using testing::without_switch;
-
-// The switch of least GUID, where canonical coordinates start.
-SwitchIndex least_guid_switch(const Topology& t) {
-  SwitchIndex least{0};
-  for (std::uint32_t s = 1; s < t.num_switches(); ++s) {
-    if (t.node(t.switch_node(SwitchIndex{s})).guid < t.node(t.switch_node(least)).guid) {
-      least = SwitchIndex{s};
-    }
-  }
-  return least;
-}
 
 // Canonical coordinates start from the switch of least GUID: when it dies
 // (or a neighbour of it), the grid found without it is placed otherwise,
@@ -129,19 +120,7 @@ TEST(GridPlacement, DatelineSlsStayWhenTheLeastGuidSwitchDies) {
   ASSERT_TRUE(first.ok()) << first.error().message;
   ASSERT_TRUE(first->per_hop_vls());
   ASSERT_NE(first->grid, nullptr);
-  // Each CA port's SL, by its GUID.
-  auto sls = [](const Fabric& x, const Routes& r) {
-    std::map<std::uint64_t, std::uint8_t> out;
-    for (std::uint32_t i = 0; i < x.topo.num_nodes(); ++i) {
-      const NodeId id{i};
-      if (x.topo.node(id).type == NodeType::kSwitch) continue;
-      for (PortNum p = 1; p <= x.topo.node(id).num_ports; ++p) {
-        if (!x.topo.port(id, p).connected()) continue;
-        out[x.topo.port(id, p).guid.value] = r.layer(x.lids.base_lid(x.topo, id, p));
-      }
-    }
-    return out;
-  };
+  auto sls = [](const Fabric& x, const Routes& r) { return sls_by_port_guid(x.topo, x.lids, r); };
   const auto before = sls(f, *first);
   const Fabric d = without_switch(f, least_guid_switch(f.topo));
   opts.previous_grid = first->grid;

@@ -121,4 +121,30 @@ inline std::map<std::uint64_t, std::vector<std::uint32_t>> coordinates_by_guid(
   return out;
 }
 
+// The switch of least GUID: canonical grid coordinates start from it.
+inline SwitchIndex least_guid_switch(const Topology& t) {
+  SwitchIndex least{0};
+  for (std::uint32_t s = 1; s < t.num_switches(); ++s) {
+    if (t.node(t.switch_node(SwitchIndex{s})).guid < t.node(t.switch_node(least)).guid) {
+      least = SwitchIndex{s};
+    }
+  }
+  return least;
+}
+
+// Each CA port's SL (its LID's layer), by its port GUID.
+inline std::map<std::uint64_t, std::uint8_t> sls_by_port_guid(const Topology& t, const LidMap& lids,
+                                                              const Routes& r) {
+  std::map<std::uint64_t, std::uint8_t> out;
+  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
+    const NodeId id{i};
+    if (t.node(id).type == NodeType::kSwitch) continue;
+    for (PortNum p = 1; p <= t.node(id).num_ports; ++p) {
+      if (!t.port(id, p).connected()) continue;
+      out[t.port(id, p).guid.value] = r.layer(lids.base_lid(t, id, p));
+    }
+  }
+  return out;
+}
+
 }  // namespace subnetd::routing::testing

@@ -13,6 +13,7 @@
 #include "daemon/bringup.hpp"
 #include "daemon/transport_factory.hpp"
 #include "discovery/sim/sim_fabric.hpp"
+#include "grid_test_support.hpp"
 
 namespace subnetd::daemon {
 namespace {
@@ -126,18 +127,7 @@ TEST(LayeredResweep, DatelineRoutesAreRoutedAfreshAroundALostLink) {
 
 // Each CA port's SL, by its port GUID.
 std::map<std::uint64_t, std::uint8_t> sls_by_guid(const BringUpResult& r) {
-  const routing::Topology& t = r.sweep.topology;
-  std::map<std::uint64_t, std::uint8_t> out;
-  for (std::uint32_t i = 0; i < t.num_nodes(); ++i) {
-    const NodeId id{i};
-    if (t.node(id).type == routing::NodeType::kSwitch) continue;
-    for (unsigned p = 1; p <= t.node(id).num_ports; ++p) {
-      const auto port = static_cast<PortNum>(p);
-      if (!t.port(id, port).connected()) continue;
-      out[t.port(id, port).guid.value] = r.routes->layer(r.lids.map.base_lid(t, id, port));
-    }
-  }
-  return out;
+  return routing::testing::sls_by_port_guid(r.sweep.topology, r.lids.map, *r.routes);
 }
 
 // The switch that canonical grid coordinates start from (the least GUID)
@@ -149,11 +139,7 @@ std::map<std::uint64_t, std::uint8_t> sls_by_guid(const BringUpResult& r) {
 TEST(LayeredResweep, DatelineSlsStayWhenTheLeastGuidSwitchDies) {
   auto truth = load_topology("torus:dims=7x7x6,hosts=1");
   ASSERT_TRUE(truth.ok()) << truth.error().message;
-  NodeId least = truth->switch_node(SwitchIndex{0});
-  for (std::uint32_t s = 1; s < truth->num_switches(); ++s) {
-    const NodeId sw = truth->switch_node(SwitchIndex{s});
-    if (truth->node(sw).guid < truth->node(least).guid) least = sw;
-  }
+  const NodeId least = truth->switch_node(routing::testing::least_guid_switch(*truth));
   const std::string dying = truth->node(least).description;
   // The SM on a CA of another switch.
   sim::SimOptions so;
