@@ -415,6 +415,7 @@ Routes Rerouter::export_routes(WorkerPool& pool) const {
   out.hop_vls = base_->hop_vls;
   out.updown_rank = base_->updown_rank;
   out.vl0_rank = base_->vl0_rank;
+  out.grid = base_->grid;  // repairs move no switch in its grid
   out.notes = base_->notes;
   out.lfts.resize(n_);
   const std::size_t grain = std::max<std::size_t>(1, n_ / (std::size_t{pool.size()} * 16));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "routing/engine.hpp"
+#include "routing/grid_placement.hpp"
 #include "routing/switch_graph.hpp"
 #include "routing/verifier.hpp"
 #include "routing_test_support.hpp"
@@ -596,6 +597,10 @@ TEST(Rerouter, ExportedRoutesCarryEveryFieldOfTheBuiltOnes) {
   for (std::uint32_t s = 0; s < n; ++s) r->vl0_rank[s] = n - 1 - s;
   r->path_layers.resize(std::size_t{r->max_lid.value} + 1);
   r->path_layers[1].assign(n, 0);
+  auto grid = std::make_shared<GridPlacement>();
+  grid->size = {2};
+  grid->wrap = {0};
+  r->grid = grid;
   const Routes base = *r;
   WorkerPool pool(2);
   auto rr = Rerouter::build(f.topo, f.lids, std::make_shared<const Routes>(std::move(*r)), pool);
@@ -609,6 +614,7 @@ TEST(Rerouter, ExportedRoutesCarryEveryFieldOfTheBuiltOnes) {
   EXPECT_EQ(out.hop_vls, base.hop_vls);
   EXPECT_EQ(out.updown_rank, base.updown_rank);
   EXPECT_EQ(out.vl0_rank, base.vl0_rank);
+  EXPECT_EQ(out.grid, base.grid);
   EXPECT_EQ(out.notes, base.notes);
   ASSERT_EQ(out.lfts.size(), base.lfts.size());
   for (std::size_t s = 0; s < base.lfts.size(); ++s) {
