@@ -54,6 +54,10 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
+namespace subnetd::routing {
+struct GridPlacement;  // routing/grid_placement.hpp
+}  // namespace subnetd::routing
+
 namespace subnetd::daemon {
 
 enum class SweepKind : std::uint8_t { kHeavy, kLight };
@@ -197,6 +201,16 @@ class Store {
   // Newest first, at most `limit`.
   Result<std::vector<HealthAction>> health_actions(std::size_t limit);
 
+  // Where each switch sat in the grid of the last routes
+  // (schema/sqlite/0005_grid_placement.sql, store_grid.cpp). Saving
+  // replaces the placement held; an empty one (no dimensions) clears it.
+  // Loading gives null when none is held; rows that do not make a whole
+  // placement (a dimension missing, a switch without a coordinate on
+  // every dimension, a coordinate past its dimension's size) are a
+  // kParse error naming the table and the row, and are left as they are.
+  Result<void> save_grid_placement(const routing::GridPlacement& p);
+  Result<std::shared_ptr<const routing::GridPlacement>> load_grid_placement();
+
   // Runs a PRAGMA quick_check now; used at open and by tests.
   Result<void> check_integrity();
 
@@ -257,6 +271,8 @@ class StoreWriter {
   void record_counters(std::vector<CounterRow> rows, std::int64_t raw_before,
                        std::int64_t hourly_before);
   void record_health_action(HealthAction a);
+  // Null: no grid (the placement held is cleared).
+  void save_grid_placement(std::shared_ptr<const routing::GridPlacement> p);
 
   // Runs `fn(Store&)` on the writer thread after everything queued before it
   // and returns its result. Use for reads that must see earlier writes.

@@ -1,5 +1,8 @@
 #include "routing/grid_placement.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <numeric>
 #include <utility>
@@ -12,6 +15,54 @@ const std::uint32_t* GridPlacement::find(std::uint64_t guid) const {
   const auto it = std::lower_bound(guids.begin(), guids.end(), guid);
   if (it == guids.end() || *it != guid) return nullptr;
   return &coord[static_cast<std::size_t>(it - guids.begin()) * dims()];
+}
+
+bool same_placement(const std::shared_ptr<const GridPlacement>& a,
+                    const std::shared_ptr<const GridPlacement>& b) {
+  return a == b || (a != nullptr && b != nullptr && *a == *b);
+}
+
+std::string placement_problem(const GridPlacement& p) {
+  const std::uint32_t nd = p.dims();
+  if (p.wrap.size() != nd) {
+    return fmt::format("{} wrap flags for {} dimensions", p.wrap.size(), nd);
+  }
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    if (p.size[d] < (p.wrap[d] != 0 ? 3U : 2U)) {
+      return fmt::format("dimension {} is a {} of {}", d, p.wrap[d] != 0 ? "ring" : "path",
+                         p.size[d]);
+    }
+  }
+  if (p.coord.size() != p.guids.size() * nd) {
+    return fmt::format("{} coordinates for {} switches on {} dimensions", p.coord.size(),
+                       p.guids.size(), nd);
+  }
+  if (nd == 0 && !p.guids.empty())
+    return fmt::format("{} switches on no dimension", p.guids.size());
+  std::vector<std::pair<std::vector<std::uint32_t>, std::uint64_t>> points;
+  points.reserve(p.guids.size());
+  for (std::size_t i = 0; i < p.guids.size(); ++i) {
+    if (i > 0 && p.guids[i] <= p.guids[i - 1]) {
+      return fmt::format("switch {:#018x} follows {:#018x} (GUIDs must ascend)", p.guids[i],
+                         p.guids[i - 1]);
+    }
+    const auto* c = &p.coord[i * nd];
+    for (std::uint32_t d = 0; d < nd; ++d) {
+      if (c[d] >= p.size[d]) {
+        return fmt::format("switch {:#018x} at {} on dimension {} of size {}", p.guids[i], c[d], d,
+                           p.size[d]);
+      }
+    }
+    points.emplace_back(std::vector<std::uint32_t>(c, c + nd), p.guids[i]);
+  }
+  std::sort(points.begin(), points.end());
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (points[i].first == points[i - 1].first) {
+      return fmt::format("switches {:#018x} and {:#018x} both at ({})", points[i - 1].second,
+                         points[i].second, fmt::join(points[i].first, ","));
+    }
+  }
+  return {};
 }
 
 namespace {
@@ -59,7 +110,7 @@ GridPlacement placement_of(const Topology& topo, const GridShape& shape) {
 
 bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement& previous) {
   const std::uint32_t nd = shape.dims();
-  if (nd == 0 || previous.dims() != nd) return false;
+  if (nd == 0 || previous.dims() != nd || !placement_problem(previous).empty()) return false;
   const auto n = static_cast<std::uint32_t>(shape.coord.size() / nd);
   // Each switch's previous coordinates (nullptr: not in that grid).
   std::vector<const std::uint32_t*> old(n, nullptr);

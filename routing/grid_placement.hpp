@@ -17,6 +17,8 @@
 // Pure computation; O(switches x dimensions) per reference switch tried.
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "routing/grid_shape.hpp"
@@ -34,7 +36,20 @@ struct GridPlacement {
   // The coordinates of the switch with this GUID (dims() of them), or
   // nullptr when it was not in the grid.
   const std::uint32_t* find(std::uint64_t guid) const;
+  bool operator==(const GridPlacement&) const = default;
 };
+
+// Whether a and b place the same switches the same way (both null: no
+// grid either).
+bool same_placement(const std::shared_ptr<const GridPlacement>& a,
+                    const std::shared_ptr<const GridPlacement>& b);
+
+// What makes `p` no placement of a grid, or "" when nothing does: a
+// dimension of size < 2 or a ring of size < 3, a wrap or coordinate count
+// that does not fit the dimensions and switches, GUIDs not strictly
+// ascending, a coordinate past its dimension's size, two switches at one
+// point. A placement read from the store is checked before use.
+std::string placement_problem(const GridPlacement& p);
 
 // The placement of `shape`'s switches (topo's switch indices).
 GridPlacement placement_of(const Topology& topo, const GridShape& shape);
@@ -45,7 +60,8 @@ GridPlacement placement_of(const Topology& topo, const GridShape& shape);
 // switches where previous had them, found from a switch both hold and its
 // grid neighbours. Applied when that is more than half the switches both
 // hold (switches that moved, or a grid found otherwise, keep shape's own
-// coordinates): true then.
+// coordinates): true then. A `previous` with a placement_problem() is
+// not used (false).
 bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement& previous);
 
 }  // namespace subnetd::routing
