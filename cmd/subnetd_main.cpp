@@ -34,6 +34,7 @@
 #include "daemon/store.hpp"
 #include "daemon/subnet_manager.hpp"
 #include "daemon/transport_factory.hpp"
+#include "routing/grid_placement.hpp"
 #include "routing/text.hpp"
 #include "state/event_log.hpp"
 
@@ -111,6 +112,12 @@ int run_once(const Config& cfg, bool reset_store) {
                                : std::max(1U, std::thread::hardware_concurrency()));
   BringUpOptions opts = bring_up_options(cfg);
   opts.remembered_lids = std::move(remembered).value();
+  auto grid = (*store)->load_grid_placement();
+  if (grid.ok()) {
+    opts.previous_grid = *grid;
+  } else {
+    fmt::print(stderr, "subnetd: store: {}; the grid is placed afresh\n", grid.error().message);
+  }
   // The LIDs are on disk before any port is programmed with them.
   bool store_failed = false;
   opts.persist_lids = [&store, &store_failed](const routing::LidAssignment& lids) -> Result<void> {
@@ -122,6 +129,13 @@ int run_once(const Config& cfg, bool reset_store) {
   if (!result.ok()) {
     fmt::print(stderr, "subnetd: {}{}\n", store_failed ? "store: " : "", result.error().message);
     return store_failed ? kExitStore : kExitBringUp;
+  }
+  if (const auto& placed = result->routes->grid;
+      !routing::same_placement(placed, opts.previous_grid)) {
+    const routing::GridPlacement none;
+    if (auto saved = (*store)->save_grid_placement(placed ? *placed : none); !saved.ok()) {
+      fmt::print(stderr, "subnetd: store: {}\n", saved.error().message);
+    }
   }
   fmt::print("{}", summarize(*result, transport.name()));
   if (!cfg.dump_dir.empty()) {
@@ -278,6 +292,16 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
         isolated->size());
   }
   spdlog::info("store {}: {} remembered LIDs", cfg.store.path, remembered->size());
+  // Only the SLs of a grid's LIDs depend on it: a placement that cannot be
+  // read costs one afresh placement, not the start (the next heavy sweep
+  // writes its own).
+  auto grid = store->load_grid_placement();
+  if (!grid.ok()) {
+    spdlog::warn("store: {}; the grid is placed afresh", grid.error().message);
+  } else if (*grid != nullptr) {
+    spdlog::info("store: a grid of {} switches on {} dimensions, placed as before the restart",
+                 (*grid)->guids.size(), (*grid)->dims());
+  }
   StoreWriter writer(std::move(store),
                      [](const Error& e) { spdlog::error("store: {}", e.message); });
   state::EventLog events(
@@ -371,6 +395,7 @@ int run_daemon(const std::string& config_path, const CliOverrides& overrides, Co
   sm.attach_multicast(&mcast);
   sm.attach_counters(&counters);
   sm.attach_health(&health, std::move(isolated).value());
+  if (grid.ok()) sm.remember_grid(std::move(grid).value());
   reporter = std::make_unique<sa::Reporter>(sa_agent, publisher, [transport](const sa::Report& r) {
     return transport->send_gmp(r.dlid, r.qpn, r.mad);
   });

@@ -90,8 +90,8 @@ Result<std::shared_ptr<const routing::Routes>> route_step(const discovery::Sweep
   routing::EngineOptions eopts = opts.engine_options;
   const unsigned offered = discovery::fabric_data_vls(topo, sweep.port_info);
   // A grid found again is placed as the last routes' was (their LIDs keep
-  // their SLs: routing/grid_placement.hpp).
-  if (opts.previous_routes) eopts.previous_grid = opts.previous_routes->grid;
+  // their SLs: routing/grid_placement.hpp), or before a restart.
+  eopts.previous_grid = opts.previous_routes ? opts.previous_routes->grid : opts.previous_grid;
   eopts.max_vls = static_cast<std::uint8_t>(
       std::clamp(opts.max_vls != 0 ? std::min<unsigned>(opts.max_vls, offered) : offered, 1U, 15U));
   auto run = [&](const std::string& name) -> Result<routing::Routes> {

@@ -60,6 +60,11 @@ struct BringUpOptions {
   // switches or links is routed afresh, which uses them.
   std::shared_ptr<const routing::Routes> previous_routes;
   std::shared_ptr<const routing::Topology> previous_topology;
+  // Where each switch sat in the grid of the last routes, given where
+  // there are no previous_routes (which carry their own: Routes::grid): a
+  // daemon that started gives the store's, so that a grid found again is
+  // placed as before the restart and its LIDs keep their SLs.
+  std::shared_ptr<const routing::GridPlacement> previous_grid;
   // The operator asked to re-balance (subnetctl sweep --rebalance): route
   // afresh even where the previous routes could be repaired in place,
   // accepting that LIDs may change layer (SL).

@@ -10,6 +10,7 @@
 #include "daemon/multicast.hpp"
 #include "daemon/sm_text.hpp"
 #include "daemon/subnet_manager.hpp"
+#include "routing/grid_placement.hpp"
 #include "routing/text.hpp"
 
 namespace subnetd::daemon {
@@ -178,6 +179,17 @@ asio::awaitable<void> SubnetManager::persist_lids(const routing::LidAssignment& 
   }
 }
 
+void SubnetManager::remember_grid(std::shared_ptr<const routing::GridPlacement> grid) {
+  stored_grid_ = std::move(grid);
+}
+
+void SubnetManager::persist_grid(const std::shared_ptr<const routing::GridPlacement>& grid) {
+  SUBNETD_ASSERT_ON(strand_);
+  if (routing::same_placement(grid, stored_grid_)) return;
+  stored_grid_ = grid;
+  if (store_ != nullptr) store_->save_grid_placement(grid);
+}
+
 void SubnetManager::detect_reboots(const discovery::SweepResult& sweep,
                                    const routing::Routes* expected) {
   SUBNETD_ASSERT_ON(strand_);
@@ -235,6 +247,8 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
     opts.previous_routes = current_->routes;
     opts.previous_topology =
         std::shared_ptr<const routing::Topology>(current_, &current_->sweep.topology);
+  } else {
+    opts.previous_grid = stored_grid_;  // the grid as placed before the restart
   }
   auto r = std::make_shared<BringUpResult>();
   ctx->result = r;
@@ -514,6 +528,7 @@ asio::awaitable<state::SweepReply> SubnetManager::heavy_sweep(const std::string&
       std::chrono::duration<double, std::milli>(r->times.route).count(),
       r->program.lft_blocks_sent + r->program.lft_blocks_resent);
   spdlog::info("subnet up: {}", summary);
+  persist_grid(r->routes->grid);
   current_ = r;
   reregistered_ = true;
   mcast_now_.reset();

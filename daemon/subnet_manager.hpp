@@ -153,6 +153,11 @@ class SubnetManager final : public state::SmControl {
   // until their hold-down ends). Before start(); must outlive the SM
   // (sm_health.cpp).
   void attach_health(state::HealthBoard* board, std::vector<HealthAction> isolated = {});
+  // Where each switch sat in the grid of the routes before a restart (the
+  // store's; null: none). Before start(). The first heavy sweep places a
+  // grid it finds again the same way; every heavy sweep whose routes
+  // place their grid otherwise writes theirs to the store.
+  void remember_grid(std::shared_ptr<const routing::GridPlacement> grid);
   // Stops timers and I/O; a sweep in progress ends at its next step. Any
   // thread. Pending SmControl calls are answered (cancelled).
   void stop();
@@ -266,6 +271,8 @@ class SubnetManager final : public state::SmControl {
   awaitable<void> build_new_fast_path(std::shared_ptr<SweepInProgress> ctx,
                                       std::shared_ptr<BringUpResult> result);
   awaitable<void> persist_lids(const routing::LidAssignment& lids);
+  // Queues the routes' grid placement for the store unless it holds it.
+  void persist_grid(const std::shared_ptr<const routing::GridPlacement>& grid);
   // ---- sm_failover.cpp
   // Computes and verifies the failover plan for the published tables, arms
   // it on the switches that have the feature (only what differs), and after
@@ -384,6 +391,8 @@ class SubnetManager final : public state::SmControl {
   ComputeRunner compute_;
   StoreWriter* store_;
   std::vector<routing::LidRecord> remembered_;
+  // The grid placement the store holds (or is queued to hold).
+  std::shared_ptr<const routing::GridPlacement> stored_grid_;
   state::StatePublisher& publisher_;
   state::EventLog& events_;
   routing::WorkerPool& pool_;           // compute steps only (on the ComputeRunner)

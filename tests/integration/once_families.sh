@@ -139,6 +139,43 @@ else
   fail "store: first '$first', second '$second'"
 fi
 
+# The grid placement is kept in the store. A second run places the torus
+# as the store says: here with every ring turned by one, as if it had been
+# placed so before a switch died; the run keeps that placement (routing
+# afresh would write the canonical one back). A placement that cannot be
+# read is placed afresh, with a warning, and written over.
+grid_rows() {
+  python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+if len(sys.argv) > 2: db.executescript(sys.argv[2])
+print(db.execute("SELECT group_concat(node_guid || \":\" || dim || \"=\" || pos, \" \") FROM "
+                 "(SELECT * FROM grid_switches ORDER BY node_guid, dim)").fetchone()[0])' "$@"
+}
+cfg=$(config "torus:dims=4x4" "routing:" "  engine: layered")
+"$subnetd" --config "$cfg" --once > /dev/null 2>&1
+canonical=$(grid_rows "$cfg.db")
+turned=$(grid_rows "$cfg.db" "UPDATE grid_switches SET pos = (pos + 1) %
+  (SELECT size FROM grid_dimensions d WHERE d.dim = grid_switches.dim)")
+out=$("$subnetd" --config "$cfg" --once 2>&1)
+rc=$?
+again=$(grid_rows "$cfg.db")
+if [ $rc -eq 0 ] && [ -n "$canonical" ] && [ "$canonical" != "None" ] &&
+  [ "$turned" != "$canonical" ] && [ "$again" = "$turned" ]; then
+  echo "ok: store keeps the grid placement across a restart (${again:0:40}...)"
+else
+  fail "grid placement: exit $rc, canonical '${canonical:0:60}', turned '${turned:0:60}', after '${again:0:60}'"
+fi
+grid_rows "$cfg.db" "UPDATE grid_switches SET pos = 9 WHERE dim = 1 AND pos = 0" > /dev/null
+out=$("$subnetd" --config "$cfg" --once 2>&1)
+rc=$?
+again=$(grid_rows "$cfg.db")
+if [ $rc -eq 0 ] && echo "$out" | grep -q "the grid placement: grid_switches puts switch 0x[0-9a-f]* at 9 on dimension 1 of size [0-9]*; the grid is placed afresh" &&
+  [ "$again" = "$canonical" ]; then
+  echo "ok: a broken grid placement is named, placed afresh and written over"
+else
+  fail "broken grid placement: exit $rc, after '${again:0:60}': $(echo "$out" | grep -m1 grid)"
+fi
+
 # The ways it must fail, each with a clear message.
 expect_fail minhop-ring 1 "verification failed: .*credit loop.*nothing was programmed" \
   "$(config "ring:switches=6,hosts=2")" --engine minhop

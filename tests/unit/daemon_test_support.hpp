@@ -89,9 +89,11 @@ struct SimSm {
 
   // `configure` may adjust the Config (engine, lid bits, intervals).
   // `simulate` may adjust the simulator's options (its traffic clock ...).
+  // `store` (null: none) must outlive the SM.
   explicit SimSm(const std::string& spec, const std::function<void(Config&)>& configure = {},
                  SubnetManager::Hooks hooks = {}, FastPathOptions fast = {},
-                 const std::function<void(discovery::sim::SimOptions&)>& simulate = {}) {
+                 const std::function<void(discovery::sim::SimOptions&)>& simulate = {},
+                 StoreWriter* store = nullptr) {
     auto topo = discovery::topo::generate(spec);
     EXPECT_TRUE(topo.ok()) << (topo.ok() ? "" : topo.error().message);
     Config cfg;
@@ -107,7 +109,7 @@ struct SimSm {
     sim = std::move(s).value();
     TransportBundle bundle;
     bundle.transport = std::make_unique<BorrowedSim>(*sim);
-    sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), nullptr,
+    sm = std::make_unique<SubnetManager>(io, cfg, std::move(bundle), store,
                                          std::vector<routing::LidRecord>{}, publisher, events, pool,
                                          std::move(hooks), fast, &clock);
   }
