@@ -64,6 +64,11 @@ struct EngineOptions {
   // their SLs when the switch of least GUID, which canonical coordinates
   // start from, dies. Null: canonical coordinates.
   std::shared_ptr<const GridPlacement> previous_grid;
+  // layered, auto: node GUIDs placing a grid (place_by_seed): the switch
+  // at the origin, then its neighbour one step up along each dimension.
+  // Applied before previous_grid; a seed that does not fit the grid found
+  // is said in the notes. Empty: none.
+  std::vector<Guid> grid_seed;
 };
 
 class RoutingEngine {

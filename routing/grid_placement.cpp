@@ -225,4 +225,77 @@ bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement
   return true;
 }
 
+Result<void> place_by_seed(const Topology& topo, GridShape& shape, std::span<const Guid> seed) {
+  const std::uint32_t nd = shape.dims();
+  if (seed.size() != std::size_t{nd} + 1) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("{} switches named; the {} needs {}: the origin and its neighbour "
+                             "along each dimension",
+                             seed.size(), shape.describe(), nd + 1)};
+  }
+  const auto n = static_cast<std::uint32_t>(shape.coord.size() / nd);
+  std::vector<std::uint32_t> at(seed.size(), kNone);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    for (std::size_t i = 0; i < seed.size(); ++i) {
+      if (seed[i].value == guid_of(topo, s)) at[i] = s;
+    }
+  }
+  for (std::size_t i = 0; i < seed.size(); ++i) {
+    if (at[i] == kNone) {
+      return Error{Errc::kNotFound,
+                   fmt::format("switch {:#018x} is not in the grid", seed[i].value)};
+    }
+  }
+  // The placement the seed gives: the origin at 0, neighbour j at 1 along
+  // dimension j, which is the dimension of the shape where it is a step
+  // from the origin.
+  GridPlacement p;
+  p.size.resize(nd);
+  p.wrap.resize(nd);
+  std::vector<std::uint8_t> taken(nd, 0);
+  std::vector<std::pair<std::uint64_t, std::vector<std::uint32_t>>> points;
+  points.emplace_back(seed[0].value, std::vector<std::uint32_t>(nd, 0));
+  for (std::uint32_t j = 0; j < nd; ++j) {
+    std::uint32_t dim = kNone;
+    for (std::uint32_t e = 0; e < nd; ++e) {
+      const std::uint32_t a = shape.at(SwitchIndex{at[0]}, e),
+                          b = shape.at(SwitchIndex{at[j + 1]}, e);
+      if (a == b) continue;
+      const std::uint32_t k = shape.size[e];
+      const bool step =
+          shape.wrap[e] != 0 ? (a + 1) % k == b || (b + 1) % k == a : a + 1 == b || b + 1 == a;
+      dim = dim == kNone && step ? e : kNone - 1;  // a second difference: no neighbour
+    }
+    if (dim >= nd) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("switch {:#018x} is not a grid neighbour of the origin {:#018x}",
+                               seed[j + 1].value, seed[0].value)};
+    }
+    if (taken[dim] != 0) {
+      return Error{Errc::kInvalidArgument,
+                   fmt::format("switch {:#018x} is the origin's neighbour along a dimension "
+                               "named before",
+                               seed[j + 1].value)};
+    }
+    taken[dim] = 1;
+    p.size[j] = shape.size[dim];
+    p.wrap[j] = shape.wrap[dim];
+    std::vector<std::uint32_t> c(nd, 0);
+    c[j] = 1;
+    points.emplace_back(seed[j + 1].value, std::move(c));
+  }
+  std::sort(points.begin(), points.end());
+  for (const auto& [guid, c] : points) {
+    p.guids.push_back(guid);
+    p.coord.insert(p.coord.end(), c.begin(), c.end());
+  }
+  if (!place_as_before(topo, shape, p)) {
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("no placement of the {} puts switch {:#018x} at the origin (on a "
+                             "path it must be at an end)",
+                             shape.describe(), seed[0].value)};
+  }
+  return ok_result();
+}
+
 }  // namespace subnetd::routing

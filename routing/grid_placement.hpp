@@ -18,10 +18,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "routing/grid_shape.hpp"
+#include "routing/result.hpp"
 #include "routing/topology.hpp"
 
 namespace subnetd::routing {
@@ -63,5 +65,16 @@ GridPlacement placement_of(const Topology& topo, const GridShape& shape);
 // coordinates): true then. A `previous` with a placement_problem() is
 // not used (false).
 bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement& previous);
+
+// Places `shape` by a seed, as OpenSM's torus-2QoS takes its seed
+// switches from its config: seed[0] the switch at the origin (0 on every
+// dimension), seed[1 + j] its neighbour one step up along dimension j.
+// Every SM given the same seed places a grid alike whatever it routed
+// before, so a standby that takes over gives the LIDs the SLs the hosts
+// hold. An error says why the seed does not apply (a switch not in the
+// grid, not a grid neighbour of the origin, a count that does not match
+// the dimensions, an origin inside a mesh's path); `shape` is unchanged
+// then.
+Result<void> place_by_seed(const Topology& topo, GridShape& shape, std::span<const Guid> seed);
 
 }  // namespace subnetd::routing

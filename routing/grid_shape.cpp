@@ -565,17 +565,38 @@ Result<GridShape> whole_grid(const Topology& topo, const SwitchGraph& g) {
   return shape;
 }
 
+// Places a grid found: by the seed if it applies, else as `previous`
+// placed its switches, else canonically (as found).
+void place(const Topology& topo, GridShape& shape, const GridPlacement* previous,
+           std::span<const Guid> seed) {
+  if (seed.empty()) {
+    if (previous != nullptr) place_as_before(topo, shape, *previous);
+    return;
+  }
+  const Result<void> seeded = place_by_seed(topo, shape, seed);
+  if (seeded.ok()) {
+    shape.placement = fmt::format("the grid placed by its seed (switch {:#018x} at the origin)",
+                                  seed.front().value);
+    return;
+  }
+  const bool before = previous != nullptr && place_as_before(topo, shape, *previous);
+  shape.placement =
+      fmt::format("the grid seed was not applied ({}): the grid placed {}", seeded.error().message,
+                  before ? "as the routes before" : "canonically");
+}
+
 }  // namespace
 
 Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g,
-                             const GridPlacement* previous) {
+                             const GridPlacement* previous, std::span<const Guid> seed) {
   Result<GridShape> shape = whole_grid(topo, g);
-  if (shape.ok() && previous != nullptr) place_as_before(topo, *shape, *previous);
+  if (shape.ok()) place(topo, *shape, previous, seed);
   return shape;
 }
 
 Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& g,
-                                       std::uint64_t max_missing, const GridPlacement* previous) {
+                                       std::uint64_t max_missing, const GridPlacement* previous,
+                                       std::span<const Guid> seed) {
   // Origins whose lines hold every switch, placed from: past this many
   // the fabric is taken for no grid. Walking an origin's lines is cheap,
   // so any origin may be walked.
@@ -609,7 +630,7 @@ Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& 
   std::size_t tried = 0;
   for (; tried < origins.size() && placings < kPlacings; ++tried) {
     Result<GridShape> shape = gapped_from(topo, nb, origins[tried], max_missing, placings);
-    if (shape.ok() && previous != nullptr) place_as_before(topo, *shape, *previous);
+    if (shape.ok()) place(topo, *shape, previous, seed);
     // Too many links missing: the grid is found, and so it would be from
     // any other origin.
     if (shape.ok() || shape.error().code == Errc::kOutOfRange) return shape;

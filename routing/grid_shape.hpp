@@ -31,6 +31,7 @@
 // Pure computation on a SwitchGraph; O(switches x degree^2).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ struct GridShape {
   // switches, whose links count as missing too); 0 for a whole grid.
   std::uint64_t missing_links = 0;
   std::uint32_t missing_switches = 0;
+  // With a seed given (grid_shape()'s `seed`): that the seed placed the
+  // grid, or why it did not and how it was placed instead; for the
+  // routes' notes. Empty without a seed.
+  std::string placement;
 
   std::uint32_t dims() const { return static_cast<std::uint32_t>(size.size()); }
   std::uint32_t at(SwitchIndex s, std::uint32_t d) const {
@@ -70,11 +75,15 @@ struct GridShape {
 struct GridPlacement;  // grid_placement.hpp
 
 // The grid the switches of g form, or kNotFound saying why they form none
-// (naming switches by their topo labels). With `previous` (the placement
-// of the last grid routed), placed as that one was wherever that keeps
-// most switches where they were (place_as_before), else canonically.
+// (naming switches by their topo labels). With a `seed` (node GUIDs: the
+// switch at the origin, then its neighbour one step up along each
+// dimension), placed by it when it names such switches (place_by_seed);
+// else, with `previous` (the placement of the last grid routed), placed
+// as that one was wherever that keeps most switches where they were
+// (place_as_before); else canonically.
 Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g,
-                             const GridPlacement* previous = nullptr);
+                             const GridPlacement* previous = nullptr,
+                             std::span<const Guid> seed = {});
 
 // A grid with links missing: every switch a grid point and every link a
 // grid link, but up to `max_missing` of the grid's links not cabled (dead
@@ -95,9 +104,10 @@ Result<GridShape> grid_shape(const Topology& topo, const SwitchGraph& g,
 // first) until one places every switch and every link joins grid
 // neighbours. O(origins tried x switches x degree^2). kNotFound for no
 // grid; kOutOfRange, naming the grid, when more links are missing.
-// `previous` as grid_shape()'s.
+// `previous` and `seed` as grid_shape()'s.
 Result<GridShape> grid_shape_with_gaps(const Topology& topo, const SwitchGraph& g,
                                        std::uint64_t max_missing,
-                                       const GridPlacement* previous = nullptr);
+                                       const GridPlacement* previous = nullptr,
+                                       std::span<const Guid> seed = {});
 
 }  // namespace subnetd::routing

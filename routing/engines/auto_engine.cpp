@@ -50,15 +50,18 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
   // A grid with links missing: dimension order repaired around the gaps
   // (engines/layered.hpp), at any size; false to go on down the list.
   auto gapped_grid = [&] {
-    const Result<GridShape> gapped =
-        grid_shape_with_gaps(topo, g, layered_grid_max_missing(g), opts.previous_grid.get());
+    const Result<GridShape> gapped = grid_shape_with_gaps(topo, g, layered_grid_max_missing(g),
+                                                          opts.previous_grid.get(), opts.grid_seed);
     if (!gapped.ok()) return false;
     const DorCover cover = dor_cover(*gapped);
     if (cover.vls() > opts.max_vls && !dor_dateline_fits(*gapped, opts.max_vls)) return false;
     bool compared = false;
     Result<Routes> r =
         gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop, &compared);
-    if (r.ok()) r->grid = std::make_shared<const GridPlacement>(placement_of(topo, *gapped));
+    if (r.ok()) {
+      r->grid = std::make_shared<const GridPlacement>(placement_of(topo, *gapped));
+      if (!gapped->placement.empty()) r->notes.push_back("auto: " + gapped->placement);
+    }
     if (!r.ok() && r.error().code != Errc::kCancelled) {
       gaps_note = fmt::format(
           "auto: the switches form a {} with {} missing, but its "
@@ -100,7 +103,8 @@ Result<Routes> AutoEngine::compute(const Topology& topo, const LidMap& lids,
                                 "auto: ftree, the fabric is a fat tree with links missing "
                                 "({}), too large for balanced trees per LID",
                                 missing);
-  } else if (const Result<GridShape> grid = grid_shape(topo, g, opts.previous_grid.get());
+  } else if (const Result<GridShape> grid =
+                 grid_shape(topo, g, opts.previous_grid.get(), opts.grid_seed);
              grid.ok() &&
              (dor_layers(*grid) <= opts.max_vls || dor_dateline_fits(*grid, opts.max_vls))) {
     routes = LayeredEngine{}.compute(topo, lids, opts, pool, stop);

@@ -263,7 +263,11 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
   auto placed = [&](const GridShape& shape) {
     return std::make_shared<const GridPlacement>(placement_of(topo, shape));
   };
-  if (const Result<GridShape> shape = grid_shape(topo, g, previous); shape.ok()) {
+  // What the seed did, after the note that says what the grid is.
+  auto seed_note = [](Routes& routes, const GridShape& shape) {
+    if (!shape.placement.empty()) routes.notes.push_back("layered: " + shape.placement);
+  };
+  if (const Result<GridShape> shape = grid_shape(topo, g, previous, opts.grid_seed); shape.ok()) {
     const DorCover cover = dor_cover(*shape);
     const std::uint32_t need = cover.vls();
     if (need <= opts.max_vls) {
@@ -275,6 +279,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
           "layered: the switches form a {}: dimension-order routes on {} of {} data VL(s) (VL 0: "
           "multicast only)",
           shape->describe(), routes.num_vls, opts.max_vls));
+      seed_note(routes, *shape);
       for (const std::string& note : g.notes()) routes.notes.push_back(note);
       return routes;
     }
@@ -289,6 +294,7 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
           "each hop's VL set by its switch's SL2VL at each ring's dateline (VL 0: multicast "
           "only; SLs 1-{}: the destination's half of each ring)",
           shape->describe(), need, opts.max_vls, routes.num_vls, dor_dateline_sls(*shape) - 1));
+      seed_note(routes, *shape);
       for (const std::string& note : g.notes()) routes.notes.push_back(note);
       return routes;
     }
@@ -297,12 +303,15 @@ Result<Routes> LayeredEngine::compute(const Topology& topo, const LidMap& lids,
         "multicast), more "
         "than the {} given: routed as any other topology",
         shape->describe(), need, opts.max_vls);
-  } else if (const Result<GridShape> gapped =
-                 grid_shape_with_gaps(topo, g, layered_grid_max_missing(g), previous);
+  } else if (const Result<GridShape> gapped = grid_shape_with_gaps(
+                 topo, g, layered_grid_max_missing(g), previous, opts.grid_seed);
              gapped.ok()) {
     const DorCover cover = dor_cover(*gapped);
     Result<Routes> routes = gapped_grid_routes(topo, lids, g, *gapped, cover, opts, pool, stop);
-    if (routes.ok()) routes->grid = placed(*gapped);
+    if (routes.ok()) {
+      routes->grid = placed(*gapped);
+      seed_note(*routes, *gapped);
+    }
     if (routes.ok() || routes.error().code == Errc::kCancelled) return routes;
     grid_note = fmt::format(
         "layered: the switches form a {} with {} missing, but its "

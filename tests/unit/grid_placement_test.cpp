@@ -149,5 +149,163 @@ TEST(GridPlacement, DatelineSlsStayWhenTheLeastGuidSwitchDies) {
   EXPECT_EQ(placed->grid->size, first->grid->size);
 }
 
+// The switch at canonical point `at` (the grid whole), by GUID.
+Guid guid_at(const Topology& topo, const GridShape& shape, std::vector<std::uint32_t> at) {
+  for (const auto& [guid, c] : coordinates_by_guid(topo, shape)) {
+    if (c == at) return Guid{guid};
+  }
+  ADD_FAILURE() << "no switch at the point";
+  return Guid{};
+}
+
+// `c` one step along dimension d, down (the grid's wraps applied).
+std::vector<std::uint32_t> step_down(const GridShape& shape, std::vector<std::uint32_t> c,
+                                     std::uint32_t d) {
+  c[d] = c[d] == 0 ? shape.size[d] - 1 : c[d] - 1;
+  return c;
+}
+
+// A seed (the origin, then its neighbour along each dimension) places a
+// grid alike whatever placement came before and whichever switch is
+// least: the origin at 0, each named neighbour at 1 on its dimension, in
+// the order named. The seed here names the dimensions last to first and
+// each neighbour one step down canonically, so it is no canonical
+// placement.
+TEST(GridPlacement, ASeedPlacesTheGridWhateverCameBefore) {
+  for (const char* spec : {"torus:dims=6x6x6,hosts=1", "torus:dims=7x5,hosts=1",
+                           "mesh:dims=5x4,hosts=1", "hypercube:dim=4,hosts=1"}) {
+    SCOPED_TRACE(spec);
+    const Fabric f = make_fabric(spec);
+    auto g = SwitchGraph::build(f.topo, f.lids);
+    ASSERT_TRUE(g.ok());
+    auto canonical = grid_shape(f.topo, *g);
+    ASSERT_TRUE(canonical.ok()) << canonical.error().message;
+    const std::uint32_t nd = canonical->dims();
+    // The origin: on rings one step in from the least GUID's point, on
+    // paths the far end (a mesh's corner).
+    std::vector<std::uint32_t> origin(nd);
+    for (std::uint32_t d = 0; d < nd; ++d) {
+      origin[d] = canonical->wrap[d] != 0 ? 1 : canonical->size[d] - 1;
+    }
+    std::vector<Guid> seed{guid_at(f.topo, *canonical, origin)};
+    for (std::uint32_t j = nd; j-- > 0;) {
+      seed.push_back(guid_at(f.topo, *canonical, step_down(*canonical, origin, j)));
+    }
+    auto seeded = grid_shape(f.topo, *g, nullptr, seed);
+    ASSERT_TRUE(seeded.ok()) << seeded.error().message;
+    EXPECT_NE(seeded->placement.find("placed by its seed"), std::string::npos) << seeded->placement;
+    expect_grid_coordinates(f, *g, *seeded);
+    const auto coords = coordinates_by_guid(f.topo, *seeded);
+    EXPECT_EQ(coords.at(seed[0].value), std::vector<std::uint32_t>(nd, 0));
+    for (std::uint32_t j = 0; j < nd; ++j) {
+      std::vector<std::uint32_t> unit(nd, 0);
+      unit[j] = 1;
+      EXPECT_EQ(coords.at(seed[j + 1].value), unit) << "neighbour " << j;
+    }
+    EXPECT_NE(coords, coordinates_by_guid(f.topo, *canonical));
+    // The seed comes before the last placement: a standby with another
+    // one, or none, places the grid as the master did.
+    const GridPlacement before = placement_of(f.topo, *canonical);
+    auto over = grid_shape(f.topo, *g, &before, seed);
+    ASSERT_TRUE(over.ok());
+    EXPECT_EQ(coordinates_by_guid(f.topo, *over), coords);
+    // The least-GUID switch dead: with the seed alone (a restart with no
+    // placement kept), every other switch where it was.
+    const SwitchIndex least = least_guid_switch(f.topo);
+    if (f.topo.node(f.topo.switch_node(least)).guid == seed[0]) continue;
+    const Fabric d = without_switch(f, least);
+    auto gd = SwitchGraph::build(d.topo, d.lids);
+    ASSERT_TRUE(gd.ok());
+    auto gapped = grid_shape_with_gaps(d.topo, *gd, 64, nullptr, seed);
+    ASSERT_TRUE(gapped.ok()) << gapped.error().message;
+    auto expected = coords;
+    expected.erase(f.topo.node(f.topo.switch_node(least)).guid.value);
+    EXPECT_EQ(coordinates_by_guid(d.topo, *gapped), expected);
+  }
+}
+
+// A seed that does not fit the grid is said, and the grid placed as the
+// last placement says, or canonically.
+TEST(GridPlacement, ASeedThatDoesNotFitIsSaidAndLeftAside) {
+  const Fabric f = make_fabric("mesh:dims=5x4,hosts=1");
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  auto canonical = grid_shape(f.topo, *g);
+  ASSERT_TRUE(canonical.ok());
+  ASSERT_EQ(canonical->describe(), "5x4 mesh");
+  auto at = [&](std::uint32_t x, std::uint32_t y) { return guid_at(f.topo, *canonical, {x, y}); };
+  struct Case {
+    std::vector<Guid> seed;
+    const char* why;
+  };
+  const Case cases[] = {
+      {{at(0, 0), at(1, 0)}, "2 switches named; the 5x4 mesh needs 3"},
+      {{at(0, 0), at(1, 0), Guid{0x77}}, "switch 0x0000000000000077 is not in the grid"},
+      {{at(0, 0), at(1, 0), at(1, 1)}, "is not a grid neighbour of the origin"},
+      {{at(0, 0), at(0, 1), at(0, 1)}, "along a dimension named before"},
+      {{at(2, 0), at(3, 0), at(2, 1)}, "(on a path it must be at an end)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    auto shape = grid_shape(f.topo, *g, nullptr, c.seed);
+    ASSERT_TRUE(shape.ok());
+    EXPECT_NE(shape->placement.find(c.why), std::string::npos) << shape->placement;
+    EXPECT_NE(shape->placement.find("the grid placed canonically"), std::string::npos)
+        << shape->placement;
+    EXPECT_EQ(coordinates_by_guid(f.topo, *shape), coordinates_by_guid(f.topo, *canonical));
+  }
+  // With a last placement (the mesh turned end to end), placed as it.
+  GridPlacement turned = placement_of(f.topo, *canonical);
+  for (std::size_t i = 0; i < turned.coord.size(); i += 2) {
+    turned.coord[i] = turned.size[0] - 1 - turned.coord[i];
+  }
+  auto shape = grid_shape(f.topo, *g, &turned, cases[2].seed);
+  ASSERT_TRUE(shape.ok());
+  EXPECT_NE(shape->placement.find("the grid placed as the routes before"), std::string::npos)
+      << shape->placement;
+  EXPECT_EQ(placement_of(f.topo, *shape), turned);
+}
+
+// The layered engine routes a torus on dateline VLs by its seed, and its
+// notes say so: SMs given the same seed give every LID the same SL
+// whatever each routed before.
+TEST(GridPlacement, TheLayeredEngineRoutesBySeedAndSaysSo) {
+  const Fabric f = make_fabric("torus:dims=6x6x6,hosts=1");
+  auto g = SwitchGraph::build(f.topo, f.lids);
+  ASSERT_TRUE(g.ok());
+  auto canonical = grid_shape(f.topo, *g);
+  ASSERT_TRUE(canonical.ok());
+  const std::vector<std::uint32_t> origin{3, 2, 4};
+  std::vector<Guid> seed{guid_at(f.topo, *canonical, origin)};
+  for (std::uint32_t j = 0; j < 3; ++j) {
+    std::vector<std::uint32_t> c = origin;
+    c[j] = (c[j] + 1) % 6;
+    seed.push_back(guid_at(f.topo, *canonical, c));
+  }
+  WorkerPool pool(2);
+  EngineOptions opts;
+  opts.max_vls = 3;
+  opts.grid_seed = seed;
+  auto master = LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
+  ASSERT_TRUE(master.ok()) << master.error().message;
+  ASSERT_TRUE(master->per_hop_vls());
+  const bool said = std::any_of(master->notes.begin(), master->notes.end(), [](const auto& n) {
+    return n.find("layered: the grid placed by its seed (switch 0x") != std::string::npos;
+  });
+  EXPECT_TRUE(said) << master->notes.front();
+  expect_delivered_deadlock_free(f, *master);
+  // A standby that routed the grid canonically before takes over.
+  opts.previous_grid = std::make_shared<const GridPlacement>(placement_of(f.topo, *canonical));
+  auto standby = LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
+  ASSERT_TRUE(standby.ok()) << standby.error().message;
+  EXPECT_EQ(*standby->grid, *master->grid);
+  EXPECT_EQ(sls_by_port_guid(f.topo, f.lids, *standby), sls_by_port_guid(f.topo, f.lids, *master));
+  // Without the seed, the SLs differ: the seed is what keeps them.
+  opts.grid_seed.clear();
+  auto unseeded = LayeredEngine{}.compute(f.topo, f.lids, opts, pool, {});
+  ASSERT_TRUE(unseeded.ok());
+  EXPECT_NE(sls_by_port_guid(f.topo, f.lids, *unseeded), sls_by_port_guid(f.topo, f.lids, *master));
+}
+
 }  // namespace
 }  // namespace subnetd::routing
