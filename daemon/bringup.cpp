@@ -298,6 +298,7 @@ BringUpOptions bring_up_options(const Config& cfg) {
   o.lmc = cfg.addressing.lmc;
   o.engine = std::string(to_string(cfg.routing.engine));
   o.engine_options.root_guids = cfg.routing.root_guids;
+  o.engine_options.grid_seed = cfg.routing.grid_seed;
   o.engine_options.branch_layers = cfg.routing.branch_layers;
   o.fallback_engine = std::string(to_string(cfg.routing.fallback));
   o.max_vls = cfg.routing.max_vls;

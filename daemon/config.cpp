@@ -154,6 +154,7 @@ const KeyRule kKeyRules[] = {
     SUBNETD_KEY("routing.max_vls", routing.max_vls, kApplies),
     SUBNETD_KEY("routing.branch_layers", routing.branch_layers, kApplies),
     SUBNETD_KEY("routing.root_guids", routing.root_guids, kApplies),
+    SUBNETD_KEY("routing.grid_seed", routing.grid_seed, kApplies),
     SUBNETD_KEY("routing.threads", routing.threads, always<&kPoolAtStart>),
     SUBNETD_KEY("routing.fast_failover", routing.fast_failover, kApplies),
     SUBNETD_KEY("routing.failover_require_coverage", routing.failover_require_coverage, kApplies),
@@ -211,6 +212,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
       running.routing.max_vls != next.routing.max_vls ||
       running.routing.branch_layers != next.routing.branch_layers ||
       running.routing.root_guids != next.routing.root_guids ||
+      running.routing.grid_seed != next.routing.grid_seed ||
       running.routing.fast_failover != next.routing.fast_failover ||
       running.routing.failover_require_coverage != next.routing.failover_require_coverage;
   plan.repartition = running.partitions != next.partitions;
@@ -374,6 +376,25 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
          if (auto v = p.integer(n, path, 0, 7)) cfg.addressing.lmc = static_cast<std::uint8_t>(*v);
        }},
   };
+  // A list of distinct node GUIDs (routing.root_guids, routing.grid_seed).
+  auto guid_list = [&](const YAML::Node& n, const std::string& path, std::vector<Guid>& out) {
+    if (!n.IsSequence()) {
+      p.fail(n.Mark(), path, fmt::format("expected a list of GUIDs, got {}", describe(n)));
+      return;
+    }
+    std::size_t i = 0;
+    for (const auto& item : n) {
+      const std::string item_path = fmt::format("{}[{}]", path, i++);
+      auto g = p.guid(item, item_path);
+      if (!g) continue;
+      if (std::find(out.begin(), out.end(), *g) != out.end()) {
+        p.fail(item.Mark(), item_path, fmt::format("duplicate GUID 0x{:016x}", g->value),
+               Errc::kConflict);
+        continue;
+      }
+      out.push_back(*g);
+    }
+  };
   const K routing_keys[] = {
       {"engine",
        [&](const YAML::Node& n, const std::string& path) {
@@ -394,24 +415,16 @@ void walk(Parser& p, const YAML::Node& root, Config& cfg) {
        [&](const YAML::Node& n, const std::string& path) {
          if (auto v = p.boolean(n, path)) cfg.routing.branch_layers = *v;
        }},
-      {"root_guids",
+      {"root_guids", [&](const YAML::Node& n,
+                         const std::string& path) { guid_list(n, path, cfg.routing.root_guids); }},
+      {"grid_seed",
        [&](const YAML::Node& n, const std::string& path) {
-         if (!n.IsSequence()) {
-           p.fail(n.Mark(), path, fmt::format("expected a list of GUIDs, got {}", describe(n)));
-           return;
-         }
-         std::size_t i = 0;
-         for (const auto& item : n) {
-           const std::string item_path = fmt::format("{}[{}]", path, i++);
-           auto g = p.guid(item, item_path);
-           if (!g) continue;
-           auto& roots = cfg.routing.root_guids;
-           if (std::find(roots.begin(), roots.end(), *g) != roots.end()) {
-             p.fail(item.Mark(), item_path, fmt::format("duplicate GUID 0x{:016x}", g->value),
-                    Errc::kConflict);
-             continue;
-           }
-           roots.push_back(*g);
+         guid_list(n, path, cfg.routing.grid_seed);
+         if (cfg.routing.grid_seed.size() == 1) {
+           p.fail(n.Mark(), path,
+                  "one GUID: a grid seed names the origin switch and its neighbour along each "
+                  "dimension",
+                  Errc::kInvalidArgument);
          }
        }},
       {"threads",

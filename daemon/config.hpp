@@ -85,6 +85,12 @@ struct RoutingConfig {
   bool branch_layers = true;
   // Roots for updn/ftree. Empty = the engine picks (e.g. top-level switches).
   std::vector<Guid> root_guids;
+  // Tori, meshes, hypercubes: node GUIDs of the switch at the grid's
+  // origin and of its neighbour one step up along each dimension, as
+  // OpenSM's torus-2QoS seeds. SMs given the same seed place the grid
+  // alike, so a LID keeps its SL across a takeover. Empty = as the routes
+  // before (or the store, after a restart), else from the least GUID.
+  std::vector<Guid> grid_seed;
   // Routing worker threads; 0 = one per hardware thread.
   unsigned threads = 0;
   // Arm switch-local fast failover (issue 14) on the switches that have it,
@@ -228,7 +234,8 @@ struct ReloadPlan {
   std::vector<RestartChange> needs_restart;
   // Changed keys a reload applies, in Config field order.
   std::vector<std::string> applied;
-  // routing.engine or routing.root_guids changed: routes must be recomputed.
+  // routing.engine, root_guids, grid_seed (...) changed: routes must be
+  // recomputed.
   bool reroute = false;
   // partitions changed: P_Key tables must be planned and programmed again.
   bool repartition = false;

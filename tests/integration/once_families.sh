@@ -176,6 +176,27 @@ else
   fail "broken grid placement: exit $rc, after '${again:0:60}': $(echo "$out" | grep -m1 grid)"
 fi
 
+# A grid seed (routing.grid_seed) places the grid: its origin at 0 on
+# every dimension, said in the routing notes; one that does not fit is said
+# too, and the grid placed as before.
+seed="[0x0002c9000000000c, 0x0002c90000000011, 0x0002c9000000000d]"
+cfg=$(config "torus:dims=5x5" "routing:" "  engine: layered" "  grid_seed: $seed")
+out=$("$subnetd" --config "$cfg" --once 2>&1)
+origin=$((0x0002c9000000000c))
+if echo "$out" | grep -q "^  routing note: layered: the grid placed by its seed (switch 0x0002c9000000000c at the origin)" &&
+  [[ " $(grid_rows "$cfg.db") " == *" $origin:0=0 $origin:1=0 "* ]]; then
+  echo "ok: routing.grid_seed puts its origin at 0"
+else
+  fail "grid seed: $(echo "$out" | grep -m1 'routing note') / $(grid_rows "$cfg.db" | cut -c1-80)"
+fi
+cfg=$(config "torus:dims=5x5" "routing:" "  engine: layered" "  grid_seed: [0x0002c9000000000c, 0x0002c90000000012]")
+out=$("$subnetd" --config "$cfg" --once 2>&1)
+if echo "$out" | grep -q "^  routing note: layered: the grid seed was not applied (2 switches named; the 5x5 torus needs 3: the origin and its neighbour along each dimension): the grid placed canonically"; then
+  echo "ok: a grid seed that does not fit is said"
+else
+  fail "grid seed that does not fit: $(echo "$out" | grep -m1 'routing note')"
+fi
+
 # The ways it must fail, each with a clear message.
 expect_fail minhop-ring 1 "verification failed: .*credit loop.*nothing was programmed" \
   "$(config "ring:switches=6,hosts=2")" --engine minhop

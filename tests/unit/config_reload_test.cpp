@@ -87,6 +87,13 @@ TEST(PlanReload, RoutingChangesApplyAndReroute) {
                                                     "sweep.interval", "dump_dir"}));
   EXPECT_TRUE(plan.reroute);
   EXPECT_EQ(plan.effective, next);
+
+  // A grid seed alone places the grid anew: rerouted.
+  Config seeded = running;
+  seeded.routing.grid_seed = {Guid{0x20}, Guid{0x21}};
+  const ReloadPlan reseeded = plan_reload(running, seeded);
+  EXPECT_EQ(reseeded.applied, std::vector<std::string>{"routing.grid_seed"});
+  EXPECT_TRUE(reseeded.reroute);
 }
 
 // Every key the parser knows is either applied or named: a file that sets
@@ -101,6 +108,7 @@ addressing: {lid_bits: 24, lmc: 2}
 routing:
   engine: ftree
   root_guids: [0x10]
+  grid_seed: [0x20, 0x21, 0x22]
   threads: 3
 sweep:
   interval: 1.5s
@@ -137,9 +145,9 @@ partitions:
                                       "api.socket", "api.socket_group", "api.tcp", "api.tls_cert",
                                       "api.tls_key", "api.token_file", "store.path"}));
   EXPECT_EQ(to_umad.applied,
-            (std::vector<std::string>{"routing.engine", "routing.root_guids", "sweep.interval",
-                                      "sweep.smp_window", "sweep.timeout", "sweep.retries",
-                                      "dump_dir", "log.level", "partitions"}));
+            (std::vector<std::string>{"routing.engine", "routing.root_guids", "routing.grid_seed",
+                                      "sweep.interval", "sweep.smp_window", "sweep.timeout",
+                                      "sweep.retries", "dump_dir", "log.level", "partitions"}));
   EXPECT_TRUE(to_umad.repartition);
   for (const RestartChange& c : to_umad.needs_restart) EXPECT_FALSE(c.reason.empty()) << c.key;
   // What stays is exactly what runs: every restart-only key at its old value.

@@ -78,6 +78,7 @@ routing:
   max_vls: 4
   branch_layers: false
   root_guids: [0x10, "0x0002C90000000020", 48]
+  grid_seed: [0x20, 0x21, 0x27]
   threads: 3
   fast_failover: false
   failover_require_coverage: true
@@ -121,6 +122,8 @@ log:
   EXPECT_EQ(c.routing.root_guids[0].value, 0x10u);
   EXPECT_EQ(c.routing.root_guids[1].value, 0x0002c90000000020u);
   EXPECT_EQ(c.routing.root_guids[2].value, 48u);
+  EXPECT_EQ(c.routing.grid_seed, (std::vector<Guid>{Guid{0x20}, Guid{0x21}, Guid{0x27}}));
+  EXPECT_EQ(bring_up_options(c).engine_options.grid_seed, c.routing.grid_seed);
   EXPECT_EQ(c.routing.threads, 3u);
   EXPECT_FALSE(c.routing.fast_failover);
   EXPECT_TRUE(c.routing.failover_require_coverage);
@@ -186,7 +189,7 @@ TEST(ConfigErrors, UnknownNestedKey) {
   expect_error(std::string(kSim) + "routing:\n  engine: updn\n  enigne: ftree\n", "5:3",
                "routing.enigne",
                "unknown key (expected one of: engine, fallback, max_vls, branch_layers, "
-               "root_guids, threads, fast_failover, failover_require_coverage)");
+               "root_guids, grid_seed, threads, fast_failover, failover_require_coverage)");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -278,6 +281,14 @@ TEST(ConfigErrors, BadGuids) {
                "bad GUID \"0\"");
   expect_error(std::string(kSim) + "routing:\n  root_guids: [0x10, 16]\n", "4:22",
                "routing.root_guids[1]", "duplicate GUID 0x0000000000000010", Errc::kConflict);
+  expect_error(std::string(kSim) + "routing:\n  grid_seed: [0x10, 0x11, 0x10]\n", "4:27",
+               "routing.grid_seed[2]", "duplicate GUID 0x0000000000000010", Errc::kConflict);
+  expect_error(std::string(kSim) + "routing:\n  grid_seed: [0x10]\n", "4:14", "routing.grid_seed",
+               "one GUID: a grid seed names the origin switch and its neighbour along each "
+               "dimension",
+               Errc::kInvalidArgument);
+  expect_error(std::string(kSim) + "routing:\n  grid_seed: 0x10\n", "4:14", "routing.grid_seed",
+               "expected a list of GUIDs");
   expect_error(std::string(kSim) + "  sm_port: 0xzz\n", "3:12", "fabric.sm_port",
                "bad GUID \"0xzz\"");
 }
