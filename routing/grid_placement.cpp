@@ -227,7 +227,7 @@ bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement
 
 Result<void> place_by_seed(const Topology& topo, GridShape& shape, std::span<const Guid> seed) {
   const std::uint32_t nd = shape.dims();
-  if (seed.size() != std::size_t{nd} + 1) {
+  if (nd == 0 || seed.size() != std::size_t{nd} + 1) {
     return Error{Errc::kInvalidArgument,
                  fmt::format("{} switches named; the {} needs {}: the origin and its neighbour "
                              "along each dimension",
