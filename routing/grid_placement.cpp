@@ -78,6 +78,33 @@ std::uint64_t guid_of(const Topology& topo, std::uint32_t s) {
   return topo.node(topo.switch_node(SwitchIndex{s})).guid.value;
 }
 
+// Where coordinates b are one grid step from a: the one dimension they
+// differ on (kNone when none, or more than one, or not by a step) and
+// the step's direction (+1: b is a + 1, on a ring modulo its size).
+struct Step {
+  std::uint32_t dim = kNone;
+  std::int64_t dir = 0;
+};
+Step step_between(const std::uint32_t* a, const std::uint32_t* b,
+                  const std::vector<std::uint32_t>& size, const std::vector<std::uint8_t>& wrap) {
+  Step out;
+  for (std::uint32_t e = 0; e < size.size(); ++e) {
+    if (a[e] == b[e]) continue;
+    if (out.dim != kNone) return {};
+    const std::uint32_t k = size[e];
+    const bool ring = wrap[e] != 0;
+    if (ring ? (a[e] + 1) % k == b[e] : a[e] + 1 == b[e]) {
+      out.dir = 1;
+    } else if (ring ? (b[e] + 1) % k == a[e] : b[e] + 1 == a[e]) {
+      out.dir = -1;
+    } else {
+      return {};
+    }
+    out.dim = e;
+  }
+  return out;
+}
+
 // A symmetry of the grid: the shape's dimension j becomes previous's
 // dimension dim[j], its coordinate c going to base[j] + sign[j] * c
 // (modulo the size on a ring; a path maps onto itself).
@@ -164,22 +191,7 @@ bool place_as_before(const Topology& topo, GridShape& shape, const GridPlacement
       }
       if (m == kNone) return false;
       // The one dimension of previous where m is a step from r.
-      std::uint32_t dim = kNone;
-      std::int64_t dir = 0;
-      for (std::uint32_t e = 0; e < nd; ++e) {
-        const std::uint32_t a = old[r][e], b = old[m][e], k = previous.size[e];
-        if (a == b) continue;
-        if (dim != kNone) return false;
-        dim = e;
-        const bool ring = previous.wrap[e] != 0;
-        if (ring ? (a + 1) % k == b : a + 1 == b) {
-          dir = 1;
-        } else if (ring ? (b + 1) % k == a : b + 1 == a) {
-          dir = -1;
-        } else {
-          return false;
-        }
-      }
+      const auto [dim, dir] = step_between(old[r], old[m], previous.size, previous.wrap);
       if (dim == kNone || taken[dim] != 0 || previous.size[dim] != shape.size[j] ||
           previous.wrap[dim] != shape.wrap[j]) {
         return false;
@@ -256,17 +268,11 @@ Result<void> place_by_seed(const Topology& topo, GridShape& shape, std::span<con
   std::vector<std::pair<std::uint64_t, std::vector<std::uint32_t>>> points;
   points.emplace_back(seed[0].value, std::vector<std::uint32_t>(nd, 0));
   for (std::uint32_t j = 0; j < nd; ++j) {
-    std::uint32_t dim = kNone;
-    for (std::uint32_t e = 0; e < nd; ++e) {
-      const std::uint32_t a = shape.at(SwitchIndex{at[0]}, e),
-                          b = shape.at(SwitchIndex{at[j + 1]}, e);
-      if (a == b) continue;
-      const std::uint32_t k = shape.size[e];
-      const bool step =
-          shape.wrap[e] != 0 ? (a + 1) % k == b || (b + 1) % k == a : a + 1 == b || b + 1 == a;
-      dim = dim == kNone && step ? e : kNone - 1;  // a second difference: no neighbour
-    }
-    if (dim >= nd) {
+    const std::uint32_t dim =
+        step_between(&shape.coord[std::size_t{at[0]} * nd],
+                     &shape.coord[std::size_t{at[j + 1]} * nd], shape.size, shape.wrap)
+            .dim;
+    if (dim == kNone) {
       return Error{Errc::kInvalidArgument,
                    fmt::format("switch {:#018x} is not a grid neighbour of the origin {:#018x}",
                                seed[j + 1].value, seed[0].value)};
